@@ -1,0 +1,14 @@
+//! Subcommands: one file each, holding the clap arguments and the function that does the I/O.
+
+pub mod bless;
+pub mod calibrate;
+pub mod check;
+pub mod comment;
+pub mod compare;
+pub mod extract;
+pub mod list;
+pub mod plan;
+pub mod report;
+pub mod repro;
+pub mod run;
+pub mod select;

@@ -1,0 +1,1 @@
+//! Stage "compare": rules, statistics and verdicts; `bless` and `calibrate`.

@@ -1,0 +1,1 @@
+//! Stage "plan": the repository configuration `goldgate.yaml` (platforms, variant axes, metric rules).

@@ -1,0 +1,1 @@
+//! Stage "report": the sticky pull-request comment bot.

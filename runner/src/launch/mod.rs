@@ -1,0 +1,1 @@
+//! Stage "launch": process groups, launchers, timeouts, signals and outcome classification.

@@ -1,0 +1,17 @@
+//! goldgate: a functional-test harness and CI regression gate for GPU training jobs.
+//!
+//! The pipeline runs one way — `case → plan → launch → observe → metrics → compare → report` —
+//! and each module below is one stage (see `docs/architecture.md`).
+
+pub mod case;
+pub mod cmd;
+pub mod compare;
+pub mod config;
+pub mod exit;
+pub mod github;
+pub mod golden;
+pub mod launch;
+pub mod metrics;
+pub mod observe;
+pub mod plan;
+pub mod report;

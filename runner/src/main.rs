@@ -1,0 +1,68 @@
+//! The `goldgate` command line: parses arguments, dispatches to `cmd/`, prints errors, exits
+//! with the documented code (see `exit`).
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use goldgate::cmd;
+
+/// Functional tests and a regression gate for GPU training jobs.
+#[derive(Parser, Debug)]
+#[command(name = "goldgate", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// List test cases with their type, launcher, metrics and golden files.
+    List(cmd::list::Args),
+    /// Validate every case and golden file under a root (exit 2 on any error).
+    Check(cmd::check::Args),
+    /// Show the jobs a run would launch: variants, environment, argv.
+    Plan(cmd::plan::Args),
+    /// Print a bash script that reproduces one job exactly.
+    Repro(cmd::repro::Args),
+    /// Launch jobs, record memory, checkpoint timing and metrics, then compare.
+    Run(cmd::run::Args),
+    /// Parse Megatron logs into metrics.
+    Extract(cmd::extract::Args),
+    /// Compare recorded runs with golden files and gate by exit code.
+    Compare(cmd::compare::Args),
+    /// Write golden files from recorded runs.
+    Bless(cmd::bless::Args),
+    /// Measure noise over repeats and suggest tolerances.
+    Calibrate(cmd::calibrate::Args),
+    /// Render recorded runs without judging them.
+    Report(cmd::report::Args),
+    /// Post or update the sticky PR comment.
+    Comment(cmd::comment::Args),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::List(a) => cmd::list::run(a),
+        Command::Check(a) => cmd::check::run(a),
+        Command::Plan(a) => cmd::plan::run(a),
+        Command::Repro(a) => cmd::repro::run(a),
+        Command::Run(a) => cmd::run::run(a),
+        Command::Extract(a) => cmd::extract::run(a),
+        Command::Compare(a) => cmd::compare::run(a),
+        Command::Bless(a) => cmd::bless::run(a),
+        Command::Calibrate(a) => cmd::calibrate::run(a),
+        Command::Report(a) => cmd::report::run(a),
+        Command::Comment(a) => cmd::comment::run(a),
+    };
+    match result {
+        Ok(exit) => exit.into(),
+        Err(err) => {
+            #[allow(clippy::print_stderr)]
+            {
+                eprintln!("{:?}", err.report);
+            }
+            err.exit.into()
+        }
+    }
+}

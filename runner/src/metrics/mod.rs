@@ -1,0 +1,1 @@
+//! Stage "metrics": the `results.json` record of one job, the run index, atomic writes.

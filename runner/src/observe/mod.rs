@@ -1,0 +1,1 @@
+//! Stage "observe": the streaming Megatron log parser and the GPU / host memory samplers.

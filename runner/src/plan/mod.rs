@@ -1,0 +1,1 @@
+//! Stage "plan": variants, job expansion, placeholders and the repro script.

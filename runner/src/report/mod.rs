@@ -1,0 +1,1 @@
+//! Stage "report": pure renderers (table, markdown, JUnit, JSON, SVG, annotations).
