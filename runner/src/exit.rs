@@ -48,7 +48,11 @@ impl Exit {
                 Exit::Failure => 3,
             }
         }
-        if rank(other) > rank(self) { other } else { self }
+        if rank(other) > rank(self) {
+            other
+        } else {
+            self
+        }
     }
 }
 
@@ -75,12 +79,18 @@ pub struct AppError {
 impl AppError {
     /// A usage error from a plain message.
     pub fn usage(msg: impl fmt::Display) -> AppError {
-        AppError { exit: Exit::Usage, report: miette::miette!("{msg}") }
+        AppError {
+            exit: Exit::Usage,
+            report: miette::miette!("{msg}"),
+        }
     }
 
     /// An infrastructure failure from a plain message.
     pub fn failure(msg: impl fmt::Display) -> AppError {
-        AppError { exit: Exit::Failure, report: miette::miette!("{msg}") }
+        AppError {
+            exit: Exit::Failure,
+            report: miette::miette!("{msg}"),
+        }
     }
 }
 
@@ -95,7 +105,10 @@ where
     E: Classify + miette::Diagnostic + Send + Sync + 'static,
 {
     fn from(e: E) -> AppError {
-        AppError { exit: e.exit(), report: miette::Report::new(e) }
+        AppError {
+            exit: e.exit(),
+            report: miette::Report::new(e),
+        }
     }
 }
 

@@ -43,5 +43,7 @@ pub struct Args {
 /// Runs the command.
 pub fn run(args: Args) -> Result<Exit, AppError> {
     let _ = args;
-    Err(AppError::usage("`goldgate compare` is being built in this change"))
+    Err(AppError::usage(
+        "`goldgate compare` is being built in this change",
+    ))
 }

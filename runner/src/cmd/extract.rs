@@ -16,5 +16,7 @@ pub struct Args {
 /// Runs the command.
 pub fn run(args: Args) -> Result<Exit, AppError> {
     let _ = args;
-    Err(AppError::usage("`goldgate extract` is being built in this change"))
+    Err(AppError::usage(
+        "`goldgate extract` is being built in this change",
+    ))
 }

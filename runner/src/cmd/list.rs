@@ -28,5 +28,7 @@ pub enum Format {
 /// Runs the command.
 pub fn run(args: Args) -> Result<Exit, AppError> {
     let _ = args;
-    Err(AppError::usage("`goldgate list` is being built in this change"))
+    Err(AppError::usage(
+        "`goldgate list` is being built in this change",
+    ))
 }

@@ -1,1 +1,10 @@
-//! Stage "metrics": the `results.json` record of one job, the run index, atomic writes.
+//! Stage "metrics": the `results.json` record of one job, the `run.json` index of a run,
+//! loading them back, and atomic writes.
+
+pub mod atomic;
+pub mod record;
+
+pub use record::{
+    Attempt, CheckpointRecord, Fingerprint, GpuDevicePeak, GpuMemory, JobEntry, MemoryRecord,
+    Outcome, RunIndex, RunRecord, SCHEMA_VERSION, StepValues, Timeline, VariantRecord,
+};
