@@ -1,1 +1,7 @@
 //! Stage "compare": rules, statistics and verdicts; `bless` and `calibrate`.
+
+pub mod verdict;
+
+pub use verdict::{
+    COMPARISON_SCHEMA_VERSION, Comparison, Counts, JobComparison, MetricResult, Unit, Verdict,
+};
