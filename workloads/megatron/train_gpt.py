@@ -1,0 +1,122 @@
+"""goldgate's Megatron reference workload: a small GPT trained on mock data.
+
+It drives ``megatron.training.pretrain`` from the ``megatron-core`` wheel (pinned in
+``requirements.txt``; the wheel ships ``megatron.core`` and ``megatron.training`` but not
+Megatron-LM's ``pretrain_gpt.py``), so a GPU machine needs no Megatron-LM checkout and no
+Transformer Engine or Apex. It accepts Megatron's own flags, read from ``sys.argv`` by
+Megatron's argument parser, exactly as ``pretrain_gpt.py`` does.
+
+Two adjustments, both outside the measured path:
+
+* ``megatron.training``'s initialisation calls ``compile_helpers()``, which runs ``make`` in
+  the package folder. The wheel has no Makefile but already ships the compiled
+  ``helpers_cpp`` extension, so the call is replaced by a no-op.
+* ``GOLDGATE_PLANT_SAVE_DELAY_S`` (unset by default) sleeps that many seconds inside every
+  ``save_checkpoint`` call: a planted checkpoint regression for testing the gate.
+
+Users with a Megatron-LM checkout point goldgate at its ``pretrain_gpt.py`` instead.
+"""
+
+import os
+import time
+from functools import partial
+
+import torch
+
+import megatron.core.datasets.utils as _dataset_utils
+
+_dataset_utils.compile_helpers = lambda: None
+
+from megatron.core.datasets.blended_megatron_dataset_builder import (  # noqa: E402
+    BlendedMegatronDatasetBuilder,
+)
+from megatron.core.datasets.gpt_dataset import GPTDatasetConfig, MockGPTDataset  # noqa: E402
+from megatron.core.enums import ModelType  # noqa: E402
+from megatron.training import get_args, get_tokenizer  # noqa: E402
+from megatron.training import training as _training  # noqa: E402
+from megatron.training.argument_utils import (  # noqa: E402
+    gpt_config_from_args,
+    pretrain_cfg_container_from_args,
+)
+from megatron.training.arguments import parse_and_validate_args  # noqa: E402
+from megatron.training.training import pretrain  # noqa: E402
+
+
+def _plant_save_delay() -> None:
+    delay = float(os.environ.get("GOLDGATE_PLANT_SAVE_DELAY_S", "0") or 0)
+    if delay <= 0:
+        return
+    original = _training.save_checkpoint
+
+    def slow_save_checkpoint(*args, **kwargs):
+        time.sleep(delay)
+        return original(*args, **kwargs)
+
+    _training.save_checkpoint = slow_save_checkpoint
+    print(f"goldgate: planted regression: +{delay} s in every save_checkpoint", flush=True)
+
+
+def _is_dataset_built_on_rank() -> bool:
+    return True
+
+
+def datasets_provider(train_val_test_num_samples, vp_stage=None):
+    """Mock GPT datasets of the requested sizes (no data files needed)."""
+    args = get_args()
+    config = GPTDatasetConfig(
+        random_seed=args.seed,
+        sequence_length=args.seq_length,
+        blend=None,
+        blend_per_split=None,
+        split="99,1,0",
+        path_to_cache=args.data_cache_path,
+        tokenizer=get_tokenizer(),
+        reset_position_ids=False,
+        reset_attention_mask=False,
+        eod_mask_loss=False,
+        create_attention_mask=True,
+        mid_level_dataset_surplus=0.005,
+    )
+    train, valid, test = BlendedMegatronDatasetBuilder(
+        MockGPTDataset, train_val_test_num_samples, _is_dataset_built_on_rank, config
+    ).build()
+    return train, valid, test
+
+
+datasets_provider.is_distributed = True
+
+
+def loss_func(loss_mask: torch.Tensor, output_tensor: torch.Tensor):
+    """Token-averaged cross entropy, reported as ``lm loss`` like pretrain_gpt.py."""
+    losses = output_tensor.float().view(-1)
+    mask = loss_mask.view(-1).float()
+    loss = torch.sum(losses * mask)
+    num_tokens = mask.sum().clone().detach().to(torch.int)
+    report = torch.cat([loss.clone().detach().view(1), num_tokens.view(1)])
+    return loss, num_tokens, {"lm loss": report}
+
+
+def forward_step(data_iterator, model):
+    """One micro-batch: move it to the GPU, run the model, hand back the loss function."""
+    batch = next(data_iterator)
+    tokens = batch["tokens"].cuda(non_blocking=True)
+    labels = batch["labels"].cuda(non_blocking=True)
+    loss_mask = batch["loss_mask"].cuda(non_blocking=True)
+    attention_mask = batch.get("attention_mask")
+    if attention_mask is not None:
+        attention_mask = attention_mask.cuda(non_blocking=True)
+    position_ids = batch["position_ids"].cuda(non_blocking=True)
+    output = model(tokens, position_ids, attention_mask, labels=labels)
+    return output, partial(loss_func, loss_mask)
+
+
+def main() -> None:
+    _plant_save_delay()
+    args = parse_and_validate_args()
+    model_cfg = gpt_config_from_args(args)
+    cfg = pretrain_cfg_container_from_args(args, model_cfg)
+    pretrain(cfg, datasets_provider, ModelType.encoder_or_decoder, forward_step)
+
+
+if __name__ == "__main__":
+    main()
