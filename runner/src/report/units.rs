@@ -1,0 +1,208 @@
+//! Stage "report": number formatting shared by every renderer (bytes in binary units, seconds
+//! scaled to ms/µs, signed deltas), so the terminal, markdown and JUnit show the same figures.
+
+/// How a value is measured, for formatting only.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// Bytes, shown in KiB/MiB/GiB.
+    Bytes,
+    /// Seconds, shown in s/ms/µs.
+    Seconds,
+    /// A count, shown as an integer.
+    Count,
+    /// Anything else (losses), shown with five significant digits.
+    Plain,
+}
+
+impl Kind {
+    /// Guesses the kind from a metric name: `*-bytes` are bytes, `*-time`/`*-latency`/`*-seconds`
+    /// are seconds, `num-*` are counts.
+    pub fn of_metric(name: &str) -> Kind {
+        if name.ends_with("-bytes") {
+            Kind::Bytes
+        } else if name.ends_with("-time")
+            || name.ends_with("-latency")
+            || name.ends_with("-seconds")
+        {
+            Kind::Seconds
+        } else if name.starts_with("num-") {
+            Kind::Count
+        } else {
+            Kind::Plain
+        }
+    }
+}
+
+const KIB: f64 = 1024.0;
+const MIB: f64 = KIB * 1024.0;
+const GIB: f64 = MIB * 1024.0;
+
+/// `61.32 GiB`, `512.0 MiB`, `3.0 KiB`, `17 B`; `nan`/`inf` for non-finite values.
+pub fn bytes(v: f64) -> String {
+    if !v.is_finite() {
+        return non_finite(v);
+    }
+    let a = v.abs();
+    if a >= GIB {
+        format!("{:.2} GiB", v / GIB)
+    } else if a >= MIB {
+        format!("{:.1} MiB", v / MIB)
+    } else if a >= KIB {
+        format!("{:.1} KiB", v / KIB)
+    } else {
+        format!("{v:.0} B")
+    }
+}
+
+/// `4.10 s`, `23.4 ms`, `812 µs`, `184 s` (three significant digits).
+pub fn seconds(v: f64) -> String {
+    if !v.is_finite() {
+        return non_finite(v);
+    }
+    let a = v.abs();
+    if a >= 100.0 {
+        format!("{v:.0} s")
+    } else if a >= 1.0 || a == 0.0 {
+        format!("{v:.2} s")
+    } else if a >= 1e-3 {
+        format!("{} ms", sig3(v * 1e3))
+    } else {
+        format!("{} µs", sig3(v * 1e6))
+    }
+}
+
+fn sig3(v: f64) -> String {
+    let a = v.abs();
+    if a >= 100.0 {
+        format!("{v:.0}")
+    } else if a >= 10.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+/// Five significant digits, no exponent for ordinary losses: `10.849`, `0.0012346`.
+pub fn plain(v: f64) -> String {
+    if !v.is_finite() {
+        return non_finite(v);
+    }
+    let a = v.abs();
+    if a == 0.0 {
+        return "0".into();
+    }
+    if !(1e-4..1e6).contains(&a) {
+        return format!("{v:.4e}");
+    }
+    let digits = 4 - a.log10().floor() as i32;
+    format!("{v:.*}", digits.max(0) as usize)
+}
+
+/// An integer count: `1024`.
+pub fn count(v: f64) -> String {
+    if !v.is_finite() {
+        return non_finite(v);
+    }
+    format!("{v:.0}")
+}
+
+fn non_finite(v: f64) -> String {
+    if v.is_nan() {
+        "nan".into()
+    } else if v > 0.0 {
+        "inf".into()
+    } else {
+        "-inf".into()
+    }
+}
+
+/// Formats a value of the given kind.
+pub fn value(kind: Kind, v: f64) -> String {
+    match kind {
+        Kind::Bytes => bytes(v),
+        Kind::Seconds => seconds(v),
+        Kind::Count => count(v),
+        Kind::Plain => plain(v),
+    }
+}
+
+/// A signed difference of the given kind: `+1.20 GiB`, `-3.58 s`.
+pub fn signed(kind: Kind, v: f64) -> String {
+    let text = value(kind, v);
+    if v > 0.0 && v.is_finite() {
+        format!("+{text}")
+    } else {
+        text
+    }
+}
+
+/// A signed percentage with two decimals: `+5.20 %`, `-87.32 %`.
+pub fn pct(p: f64) -> String {
+    if !p.is_finite() {
+        return non_finite(p);
+    }
+    format!("{p:+.2} %")
+}
+
+/// An interval in the value's unit, the unit written once when both ends share it:
+/// `60.81 – 62.04 GiB`, `980 ms – 1.02 s`.
+pub fn interval(kind: Kind, lo: f64, hi: f64) -> String {
+    let (a, b) = (value(kind, lo), value(kind, hi));
+    match (a.rsplit_once(' '), b.rsplit_once(' ')) {
+        (Some((na, ua)), Some((_, ub))) if ua == ub => format!("{na} – {b}"),
+        _ => format!("{a} – {b}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scales_bytes_and_seconds_to_readable_units() {
+        let cases: &[(Kind, f64, &str)] = &[
+            (Kind::Bytes, 65_842_000_000.0, "61.32 GiB"),
+            (Kind::Bytes, 512.0 * MIB, "512.0 MiB"),
+            (Kind::Bytes, 3072.0, "3.0 KiB"),
+            (Kind::Bytes, 17.0, "17 B"),
+            (Kind::Seconds, 4.1, "4.10 s"),
+            (Kind::Seconds, 0.0234, "23.4 ms"),
+            (Kind::Seconds, 0.000812, "812 µs"),
+            (Kind::Seconds, 184.4, "184 s"),
+            (Kind::Seconds, 0.0, "0.00 s"),
+            (Kind::Plain, 10.849213, "10.849"),
+            (Kind::Plain, 0.00123456, "0.0012346"),
+            (Kind::Plain, 1.5e-7, "1.5000e-7"),
+            (Kind::Count, 1024.0, "1024"),
+            (Kind::Plain, f64::NAN, "nan"),
+            (Kind::Bytes, f64::INFINITY, "inf"),
+        ];
+        for (kind, v, want) in cases {
+            assert_eq!(value(*kind, *v), *want, "{kind:?} {v}");
+        }
+    }
+
+    #[test]
+    fn signs_and_percentages() {
+        assert_eq!(signed(Kind::Bytes, 1.2 * GIB), "+1.20 GiB");
+        assert_eq!(signed(Kind::Seconds, -3.58), "-3.58 s");
+        assert_eq!(pct(5.2), "+5.20 %");
+        assert_eq!(pct(-87.321), "-87.32 %");
+        assert_eq!(pct(f64::NAN), "nan");
+        assert_eq!(
+            interval(Kind::Bytes, 60.81 * GIB, 62.04 * GIB),
+            "60.81 – 62.04 GiB"
+        );
+        assert_eq!(interval(Kind::Seconds, 0.98, 1.02), "980 ms – 1.02 s");
+        assert_eq!(interval(Kind::Plain, 2.5, 2.75), "2.5000 – 2.7500");
+    }
+
+    #[test]
+    fn kinds_follow_metric_names() {
+        assert_eq!(Kind::of_metric("gpu-peak-memory-bytes"), Kind::Bytes);
+        assert_eq!(Kind::of_metric("iteration-time"), Kind::Seconds);
+        assert_eq!(Kind::of_metric("checkpoint-async-latency"), Kind::Seconds);
+        assert_eq!(Kind::of_metric("num-zeros"), Kind::Count);
+        assert_eq!(Kind::of_metric("lm loss"), Kind::Plain);
+    }
+}

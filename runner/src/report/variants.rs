@@ -1,0 +1,455 @@
+//! Stage "report": the variant comparison. For a case run under several variants, one row per
+//! metric and one column per variant (median over the passed repeats, their range, and the
+//! difference to the baseline variant), in markdown and terminal form. No goldens are involved:
+//! this is how a user sees "gc80 + async cut checkpoint blocking from X to Y at the cost of Z GiB".
+//!
+//! The spread shown is the min–max range over repeats, not a confidence interval: with the 2–5
+//! repeats a variant sweep usually has, the range is the honest summary (the gate's bootstrap CI
+//! lives in `compare`).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::metrics::{CheckpointRecord, RunRecord};
+use crate::report::markdown::escape_md;
+use crate::report::units::{self, Kind};
+
+/// Metric keys that have their own rows; every other key in `RunRecord.metrics` gets a row
+/// of its final value.
+const COVERED: &[&str] = &[
+    "lm loss",
+    "iteration-time",
+    "gpu-peak-memory-bytes",
+    "host-peak-rss-bytes",
+    "shm-peak-bytes",
+    "checkpoint-blocking-time",
+    "checkpoint-async-latency",
+];
+
+/// All cases of a results folder, each with its variants side by side.
+#[derive(Clone, Debug, PartialEq)]
+pub struct VariantTable {
+    /// Cases sorted by name.
+    pub cases: Vec<CaseVariants>,
+}
+
+/// One case: its variants (baseline first) and one row per metric.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CaseVariants {
+    /// `<model>/<case>`.
+    pub case: String,
+    /// Columns; `[0]` is the baseline (`default` when it ran, else the first by name).
+    pub variants: Vec<VariantColumn>,
+    /// Metrics with a value in at least one variant.
+    pub rows: Vec<MetricRow>,
+}
+
+/// One variant of a case.
+#[derive(Clone, Debug, PartialEq)]
+pub struct VariantColumn {
+    /// `allocator=gc80,checkpoint=async`, or `default`.
+    pub name: String,
+    /// Repeats that passed (only these contribute values).
+    pub passed: usize,
+    /// Repeats recorded.
+    pub total: usize,
+}
+
+/// One metric across the variants of a case.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MetricRow {
+    /// What the row shows, e.g. `checkpoint blocking, saves after the first`.
+    pub label: String,
+    /// How to format it.
+    pub kind: Kind,
+    /// One per variant column; `None` where no passed repeat had the value.
+    pub cells: Vec<Option<Cell>>,
+}
+
+/// A metric of one variant over its passed repeats.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Cell {
+    /// Median over repeats.
+    pub median: f64,
+    /// Smallest repeat.
+    pub min: f64,
+    /// Largest repeat.
+    pub max: f64,
+    /// Repeats with a value.
+    pub n: usize,
+}
+
+type Extract = fn(&RunRecord) -> Option<f64>;
+
+/// The fixed rows: label, kind, how to read one repeat's value.
+const FIXED: &[(&str, Kind, Extract)] = &[
+    (
+        "checkpoint blocking, saves after the first (median)",
+        Kind::Seconds,
+        blocking_after_first,
+    ),
+    (
+        "checkpoint blocking, first save",
+        Kind::Seconds,
+        blocking_first,
+    ),
+    (
+        "checkpoint async latency (median)",
+        Kind::Seconds,
+        async_latency,
+    ),
+    ("GPU peak memory", Kind::Bytes, gpu_peak),
+    ("host peak RSS", Kind::Bytes, host_peak),
+    ("/dev/shm peak", Kind::Bytes, shm_peak),
+    ("iteration time (median)", Kind::Seconds, iteration_time),
+    ("final lm loss", Kind::Plain, final_loss),
+];
+
+/// Groups records by case and variant and computes every row. Failed repeats are counted but
+/// contribute no values (a crashed job's peaks and timings describe a different run).
+pub fn build<'a>(records: impl IntoIterator<Item = &'a RunRecord>) -> VariantTable {
+    let mut grouped: BTreeMap<&str, BTreeMap<&str, Vec<&RunRecord>>> = BTreeMap::new();
+    for r in records {
+        grouped
+            .entry(r.case.as_str())
+            .or_default()
+            .entry(r.variant.name.as_str())
+            .or_default()
+            .push(r);
+    }
+    let cases = grouped
+        .into_iter()
+        .map(|(case, variants)| build_case(case, variants))
+        .collect();
+    VariantTable { cases }
+}
+
+fn build_case(case: &str, variants: BTreeMap<&str, Vec<&RunRecord>>) -> CaseVariants {
+    let mut ordered: Vec<(&str, Vec<&RunRecord>)> = variants.into_iter().collect();
+    if let Some(pos) = ordered.iter().position(|(name, _)| *name == "default") {
+        let default = ordered.remove(pos);
+        ordered.insert(0, default);
+    }
+    let passed: Vec<Vec<&RunRecord>> = ordered
+        .iter()
+        .map(|(_, rs)| rs.iter().copied().filter(|r| r.outcome.passed()).collect())
+        .collect();
+    let columns = ordered
+        .iter()
+        .zip(&passed)
+        .map(|((name, all), ok)| VariantColumn {
+            name: (*name).to_string(),
+            passed: ok.len(),
+            total: all.len(),
+        })
+        .collect();
+    let mut rows: Vec<MetricRow> = FIXED
+        .iter()
+        .map(|(label, kind, extract)| row(label, *kind, &passed, *extract))
+        .collect();
+    for key in extra_metric_keys(&passed) {
+        let cells = passed
+            .iter()
+            .map(|rs| cell(rs.iter().filter_map(|r| finite(r.last_value(&key)))))
+            .collect();
+        rows.push(MetricRow {
+            kind: Kind::of_metric(&key),
+            label: format!("{key} (final)"),
+            cells,
+        });
+    }
+    rows.retain(|r| r.cells.iter().any(Option::is_some));
+    CaseVariants {
+        case: case.to_string(),
+        variants: columns,
+        rows,
+    }
+}
+
+fn row(label: &str, kind: Kind, passed: &[Vec<&RunRecord>], extract: Extract) -> MetricRow {
+    let cells = passed
+        .iter()
+        .map(|rs| cell(rs.iter().filter_map(|r| finite(extract(r)))))
+        .collect();
+    MetricRow {
+        label: label.to_string(),
+        kind,
+        cells,
+    }
+}
+
+fn extra_metric_keys(passed: &[Vec<&RunRecord>]) -> BTreeSet<String> {
+    passed
+        .iter()
+        .flatten()
+        .flat_map(|r| r.metrics.keys())
+        .filter(|k| !COVERED.contains(&k.as_str()))
+        .cloned()
+        .collect()
+}
+
+fn finite(v: Option<f64>) -> Option<f64> {
+    v.filter(|x| x.is_finite())
+}
+
+fn cell(values: impl Iterator<Item = f64>) -> Option<Cell> {
+    let mut v: Vec<f64> = values.collect();
+    let median = median(&mut v)?;
+    Some(Cell {
+        median,
+        min: v.first().copied()?,
+        max: v.last().copied()?,
+        n: v.len(),
+    })
+}
+
+/// Median of finite values (sorts `v`); `None` when empty.
+pub(crate) fn median(v: &mut [f64]) -> Option<f64> {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    match n {
+        0 => None,
+        _ if n % 2 == 1 => Some(v[n / 2]),
+        _ => Some((v[n / 2 - 1] + v[n / 2]) / 2.0),
+    }
+}
+
+fn save_blocking(c: &CheckpointRecord) -> Option<f64> {
+    c.blocking_max_seconds.or(c.saving_to_saved_seconds)
+}
+
+fn blocking_after_first(r: &RunRecord) -> Option<f64> {
+    let mut v: Vec<f64> = r
+        .checkpoints
+        .iter()
+        .skip(1)
+        .filter_map(save_blocking)
+        .collect();
+    median(&mut v)
+}
+
+fn blocking_first(r: &RunRecord) -> Option<f64> {
+    r.checkpoints.first().and_then(save_blocking)
+}
+
+fn async_latency(r: &RunRecord) -> Option<f64> {
+    let mut v: Vec<f64> = r
+        .checkpoints
+        .iter()
+        .filter_map(|c| c.async_latency_seconds)
+        .collect();
+    median(&mut v)
+}
+
+fn gpu_peak(r: &RunRecord) -> Option<f64> {
+    r.last_value("gpu-peak-memory-bytes").or_else(|| {
+        let gpu = r.memory.gpu.as_ref()?;
+        gpu.devices
+            .iter()
+            .map(|d| d.peak_bytes.saturating_sub(d.baseline_bytes))
+            .max()
+            .map(|b| b as f64)
+    })
+}
+
+fn host_peak(r: &RunRecord) -> Option<f64> {
+    r.last_value("host-peak-rss-bytes")
+        .or(r.memory.host_peak_rss_bytes.map(|b| b as f64))
+}
+
+fn shm_peak(r: &RunRecord) -> Option<f64> {
+    r.last_value("shm-peak-bytes")
+        .or(r.memory.shm_peak_bytes.map(|b| b as f64))
+}
+
+/// Median iteration time over Megatron's window (steps 5–20 for runs of ≤ 25 steps, else
+/// 30–45); runs too short for the window use every step after the first (warm-up).
+fn iteration_time(r: &RunRecord) -> Option<f64> {
+    let series = &r.metrics.get("iteration-time")?.0;
+    let last = *series.keys().next_back()?;
+    let window = if last <= 25 { 5..=20 } else { 30..=45 };
+    let mut v: Vec<f64> = series
+        .range(window)
+        .map(|(_, v)| *v)
+        .filter(|v| v.is_finite())
+        .collect();
+    if v.is_empty() {
+        v = series
+            .values()
+            .skip(1)
+            .copied()
+            .filter(|v| v.is_finite())
+            .collect();
+    }
+    median(&mut v)
+}
+
+fn final_loss(r: &RunRecord) -> Option<f64> {
+    r.last_value("lm loss")
+}
+
+impl Cell {
+    /// `4.10 s (4.06 – 4.15 s)`; the range only when repeats differ, `n=` only when some
+    /// passed repeat lacked the value.
+    fn text(&self, kind: Kind, passed: usize) -> String {
+        let mut text = units::value(kind, self.median);
+        if self.n >= 2 && self.min != self.max {
+            text.push_str(&format!(" ({})", units::interval(kind, self.min, self.max)));
+        }
+        if self.n < passed {
+            text.push_str(&format!(" n={}", self.n));
+        }
+        text
+    }
+
+    /// Difference to the baseline: `-3.58 s (-87.32 %)`; percentages only for plain values.
+    fn delta(&self, base: &Cell, kind: Kind) -> String {
+        let diff = self.median - base.median;
+        let pct = if base.median != 0.0 {
+            Some(diff / base.median.abs() * 100.0)
+        } else {
+            None
+        };
+        match (kind, pct) {
+            (Kind::Plain, Some(p)) => units::pct(p),
+            (_, Some(p)) => format!("{} ({})", units::signed(kind, diff), units::pct(p)),
+            (_, None) => units::signed(kind, diff),
+        }
+    }
+}
+
+/// The text of one cell: value and range, plus `Δ` to the baseline for non-baseline columns.
+fn cell_text(row: &MetricRow, col: usize, passed: usize, delta_sep: &str) -> String {
+    let Some(Some(c)) = row.cells.get(col) else {
+        return "—".into();
+    };
+    let mut text = c.text(row.kind, passed);
+    if col > 0
+        && let Some(Some(base)) = row.cells.first()
+    {
+        text.push_str(delta_sep);
+        text.push_str("Δ ");
+        text.push_str(&c.delta(base, row.kind));
+    }
+    text
+}
+
+fn jobs_text(v: &VariantColumn) -> String {
+    format!("{} of {} passed", v.passed, v.total)
+}
+
+/// Markdown: one `###` section and table per case. All names are escaped.
+pub fn render_markdown(table: &VariantTable) -> String {
+    let mut out = String::from("## Variant comparison\n\n");
+    if table.cases.is_empty() {
+        out.push_str("No results.\n");
+        return out;
+    }
+    out.push_str(
+        "Median over the passed repeats, the range over repeats in parentheses, and Δ to the first column.\n",
+    );
+    for case in &table.cases {
+        out.push_str(&format!("\n### {}\n\n", escape_md(&case.case)));
+        out.push_str("| metric |");
+        for v in &case.variants {
+            out.push_str(&format!(" {} |", escape_md(&v.name)));
+        }
+        out.push_str("\n|---|");
+        out.push_str(&"---|".repeat(case.variants.len()));
+        out.push_str("\n| jobs |");
+        for v in &case.variants {
+            out.push_str(&format!(" {} |", jobs_text(v)));
+        }
+        out.push('\n');
+        for row in &case.rows {
+            out.push_str(&format!("| {} |", escape_md(&row.label)));
+            for (col, v) in case.variants.iter().enumerate() {
+                out.push_str(&format!(" {} |", cell_text(row, col, v.passed, "<br>")));
+            }
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// Terminal: one table per case, headed by the case name; no colour.
+pub fn render_terminal(table: &VariantTable) -> String {
+    let mut out = String::new();
+    for case in &table.cases {
+        let mut b = tabled::builder::Builder::default();
+        let mut header = vec!["metric".to_string()];
+        header.extend(case.variants.iter().map(|v| v.name.clone()));
+        b.push_record(header);
+        let mut jobs = vec!["jobs".to_string()];
+        jobs.extend(case.variants.iter().map(jobs_text));
+        b.push_record(jobs);
+        for row in &case.rows {
+            let mut rec = vec![row.label.clone()];
+            rec.extend(
+                case.variants
+                    .iter()
+                    .enumerate()
+                    .map(|(col, v)| cell_text(row, col, v.passed, "\n")),
+            );
+            b.push_record(rec);
+        }
+        let mut t = b.build();
+        t.with(tabled::settings::Style::sharp());
+        out.push_str(&format!("{}\n{t}\n", case.case));
+    }
+    if out.is_empty() {
+        out.push_str("no results\n");
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::fixtures;
+
+    #[test]
+    fn baseline_is_default_and_failed_repeats_give_no_values() {
+        let records = fixtures::variant_sweep();
+        let t = build(&records);
+        let case = &t.cases[0];
+        let names: Vec<_> = case.variants.iter().map(|v| v.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "default",
+                "allocator=gc80",
+                "allocator=gc80,checkpoint=async"
+            ]
+        );
+        assert_eq!(case.variants[1].passed, 1);
+        assert_eq!(case.variants[1].total, 2);
+        let blocking = &case.rows[0];
+        assert_eq!(blocking.cells[0].unwrap().n, 3);
+        assert_eq!(blocking.cells[1].unwrap().n, 1);
+    }
+
+    #[test]
+    fn median_and_range_over_repeats() {
+        let c = cell([3.0, 1.0, 2.0, 10.0].into_iter()).unwrap();
+        assert_eq!((c.median, c.min, c.max, c.n), (2.5, 1.0, 10.0, 4));
+        assert!(cell(std::iter::empty()).is_none());
+    }
+
+    #[test]
+    fn markdown_snapshot() {
+        insta::assert_snapshot!(render_markdown(&build(&fixtures::variant_sweep())));
+    }
+
+    #[test]
+    fn terminal_snapshot() {
+        insta::assert_snapshot!(render_terminal(&build(&fixtures::variant_sweep())));
+    }
+
+    #[test]
+    fn names_from_logs_are_escaped_in_markdown() {
+        let mut records = fixtures::variant_sweep();
+        records[0].case = "gpt/a|b<script>@team".into();
+        let md = render_markdown(&build(&records));
+        assert!(md.contains(r"a\|b&lt;script&gt;@&#8203;team"), "{md}");
+    }
+}
