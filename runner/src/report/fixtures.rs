@@ -260,3 +260,184 @@ pub(crate) fn variant_sweep() -> Vec<RunRecord> {
     }
     out
 }
+
+fn metric(
+    name: &str,
+    verdict: crate::compare::Verdict,
+    unit: crate::compare::Unit,
+    (golden, now): (f64, f64),
+    interval: Option<(f64, f64)>,
+    tolerance: &str,
+    detail: &str,
+) -> crate::compare::MetricResult {
+    crate::compare::MetricResult {
+        metric: name.into(),
+        verdict,
+        golden: Some(golden),
+        now: Some(now),
+        delta_pct: Some((now - golden) / golden.abs() * 100.0),
+        interval,
+        tolerance: tolerance.into(),
+        unit,
+        repeats: if interval.is_some() { 3 } else { 1 },
+        detail: detail.into(),
+    }
+}
+
+fn job(
+    case: &str,
+    v: &VariantRecord,
+    verdict: crate::compare::Verdict,
+    metrics: Vec<crate::compare::MetricResult>,
+) -> crate::compare::JobComparison {
+    let model_case = case.split_once('/').map_or(case, |(_, c)| c);
+    crate::compare::JobComparison {
+        case: case.into(),
+        variant: v.name.clone(),
+        variant_slug: v.slug.clone(),
+        job_ids: vec![format!("{case}@{}#1", v.name)],
+        outcome: "passed".into(),
+        failure_line: None,
+        verdict,
+        golden_path: Some(
+            format!("tests/functional_tests/test_cases/{case}/golden_values_dev_dgx_h100.json")
+                .into(),
+        ),
+        config_path: Some(
+            format!("tests/functional_tests/test_cases/{case}/model_config.yaml").into(),
+        ),
+        metrics,
+        records: vec![
+            format!(
+                "results/20261130-062900-abcd/{case}/{}/1/results.json",
+                v.slug
+            )
+            .into(),
+        ],
+        svg: Some(format!("svg/{}__{}__1.svg", model_case, v.slug).into()),
+    }
+}
+
+/// A comparison with one job of every interesting verdict, and hostile text in a case name
+/// and a failure line.
+pub(crate) fn comparison() -> crate::compare::Comparison {
+    use crate::compare::{Unit, Verdict::*};
+    let loss = |v| {
+        metric(
+            "lm loss",
+            v,
+            Unit::Plain,
+            (2.95263, 2.95263),
+            None,
+            "exact + rtol 5%",
+            "0 of 60 steps beyond tolerance (allowed 1)",
+        )
+    };
+    let iter = |v, now, detail: &str| {
+        metric(
+            "iteration-time",
+            v,
+            Unit::Seconds,
+            (0.3212, now),
+            Some((now * 0.99, now * 1.02)),
+            "rtol 5%",
+            detail,
+        )
+    };
+    let def = variant(&[]);
+    let asy = variant(&[("allocator", "gc80"), ("checkpoint", "async")]);
+    let mut jobs = vec![
+        job(
+            CASE,
+            &def,
+            Pass,
+            vec![
+                metric(
+                    "checkpoint-blocking-time",
+                    Pass,
+                    Unit::Seconds,
+                    (4.1, 4.16),
+                    Some((4.07, 4.22)),
+                    "rtol 10% + atol 0.05 s",
+                    "median of saves 2..3 (first 1 skipped)",
+                ),
+                metric(
+                    "gpu-peak-memory-bytes",
+                    Pass,
+                    Unit::Bytes,
+                    (65_820_000_000.0, 65_910_000_000.0),
+                    Some((65_700_000_000.0, 66_000_000_000.0)),
+                    "rtol 5% + atol 256 MiB",
+                    "",
+                ),
+                iter(Pass, 0.3221, "median of steps 30..45"),
+                loss(Pass),
+            ],
+        ),
+        job(
+            CASE,
+            &asy,
+            Regression,
+            vec![
+                metric(
+                    "checkpoint-blocking-time",
+                    Regression,
+                    Unit::Seconds,
+                    (0.342, 0.711),
+                    Some((0.688, 0.745)),
+                    "rtol 10% + atol 0.05 s",
+                    "whole interval above 0.426 s (golden × 1.10 + 0.05 s)",
+                ),
+                metric(
+                    "gpu-peak-memory-bytes",
+                    Improvement,
+                    Unit::Bytes,
+                    (65_820_000_000.0, 59_440_000_000.0),
+                    Some((59_300_000_000.0, 59_700_000_000.0)),
+                    "rtol 5% + atol 256 MiB",
+                    "",
+                ),
+                metric(
+                    "shm-peak-bytes",
+                    Pass,
+                    Unit::Bytes,
+                    (13_421_772_800.0, 13_421_772_800.0),
+                    None,
+                    "rtol 5% + atol 64 MiB",
+                    "",
+                ),
+                iter(Pass, 0.3290, "median of steps 30..45"),
+                loss(Pass),
+            ],
+        ),
+        job(
+            "gpt/gpt3_mcore_te_tp2_pp2",
+            &def,
+            Improvement,
+            vec![
+                iter(Improvement, 0.2811, "median of steps 30..45"),
+                loss(Pass),
+            ],
+        ),
+        job(
+            "gpt/gpt3_mcore_te_tp4_pp1_*dist*|opt",
+            &def,
+            Unstable,
+            vec![iter(Unstable, 0.3402, "cv 31% > max_cv 20%"), loss(Pass)],
+        ),
+        job("bert/bert_mr_tp2_pp2", &def, MissingGolden, vec![]),
+        job("moe/mixtral_8x7b_tp4_ep8", &def, JobFailed, vec![]),
+    ];
+    jobs[4].golden_path = None;
+    jobs[5].outcome = "out of memory".into();
+    jobs[5].failure_line = Some(
+        "[rank3]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB | <@team>"
+            .into(),
+    );
+    jobs[5].svg = None;
+    crate::compare::Comparison::new(
+        "dgx_h100".into(),
+        jobs,
+        vec!["iteration-time of gpt/gpt3_mcore_te_tp4_pp1_*dist*|opt@default is unstable (cv 31% > max_cv 20%)".into()],
+    )
+}

@@ -23,9 +23,198 @@ pub fn escape_md(text: &str) -> String {
     out
 }
 
+use crate::compare::{Comparison, JobComparison, MetricResult, Verdict};
+use crate::report::table::counts_line;
+use crate::report::units;
+
+const HEADER: &str = "| case | variant | metric | golden | now | Δ % | interval | verdict |\n\
+                      |---|---|---|---|---|---|---|---|\n";
+
+/// Longest failure line shown (characters); the rest is in the job's log.
+const MAX_LINE: usize = 300;
+
+/// The headline: an icon and the gate's answer, then the counts.
+fn headline(c: &Comparison) -> String {
+    let worst = c
+        .jobs
+        .iter()
+        .map(|j| j.verdict)
+        .max()
+        .unwrap_or(Verdict::Pass);
+    let (icon, word) = match worst {
+        Verdict::Pass => ("✅", "pass"),
+        Verdict::Improvement => ("✅", "pass, with improvements"),
+        Verdict::Unstable => ("⚠️", "pass, with unstable metrics"),
+        Verdict::MissingMetric => ("❌", "missing metrics"),
+        Verdict::MissingGolden => ("⚠️", "missing golden values"),
+        Verdict::Regression => ("❌", "regression"),
+        Verdict::JobFailed => ("❌", "job failed"),
+    };
+    format!(
+        "## {icon} goldgate: {word}\n\n{}\n",
+        escape_md(&counts_line(c))
+    )
+}
+
+/// Whether a metric or metric-less job belongs in the first section.
+fn failing(v: Verdict) -> bool {
+    matches!(
+        v,
+        Verdict::Regression | Verdict::MissingMetric | Verdict::MissingGolden | Verdict::JobFailed
+    )
+}
+
+fn metric_row(job: &JobComparison, m: &MetricResult) -> String {
+    let [golden, now, delta, interval] = units::metric_cells(m);
+    let mut verdict = format!("**{}**", m.verdict.label());
+    if m.verdict != Verdict::Pass {
+        verdict.push_str(&format!("<br>tolerance {}", escape_md(&m.tolerance)));
+        if !m.detail.is_empty() {
+            verdict.push_str(&format!("<br>{}", escape_md(&m.detail)));
+        }
+    }
+    format!(
+        "| {} | {} | {} | {golden} | {now} | {delta} | {interval} | {verdict} |\n",
+        escape_md(&job.case),
+        escape_md(&job.variant),
+        escape_md(&m.metric),
+    )
+}
+
+/// The row of a job that has nothing to compare (failed, or no golden).
+fn job_row(job: &JobComparison, platform: &str) -> String {
+    let mut verdict = format!("**{}**", job.verdict.label());
+    match job.verdict {
+        Verdict::JobFailed => {
+            verdict.push_str(&format!("<br>{}", escape_md(&job.outcome)));
+            if let Some(line) = &job.failure_line {
+                let short: String = line.trim().chars().take(MAX_LINE).collect();
+                verdict.push_str(&format!("<br>{}", escape_md(&short)));
+            }
+        }
+        Verdict::MissingGolden => verdict.push_str(&format!(
+            "<br>no golden file for {} (run `goldgate bless`)",
+            escape_md(platform)
+        )),
+        _ => {}
+    }
+    format!(
+        "| {} | {} | — | — | — | — | — | {verdict} |\n",
+        escape_md(&job.case),
+        escape_md(&job.variant)
+    )
+}
+
+/// Rows of every job (metric-less jobs as one row) whose verdicts pass `keep`.
+fn section(c: &Comparison, keep: impl Fn(Verdict) -> bool) -> (String, usize) {
+    let mut rows = String::new();
+    let mut n = 0;
+    for job in &c.jobs {
+        if job.metrics.is_empty() {
+            if keep(job.verdict) {
+                rows.push_str(&job_row(job, &c.platform));
+                n += 1;
+            }
+            continue;
+        }
+        for m in job.metrics.iter().filter(|m| keep(m.verdict)) {
+            rows.push_str(&metric_row(job, m));
+            n += 1;
+        }
+    }
+    (rows, n)
+}
+
+/// A link target safe inside `(...)`: spaces, parentheses and angle brackets percent-encoded.
+fn link_target(path: &str) -> String {
+    path.replace('%', "%25")
+        .replace(' ', "%20")
+        .replace('(', "%28")
+        .replace(')', "%29")
+        .replace('<', "%3C")
+        .replace('>', "%3E")
+}
+
+fn timelines(c: &Comparison) -> String {
+    let links: Vec<String> = c
+        .jobs
+        .iter()
+        .filter_map(|j| {
+            let svg = j.svg.as_ref()?;
+            Some(format!(
+                "[{} @ {}]({})",
+                escape_md(&j.case),
+                escape_md(&j.variant),
+                link_target(&svg.to_string_lossy())
+            ))
+        })
+        .collect();
+    if links.is_empty() {
+        return String::new();
+    }
+    format!("\nMemory timelines: {}\n", links.join(" · "))
+}
+
+/// The markdown report: headline with counts, then regressions and failures, improvements,
+/// unstable metrics, and everything that passed folded in `<details>`; SVG links and warnings.
+pub fn render(c: &Comparison) -> String {
+    let mut out = headline(c);
+    let sections: [(&str, &dyn Fn(Verdict) -> bool); 3] = [
+        ("Regressions and failures", &failing),
+        ("Improvements", &|v| v == Verdict::Improvement),
+        ("Unstable", &|v| v == Verdict::Unstable),
+    ];
+    for (title, keep) in sections {
+        let (rows, n) = section(c, keep);
+        if n > 0 {
+            out.push_str(&format!("\n### {title} ({n})\n\n{HEADER}{rows}"));
+        }
+    }
+    let (rows, n) = section(c, |v| v == Verdict::Pass);
+    if n > 0 {
+        let metrics = if n == 1 { "metric" } else { "metrics" };
+        out.push_str(&format!(
+            "\n<details><summary>{n} passing {metrics}</summary>\n\n{HEADER}{rows}\n</details>\n"
+        ));
+    }
+    out.push_str(&timelines(c));
+    if !c.warnings.is_empty() {
+        out.push_str("\n**Warnings**\n\n");
+        for w in &c.warnings {
+            out.push_str(&format!("- {}\n", escape_md(w)));
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::fixtures;
+
+    #[test]
+    fn snapshot() {
+        insta::assert_snapshot!(render(&fixtures::comparison()));
+    }
+
+    #[test]
+    fn regressions_come_before_improvements_and_passes_are_folded() {
+        let md = render(&fixtures::comparison());
+        let at = |s: &str| md.find(s).unwrap_or_else(|| panic!("{s} missing in {md}"));
+        assert!(at("### Regressions and failures") < at("### Improvements"));
+        assert!(at("### Improvements") < at("<details>"));
+        assert!(!md.contains("<@team>"), "{md}");
+    }
+
+    #[test]
+    fn all_pass_has_a_pass_headline_and_no_failure_section() {
+        let mut c = fixtures::comparison();
+        c.jobs.truncate(1);
+        c.counts = crate::compare::Counts::of(&c.jobs);
+        let md = render(&c);
+        assert!(md.starts_with("## ✅ goldgate: pass\n"), "{md}");
+        assert!(!md.contains("### "), "{md}");
+    }
 
     #[test]
     fn escapes_what_github_would_interpret() {

@@ -1,7 +1,14 @@
 //! Stage "report": pure renderers (table, markdown, JUnit, JSON, SVG, annotations).
 
+pub mod annotations;
+pub mod error;
 #[cfg(test)]
 mod fixtures;
+pub mod json;
+pub mod junit;
 pub mod markdown;
+pub mod table;
 pub mod units;
 pub mod variants;
+
+pub use error::ReportError;

@@ -33,6 +33,31 @@ impl Kind {
     }
 }
 
+impl From<crate::compare::Unit> for Kind {
+    fn from(u: crate::compare::Unit) -> Kind {
+        use crate::compare::Unit;
+        match u {
+            Unit::Bytes => Kind::Bytes,
+            Unit::Seconds => Kind::Seconds,
+            Unit::Count => Kind::Count,
+            Unit::Plain => Kind::Plain,
+        }
+    }
+}
+
+/// The golden, now, Δ % and interval cells of a metric result, `—` where absent.
+pub fn metric_cells(m: &crate::compare::MetricResult) -> [String; 4] {
+    let kind = Kind::from(m.unit);
+    let opt = |v: Option<f64>| v.map_or_else(|| "—".to_string(), |v| value(kind, v));
+    [
+        opt(m.golden),
+        opt(m.now),
+        m.delta_pct.map_or_else(|| "—".to_string(), pct),
+        m.interval
+            .map_or_else(|| "—".to_string(), |(lo, hi)| interval(kind, lo, hi)),
+    ]
+}
+
 const KIB: f64 = 1024.0;
 const MIB: f64 = KIB * 1024.0;
 const GIB: f64 = MIB * 1024.0;

@@ -1,0 +1,103 @@
+//! Stage "report": JUnit XML for CI test tabs — a suite per case and variant, a test per
+//! metric. A metric that fails the gate is a `<failure>` with golden, actual and tolerance; a
+//! failed job is one `<error>` test carrying the failure line; no golden is an `<error>` too.
+//! No timestamps or durations are written, so the file is stable for the same comparison.
+
+use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
+
+use crate::compare::{Comparison, JobComparison, MetricResult, Verdict};
+use crate::report::error::ReportError;
+use crate::report::units;
+
+fn metric_case(job: &JobComparison, m: &MetricResult) -> TestCase {
+    let [golden, now, delta, interval] = units::metric_cells(m);
+    let text = format!(
+        "{}: golden {golden}, actual {now} ({delta}), interval {interval}, tolerance {}{}",
+        m.verdict.label(),
+        m.tolerance,
+        if m.detail.is_empty() {
+            String::new()
+        } else {
+            format!("; {}", m.detail)
+        }
+    );
+    let status = match m.verdict {
+        Verdict::Pass | Verdict::Improvement | Verdict::Unstable => TestCaseStatus::success(),
+        Verdict::Regression | Verdict::MissingMetric => {
+            let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
+            s.set_message(text.clone()).set_type(m.verdict.label());
+            s
+        }
+        Verdict::MissingGolden | Verdict::JobFailed => {
+            let mut s = TestCaseStatus::non_success(NonSuccessKind::Error);
+            s.set_message(text.clone()).set_type(m.verdict.label());
+            s
+        }
+    };
+    let mut case = TestCase::new(m.metric.as_str(), status);
+    case.set_classname(suite_name(job));
+    // Passing but noteworthy results keep their explanation in system-out.
+    if matches!(m.verdict, Verdict::Improvement | Verdict::Unstable) {
+        case.set_system_out(text);
+    }
+    case
+}
+
+fn job_error(job: &JobComparison, platform: &str) -> TestCase {
+    let (name, message) = match job.verdict {
+        Verdict::MissingGolden => (
+            "golden",
+            format!("no golden file for platform {platform} (run `goldgate bless`)"),
+        ),
+        _ => ("job", format!("job failed: {}", job.outcome)),
+    };
+    let mut status = TestCaseStatus::non_success(NonSuccessKind::Error);
+    status.set_message(message).set_type(job.verdict.label());
+    if let Some(line) = &job.failure_line {
+        status.set_description(line.as_str());
+    }
+    let mut case = TestCase::new(name, status);
+    case.set_classname(suite_name(job));
+    case
+}
+
+fn suite_name(job: &JobComparison) -> String {
+    format!("{}@{}", job.case, job.variant)
+}
+
+/// The JUnit XML document.
+pub fn render(c: &Comparison) -> Result<String, ReportError> {
+    let mut report = Report::new("goldgate");
+    for job in &c.jobs {
+        let mut suite = TestSuite::new(suite_name(job));
+        if job.metrics.is_empty() || job.verdict == Verdict::JobFailed {
+            suite.add_test_case(job_error(job, &c.platform));
+        }
+        suite.add_test_cases(job.metrics.iter().map(|m| metric_case(job, m)));
+        report.add_test_suite(suite);
+    }
+    report.to_string().map_err(|e| ReportError::Junit {
+        message: e.to_string(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::fixtures;
+
+    #[test]
+    fn snapshot() {
+        insta::assert_snapshot!(render(&fixtures::comparison()).unwrap());
+    }
+
+    #[test]
+    fn counts_failures_and_errors() {
+        let xml = render(&fixtures::comparison()).unwrap();
+        assert!(
+            xml.contains(r#"tests="15" skipped="0" failures="1" errors="2""#),
+            "{xml}"
+        );
+        assert!(xml.contains("&lt;@team&gt;"), "{xml}");
+    }
+}

@@ -1,0 +1,185 @@
+//! Stage "report": the terminal table of a comparison — one row per metric (one per job when a
+//! job has nothing to compare), the explanation of every non-passing metric below it, and the
+//! verdict counts. Colour only when the caller asks (the command decides from TTY + `NO_COLOR`).
+
+use tabled::settings::object::Cell;
+use tabled::settings::{Color, Style as TableStyle};
+
+use crate::compare::{Comparison, JobComparison, Verdict};
+use crate::report::units;
+
+/// How to draw the table.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Style {
+    /// Colour verdicts with ANSI escapes.
+    pub color: bool,
+}
+
+const HEADER: [&str; 8] = [
+    "case", "variant", "metric", "golden", "now", "Δ %", "interval", "verdict",
+];
+
+fn verdict_color(v: Verdict) -> Option<Color> {
+    match v {
+        Verdict::Pass => None,
+        Verdict::Improvement => Some(Color::FG_GREEN),
+        Verdict::Unstable | Verdict::MissingMetric | Verdict::MissingGolden => {
+            Some(Color::FG_YELLOW)
+        }
+        Verdict::Regression | Verdict::JobFailed => Some(Color::FG_RED | Color::BOLD),
+    }
+}
+
+/// One row per metric; a job without metrics gets a single row naming why.
+fn rows(job: &JobComparison) -> Vec<([String; 8], Verdict)> {
+    if job.metrics.is_empty() {
+        let why = match job.verdict {
+            Verdict::JobFailed => format!("job-failed: {}", job.outcome),
+            v => v.label().to_string(),
+        };
+        let dash = || "—".to_string();
+        let row = [
+            job.case.clone(),
+            job.variant.clone(),
+            dash(),
+            dash(),
+            dash(),
+            dash(),
+            dash(),
+            why,
+        ];
+        return vec![(row, job.verdict)];
+    }
+    job.metrics
+        .iter()
+        .map(|m| {
+            let [golden, now, delta, interval] = units::metric_cells(m);
+            let row = [
+                job.case.clone(),
+                job.variant.clone(),
+                m.metric.clone(),
+                golden,
+                now,
+                delta,
+                interval,
+                m.verdict.label().to_string(),
+            ];
+            (row, m.verdict)
+        })
+        .collect()
+}
+
+/// Lines explaining what did not pass: detail, tolerance, failure line.
+fn notes(c: &Comparison) -> Vec<String> {
+    let mut out = Vec::new();
+    for job in &c.jobs {
+        if let Some(line) = &job.failure_line {
+            out.push(format!(
+                "{} @ {}: {} — {}",
+                job.case,
+                job.variant,
+                job.outcome,
+                line.trim()
+            ));
+        }
+        if job.verdict == Verdict::MissingGolden {
+            out.push(format!(
+                "{} @ {}: no golden file for platform {} (hint: run `goldgate bless`)",
+                job.case, job.variant, c.platform
+            ));
+        }
+        for m in job.metrics.iter().filter(|m| m.verdict != Verdict::Pass) {
+            let mut line = format!(
+                "{} @ {}: {} {} (tolerance {})",
+                job.case,
+                job.variant,
+                m.metric,
+                m.verdict.label(),
+                m.tolerance
+            );
+            if !m.detail.is_empty() {
+                line.push_str(": ");
+                line.push_str(&m.detail);
+            }
+            out.push(line);
+        }
+    }
+    out
+}
+
+/// `6 jobs on dgx_h100: 1 regression, 1 job-failed, …, 1 pass` (worst first, zeros left out).
+pub fn counts_line(c: &Comparison) -> String {
+    let parts: Vec<String> = Verdict::ALL
+        .iter()
+        .rev()
+        .filter(|v| c.counts.get(**v) > 0)
+        .map(|v| format!("{} {}", c.counts.get(*v), v.label()))
+        .collect();
+    let total = c.counts.total();
+    let jobs = if total == 1 { "job" } else { "jobs" };
+    format!("{total} {jobs} on {}: {}", c.platform, parts.join(", "))
+}
+
+/// Renders the table, the notes and the counts line.
+pub fn render(c: &Comparison, style: Style) -> String {
+    let mut b = tabled::builder::Builder::default();
+    b.push_record(HEADER);
+    let mut verdicts = Vec::new();
+    for job in &c.jobs {
+        for (row, v) in rows(job) {
+            b.push_record(row);
+            verdicts.push(v);
+        }
+    }
+    let mut table = b.build();
+    table.with(TableStyle::sharp());
+    if style.color {
+        for (i, v) in verdicts.iter().enumerate() {
+            if let Some(color) = verdict_color(*v) {
+                table.modify(Cell::new(i + 1, HEADER.len() - 1), color);
+            }
+        }
+    }
+    let mut out = format!("{table}\n");
+    for line in notes(c) {
+        out.push_str(&format!("  {line}\n"));
+    }
+    for w in &c.warnings {
+        out.push_str(&format!("warning: {w}\n"));
+    }
+    out.push_str(&counts_line(c));
+    out.push('\n');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::fixtures;
+
+    #[test]
+    fn plain_snapshot() {
+        insta::assert_snapshot!(render(&fixtures::comparison(), Style { color: false }));
+    }
+
+    #[test]
+    fn colour_only_when_asked() {
+        let c = fixtures::comparison();
+        assert!(!render(&c, Style { color: false }).contains('\u{1b}'));
+        let coloured = render(&c, Style { color: true });
+        assert!(coloured.contains("\u{1b}[31m"), "{coloured}");
+        // Colour must not change the layout: strip escapes and compare.
+        let stripped = regex::Regex::new("\u{1b}\\[[0-9;]*m")
+            .unwrap()
+            .replace_all(&coloured, "");
+        assert_eq!(stripped, render(&c, Style { color: false }));
+    }
+
+    #[test]
+    fn counts_line_lists_worst_first() {
+        assert_eq!(
+            counts_line(&fixtures::comparison()),
+            "6 jobs on dgx_h100: 1 job-failed, 1 regression, 1 missing-golden, 1 unstable, 1 improvement, 1 pass"
+        );
+    }
+}
