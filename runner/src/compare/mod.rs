@@ -1,5 +1,8 @@
 //! Stage "compare": rules, statistics and verdicts; `bless` and `calibrate`.
 
+pub mod judge;
+pub mod rules;
+pub(crate) mod stats;
 pub mod verdict;
 
 pub use verdict::{

@@ -1,0 +1,527 @@
+//! Stage "compare": judges one metric of one job (all its repeats) against its golden series
+//! under one [`Rule`], producing a [`MetricResult`].
+//!
+//! Per-step metrics follow Megatron: every golden step is checked with `|a-g| <= atol + rtol*|g|`,
+//! a missing or non-finite value counts as infinity, and `min(max(N//100, 1), 50)` failing steps
+//! are tolerated. Repeats are combined step by step by their median.
+//! Window, scalar and per-save metrics reduce each repeat to one value; one repeat gets a plain
+//! tolerance check, two or more are judged on the distribution: unstable when the coefficient
+//! of variation exceeds `max_cv`, else a regression only when the whole 95 % bootstrap interval
+//! of the median lies beyond the tolerance band.
+
+use std::collections::BTreeMap;
+
+use super::rules::{Direction, Kind, Rule};
+use super::stats::{self, Tolerance};
+use super::verdict::{MetricResult, Verdict};
+
+/// Per-step values of one metric (NaN for a `"nan"` golden entry).
+pub type Series = BTreeMap<u64, f64>;
+
+/// Steps listed in a detail line before eliding the rest.
+const LISTED_STEPS: usize = 10;
+
+/// Confidence level of the interval of the median.
+const LEVEL: f64 = 0.95;
+
+/// Judges `metric`. `repeats[i]` is repeat i's series, `None` when that repeat did not record
+/// the metric. `nondeterministic` turns exact checks off.
+pub fn judge(
+    metric: &str,
+    rule: &Rule,
+    golden: &Series,
+    repeats: &[Option<&Series>],
+    nondeterministic: bool,
+) -> MetricResult {
+    let exact = rule.exact && !nondeterministic;
+    let mut result = MetricResult {
+        metric: metric.to_string(),
+        verdict: Verdict::Pass,
+        golden: None,
+        now: None,
+        delta_pct: None,
+        interval: None,
+        tolerance: rule.describe(exact),
+        unit: rule.unit,
+        repeats: repeats.len(),
+        detail: String::new(),
+    };
+    let missing: Vec<String> = (1..=repeats.len())
+        .filter(|i| repeats[i - 1].is_none())
+        .map(|i| i.to_string())
+        .collect();
+    let present: Vec<&Series> = repeats.iter().flatten().copied().collect();
+    if !missing.is_empty() || present.is_empty() {
+        result.verdict = Verdict::MissingMetric;
+        result.detail = format!("not recorded by repeat {}", missing.join(", "));
+        return result;
+    }
+    if rule.is_distribution() {
+        judge_distribution(rule, golden, &present, &mut result);
+    } else {
+        judge_steps(rule, golden, &present, exact, &mut result);
+    }
+    result.delta_pct = match (result.golden, result.now) {
+        (Some(g), Some(n)) if g != 0.0 && g.is_finite() && n.is_finite() => {
+            Some((n - g) / g.abs() * 100.0)
+        }
+        _ => None,
+    };
+    result
+}
+
+/// Where a value (or interval) lies relative to the band.
+fn side(rule: &Rule, band: (f64, f64), low: f64, high: f64) -> Verdict {
+    let above = low > band.1;
+    let below = high < band.0;
+    match (rule.direction, above, below) {
+        (_, false, false) => Verdict::Pass,
+        (Direction::Both, _, _) => Verdict::Regression,
+        (Direction::LowerIsBetter, true, _) | (Direction::HigherIsBetter, false, true) => {
+            Verdict::Regression
+        }
+        _ => Verdict::Improvement,
+    }
+}
+
+fn judge_steps(
+    rule: &Rule,
+    golden: &Series,
+    repeats: &[&Series],
+    exact: bool,
+    out: &mut MetricResult,
+) {
+    let tol = rule.tolerance();
+    let (mut bad, mut good, mut differ) = (Vec::new(), Vec::new(), Vec::new());
+    let mut worst: Option<(f64, u64)> = None;
+    for (&step, &g) in golden {
+        let a = step_median(repeats, step);
+        if exact
+            && stats::round5(a).to_bits() != stats::round5(g).to_bits()
+            && (a.is_finite() || g.is_finite())
+        {
+            differ.push(step);
+        }
+        if tol.within(a, g) {
+            continue;
+        }
+        let dev = if a.is_finite() && g.is_finite() {
+            (a - g).abs() / g.abs().max(f64::MIN_POSITIVE)
+        } else {
+            f64::INFINITY
+        };
+        if worst.is_none_or(|(w, _)| dev > w) {
+            worst = Some((dev, step));
+        }
+        let v = side(rule, tol.band(g), a, a);
+        if v == Verdict::Improvement {
+            good.push(step)
+        } else {
+            bad.push(step)
+        }
+    }
+    let n = golden.len();
+    let allowed = rule.allowance(n);
+    let shown = worst
+        .map(|(_, s)| s)
+        .or_else(|| golden.keys().next_back().copied());
+    if let Some(step) = shown {
+        out.golden = golden.get(&step).copied().filter(|g| g.is_finite());
+        out.now = Some(step_median(repeats, step)).filter(|a| a.is_finite());
+    }
+    (out.verdict, out.detail) = if !differ.is_empty() {
+        (
+            Verdict::Regression,
+            format!(
+                "exact check: {} of {n} steps differ: {}",
+                differ.len(),
+                list(&differ)
+            ),
+        )
+    } else if bad.len() > allowed {
+        (Verdict::Regression, beyond(&bad, n, allowed, ""))
+    } else if good.len() > allowed {
+        (
+            Verdict::Improvement,
+            beyond(&good, n, allowed, " in the good direction"),
+        )
+    } else if bad.is_empty() && good.is_empty() {
+        (Verdict::Pass, format!("all {n} steps within tolerance"))
+    } else {
+        let mut all = [bad, good].concat();
+        all.sort_unstable();
+        (Verdict::Pass, beyond(&all, n, allowed, ""))
+    };
+}
+
+fn beyond(steps: &[u64], n: usize, allowed: usize, how: &str) -> String {
+    format!(
+        "{} of {n} steps beyond tolerance{how} (allowed {allowed}): {}",
+        steps.len(),
+        list(steps)
+    )
+}
+
+fn list(steps: &[u64]) -> String {
+    let mut s: Vec<String> = steps
+        .iter()
+        .take(LISTED_STEPS)
+        .map(u64::to_string)
+        .collect();
+    if steps.len() > LISTED_STEPS {
+        s.push("…".into());
+    }
+    s.join(", ")
+}
+
+/// Median over repeats at one step; a repeat without a finite value there makes it infinite.
+fn step_median(repeats: &[&Series], step: u64) -> f64 {
+    let mut vals = Vec::with_capacity(repeats.len());
+    for r in repeats {
+        match r.get(&step) {
+            Some(v) if v.is_finite() => vals.push(*v),
+            _ => return f64::INFINITY,
+        }
+    }
+    stats::median(&vals).unwrap_or(f64::INFINITY)
+}
+
+/// Reduces a series to the one value the rule judges, with a note on how.
+pub(crate) fn reduce(rule: &Rule, series: &Series, last_golden_step: u64) -> Option<(f64, String)> {
+    let finite = |(s, v): (&u64, &f64)| v.is_finite().then_some((*s, *v));
+    match rule.kind {
+        Kind::PerStep | Kind::Scalar => series
+            .iter()
+            .rev()
+            .find_map(finite)
+            .map(|(s, v)| (v, format!("value at step {s}"))),
+        Kind::Window(w) => {
+            let (from, to) = w.range(last_golden_step);
+            let inside: Vec<f64> = series
+                .range(from..=to)
+                .filter_map(finite)
+                .map(|(_, v)| v)
+                .collect();
+            if let Some(m) = stats::median(&inside) {
+                return Some((m, format!("median over steps {from}-{to}")));
+            }
+            let all: Vec<f64> = series.iter().filter_map(finite).map(|(_, v)| v).collect();
+            stats::median(&all).map(|m| (m, format!("median over all steps (none in {from}-{to})")))
+        }
+        Kind::PerSave => {
+            let saves: Vec<f64> = series.iter().filter_map(finite).map(|(_, v)| v).collect();
+            let skip = if saves.len() > rule.skip_first_saves {
+                rule.skip_first_saves
+            } else {
+                0
+            };
+            let how = match skip {
+                0 => format!("median of {} saves", saves.len()),
+                k => format!(
+                    "median of saves {}..{} (first {k} skipped)",
+                    k + 1,
+                    saves.len()
+                ),
+            };
+            stats::median(&saves[skip..]).map(|m| (m, how))
+        }
+    }
+}
+
+fn judge_distribution(rule: &Rule, golden: &Series, repeats: &[&Series], out: &mut MetricResult) {
+    let last = golden.keys().next_back().copied().unwrap_or(0);
+    let Some((g, how)) = reduce(rule, golden, last) else {
+        out.verdict = Verdict::MissingGolden;
+        out.detail = "the golden file has no finite value for this metric".into();
+        return;
+    };
+    out.golden = Some(g);
+    let mut nows = Vec::with_capacity(repeats.len());
+    for (i, r) in repeats.iter().enumerate() {
+        match reduce(rule, r, last) {
+            Some((v, _)) => nows.push(v),
+            None => {
+                out.verdict = Verdict::MissingMetric;
+                out.detail = format!("repeat {} has no finite value", i + 1);
+                return;
+            }
+        }
+    }
+    let now = stats::median(&nows).unwrap_or(f64::NAN);
+    out.now = Some(now);
+    let tol: Tolerance = rule.tolerance();
+    let band = tol.band(g);
+    if nows.len() == 1 {
+        out.verdict = side(rule, band, now, now);
+        out.detail = how;
+        return;
+    }
+    let cv = stats::cv(&nows);
+    out.interval = stats::bootstrap_median_ci(&nows, LEVEL, stats::SEED);
+    let (lo, hi) = out.interval.unwrap_or((now, now));
+    match (cv, rule.max_cv) {
+        (Some(cv), Some(max)) if cv > max => {
+            out.verdict = Verdict::Unstable;
+            out.detail = format!(
+                "cv {:.0}% > max_cv {:.0}% over {} repeats; {how}",
+                cv * 100.0,
+                max * 100.0,
+                nows.len()
+            );
+        }
+        _ => {
+            out.verdict = side(rule, band, lo, hi);
+            let cv_text = cv
+                .map(|c| format!("cv {:.1}%, ", c * 100.0))
+                .unwrap_or_default();
+            out.detail = format!(
+                "{cv_text}95% CI of the median vs band [{:.4}, {:.4}]; {how}",
+                band.0, band.1
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compare::rules::RuleSet;
+
+    fn s(pairs: &[(u64, f64)]) -> Series {
+        pairs.iter().copied().collect()
+    }
+
+    fn steps(n: u64, f: impl Fn(u64) -> f64) -> Series {
+        (1..=n).map(|i| (i, f(i))).collect()
+    }
+
+    /// One row: metric, golden, repeats, nondeterministic, expected verdict, detail fragment.
+    type Row = (
+        &'static str,
+        Series,
+        Vec<Option<Series>>,
+        bool,
+        Verdict,
+        &'static str,
+    );
+
+    fn table() -> Vec<Row> {
+        use Verdict::*;
+        let loss = steps(100, |i| 10.0 - i as f64 * 0.01);
+        let bump = |k: u64, by: f64| {
+            let mut l = loss.clone();
+            for i in 1..=k {
+                l.insert(40 + i, l[&(40 + i)] * by);
+            }
+            l
+        };
+        let it = steps(50, |_| 0.32);
+        let save = |first: f64, rest: f64| s(&[(20, first), (40, rest), (60, rest)]);
+        vec![
+            (
+                "lm loss",
+                loss.clone(),
+                vec![Some(loss.clone())],
+                false,
+                Pass,
+                "all 100 steps",
+            ),
+            (
+                "lm loss",
+                loss.clone(),
+                vec![Some(bump(1, 1.001))],
+                false,
+                Regression,
+                "exact check: 1 of 100",
+            ),
+            (
+                "lm loss",
+                loss.clone(),
+                vec![Some(bump(1, 1.001))],
+                true,
+                Pass,
+                "all 100 steps",
+            ),
+            (
+                "lm loss",
+                loss.clone(),
+                vec![Some(bump(1, 1.2))],
+                true,
+                Pass,
+                "1 of 100 steps beyond tolerance (allowed 1): 41",
+            ),
+            (
+                "lm loss",
+                loss.clone(),
+                vec![Some(bump(2, 1.2))],
+                true,
+                Regression,
+                "2 of 100 steps beyond tolerance (allowed 1): 41, 42",
+            ),
+            (
+                "lm loss",
+                loss.clone(),
+                vec![Some(bump(2, 0.8))],
+                true,
+                Regression,
+                "2 of 100",
+            ),
+            (
+                "lm loss",
+                loss.clone(),
+                vec![Some(s(&[(1, 10.0)]))],
+                true,
+                Regression,
+                "99 of 100",
+            ),
+            (
+                "lm loss",
+                s(&[(1, 1.0), (2, f64::NAN)]),
+                vec![Some(s(&[(1, 1.0)]))],
+                false,
+                Pass,
+                "all 2 steps",
+            ),
+            (
+                "lm loss",
+                loss.clone(),
+                vec![None],
+                false,
+                MissingMetric,
+                "repeat 1",
+            ),
+            (
+                "mem-allocated-bytes",
+                steps(100, |_| 1e9),
+                vec![Some(steps(100, |_| 0.5e9))],
+                false,
+                Improvement,
+                "good direction",
+            ),
+            (
+                "iteration-time",
+                it.clone(),
+                vec![Some(steps(50, |i| if i < 30 { 9.0 } else { 0.33 }))],
+                false,
+                Pass,
+                "median over steps 30-45",
+            ),
+            (
+                "iteration-time",
+                it.clone(),
+                vec![Some(steps(50, |_| 0.40))],
+                false,
+                Regression,
+                "steps 30-45",
+            ),
+            (
+                "iteration-time",
+                it.clone(),
+                vec![Some(steps(50, |_| 0.20))],
+                false,
+                Improvement,
+                "",
+            ),
+            (
+                "checkpoint-blocking-time",
+                save(18.0, 4.0),
+                vec![Some(save(4.0, 4.1))],
+                false,
+                Pass,
+                "first 1 skipped",
+            ),
+            (
+                "checkpoint-blocking-time",
+                save(0.5, 0.020),
+                vec![Some(save(0.5, 0.023))],
+                false,
+                Pass,
+                "",
+            ),
+            (
+                "checkpoint-blocking-time",
+                save(4.0, 2.0),
+                vec![Some(save(4.0, 4.0))],
+                false,
+                Regression,
+                "",
+            ),
+            (
+                "checkpoint-blocking-time",
+                save(4.0, 2.0),
+                vec![
+                    Some(save(4.0, 4.0)),
+                    Some(save(4.0, 4.1)),
+                    Some(save(4.0, 3.9)),
+                ],
+                false,
+                Regression,
+                "95% CI",
+            ),
+            (
+                "checkpoint-blocking-time",
+                save(4.0, 2.0),
+                vec![
+                    Some(save(4.0, 2.0)),
+                    Some(save(4.0, 2.05)),
+                    Some(save(4.0, 9.0)),
+                ],
+                false,
+                Unstable,
+                "max_cv 25%",
+            ),
+            (
+                "checkpoint-blocking-time",
+                save(4.0, 2.0),
+                vec![
+                    Some(save(4.0, 2.0)),
+                    Some(save(4.0, 2.3)),
+                    Some(save(4.0, 2.6)),
+                ],
+                false,
+                Pass,
+                "",
+            ),
+            (
+                "gpu-peak-memory-bytes",
+                s(&[(60, f64::NAN)]),
+                vec![Some(s(&[(60, 1e9)]))],
+                false,
+                MissingGolden,
+                "no finite value",
+            ),
+        ]
+    }
+
+    #[test]
+    fn verdict_table() {
+        let rules = RuleSet::megatron();
+        for (i, (metric, golden, repeats, nondet, want, detail)) in table().into_iter().enumerate()
+        {
+            let rule = rules.find(metric).unwrap();
+            let reps: Vec<Option<&Series>> = repeats.iter().map(Option::as_ref).collect();
+            let r = judge(metric, rule, &golden, &reps, nondet);
+            assert_eq!(r.verdict, want, "row {i}: {metric}: {}", r.detail);
+            assert!(
+                r.detail.contains(detail),
+                "row {i}: {:?} lacks {detail:?}",
+                r.detail
+            );
+        }
+    }
+
+    #[test]
+    fn per_save_reports_golden_now_and_delta() {
+        let rules = RuleSet::megatron();
+        let rule = rules.find("checkpoint-blocking-time").unwrap();
+        let g = s(&[(20, 18.0), (40, 4.0), (60, 4.0)]);
+        let now = s(&[(20, 18.0), (40, 2.0), (60, 2.0)]);
+        let r = judge("checkpoint-blocking-time", rule, &g, &[Some(&now)], false);
+        assert_eq!(
+            (r.golden, r.now, r.delta_pct),
+            (Some(4.0), Some(2.0), Some(-50.0))
+        );
+        assert_eq!(r.verdict, Verdict::Improvement);
+        assert_eq!(r.tolerance, "rtol 10% + atol 0.05 s");
+    }
+}

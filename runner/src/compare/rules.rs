@@ -1,0 +1,307 @@
+//! Stage "compare": the effective per-metric comparison rules, with defaults equal to
+//! Megatron-LM's functional-test checks plus rules for goldgate's own metrics.
+//!
+//! `goldgate.yaml`'s `rules:` section (schema in `config::rules`, owned by the plan stage) is
+//! turned into a [`RuleSet`] by the caller; without a file, [`RuleSet::megatron`] applies.
+//! A metric takes the first rule whose pattern matches (`*` matches any run of characters).
+
+use super::stats::Tolerance;
+use super::verdict::Unit;
+
+/// How a metric's values are read.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Kind {
+    /// Every golden step is checked; `fail_steps_allowance` steps may miss.
+    PerStep,
+    /// The median over a window of steps (Megatron's iteration-time).
+    Window(Window),
+    /// One value (goldgate's memory peaks, keyed by the final step).
+    Scalar,
+    /// One value per checkpoint save; the median of the counted saves is judged.
+    PerSave,
+}
+
+/// Which steps a [`Kind::Window`] metric takes its median over.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Window {
+    /// Megatron's rule: steps 5-20 when the golden run has at most 25 steps, else 30-45.
+    Megatron,
+    /// Explicit inclusive step range.
+    Steps { from: u64, to: u64 },
+}
+
+impl Window {
+    /// The inclusive step range for a golden series that ends at `last_step`.
+    pub fn range(self, last_step: u64) -> (u64, u64) {
+        match self {
+            Window::Megatron if last_step <= 25 => (5, 20),
+            Window::Megatron => (30, 45),
+            Window::Steps { from, to } => (from, to),
+        }
+    }
+}
+
+/// Which way is good.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Direction {
+    /// Smaller values are improvements (time, memory).
+    LowerIsBetter,
+    /// Larger values are improvements (throughput).
+    HigherIsBetter,
+    /// Any deviation beyond tolerance is a regression (losses: Megatron's two-sided check).
+    Both,
+}
+
+/// The rule for one metric (or a glob of metrics).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Rule {
+    /// Metric name or glob (`*loss`).
+    pub pattern: String,
+    pub kind: Kind,
+    /// Relative tolerance (0.05 = 5 %).
+    pub rtol: f64,
+    /// Absolute tolerance in the metric's unit.
+    pub atol: f64,
+    /// Also require exact equality (at golden precision, 5 decimals) on deterministic runs.
+    pub exact: bool,
+    pub direction: Direction,
+    /// Coefficient of variation over repeats above which the metric is `unstable`.
+    pub max_cv: Option<f64>,
+    /// Per-save metrics: saves at the start that are not counted (one-time set-up).
+    pub skip_first_saves: usize,
+    /// Per-step metrics: failing steps tolerated; `None` = Megatron's `min(max(N//100, 1), 50)`.
+    pub fail_steps_allowance: Option<usize>,
+    pub unit: Unit,
+}
+
+impl Rule {
+    fn new(pattern: &str, kind: Kind, rtol: f64, direction: Direction, unit: Unit) -> Rule {
+        Rule {
+            pattern: pattern.to_string(),
+            kind,
+            rtol,
+            atol: 0.0,
+            exact: false,
+            direction,
+            max_cv: None,
+            skip_first_saves: 0,
+            fail_steps_allowance: None,
+            unit,
+        }
+    }
+
+    fn exact(mut self) -> Rule {
+        self.exact = true;
+        self
+    }
+
+    fn atol(mut self, atol: f64) -> Rule {
+        self.atol = atol;
+        self
+    }
+
+    fn max_cv(mut self, cv: f64) -> Rule {
+        self.max_cv = Some(cv);
+        self
+    }
+
+    fn skip_first(mut self, n: usize) -> Rule {
+        self.skip_first_saves = n;
+        self
+    }
+
+    pub(crate) fn tolerance(&self) -> Tolerance {
+        Tolerance {
+            rtol: self.rtol,
+            atol: self.atol,
+        }
+    }
+
+    /// Failing steps tolerated out of `n` checked.
+    pub fn allowance(&self, n: usize) -> usize {
+        self.fail_steps_allowance
+            .unwrap_or_else(|| (n / 100).clamp(1, 50))
+    }
+
+    /// Whether a metric with this rule is judged on the distribution of repeats (one value
+    /// per repeat) rather than step by step.
+    pub fn is_distribution(&self) -> bool {
+        !matches!(self.kind, Kind::PerStep)
+    }
+
+    /// `"exact + rtol 5%"`, `"rtol 10% + atol 0.05 s"`: for reports.
+    pub fn describe(&self, exact_applies: bool) -> String {
+        let mut parts = Vec::new();
+        if self.exact && exact_applies {
+            parts.push("exact".to_string());
+        }
+        parts.push(format!("rtol {}%", trim(self.rtol * 100.0)));
+        if self.atol > 0.0 {
+            parts.push(format!("atol {}", atol_text(self.atol, self.unit)));
+        }
+        parts.join(" + ")
+    }
+}
+
+fn trim(v: f64) -> String {
+    let s = format!("{v:.3}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+fn atol_text(v: f64, unit: Unit) -> String {
+    match unit {
+        Unit::Seconds => format!("{} s", trim(v)),
+        Unit::Bytes if v >= 1024.0 * 1024.0 => format!("{} MiB", trim(v / 1024.0 / 1024.0)),
+        Unit::Bytes => format!("{} B", trim(v)),
+        Unit::Count | Unit::Plain => trim(v),
+    }
+}
+
+/// Ordered rules; the first match wins.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RuleSet {
+    pub rules: Vec<Rule>,
+}
+
+const MIB: f64 = 1024.0 * 1024.0;
+
+impl RuleSet {
+    /// Megatron's checks (megatron-format.md §3) and goldgate's metric rules.
+    pub fn megatron() -> RuleSet {
+        use Direction::*;
+        use Kind::*;
+        let loss = |p: &str| Rule::new(p, PerStep, 0.05, Both, Unit::Plain).exact();
+        let save = |p: &str| {
+            Rule::new(p, PerSave, 0.10, LowerIsBetter, Unit::Seconds)
+                .atol(0.05)
+                .max_cv(0.25)
+        };
+        let peak = |p: &str| {
+            Rule::new(p, Scalar, 0.05, LowerIsBetter, Unit::Bytes)
+                .atol(64.0 * MIB)
+                .max_cv(0.10)
+        };
+        RuleSet {
+            rules: vec![
+                loss("lm loss"),
+                loss("total loss"),
+                loss("mtp_* loss"),
+                Rule::new("num-zeros", PerStep, 0.20, Both, Unit::Count).exact(),
+                Rule::new("mem-*-bytes", PerStep, 0.05, LowerIsBetter, Unit::Bytes),
+                Rule::new(
+                    "iteration-time",
+                    Window(self::Window::Megatron),
+                    0.05,
+                    LowerIsBetter,
+                    Unit::Seconds,
+                )
+                .max_cv(0.10),
+                peak("gpu-peak-memory-bytes"),
+                peak("host-peak-rss-bytes"),
+                peak("shm-peak-bytes"),
+                save("checkpoint-blocking-time").skip_first(1),
+                save("checkpoint-async-latency"),
+                loss("*loss"),
+            ],
+        }
+    }
+
+    /// The rule for `metric`, if any pattern matches.
+    pub fn find(&self, metric: &str) -> Option<&Rule> {
+        self.rules.iter().find(|r| glob_match(&r.pattern, metric))
+    }
+}
+
+impl Default for RuleSet {
+    fn default() -> RuleSet {
+        RuleSet::megatron()
+    }
+}
+
+/// `*` matches any (possibly empty) run of characters; everything else matches itself.
+pub fn glob_match(pattern: &str, text: &str) -> bool {
+    let parts: Vec<&str> = pattern.split('*').collect();
+    if parts.len() == 1 {
+        return pattern == text;
+    }
+    let (first, last) = (parts[0], parts[parts.len() - 1]);
+    if !text.starts_with(first) || text.len() < first.len() + last.len() {
+        return false;
+    }
+    let mut rest = &text[first.len()..text.len() - last.len()];
+    if !text.ends_with(last) {
+        return false;
+    }
+    for mid in &parts[1..parts.len() - 1] {
+        match rest.find(mid) {
+            Some(i) => rest = &rest[i + mid.len()..],
+            None => return false,
+        }
+    }
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn globs() {
+        for (p, t, want) in [
+            ("lm loss", "lm loss", true),
+            ("mtp_* loss", "mtp_1 loss", true),
+            ("mem-*-bytes", "mem-max-allocated-bytes", true),
+            ("*loss", "load-balancing loss", true),
+            ("*loss", "loss scale", false),
+            ("a*b*c", "abc", true),
+            ("a*b*c", "ac", false),
+            ("ab*ba", "aba", false),
+        ] {
+            assert_eq!(glob_match(p, t), want, "{p} {t}");
+        }
+    }
+
+    #[test]
+    fn megatron_defaults() {
+        let r = RuleSet::megatron();
+        let lm = r.find("lm loss").unwrap();
+        assert!(lm.exact && lm.rtol == 0.05 && lm.kind == Kind::PerStep);
+        assert_eq!(r.find("num-zeros").unwrap().rtol, 0.20);
+        assert_eq!(r.find("mem-allocated-bytes").unwrap().rtol, 0.05);
+        assert_eq!(r.find("mtp_2 loss").unwrap().pattern, "mtp_* loss");
+        assert_eq!(
+            r.find("checkpoint-blocking-time").unwrap().skip_first_saves,
+            1
+        );
+        assert!(r.find("throughput").is_none());
+        let it = r.find("iteration-time").unwrap();
+        assert_eq!(it.kind, Kind::Window(Window::Megatron));
+        assert_eq!(Window::Megatron.range(25), (5, 20));
+        assert_eq!(Window::Megatron.range(100), (30, 45));
+    }
+
+    #[test]
+    fn megatron_allowance() {
+        let r = RuleSet::megatron();
+        let lm = r.find("lm loss").unwrap();
+        assert_eq!(
+            [10, 100, 250, 5000, 9000].map(|n| lm.allowance(n)),
+            [1, 1, 2, 50, 50]
+        );
+    }
+
+    #[test]
+    fn describes_tolerances() {
+        let r = RuleSet::megatron();
+        assert_eq!(r.find("lm loss").unwrap().describe(true), "exact + rtol 5%");
+        assert_eq!(r.find("lm loss").unwrap().describe(false), "rtol 5%");
+        assert_eq!(
+            r.find("checkpoint-blocking-time").unwrap().describe(true),
+            "rtol 10% + atol 0.05 s"
+        );
+        assert_eq!(
+            r.find("shm-peak-bytes").unwrap().describe(true),
+            "rtol 5% + atol 64 MiB"
+        );
+    }
+}
