@@ -94,6 +94,9 @@ fn judge_steps(
     let tol = rule.tolerance();
     let (mut bad, mut good, mut differ) = (Vec::new(), Vec::new(), Vec::new());
     let mut worst: Option<(f64, u64)> = None;
+    let (first, last) = rule.steps.unwrap_or((0, u64::MAX));
+    let checked: Series = golden.range(first..=last).map(|(s, v)| (*s, *v)).collect();
+    let golden = &checked;
     for (&step, &g) in golden {
         let a = step_median(repeats, step);
         if exact

@@ -1,10 +1,17 @@
 //! Stage "compare": rules, statistics and verdicts; `bless` and `calibrate`.
 
+pub mod engine;
+pub mod error;
+pub mod golden_io;
 pub mod judge;
+pub mod platform;
 pub mod rules;
 pub(crate) mod stats;
 pub mod verdict;
 
+pub use engine::{CompareOptions, compare_dir, compare_records};
+pub use error::CompareError;
+pub use rules::{Direction, Kind, Rule, RuleSet};
 pub use verdict::{
     COMPARISON_SCHEMA_VERSION, Comparison, Counts, JobComparison, MetricResult, Unit, Verdict,
 };

@@ -21,24 +21,88 @@ pub enum Kind {
     PerSave,
 }
 
-/// Which steps a [`Kind::Window`] metric takes its median over.
+/// A statistic that collapses a window of steps to one number.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Statistic {
+    Median,
+    Mean,
+    Min,
+    Max,
+}
+
+impl Statistic {
+    /// Applies the statistic; `None` for no values.
+    pub fn apply(self, values: &[f64]) -> Option<f64> {
+        let fold = |f: fn(f64, f64) -> f64| values.iter().copied().reduce(f);
+        match self {
+            Statistic::Median => super::stats::median(values),
+            Statistic::Mean if values.is_empty() => None,
+            Statistic::Mean => Some(values.iter().sum::<f64>() / values.len() as f64),
+            Statistic::Min => fold(f64::min),
+            Statistic::Max => fold(f64::max),
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Statistic::Median => "median",
+            Statistic::Mean => "mean",
+            Statistic::Min => "min",
+            Statistic::Max => "max",
+        }
+    }
+}
+
+/// Which steps a [`Kind::Window`] metric collapses, and how.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Window {
-    /// Megatron's rule: steps 5-20 when the golden run has at most 25 steps, else 30-45.
-    Megatron,
-    /// Explicit inclusive step range.
-    Steps { from: u64, to: u64 },
+pub struct Window {
+    pub statistic: Statistic,
+    /// Inclusive steps for runs of at most `long_run_after` steps.
+    pub steps: (u64, u64),
+    /// Inclusive steps for longer runs (absent: always `steps`).
+    pub long_run_steps: Option<(u64, u64)>,
+    pub long_run_after: u64,
 }
 
 impl Window {
+    /// Megatron's iteration-time window: median over steps 5-20 for runs of at most 25 steps,
+    /// else 30-45.
+    pub const MEGATRON: Window = Window {
+        statistic: Statistic::Median,
+        steps: (5, 20),
+        long_run_steps: Some((30, 45)),
+        long_run_after: 25,
+    };
+
     /// The inclusive step range for a golden series that ends at `last_step`.
     pub fn range(self, last_step: u64) -> (u64, u64) {
-        match self {
-            Window::Megatron if last_step <= 25 => (5, 20),
-            Window::Megatron => (30, 45),
-            Window::Steps { from, to } => (from, to),
+        match self.long_run_steps {
+            Some(long) if last_step > self.long_run_after => long,
+            _ => self.steps,
         }
     }
+
+    /// `"median"`, for detail lines.
+    pub fn statistic_name(self) -> &'static str {
+        self.statistic.name()
+    }
+}
+
+/// Failing steps tolerated out of `n`: `min(max(floor(n * fraction), min), max)`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Allowance {
+    pub fraction: f64,
+    pub min: usize,
+    pub max: usize,
+}
+
+impl Allowance {
+    /// Megatron's `min(max(N//100, 1), 50)`.
+    pub const MEGATRON: Allowance = Allowance {
+        fraction: 0.01,
+        min: 1,
+        max: 50,
+    };
 }
 
 /// Which way is good.
@@ -69,8 +133,10 @@ pub struct Rule {
     pub max_cv: Option<f64>,
     /// Per-save metrics: saves at the start that are not counted (one-time set-up).
     pub skip_first_saves: usize,
-    /// Per-step metrics: failing steps tolerated; `None` = Megatron's `min(max(N//100, 1), 50)`.
-    pub fail_steps_allowance: Option<usize>,
+    /// Per-step metrics: failing steps tolerated.
+    pub fail_steps_allowance: Allowance,
+    /// Per-step metrics: only these steps (inclusive) are compared.
+    pub steps: Option<(u64, u64)>,
     pub unit: Unit,
 }
 
@@ -85,7 +151,8 @@ impl Rule {
             direction,
             max_cv: None,
             skip_first_saves: 0,
-            fail_steps_allowance: None,
+            fail_steps_allowance: Allowance::MEGATRON,
+            steps: None,
             unit,
         }
     }
@@ -119,8 +186,10 @@ impl Rule {
 
     /// Failing steps tolerated out of `n` checked.
     pub fn allowance(&self, n: usize) -> usize {
-        self.fail_steps_allowance
-            .unwrap_or_else(|| (n / 100).clamp(1, 50))
+        let a = self.fail_steps_allowance;
+        // Truncation is the point: Megatron uses integer division.
+        let share = (n as f64 * a.fraction).floor() as usize;
+        share.max(a.min).min(a.max)
     }
 
     /// Whether a metric with this rule is judged on the distribution of repeats (one value
@@ -190,7 +259,7 @@ impl RuleSet {
                 Rule::new("mem-*-bytes", PerStep, 0.05, LowerIsBetter, Unit::Bytes),
                 Rule::new(
                     "iteration-time",
-                    Window(self::Window::Megatron),
+                    Window(self::Window::MEGATRON),
                     0.05,
                     LowerIsBetter,
                     Unit::Seconds,
@@ -275,9 +344,9 @@ mod tests {
         );
         assert!(r.find("throughput").is_none());
         let it = r.find("iteration-time").unwrap();
-        assert_eq!(it.kind, Kind::Window(Window::Megatron));
-        assert_eq!(Window::Megatron.range(25), (5, 20));
-        assert_eq!(Window::Megatron.range(100), (30, 45));
+        assert_eq!(it.kind, Kind::Window(Window::MEGATRON));
+        assert_eq!(Window::MEGATRON.range(25), (5, 20));
+        assert_eq!(Window::MEGATRON.range(100), (30, 45));
     }
 
     #[test]

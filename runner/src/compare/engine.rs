@@ -1,0 +1,198 @@
+//! Stage "compare": groups recorded jobs by case and variant (repeats together), finds each
+//! one's golden file, checks the platform, and judges every metric into a [`Comparison`].
+//!
+//! `goldgate compare`, `goldgate run` and `goldgate comment` all call [`compare_dir`] (or
+//! [`compare_records`] with records already in memory).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use super::error::CompareError;
+use super::golden_io;
+use super::judge::{self, Series};
+use super::platform;
+use super::rules::RuleSet;
+use super::verdict::{Comparison, JobComparison, Verdict};
+use crate::metrics::{RunRecord, record::load_results};
+
+/// Where to look and how to judge.
+#[derive(Clone, Debug)]
+pub struct CompareOptions {
+    /// goldgate's golden tree: `<golden_root>/<model>/<case>/golden_values_<env>_<platform>.json`.
+    pub golden_root: PathBuf,
+    /// The test-case tree (goldens beside `model_config.yaml`, Megatron's layout).
+    pub root: PathBuf,
+    /// Golden platform; `None` = each record's own platform.
+    pub platform: Option<String>,
+    /// Compare even when the GPU model does not match the golden platform (adds a warning).
+    pub allow_env_mismatch: bool,
+    pub rules: RuleSet,
+}
+
+/// The repeats of one job, sorted by repeat.
+pub(crate) type Group = Vec<(PathBuf, RunRecord)>;
+
+/// Records grouped by `(case, variant name)`, sorted.
+pub(crate) fn group(records: Vec<(PathBuf, RunRecord)>) -> BTreeMap<(String, String), Group> {
+    let mut groups: BTreeMap<(String, String), Group> = BTreeMap::new();
+    for (path, r) in records {
+        groups
+            .entry((r.case.clone(), r.variant.name.clone()))
+            .or_default()
+            .push((path, r));
+    }
+    for g in groups.values_mut() {
+        g.sort_by_key(|(_, r)| r.repeat);
+    }
+    groups
+}
+
+/// Loads every `results.json` under `results` and compares it.
+pub fn compare_dir(results: &Path, opts: &CompareOptions) -> Result<Comparison, CompareError> {
+    compare_records(load_results(results)?, opts)
+}
+
+/// Compares records already loaded (`(results.json path, record)` pairs).
+pub fn compare_records(
+    records: Vec<(PathBuf, RunRecord)>,
+    opts: &CompareOptions,
+) -> Result<Comparison, CompareError> {
+    let platform = opts
+        .platform
+        .clone()
+        .or_else(|| records.first().map(|(_, r)| r.platform.clone()))
+        .unwrap_or_default();
+    let mut warnings = Vec::new();
+    let mut jobs = Vec::new();
+    for group in group(records).into_values() {
+        jobs.push(compare_job(&group, opts, &mut warnings)?);
+    }
+    Ok(Comparison::new(platform, jobs, warnings))
+}
+
+fn skeleton(group: &Group, opts: &CompareOptions) -> JobComparison {
+    let first = &group[0].1;
+    let config = opts.root.join(&first.case).join("model_config.yaml");
+    JobComparison {
+        case: first.case.clone(),
+        variant: first.variant.name.clone(),
+        variant_slug: first.variant.slug.clone(),
+        job_ids: group.iter().map(|(_, r)| r.job_id.clone()).collect(),
+        outcome: first.outcome.label(),
+        failure_line: None,
+        verdict: Verdict::Pass,
+        golden_path: None,
+        config_path: config.is_file().then_some(config),
+        metrics: Vec::new(),
+        records: group.iter().map(|(p, _)| p.clone()).collect(),
+        svg: None,
+    }
+}
+
+/// Judges one job (its repeats together).
+pub(crate) fn compare_job(
+    group: &Group,
+    opts: &CompareOptions,
+    warnings: &mut Vec<String>,
+) -> Result<JobComparison, CompareError> {
+    let mut job = skeleton(group, opts);
+    if let Some((_, failed)) = group.iter().find(|(_, r)| !r.outcome.passed()) {
+        job.verdict = Verdict::JobFailed;
+        job.outcome = failed.outcome.label();
+        job.failure_line = failed.attempts.last().and_then(|a| a.failure_line.clone());
+        return Ok(job);
+    }
+    let first = &group[0].1;
+    let platform = opts.platform.as_deref().unwrap_or(&first.platform);
+    let Some(path) = golden_io::find_golden(&opts.golden_root, &opts.root, &first.case, platform)
+    else {
+        job.verdict = Verdict::MissingGolden;
+        return Ok(job);
+    };
+    job.golden_path = Some(path.clone());
+    check_platform(group, &path, platform, opts.allow_env_mismatch, warnings)?;
+    let golden = read_golden(&path)?;
+    let nondeterministic = group.iter().any(|(_, r)| r.nondeterministic);
+    for (metric, series) in &golden {
+        let Some(rule) = opts.rules.find(metric) else {
+            warnings.push(format!(
+                "{}: no rule for metric `{metric}`; not compared",
+                job.case
+            ));
+            continue;
+        };
+        let repeats: Vec<Option<&Series>> = group
+            .iter()
+            .map(|(_, r)| r.metrics.get(metric).map(|s| &s.0))
+            .collect();
+        job.metrics.push(judge::judge(
+            metric,
+            rule,
+            series,
+            &repeats,
+            nondeterministic,
+        ));
+    }
+    for metric in first.metrics.keys().filter(|m| !golden.contains_key(*m)) {
+        warnings.push(format!(
+            "{}: `{metric}` was recorded but {} has no golden value for it",
+            job.case,
+            path.display()
+        ));
+    }
+    job.verdict = job
+        .metrics
+        .iter()
+        .map(|m| m.verdict)
+        .max()
+        .unwrap_or(Verdict::Pass);
+    for m in job
+        .metrics
+        .iter()
+        .filter(|m| m.verdict == Verdict::Unstable)
+    {
+        warnings.push(format!(
+            "{} ({}): `{}` is unstable: {}",
+            job.case, job.variant, m.metric, m.detail
+        ));
+    }
+    Ok(job)
+}
+
+/// Reads a golden file for comparison; any problem names the file (exit 2).
+pub(crate) fn read_golden(path: &Path) -> Result<BTreeMap<String, Series>, CompareError> {
+    let text = std::fs::read_to_string(path).map_err(|e| CompareError::Golden {
+        path: path.to_path_buf(),
+        problem: e.to_string(),
+    })?;
+    golden_io::parse_golden(&text).map_err(|p| CompareError::Golden {
+        path: path.to_path_buf(),
+        problem: p.to_string(),
+    })
+}
+
+fn check_platform(
+    group: &Group,
+    golden: &Path,
+    platform: &str,
+    allow: bool,
+    warnings: &mut Vec<String>,
+) -> Result<(), CompareError> {
+    let golden_platform = golden_io::platform_of(golden).unwrap_or_else(|| platform.to_string());
+    for (_, r) in group {
+        if let Err(problem) = platform::check(&golden_platform, &r.fingerprint) {
+            if !allow {
+                return Err(CompareError::EnvMismatch {
+                    job: r.job_id.clone(),
+                    golden: golden.to_path_buf(),
+                    problem,
+                });
+            }
+            warnings.push(format!(
+                "{}: {problem} (allowed by --allow-env-mismatch)",
+                r.job_id
+            ));
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,69 @@
+//! Stage "compare": errors of comparing, blessing and calibrating. A regression is not an
+//! error (it is a [`super::Verdict`]); these are the cases where no honest verdict exists.
+
+use std::path::PathBuf;
+
+use crate::exit::{Classify, Exit};
+use crate::metrics::record::RecordError;
+
+/// Comparing, blessing or calibrating failed.
+#[derive(Debug, thiserror::Error, miette::Diagnostic)]
+pub enum CompareError {
+    /// Results could not be read.
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Records(#[from] RecordError),
+    /// A golden file exists but cannot be used.
+    #[error("golden file {}: {problem}", path.display())]
+    #[diagnostic(help(
+        "regenerate it with `goldgate bless --from <results>`, or restore it from git"
+    ))]
+    Golden { path: PathBuf, problem: String },
+    /// The job ran on hardware the golden platform does not describe.
+    #[error("{job}: {problem} ({})", golden.display())]
+    #[diagnostic(help(
+        "compare against the platform the job ran on (`--platform`), or pass `--allow-env-mismatch`"
+    ))]
+    EnvMismatch {
+        job: String,
+        golden: PathBuf,
+        problem: String,
+    },
+    /// `bless` was asked to bless a failed job.
+    #[error("refusing to bless {job}: it {outcome}")]
+    #[diagnostic(help("fix or rerun the job; only passed jobs become golden values"))]
+    BlessFailed { job: String, outcome: String },
+    /// `bless` found nothing it may bless for a case.
+    #[error("nothing to bless for {case}: {reason}")]
+    #[diagnostic(help(
+        "one golden file per case and platform holds the default variant: run the case without `--variant`/`--matrix`"
+    ))]
+    BlessNothing { case: String, reason: String },
+    /// A case named on the command line has no results.
+    #[error("no results for case {case} under {}", dir.display())]
+    UnknownCase { case: String, dir: PathBuf },
+    /// A file could not be written.
+    #[error("cannot write {}", path.display())]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A file could not be read.
+    #[error("cannot read {}", path.display())]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl Classify for CompareError {
+    fn exit(&self) -> Exit {
+        match self {
+            CompareError::Records(e) => e.exit(),
+            CompareError::Write { .. } => Exit::Failure,
+            _ => Exit::Usage,
+        }
+    }
+}
