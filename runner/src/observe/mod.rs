@@ -1,1 +1,3 @@
 //! Stage "observe": the streaming Megatron log parser and the GPU / host memory samplers.
+
+pub mod probe;

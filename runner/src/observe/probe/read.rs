@@ -1,0 +1,244 @@
+//! Stage "observe": reads the probe files that each rank wrote
+//! (`probe/probe-rank<R>-pid<P>.json`) and turns them into per-rank records and metrics
+//! (the max across ranks), tolerating partial files from ranks that died.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+/// `torch.cuda.empty_cache()` calls seen in one process.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct EmptyCache {
+    /// Number of calls.
+    pub calls: u64,
+    /// Total wall time of the calls (s).
+    pub seconds: f64,
+    /// Longest single call (s).
+    pub max_seconds: f64,
+    /// Calls made while a checkpoint save was running.
+    pub calls_in_checkpoint: u64,
+    /// Their total wall time (s).
+    pub seconds_in_checkpoint: f64,
+}
+
+/// One checkpoint save the probe wrapped.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SaveWindow {
+    /// `megatron.save_checkpoint`, `torch.save`, `torch.distributed.checkpoint.save`, ...
+    pub function: String,
+    /// Seconds after the process started.
+    pub start: f64,
+    /// Wall time (s).
+    pub seconds: f64,
+    /// Iteration, when the function was given one.
+    pub iteration: Option<u64>,
+}
+
+/// `torch.cuda.memory_stats()` at one moment (bytes and counts).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct MemoryStats {
+    pub t: Option<f64>,
+    pub allocated_bytes: Option<u64>,
+    pub peak_allocated_bytes: Option<u64>,
+    pub reserved_bytes: Option<u64>,
+    pub peak_reserved_bytes: Option<u64>,
+    pub inactive_split_bytes: Option<u64>,
+    pub peak_inactive_split_bytes: Option<u64>,
+    pub segments: Option<u64>,
+    pub peak_segments: Option<u64>,
+    pub num_alloc_retries: Option<u64>,
+    pub num_ooms: Option<u64>,
+    pub num_device_alloc: Option<u64>,
+    pub num_device_free: Option<u64>,
+}
+
+/// What one rank's process recorded.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RankProbe {
+    pub rank: u32,
+    pub local_rank: u32,
+    pub pid: u32,
+    /// Whether the file was written at a clean exit (false: the rank died or was killed).
+    #[serde(rename = "final")]
+    pub final_: bool,
+    pub wall_seconds: f64,
+    pub empty_cache: EmptyCache,
+    pub saves: Vec<SaveWindow>,
+    /// The last memory statistics taken.
+    pub memory: Option<MemoryStats>,
+    /// The allocator settings in force (`PYTORCH_CUDA_ALLOC_CONF`, backend).
+    pub allocator: BTreeMap<String, Option<String>>,
+    /// Memory snapshot written on an out-of-memory error (file name in the probe folder).
+    pub oom_snapshot: Option<String>,
+    /// Time the probe itself spent writing and polling (s).
+    pub overhead_seconds: f64,
+}
+
+/// Every rank's probe record of one job, with problems found while reading.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProbeSummary {
+    pub ranks: Vec<RankProbe>,
+    pub warnings: Vec<String>,
+}
+
+#[derive(Deserialize)]
+struct RawFile {
+    schema_version: u32,
+    #[serde(flatten)]
+    rank: RankProbe,
+}
+
+/// Reads `<job_dir>/probe/probe-rank*.json`. `None` when the probe did not run or no process
+/// used CUDA; unreadable files become warnings naming the file (one bad rank never hides
+/// the others).
+pub fn read(job_dir: &Path) -> Option<ProbeSummary> {
+    let dir = job_dir.join("probe");
+    let entries = std::fs::read_dir(&dir).ok()?;
+    let mut summary = ProbeSummary::default();
+    let mut paths: Vec<_> = entries
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("probe-rank") && n.ends_with(".json"))
+        })
+        .collect();
+    paths.sort();
+    for path in paths {
+        match std::fs::read(&path)
+            .map_err(|e| e.to_string())
+            .and_then(|b| serde_json::from_slice::<RawFile>(&b).map_err(|e| e.to_string()))
+        {
+            Ok(raw) if raw.schema_version == 1 => summary.ranks.push(raw.rank),
+            Ok(raw) => summary.warnings.push(format!(
+                "{}: probe schema_version {} is not supported",
+                path.display(),
+                raw.schema_version
+            )),
+            Err(e) => summary
+                .warnings
+                .push(format!("{}: unreadable probe file: {e}", path.display())),
+        }
+    }
+    summary.ranks.sort_by_key(|r| (r.rank, r.pid));
+    if summary.ranks.is_empty() && summary.warnings.is_empty() {
+        return None;
+    }
+    Some(summary)
+}
+
+impl ProbeSummary {
+    /// Probe metrics (max across ranks), named as in `results.json` and golden files.
+    /// `saves` is the number of checkpoint saves the log showed (for per-checkpoint cost).
+    pub fn metrics(&self, saves: usize) -> BTreeMap<String, f64> {
+        let mut m = BTreeMap::new();
+        let max = |f: &dyn Fn(&RankProbe) -> Option<f64>| {
+            self.ranks.iter().filter_map(f).reduce(f64::max)
+        };
+        let mem = |f: fn(&MemoryStats) -> Option<u64>| {
+            move |r: &RankProbe| r.memory.as_ref().and_then(f).map(|v| v as f64)
+        };
+        let mut put = |name: &str, v: Option<f64>| {
+            if let Some(v) = v {
+                m.insert(name.to_string(), v);
+            }
+        };
+        put(
+            "empty-cache-calls",
+            max(&|r| Some(r.empty_cache.calls as f64)),
+        );
+        put("empty-cache-seconds", max(&|r| Some(r.empty_cache.seconds)));
+        put(
+            "empty-cache-seconds-per-checkpoint",
+            (saves > 0)
+                .then(|| max(&|r| Some(r.empty_cache.seconds_in_checkpoint)))
+                .flatten()
+                .map(|s| s / saves as f64),
+        );
+        put("alloc-retries", max(&mem(|s| s.num_alloc_retries)));
+        put("cuda-ooms", max(&mem(|s| s.num_ooms)));
+        put(
+            "torch-peak-allocated-bytes",
+            max(&mem(|s| s.peak_allocated_bytes)),
+        );
+        put(
+            "torch-peak-reserved-bytes",
+            max(&mem(|s| s.peak_reserved_bytes)),
+        );
+        put(
+            "reserved-minus-allocated-bytes",
+            max(&|r| {
+                let s = r.memory.as_ref()?;
+                Some(s.peak_reserved_bytes? as f64 - s.peak_allocated_bytes? as f64)
+            }),
+        );
+        put(
+            "inactive-split-peak-bytes",
+            max(&mem(|s| s.peak_inactive_split_bytes)),
+        );
+        put("probe-overhead-seconds", max(&|r| Some(r.overhead_seconds)));
+        m
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rank_json(rank: u32, calls: u64, in_ckpt: f64, reserved: u64) -> String {
+        format!(
+            r#"{{"schema_version":1,"rank":{rank},"local_rank":{rank},"pid":{},"final":true,
+            "wall_seconds":12.5,"empty_cache":{{"calls":{calls},"seconds":1.5,"max_seconds":0.9,
+            "calls_in_checkpoint":3,"seconds_in_checkpoint":{in_ckpt}}},
+            "saves":[{{"function":"megatron.save_checkpoint","start":3.0,"seconds":2.5,"iteration":5}}],
+            "memory":{{"t":12.0,"peak_allocated_bytes":1000,"peak_reserved_bytes":{reserved},
+            "num_alloc_retries":2,"num_ooms":0}},"samples":[],
+            "allocator":{{"PYTORCH_CUDA_ALLOC_CONF":"expandable_segments:True","backend":"native"}},
+            "oom_snapshot":null,"overhead_seconds":0.002}}"#,
+            100 + rank
+        )
+    }
+
+    #[test]
+    fn reads_ranks_and_takes_the_max_across_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let probe = dir.path().join("probe");
+        std::fs::create_dir_all(&probe).unwrap();
+        std::fs::write(
+            probe.join("probe-rank0-pid100.json"),
+            rank_json(0, 4, 0.6, 1500),
+        )
+        .unwrap();
+        std::fs::write(
+            probe.join("probe-rank1-pid101.json"),
+            rank_json(1, 7, 0.3, 1800),
+        )
+        .unwrap();
+        std::fs::write(
+            probe.join("probe-rank2-pid102.json"),
+            "{\"schema_version\":1,",
+        )
+        .unwrap();
+        let s = read(dir.path()).unwrap();
+        assert_eq!(s.ranks.len(), 2);
+        assert_eq!(s.warnings.len(), 1);
+        assert!(
+            s.warnings[0].contains("probe-rank2-pid102.json"),
+            "{:?}",
+            s.warnings
+        );
+        let m = s.metrics(3);
+        assert_eq!(m["empty-cache-calls"], 7.0);
+        assert!((m["empty-cache-seconds-per-checkpoint"] - 0.2).abs() < 1e-12);
+        assert_eq!(m["reserved-minus-allocated-bytes"], 800.0);
+        assert_eq!(m["alloc-retries"], 2.0);
+    }
+
+    #[test]
+    fn no_probe_folder_means_none() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(read(dir.path()).is_none());
+    }
+}
