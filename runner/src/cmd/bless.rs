@@ -1,6 +1,8 @@
 //! `goldgate bless`: writes golden files from recorded results, after printing what changes.
 
+use crate::compare::bless;
 use crate::exit::{AppError, Exit};
+use crate::metrics::record::load_results;
 
 /// Arguments of `goldgate bless`.
 #[derive(clap::Args, Debug)]
@@ -16,12 +18,31 @@ pub struct Args {
     /// Print the diff, write nothing.
     #[arg(long)]
     pub dry_run: bool,
+    /// Platform in the golden file name (default: the one recorded in the results).
+    #[arg(long)]
+    pub platform: Option<String>,
 }
 
-/// Runs the command.
+/// Runs the command: prints the per-metric diff, then writes (unless `--dry-run`).
+#[allow(clippy::print_stdout)]
 pub fn run(args: Args) -> Result<Exit, AppError> {
-    let _ = args;
-    Err(AppError::usage(
-        "`goldgate bless` is being built in this change",
-    ))
+    let records = load_results(&args.from)?;
+    let files = bless::plan(
+        records,
+        &args.golden_root,
+        args.platform.as_deref(),
+        &args.cases,
+        &args.from,
+    )?;
+    print!(
+        "{}",
+        bless::render_diff(&files, &crate::compare::RuleSet::megatron())
+    );
+    if args.dry_run {
+        println!("dry run: {} golden file(s) not written", files.len());
+    } else {
+        bless::write(&files)?;
+        println!("wrote {} golden file(s)", files.len());
+    }
+    Ok(Exit::Pass)
 }

@@ -1,6 +1,11 @@
 //! `goldgate compare`: compares recorded jobs with their golden files and gates by exit code.
 
+use std::io::{IsTerminal, Write as _};
+use std::path::{Path, PathBuf};
+
+use crate::compare::{CompareError, CompareOptions, Comparison, RuleSet, compare_dir};
 use crate::exit::{AppError, Exit};
+use crate::report;
 
 /// Arguments of `goldgate compare`.
 #[derive(clap::Args, Debug)]
@@ -40,10 +45,84 @@ pub struct Args {
     pub allow_env_mismatch: bool,
 }
 
+/// Where `compare` writes its reports besides the terminal.
+#[derive(Clone, Debug, Default)]
+pub struct Outputs {
+    pub junit: Option<PathBuf>,
+    pub markdown: Option<PathBuf>,
+    pub json: Option<PathBuf>,
+}
+
 /// Runs the command.
 pub fn run(args: Args) -> Result<Exit, AppError> {
-    let _ = args;
-    Err(AppError::usage(
-        "`goldgate compare` is being built in this change",
-    ))
+    let opts = CompareOptions {
+        golden_root: args.golden_root.clone(),
+        root: args.root.clone(),
+        platform: args.platform.clone(),
+        allow_env_mismatch: args.allow_env_mismatch,
+        rules: RuleSet::megatron(),
+    };
+    let comparison = compare_dir(&args.results, &opts)?;
+    let outputs = Outputs {
+        junit: args.junit.clone(),
+        markdown: args.markdown.clone(),
+        json: args.json.clone(),
+    };
+    emit(&comparison, &outputs)?;
+    Ok(comparison.exit(args.strict, args.fail_on_improvement))
+}
+
+/// Prints the table (stdout), warnings (stderr) and, under GitHub Actions, annotations; writes
+/// the requested report files atomically and appends the markdown to `$GITHUB_STEP_SUMMARY`.
+/// `goldgate run` calls this after comparing.
+#[allow(clippy::print_stdout, clippy::print_stderr)]
+pub fn emit(c: &Comparison, outputs: &Outputs) -> Result<(), AppError> {
+    let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+    print!(
+        "{}",
+        report::table::render(c, report::table::Style { color })
+    );
+    for w in &c.warnings {
+        eprintln!("warning: {w}");
+    }
+    if std::env::var("GITHUB_ACTIONS").is_ok_and(|v| v == "true") {
+        print!("{}", report::annotations::render(c));
+    }
+    let markdown = report::markdown::render(c);
+    if let Some(path) = &outputs.markdown {
+        write_file(path, &markdown)?;
+    }
+    if let Some(path) = &outputs.junit {
+        write_file(path, &report::junit::render(c)?)?;
+    }
+    if let Some(path) = &outputs.json {
+        write_file(path, &report::json::render(c)?)?;
+    }
+    if let Some(path) = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|p| !p.is_empty()) {
+        append(Path::new(&path), &markdown)?;
+    }
+    Ok(())
+}
+
+fn write_file(path: &Path, text: &str) -> Result<(), CompareError> {
+    crate::metrics::atomic::write_atomic(path, text.as_bytes()).map_err(|source| {
+        CompareError::Write {
+            path: path.to_path_buf(),
+            source,
+        }
+    })
+}
+
+/// The step summary is shared by every step of a job: append, never replace.
+fn append(path: &Path, text: &str) -> Result<(), CompareError> {
+    let write_err = |source| CompareError::Write {
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .map_err(write_err)?;
+    f.write_all(text.as_bytes()).map_err(write_err)
 }

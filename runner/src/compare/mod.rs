@@ -1,5 +1,6 @@
 //! Stage "compare": rules, statistics and verdicts; `bless` and `calibrate`.
 
+pub mod bless;
 pub mod engine;
 pub mod error;
 pub mod golden_io;

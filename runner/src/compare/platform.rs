@@ -33,7 +33,7 @@ pub fn check(platform: &str, fp: &Fingerprint) -> Result<(), String> {
         (Some(want), Some(have)) if have.to_ascii_uppercase().contains(want) => Ok(()),
         (None, None) => Ok(()),
         (Some(want), have) => Err(format!(
-            "golden platform `{platform}` expects a {want} GPU, the job ran on {}",
+            "golden platform `{platform}` expects GPU model {want}, the job ran on {}",
             have.unwrap_or("no GPU")
         )),
         (None, Some(have)) => Err(format!(
@@ -73,7 +73,7 @@ mod tests {
         let e = check("dgx_h100", &fp(Some("NVIDIA H200"))).unwrap_err();
         assert_eq!(
             e,
-            "golden platform `dgx_h100` expects a H100 GPU, the job ran on NVIDIA H200"
+            "golden platform `dgx_h100` expects GPU model H100, the job ran on NVIDIA H200"
         );
     }
 }

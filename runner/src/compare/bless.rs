@@ -1,0 +1,237 @@
+//! Stage "compare": `bless` — turns recorded results into golden files.
+//!
+//! One golden file per case and platform holds the case's DEFAULT variant (no axis chosen, or
+//! every axis at its default): a golden file is what `compare` judges every variant of the
+//! case against, so it must describe the case as written. Repeats are combined by the median
+//! at each step (finite values only). Every recorded metric is written: Megatron's keys and
+//! goldgate's own (memory peaks, checkpoint times) as extra keys. A failed repeat of the
+//! default variant makes bless refuse (exit 2, naming the job): a usage problem, since the
+//! user asked to bless something that did not run.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use super::engine::{Group, group, read_golden};
+use super::error::CompareError;
+use super::golden_io;
+use super::judge::{Series, reduce};
+use super::rules::RuleSet;
+use super::stats;
+use super::verdict::Unit;
+use crate::metrics::RunRecord;
+
+/// One golden file bless would write.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BlessFile {
+    pub case: String,
+    pub path: PathBuf,
+    pub job_ids: Vec<String>,
+    /// The new values.
+    pub metrics: BTreeMap<String, Series>,
+    /// The current file's values; `Err` with the problem when it exists but cannot be read.
+    pub old: Option<Result<BTreeMap<String, Series>, String>>,
+}
+
+/// Whether a record ran the case's default variant.
+pub fn is_default_variant(r: &RunRecord) -> bool {
+    r.variant.name == "default" || r.variant.choices.is_empty()
+}
+
+/// Decides what to write. `cases` empty = every case found.
+pub fn plan(
+    records: Vec<(PathBuf, RunRecord)>,
+    golden_root: &Path,
+    platform: Option<&str>,
+    cases: &[String],
+    results_dir: &Path,
+) -> Result<Vec<BlessFile>, CompareError> {
+    let mut by_case: BTreeMap<String, Vec<Group>> = BTreeMap::new();
+    for ((case, _), g) in group(records) {
+        by_case.entry(case).or_default().push(g);
+    }
+    for case in cases {
+        if !by_case.contains_key(case) {
+            return Err(CompareError::UnknownCase {
+                case: case.clone(),
+                dir: results_dir.to_path_buf(),
+            });
+        }
+    }
+    let mut files = Vec::new();
+    for (case, groups) in by_case {
+        if !cases.is_empty() && !cases.contains(&case) {
+            continue;
+        }
+        let Some(g) = groups.iter().find(|g| is_default_variant(&g[0].1)) else {
+            let ran: Vec<&str> = groups
+                .iter()
+                .map(|g| g[0].1.variant.name.as_str())
+                .collect();
+            return Err(CompareError::BlessNothing {
+                case,
+                reason: format!(
+                    "it ran only under non-default variants ({})",
+                    ran.join("; ")
+                ),
+            });
+        };
+        files.push(bless_group(g, golden_root, platform)?);
+    }
+    Ok(files)
+}
+
+fn bless_group(
+    g: &Group,
+    golden_root: &Path,
+    platform: Option<&str>,
+) -> Result<BlessFile, CompareError> {
+    if let Some((_, r)) = g.iter().find(|(_, r)| !r.outcome.passed()) {
+        return Err(CompareError::BlessFailed {
+            job: r.job_id.clone(),
+            outcome: r.outcome.label(),
+        });
+    }
+    let first = &g[0].1;
+    let platform = platform.unwrap_or(&first.platform);
+    let path = golden_root
+        .join(&first.case)
+        .join(golden_io::golden_file_name("dev", platform));
+    let old = path
+        .is_file()
+        .then(|| read_golden(&path).map_err(|e| e.to_string()));
+    Ok(BlessFile {
+        case: first.case.clone(),
+        path,
+        job_ids: g.iter().map(|(_, r)| r.job_id.clone()).collect(),
+        metrics: median_series(g),
+        old,
+    })
+}
+
+/// Per metric and step, the median over repeats of the finite values (NaN when none).
+fn median_series(g: &Group) -> BTreeMap<String, Series> {
+    let mut steps: BTreeMap<&str, BTreeMap<u64, Vec<f64>>> = BTreeMap::new();
+    for (_, r) in g {
+        for (metric, values) in &r.metrics {
+            let per_step = steps.entry(metric).or_default();
+            for (step, v) in &values.0 {
+                let slot = per_step.entry(*step).or_default();
+                if v.is_finite() {
+                    slot.push(*v);
+                }
+            }
+        }
+    }
+    steps
+        .into_iter()
+        .map(|(m, per_step)| {
+            let series = per_step
+                .into_iter()
+                .map(|(s, vals)| (s, stats::median(&vals).unwrap_or(f64::NAN)))
+                .collect();
+            (m.to_string(), series)
+        })
+        .collect()
+}
+
+/// Writes every file atomically (temp file in the same folder + rename).
+pub fn write(files: &[BlessFile]) -> Result<(), CompareError> {
+    for f in files {
+        let text = golden_io::render_golden(&f.metrics);
+        crate::metrics::atomic::write_atomic(&f.path, text.as_bytes()).map_err(|source| {
+            CompareError::Write {
+                path: f.path.clone(),
+                source,
+            }
+        })?;
+    }
+    Ok(())
+}
+
+/// The per-metric old-vs-new summary printed before writing.
+pub fn render_diff(files: &[BlessFile], rules: &RuleSet) -> String {
+    let mut out = String::new();
+    for f in files {
+        let state = match &f.old {
+            None => "new file".to_string(),
+            Some(Ok(_)) => "update".to_string(),
+            Some(Err(problem)) => format!("replace unreadable file: {problem}"),
+        };
+        let _ = writeln!(
+            out,
+            "{} -> {} ({state}; from {})",
+            f.case,
+            f.path.display(),
+            f.job_ids.join(", ")
+        );
+        let empty = BTreeMap::new();
+        let old = match &f.old {
+            Some(Ok(m)) => m,
+            _ => &empty,
+        };
+        let names: std::collections::BTreeSet<&String> =
+            old.keys().chain(f.metrics.keys()).collect();
+        for name in names {
+            let line = match (old.get(name), f.metrics.get(name)) {
+                (Some(o), Some(n)) => {
+                    let (os, ov) = summary(name, o, rules);
+                    let (ns, nv) = summary(name, n, rules);
+                    format!("  {name}: {os} -> {ns}{}", change(ov, nv))
+                }
+                (None, Some(n)) => format!("+ {name}: {}", summary(name, n, rules).0),
+                (Some(o), None) => {
+                    format!(
+                        "- {name}: {} (dropped: not recorded)",
+                        summary(name, o, rules).0
+                    )
+                }
+                (None, None) => continue,
+            };
+            let _ = writeln!(out, "{line}");
+        }
+    }
+    out
+}
+
+/// A one-line description of a series and the value it is judged by.
+fn summary(name: &str, s: &Series, rules: &RuleSet) -> (String, Option<f64>) {
+    let rule = rules.find(name);
+    let unit = rule.map_or(Unit::Plain, |r| r.unit);
+    let last_step = s.keys().next_back().copied().unwrap_or(0);
+    let nan = s.values().filter(|v| !v.is_finite()).count();
+    let nan_text = if nan > 0 {
+        format!(" ({nan} nan)")
+    } else {
+        String::new()
+    };
+    let reduced = match rule {
+        Some(r) if r.is_distribution() => reduce(r, s, last_step),
+        _ => s
+            .iter()
+            .rev()
+            .find(|(_, v)| v.is_finite())
+            .map(|(step, v)| (*v, format!("{} steps, at step {step}", s.len()))),
+    };
+    match reduced {
+        Some((v, how)) => (format!("{} [{how}]{nan_text}", short(v, unit)), Some(v)),
+        None => (format!("no finite value{nan_text}"), None),
+    }
+}
+
+fn change(old: Option<f64>, new: Option<f64>) -> String {
+    match (old, new) {
+        (Some(o), Some(n)) if o == n => " (unchanged)".into(),
+        (Some(o), Some(n)) if o != 0.0 => format!(" ({:+.1}%)", (n - o) / o.abs() * 100.0),
+        _ => String::new(),
+    }
+}
+
+fn short(v: f64, unit: Unit) -> String {
+    const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
+    match unit {
+        Unit::Bytes => format!("{:.3} GiB", v / GIB),
+        Unit::Seconds => format!("{} s", stats::round5(v)),
+        Unit::Count | Unit::Plain => format!("{}", stats::round5(v)),
+    }
+}

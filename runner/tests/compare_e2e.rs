@@ -1,0 +1,288 @@
+//! End-to-end exit codes of `goldgate bless` and `goldgate compare`, on synthetic results
+//! written with serde into a temporary run folder (the shape `goldgate run` writes).
+
+#![allow(clippy::unwrap_used)] // test helpers outside #[test] functions
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use goldgate::metrics::{
+    Attempt, Fingerprint, MemoryRecord, Outcome, RunRecord, SCHEMA_VERSION, StepValues,
+    VariantRecord,
+};
+
+const CASE: &str = "demo/ckpt-demo";
+
+fn series(pairs: impl IntoIterator<Item = (u64, f64)>) -> StepValues {
+    StepValues(pairs.into_iter().collect())
+}
+
+/// A passed 20-step job with saves every 5 steps; `jitter` scales timings a little.
+fn record(repeat: u32, jitter: f64) -> RunRecord {
+    let mut metrics = BTreeMap::new();
+    metrics.insert(
+        "lm loss".to_string(),
+        series((1..=20).map(|i| (i, 10.0 - i as f64 * 0.1))),
+    );
+    metrics.insert(
+        "num-zeros".to_string(),
+        series((1..=20).map(|i| (i, 1000.0 + i as f64))),
+    );
+    metrics.insert(
+        "iteration-time".to_string(),
+        series((1..=20).map(|i| (i, 0.32 * jitter))),
+    );
+    metrics.insert(
+        "checkpoint-blocking-time".to_string(),
+        series([
+            (5, 3.6),
+            (10, 0.5 * jitter),
+            (15, 0.5 * jitter),
+            (20, 0.5 * jitter),
+        ]),
+    );
+    metrics.insert(
+        "host-peak-rss-bytes".to_string(),
+        series([(20, 2.0e9 * jitter)]),
+    );
+    RunRecord {
+        schema_version: SCHEMA_VERSION,
+        run_id: "20261130-070000-abcd".into(),
+        job_id: format!("{CASE}@default#{repeat}"),
+        case: CASE.into(),
+        variant: VariantRecord {
+            name: "default".into(),
+            slug: "default".into(),
+            choices: BTreeMap::new(),
+        },
+        repeat,
+        platform: "dev_cpu".into(),
+        outcome: Outcome::Passed,
+        attempts: vec![],
+        started_at: "2026-11-30T07:00:00Z".into(),
+        wall_seconds: 12.0,
+        argv: vec![vec!["fake-trainer".into()]],
+        env: BTreeMap::new(),
+        env_unset: vec![],
+        fingerprint: Fingerprint::default(),
+        nondeterministic: false,
+        metrics,
+        checkpoints: vec![],
+        memory: MemoryRecord::default(),
+        probe: None,
+    }
+}
+
+fn write_records(dir: &Path, records: &[RunRecord]) {
+    for r in records {
+        let p = dir.join(r.rel_dir()).join("results.json");
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(&p, serde_json::to_vec_pretty(r).unwrap()).unwrap();
+    }
+}
+
+fn goldgate(args: &[&str], cwd: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_goldgate"))
+        .args(args)
+        .current_dir(cwd)
+        .env_remove("GITHUB_ACTIONS")
+        .env_remove("GITHUB_STEP_SUMMARY")
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap()
+}
+
+fn code(o: &Output) -> i32 {
+    o.status.code().unwrap()
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+struct Setup {
+    dir: tempfile::TempDir,
+}
+
+impl Setup {
+    /// A results folder with three repeats, blessed into `golden/`.
+    fn blessed() -> Setup {
+        let dir = tempfile::tempdir().unwrap();
+        let results = dir.path().join("results/run1");
+        write_records(
+            &results,
+            &[record(1, 1.0), record(2, 1.02), record(3, 0.99)],
+        );
+        let out = goldgate(&["bless", "--from", "results/run1"], dir.path());
+        assert_eq!(code(&out), 0, "{}", text(&out));
+        Setup { dir }
+    }
+
+    fn path(&self, rel: &str) -> PathBuf {
+        self.dir.path().join(rel)
+    }
+
+    fn golden(&self) -> PathBuf {
+        self.path("golden/demo/ckpt-demo/golden_values_dev_dev_cpu.json")
+    }
+
+    fn compare(&self, extra: &[&str]) -> Output {
+        let mut args = vec!["compare", "--results", "results", "--root", "no-cases"];
+        args.extend_from_slice(extra);
+        goldgate(&args, self.dir.path())
+    }
+}
+
+#[test]
+fn bless_then_compare_passes() {
+    let s = Setup::blessed();
+    let golden = std::fs::read_to_string(s.golden()).unwrap();
+    assert!(golden.contains("\"checkpoint-blocking-time\""), "{golden}");
+    assert!(!golden.ends_with('\n'));
+    let out = s.compare(&["--json", "out/c.json", "--junit", "out/j.xml"]);
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(s.path("out/c.json")).unwrap()).unwrap();
+    assert_eq!(json["counts"]["pass"], 1);
+    assert_eq!(json["jobs"][0]["metrics"].as_array().unwrap().len(), 5);
+    let junit = std::fs::read_to_string(s.path("out/j.xml")).unwrap();
+    assert!(!junit.contains("<failure"), "{junit}");
+}
+
+#[test]
+fn golden_twice_as_fast_on_checkpoints_regresses_with_junit_failure() {
+    let s = Setup::blessed();
+    let mut g: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(s.golden()).unwrap()).unwrap();
+    let values = g["checkpoint-blocking-time"]["values"]
+        .as_object_mut()
+        .unwrap();
+    for v in values.values_mut() {
+        *v = serde_json::json!(v.as_f64().unwrap() / 2.0);
+    }
+    std::fs::write(s.golden(), serde_json::to_string(&g).unwrap()).unwrap();
+    let out = s.compare(&["--junit", "out/j.xml"]);
+    assert_eq!(code(&out), 1, "{}", text(&out));
+    let junit = std::fs::read_to_string(s.path("out/j.xml")).unwrap();
+    assert!(junit.contains("<failure"), "{junit}");
+    assert!(junit.contains("checkpoint-blocking-time"), "{junit}");
+}
+
+#[test]
+fn truncated_golden_is_a_usage_error_naming_the_file() {
+    let s = Setup::blessed();
+    let g = std::fs::read_to_string(s.golden()).unwrap();
+    std::fs::write(s.golden(), &g[..g.len() / 2]).unwrap();
+    let out = s.compare(&[]);
+    assert_eq!(code(&out), 2, "{}", text(&out));
+    assert!(
+        text(&out).contains("golden_values_dev_dev_cpu.json"),
+        "{}",
+        text(&out)
+    );
+}
+
+#[test]
+fn crashed_job_is_an_infrastructure_failure() {
+    let s = Setup::blessed();
+    let mut crashed = record(1, 1.0);
+    crashed.run_id = "run2".into();
+    crashed.outcome = Outcome::Failed { exit_code: 139 };
+    crashed.attempts = vec![Attempt {
+        number: 1,
+        started_at: "2026-11-30T07:10:00Z".into(),
+        wall_seconds: 3.0,
+        outcome: crashed.outcome.clone(),
+        failure_line: Some("Segmentation fault (core dumped)".into()),
+        log: "logs/attempt-1.log".into(),
+    }];
+    write_records(&s.path("crash"), &[crashed]);
+    let out = goldgate(
+        &["compare", "--results", "crash", "--root", "no-cases"],
+        s.dir.path(),
+    );
+    assert_eq!(code(&out), 3, "{}", text(&out));
+    assert!(text(&out).contains("failed (exit 139)"), "{}", text(&out));
+    // bless refuses it, naming the job (usage error).
+    let out = goldgate(&["bless", "--from", "crash", "--dry-run"], s.dir.path());
+    assert_eq!(code(&out), 2, "{}", text(&out));
+    assert!(
+        text(&out).contains("refusing to bless demo/ckpt-demo@default#1"),
+        "{}",
+        text(&out)
+    );
+}
+
+#[test]
+fn missing_golden_and_env_mismatch_are_usage_errors() {
+    let s = Setup::blessed();
+    let out = s.compare(&["--platform", "dev_other"]);
+    assert_eq!(code(&out), 2, "{}", text(&out));
+    assert!(text(&out).contains("missing-golden"), "{}", text(&out));
+    // A golden for an H100 platform, results from a machine without a GPU.
+    let h100 = s.path("golden/demo/ckpt-demo/golden_values_dev_dgx_h100.json");
+    std::fs::copy(s.golden(), &h100).unwrap();
+    let out = s.compare(&["--platform", "dgx_h100"]);
+    assert_eq!(code(&out), 2, "{}", text(&out));
+    assert!(text(&out).contains("expects GPU model"), "{}", text(&out));
+    let out = s.compare(&["--platform", "dgx_h100", "--allow-env-mismatch"]);
+    assert_eq!(code(&out), 0, "{}", text(&out));
+}
+
+#[test]
+fn unstable_passes_with_a_warning_and_fails_under_strict() {
+    let s = Setup::blessed();
+    let noisy = [record(1, 1.0), record(2, 1.9), record(3, 0.6)];
+    let mut noisy = noisy.to_vec();
+    for r in &mut noisy {
+        r.run_id = "noisy".into();
+    }
+    write_records(&s.path("noisy"), &noisy);
+    let args = ["compare", "--results", "noisy", "--root", "no-cases"];
+    let out = goldgate(&args, s.dir.path());
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    assert!(text(&out).contains("is unstable"), "{}", text(&out));
+    let out = goldgate(&[&args[..], &["--strict"]].concat(), s.dir.path());
+    assert_eq!(code(&out), 1, "{}", text(&out));
+}
+
+#[test]
+fn improvement_fails_only_when_asked() {
+    let s = Setup::blessed();
+    let mut fast: Vec<RunRecord> = (1..=3).map(|i| record(i, 0.5)).collect();
+    for r in &mut fast {
+        r.run_id = "fast".into();
+    }
+    write_records(&s.path("fast"), &fast);
+    let args = ["compare", "--results", "fast", "--root", "no-cases"];
+    assert_eq!(code(&goldgate(&args, s.dir.path())), 0);
+    let out = goldgate(
+        &[&args[..], &["--fail-on-improvement"]].concat(),
+        s.dir.path(),
+    );
+    assert_eq!(code(&out), 1, "{}", text(&out));
+}
+
+#[test]
+fn bless_prints_a_per_metric_diff() {
+    let s = Setup::blessed();
+    let mut slower: Vec<RunRecord> = (1..=2).map(|i| record(i, 1.5)).collect();
+    for r in &mut slower {
+        r.run_id = "slower".into();
+    }
+    write_records(&s.path("slower"), &slower);
+    let out = goldgate(&["bless", "--from", "slower", "--dry-run"], s.dir.path());
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    let before = std::fs::read_to_string(s.golden()).unwrap();
+    insta::assert_snapshot!(text(&out));
+    assert_eq!(
+        before,
+        std::fs::read_to_string(s.golden()).unwrap(),
+        "dry run wrote"
+    );
+}
