@@ -2,7 +2,7 @@
 //! `torch` package and a stub `megatron.training`, as the issue asks: CI has no CUDA build
 //! of PyTorch. Skips (and says so) when `python3` is missing.
 
-#![allow(clippy::unwrap_used)] // test helpers outside #[test] functions
+#![allow(clippy::unwrap_used, clippy::print_stderr)] // test helpers outside #[test] functions; skip notices
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
