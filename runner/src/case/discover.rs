@@ -1,0 +1,110 @@
+//! Stage "case": finding cases laid out `<root>/<model>/<case>/model_config.yaml`.
+//!
+//! Megatron nests exactly two levels (all 333 corpus cases do), so only that depth is
+//! searched; a folder at case depth without `model_config.yaml` is reported, not an error
+//! (six corpus folders hold only golden files).
+
+use std::path::{Path, PathBuf};
+
+use super::error::CaseError;
+use super::types::CaseRef;
+
+/// The file name of a case's configuration.
+pub const CONFIG_FILE: &str = "model_config.yaml";
+
+/// What a walk of a case root found.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Discovery {
+    /// Cases, sorted by name.
+    pub cases: Vec<CaseRef>,
+    /// Case-depth folders with no `model_config.yaml`, sorted.
+    pub without_config: Vec<PathBuf>,
+}
+
+/// Every case under `root`, sorted by name.
+pub fn discover(root: &Path) -> Result<Vec<CaseRef>, CaseError> {
+    discover_all(root).map(|d| d.cases)
+}
+
+/// Every case under `root` plus the case folders that lack a `model_config.yaml`.
+pub fn discover_all(root: &Path) -> Result<Discovery, CaseError> {
+    if !root.is_dir() {
+        return Err(CaseError::NotADirectory {
+            path: root.to_path_buf(),
+        });
+    }
+    let mut found = Discovery::default();
+    for model in subdirs(root)? {
+        let model_name = file_name(&model);
+        for dir in subdirs(&model)? {
+            let config_path = dir.join(CONFIG_FILE);
+            if config_path.is_file() {
+                let name = format!("{model_name}/{}", file_name(&dir));
+                found.cases.push(CaseRef {
+                    name,
+                    dir,
+                    config_path,
+                });
+            } else {
+                found.without_config.push(dir);
+            }
+        }
+    }
+    found.cases.sort();
+    found.without_config.sort();
+    Ok(found)
+}
+
+/// Sub-folders of `dir` (hidden ones skipped), sorted.
+fn subdirs(dir: &Path) -> Result<Vec<PathBuf>, CaseError> {
+    let read = |source| CaseError::Read {
+        path: dir.to_path_buf(),
+        source,
+    };
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).map_err(read)? {
+        let entry = entry.map_err(read)?;
+        let path = entry.path();
+        if !file_name(&path).starts_with('.') && path.is_dir() {
+            out.push(path);
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+fn file_name(path: &Path) -> String {
+    path.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_two_level_cases_sorted_and_reports_folders_without_config() {
+        let tmp = tempfile::tempdir().unwrap();
+        for dir in ["gpt/b", "gpt/a", "bert/x", "gpt/no_config", ".hidden/y"] {
+            std::fs::create_dir_all(tmp.path().join(dir)).unwrap();
+        }
+        for dir in ["gpt/b", "gpt/a", "bert/x", ".hidden/y"] {
+            std::fs::write(
+                tmp.path().join(dir).join(CONFIG_FILE),
+                "TEST_TYPE: regular\n",
+            )
+            .unwrap();
+        }
+        let found = discover_all(tmp.path()).unwrap();
+        let names: Vec<_> = found.cases.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, ["bert/x", "gpt/a", "gpt/b"]);
+        assert_eq!(found.without_config, [tmp.path().join("gpt/no_config")]);
+    }
+
+    #[test]
+    fn missing_root_is_an_error() {
+        let e = discover(Path::new("/nonexistent/goldgate/root")).unwrap_err();
+        assert!(e.to_string().contains("not a folder of test cases"), "{e}");
+    }
+}

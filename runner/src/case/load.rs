@@ -1,0 +1,424 @@
+//! Stage "case": `model_config.yaml` → [`TestCase`], with every Megatron key and goldgate's
+//! own `GOLDGATE:` block; `load_case_checked` also returns lint warnings for `goldgate check`.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use super::error::CaseError;
+use super::placeholder::{KNOWN_PLACEHOLDERS, placeholders};
+use super::types::{
+    CaseExtras, DEFAULT_METRICS, LauncherKind, Mode, ModelArgs, Scalar, ScalarKind, Span, TestCase,
+    TestType,
+};
+use super::yaml::{self, Node, NodeKind};
+
+/// Largest `model_config.yaml` goldgate reads (the corpus' largest is a few KiB).
+pub const MAX_CONFIG_BYTES: u64 = 4 << 20;
+
+/// Something `goldgate check` reports without failing: unknown keys, unknown placeholders.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CaseWarning {
+    /// The file.
+    pub path: PathBuf,
+    /// Where in the file, when known.
+    pub at: Option<Span>,
+    /// What is odd.
+    pub message: String,
+}
+
+impl fmt::Display for CaseWarning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.at {
+            Some(at) => write!(f, "{}:{at}: {}", self.path.display(), self.message),
+            None => write!(f, "{}: {}", self.path.display(), self.message),
+        }
+    }
+}
+
+/// Loads and validates one `model_config.yaml`; `root` names the case (`<model>/<case>`).
+pub fn load_case(root: &Path, config_path: &Path) -> Result<TestCase, CaseError> {
+    load_case_checked(root, config_path).map(|(case, _)| case)
+}
+
+/// [`load_case`] plus the warnings `goldgate check` prints.
+pub fn load_case_checked(
+    root: &Path,
+    config_path: &Path,
+) -> Result<(TestCase, Vec<CaseWarning>), CaseError> {
+    let text = read_text(config_path, MAX_CONFIG_BYTES)?;
+    let node = yaml::parse(&text).map_err(|e| {
+        let path = config_path.to_path_buf();
+        if e.limit {
+            CaseError::Limit {
+                path,
+                at: e.span,
+                message: e.message,
+            }
+        } else {
+            CaseError::Syntax {
+                path,
+                at: e.span,
+                message: e.message,
+            }
+        }
+    })?;
+    let dir = config_path.parent().unwrap_or(Path::new(".")).to_path_buf();
+    let name = case_name(root, &dir);
+    let mut loader = Loader {
+        path: config_path,
+        warnings: Vec::new(),
+    };
+    let case = loader.case(name, dir, &node)?;
+    let mut warnings = loader.warnings;
+    warnings.extend(placeholder_warnings(config_path, &text, &node));
+    Ok((case, warnings))
+}
+
+/// Reads a UTF-8 text file of at most `limit` bytes; errors name the file and the bad byte.
+pub(crate) fn read_text(path: &Path, limit: u64) -> Result<String, CaseError> {
+    let read = |source| CaseError::Read {
+        path: path.to_path_buf(),
+        source,
+    };
+    let bytes = read_limited(path, limit).map_err(read)?;
+    let bytes = match bytes {
+        Ok(b) => b,
+        Err(size) => {
+            return Err(CaseError::TooLarge {
+                path: path.to_path_buf(),
+                bytes: size,
+                limit,
+            });
+        }
+    };
+    if bytes.is_empty() {
+        return Err(CaseError::Empty {
+            path: path.to_path_buf(),
+        });
+    }
+    String::from_utf8(bytes).map_err(|e| {
+        let at = position(e.as_bytes(), e.utf8_error().valid_up_to());
+        CaseError::NotUtf8 {
+            path: path.to_path_buf(),
+            at,
+        }
+    })
+}
+
+/// The file's bytes, or `Err(size)` when it is larger than `limit` (checked before reading).
+pub(crate) fn read_limited(path: &Path, limit: u64) -> std::io::Result<Result<Vec<u8>, u64>> {
+    let size = std::fs::metadata(path)?.len();
+    if size > limit {
+        return Ok(Err(size));
+    }
+    std::fs::read(path).map(Ok)
+}
+
+/// 1-based line and column (in characters) of byte `offset`.
+pub(crate) fn position(bytes: &[u8], offset: usize) -> Span {
+    let before = &bytes[..offset.min(bytes.len())];
+    let line_start = before
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .map_or(0, |i| i + 1);
+    let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
+    let column = String::from_utf8_lossy(&before[line_start..])
+        .chars()
+        .count()
+        + 1;
+    Span {
+        line: u32::try_from(line).unwrap_or(u32::MAX),
+        column: u32::try_from(column).unwrap_or(u32::MAX),
+    }
+}
+
+/// `<model>/<case>`: the case folder relative to the root, with `/` separators.
+fn case_name(root: &Path, dir: &Path) -> String {
+    let rel = dir.strip_prefix(root).unwrap_or(dir);
+    let parts: Vec<String> = rel
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    if parts.is_empty() {
+        dir.display().to_string()
+    } else {
+        parts.join("/")
+    }
+}
+
+/// Unknown `${VAR}`/`$VAR` placeholders in values, located in the source text.
+fn placeholder_warnings(path: &Path, text: &str, root: &Node) -> Vec<CaseWarning> {
+    let mut scalars = Vec::new();
+    root.scalars(&mut scalars);
+    let mut seen = std::collections::BTreeSet::new();
+    for (_, range) in scalars {
+        let Some(raw) = text.get(range.clone()) else {
+            continue;
+        };
+        for (name, at) in placeholders(raw) {
+            if !KNOWN_PLACEHOLDERS.contains(&name.as_str()) {
+                seen.insert((range.start + at.start, name));
+            }
+        }
+    }
+    seen.into_iter()
+        .map(|(offset, name)| CaseWarning {
+            path: path.to_path_buf(),
+            at: Some(position(text.as_bytes(), offset)),
+            message: format!(
+                "unknown placeholder `{name}` (left as written unless the environment sets it)"
+            ),
+        })
+        .collect()
+}
+
+struct Loader<'p> {
+    path: &'p Path,
+    warnings: Vec<CaseWarning>,
+}
+
+impl Loader<'_> {
+    fn case(&mut self, name: String, dir: PathBuf, root: &Node) -> Result<TestCase, CaseError> {
+        let entries = self.map("(top level)", root)?.unwrap_or_default();
+        let mut case = TestCase {
+            name,
+            config_path: self.path.to_path_buf(),
+            dir,
+            test_type: TestType::Regular,
+            launcher: LauncherKind::default(),
+            mode: Mode::default(),
+            env_vars: Vec::new(),
+            model_args: Vec::new(),
+            metrics: Vec::new(),
+            base_model_args: None,
+            model_env_vars: Vec::new(),
+            throughput_test_params: None,
+            before_script: None,
+            after_script: None,
+            test_evaluation: None,
+            goldgate: CaseExtras::default(),
+        };
+        let mut test_type = None;
+        let mut numbered = Vec::new();
+        for (key, value) in entries {
+            let k = key.text.as_str();
+            match k {
+                "ENV_VARS" => case.env_vars = self.scalar_map(k, value)?,
+                "TEST_TYPE" => test_type = Some(self.choice("TEST_TYPE", value, &TestType::ALL)?),
+                "LAUNCHER" => {
+                    case.launcher = self.choice_or("LAUNCHER", value, &LauncherKind::ALL)?
+                }
+                "MODE" => case.mode = self.choice_or("MODE", value, &Mode::ALL)?,
+                "METRICS" => case.metrics = self.metrics(value)?,
+                "BASE_MODEL_ARGS" => case.base_model_args = Some(self.model_args(k, value)?),
+                "THROUGHPUT_TEST_PARAMS" => {
+                    case.throughput_test_params = Some(self.model_args(k, value)?);
+                }
+                "MODEL_ENV_VARS" => case.model_env_vars = self.model_env_vars(value)?,
+                "BEFORE_SCRIPT" => case.before_script = self.opt_scalar(k, value)?,
+                "AFTER_SCRIPT" => case.after_script = self.opt_scalar(k, value)?,
+                "TEST_EVALUATION" => case.test_evaluation = self.opt_scalar(k, value)?,
+                "GOLDGATE" => case.goldgate = self.extras(value)?,
+                _ => match model_args_index(k) {
+                    Some(n) => numbered.push((n, self.model_args(k, value)?)),
+                    None => self.warn(key.span, format!("unknown top-level key `{k}` (ignored)")),
+                },
+            }
+        }
+        case.test_type = test_type.ok_or(CaseError::Missing {
+            path: self.path.to_path_buf(),
+            key: "TEST_TYPE",
+        })?;
+        if !numbered.iter().any(|(n, _)| *n == 1) {
+            return Err(CaseError::Missing {
+                path: self.path.to_path_buf(),
+                key: "MODEL_ARGS",
+            });
+        }
+        numbered.sort_by_key(|(n, _)| *n);
+        case.model_args = numbered.into_iter().map(|(_, m)| m).collect();
+        if case.metrics.is_empty() {
+            case.metrics = DEFAULT_METRICS.iter().map(|m| m.to_string()).collect();
+        }
+        Ok(case)
+    }
+
+    fn warn(&mut self, at: Option<Span>, message: String) {
+        self.warnings.push(CaseWarning {
+            path: self.path.to_path_buf(),
+            at,
+            message,
+        });
+    }
+
+    fn wrong(&self, key: &str, node: &Node, expected: &'static str) -> CaseError {
+        CaseError::WrongType {
+            path: self.path.to_path_buf(),
+            at: node.span,
+            key: key.to_string(),
+            expected,
+            found: node.type_name(),
+        }
+    }
+
+    /// A map's entries; `None` for null.
+    fn map<'n>(
+        &self,
+        key: &str,
+        node: &'n Node,
+    ) -> Result<Option<&'n [(Scalar, Node)]>, CaseError> {
+        match &node.kind {
+            NodeKind::Map(entries) => Ok(Some(entries)),
+            NodeKind::Scalar(s) if s.kind == ScalarKind::Null => Ok(None),
+            _ => Err(self.wrong(key, node, "a map")),
+        }
+    }
+
+    fn scalar<'n>(&self, key: &str, node: &'n Node) -> Result<&'n Scalar, CaseError> {
+        match &node.kind {
+            NodeKind::Scalar(s) => Ok(s),
+            _ => Err(self.wrong(key, node, "a scalar")),
+        }
+    }
+
+    fn opt_scalar(&self, key: &str, node: &Node) -> Result<Option<Scalar>, CaseError> {
+        let s = self.scalar(key, node)?;
+        Ok((s.kind != ScalarKind::Null).then(|| s.clone()))
+    }
+
+    fn scalar_map(&self, key: &str, node: &Node) -> Result<Vec<(String, Scalar)>, CaseError> {
+        let entries = self.map(key, node)?.unwrap_or_default();
+        entries
+            .iter()
+            .map(|(k, v)| {
+                Ok((
+                    k.text.clone(),
+                    self.scalar(&format!("{key}.{}", k.text), v)?.clone(),
+                ))
+            })
+            .collect()
+    }
+
+    fn model_args(&self, key: &str, node: &Node) -> Result<ModelArgs, CaseError> {
+        let entries = self.map(key, node)?.unwrap_or_default();
+        let mut args = ModelArgs {
+            key: key.to_string(),
+            entries: Vec::new(),
+            key_spans: Vec::new(),
+        };
+        for (k, v) in entries {
+            let value = self.scalar(&format!("{key}.{}", k.text), v)?.clone();
+            args.entries.push((k.text.clone(), value));
+            args.key_spans.push(k.span);
+        }
+        Ok(args)
+    }
+
+    fn model_env_vars(
+        &self,
+        node: &Node,
+    ) -> Result<Vec<(String, Vec<(String, Scalar)>)>, CaseError> {
+        let entries = self.map("MODEL_ENV_VARS", node)?.unwrap_or_default();
+        entries
+            .iter()
+            .map(|(k, v)| {
+                Ok((
+                    k.text.clone(),
+                    self.scalar_map(&format!("MODEL_ENV_VARS.{}", k.text), v)?,
+                ))
+            })
+            .collect()
+    }
+
+    fn choice<T: Copy>(
+        &self,
+        key: &'static str,
+        node: &Node,
+        all: &[(T, &str)],
+    ) -> Result<T, CaseError> {
+        let s = self.scalar(key, node)?;
+        all.iter()
+            .find(|(_, name)| *name == s.text)
+            .map(|(t, _)| *t)
+            .ok_or_else(|| CaseError::UnknownValue {
+                path: self.path.to_path_buf(),
+                at: node.span,
+                key,
+                value: s.text.clone(),
+                allowed: all.iter().map(|(_, n)| *n).collect::<Vec<_>>().join(", "),
+            })
+    }
+
+    /// Like `choice`, but null means the first (default) value.
+    fn choice_or<T: Copy>(
+        &self,
+        key: &'static str,
+        node: &Node,
+        all: &[(T, &str)],
+    ) -> Result<T, CaseError> {
+        match (&node.kind, all.first()) {
+            (NodeKind::Scalar(s), Some((first, _))) if s.kind == ScalarKind::Null => Ok(*first),
+            _ => self.choice(key, node, all),
+        }
+    }
+
+    fn metrics(&self, node: &Node) -> Result<Vec<String>, CaseError> {
+        match &node.kind {
+            NodeKind::Seq(items) => items
+                .iter()
+                .map(|n| Ok(self.scalar("METRICS[]", n)?.text.clone()))
+                .collect(),
+            NodeKind::Scalar(s) if s.kind == ScalarKind::Null => Ok(Vec::new()),
+            _ => Err(self.wrong("METRICS", node, "a list of metric names")),
+        }
+    }
+
+    fn extras(&mut self, node: &Node) -> Result<CaseExtras, CaseError> {
+        let mut extras = CaseExtras::default();
+        for (k, v) in self.map("GOLDGATE", node)?.unwrap_or_default() {
+            match k.text.as_str() {
+                "entry" => extras.entry = Some(self.scalar_list("GOLDGATE.entry", v)?),
+                "nproc" => extras.nproc = Some(self.count("GOLDGATE.nproc", v)?),
+                "variants" => {
+                    for (axis, values) in self.map("GOLDGATE.variants", v)?.unwrap_or_default() {
+                        let key = format!("GOLDGATE.variants.{}", axis.text);
+                        let values = self.scalar_list(&key, values)?;
+                        extras.variants.insert(
+                            axis.text.clone(),
+                            values.into_iter().map(|s| s.text).collect(),
+                        );
+                    }
+                }
+                other => self.warn(k.span, format!("unknown key `GOLDGATE.{other}` (ignored)")),
+            }
+        }
+        Ok(extras)
+    }
+
+    fn scalar_list(&self, key: &str, node: &Node) -> Result<Vec<Scalar>, CaseError> {
+        match &node.kind {
+            NodeKind::Seq(items) => items
+                .iter()
+                .map(|n| Ok(self.scalar(key, n)?.clone()))
+                .collect(),
+            _ => Err(self.wrong(key, node, "a list")),
+        }
+    }
+
+    fn count(&self, key: &str, node: &Node) -> Result<u32, CaseError> {
+        let s = self.scalar(key, node)?;
+        match s.text.parse::<u32>() {
+            Ok(n) if n > 0 && s.kind == ScalarKind::Int => Ok(n),
+            _ => Err(self.wrong(key, node, "a positive integer")),
+        }
+    }
+}
+
+/// `MODEL_ARGS` → 1, `MODEL_ARGS_<n>` → n (n ≥ 2).
+fn model_args_index(key: &str) -> Option<u32> {
+    if key == "MODEL_ARGS" {
+        return Some(1);
+    }
+    let n: u32 = key.strip_prefix("MODEL_ARGS_")?.parse().ok()?;
+    (n >= 2).then_some(n)
+}
