@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use goldgate::case::{self, LauncherKind, Mode, ScalarKind, Span, TestCase, TestType};
+use goldgate::golden;
 
 const CORPUS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/megatron_corpus");
 
@@ -436,4 +437,82 @@ fn empty_or_null_metrics_fall_back_to_the_default() {
     let case = load("gpt/gpt_grpo_tp1tp2_pp1_dp8_583m_throughputtest_github");
     assert!(case.throughput_test_params.is_some());
     assert_eq!(case.mode, Mode::Rl);
+}
+
+fn all_goldens() -> Vec<PathBuf> {
+    let found = case::discover_all(&root()).unwrap();
+    let dirs = found
+        .cases
+        .iter()
+        .map(|c| c.dir.clone())
+        .chain(found.without_config);
+    dirs.flat_map(|d| golden::goldens_in(&d))
+        .map(|g| g.path)
+        .collect()
+}
+
+#[test]
+fn every_golden_loads_or_gives_its_clear_kind_and_training_goldens_round_trip() {
+    let files = all_goldens();
+    assert_eq!(files.len(), 915);
+    let (mut training, mut inference, mut empty, mut identical) = (0, 0, Vec::new(), 0);
+    for path in &files {
+        match golden::read_golden(path) {
+            Ok(file) => {
+                training += 1;
+                let bytes = std::fs::read(path).unwrap();
+                if golden::render_golden(&file).as_bytes() == bytes.as_slice() {
+                    identical += 1;
+                } else {
+                    panic!("{} does not round-trip", path.display());
+                }
+            }
+            Err(e) if e.is_unsupported() => inference += 1,
+            Err(e @ golden::GoldenError::Empty { .. }) => empty.push(e.to_string()),
+            Err(e) => panic!("{e}"),
+        }
+    }
+    // Every training golden is rewritten byte for byte (indented and one-line styles, the
+    // legacy list form, trailing newlines); inference goldens are refused with their own kind.
+    assert_eq!((training, inference, identical), (848, 65, 848));
+    let rel = |s: &str| s.replace(&format!("{}/", root().display()), "");
+    let mut empty: Vec<_> = empty.iter().map(|e| rel(e)).collect();
+    empty.sort();
+    assert_eq!(
+        empty,
+        [
+            "gpt/gpt3_mcore_te_tp2_pp2_ep4_etp1_memory_speed/golden_values_dev_dgxh100_dgxc.json: empty golden file (0 bytes)",
+            "moe/gpt3_moe_mcore_te_ep8_resume_torch_dist_dist_optimizer/golden_values_lts_dgx_a100.json: empty golden file (0 bytes)",
+        ]
+    );
+}
+
+#[test]
+fn golden_shapes_read_as_the_files_say() {
+    let r = root();
+    let dense = golden::read_golden(
+        &r.join("t5/t5_weekly_mcore_te_tp2_pp1_vp1/golden_values_lts_dgx_a100.json"),
+    )
+    .unwrap();
+    let lm = dense.metric("lm loss").unwrap();
+    assert!(lm.list_form);
+    assert_eq!(
+        (
+            lm.start_step,
+            lm.end_step,
+            lm.step_interval,
+            lm.values.len()
+        ),
+        (0, 100, 5, 20)
+    );
+    assert_eq!(lm.values.get(&5), Some(&golden::Value::Float(9.41109)));
+    let legacy =
+        golden::read_golden(&r.join("gpt/gpt3_mcore_tp1_pp2_fp16/golden_values_dev_dgx_a100.json"))
+            .unwrap();
+    assert_eq!(legacy.style, golden::GoldenStyle::Compact);
+    assert_eq!(legacy.extra[0].0, "iteration_timing_avg");
+    assert_eq!(
+        legacy.metric("num-zeros").unwrap().values.get(&30),
+        Some(&golden::Value::Float(2524.0))
+    );
 }

@@ -1,1 +1,13 @@
 //! Stage "case": Megatron golden-values JSON (read every corpus shape, write Megatron's byte style).
+
+mod error;
+mod find;
+mod read;
+mod types;
+mod write;
+
+pub use error::GoldenError;
+pub use find::{GoldenName, GoldenRef, find_goldens, goldens_in};
+pub use read::{MAX_GOLDEN_BYTES, parse_golden, read_golden};
+pub use types::{GoldenFile, GoldenStyle, Series, Value};
+pub use write::{py_float_repr, render_golden, round5, write_atomic, write_golden};

@@ -1,0 +1,186 @@
+//! Stage "case" (golden): finding a case's golden files and reading environment/platform
+//! from their names.
+//!
+//! Names: `golden_values_<env>_<platform>[_2nd].json` (`dev`/`lts`; `dgx_h100`, `dgx_a100`,
+//! `dgx_gb200`, legacy cluster names such as `dgxa100_dracooci-ord`), and the legacy
+//! `golden_values_<env>.json` without a platform. Two places are searched: beside the
+//! case's `model_config.yaml` (Megatron's layout) and `<golden root>/<model>/<case>/`.
+
+use std::path::{Path, PathBuf};
+
+/// What a golden file's name says.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+pub struct GoldenName {
+    /// `dev` or `lts` (whatever the name holds).
+    pub environment: String,
+    /// `dgx_h100`, ...; `None` for the legacy `golden_values_<env>.json`.
+    pub platform: Option<String>,
+    /// The `_2nd` file: the second run of a resume test.
+    pub second: bool,
+}
+
+impl GoldenName {
+    /// Parses `golden_values_<env>[_<platform>][_2nd].json`; `None` for other names.
+    pub fn parse(file_name: &str) -> Option<GoldenName> {
+        let stem = file_name
+            .strip_prefix("golden_values_")?
+            .strip_suffix(".json")?;
+        let (stem, second) = match stem.strip_suffix("_2nd") {
+            Some(s) => (s, true),
+            None => (stem, false),
+        };
+        let (environment, platform) = match stem.split_once('_') {
+            Some((env, platform)) if !platform.is_empty() => (env, Some(platform.to_string())),
+            Some(_) => return None,
+            None => (stem, None),
+        };
+        if environment.is_empty() {
+            return None;
+        }
+        Some(GoldenName {
+            environment: environment.to_string(),
+            platform,
+            second,
+        })
+    }
+
+    /// The file name this parses from.
+    pub fn file_name(&self) -> String {
+        let platform = self
+            .platform
+            .as_deref()
+            .map(|p| format!("_{p}"))
+            .unwrap_or_default();
+        let second = if self.second { "_2nd" } else { "" };
+        format!("golden_values_{}{platform}{second}.json", self.environment)
+    }
+}
+
+/// A golden file found on disk.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+pub struct GoldenRef {
+    /// Where it is.
+    pub path: PathBuf,
+    /// What its name says.
+    pub name: GoldenName,
+}
+
+/// Golden files of one case: beside its config, then under `golden_root/<case name>/`.
+pub fn find_goldens(
+    case_dir: &Path,
+    golden_root: Option<&Path>,
+    case_name: &str,
+) -> Vec<GoldenRef> {
+    let mut found = goldens_in(case_dir);
+    if let Some(root) = golden_root {
+        let dir = case_name
+            .split('/')
+            .fold(root.to_path_buf(), |p, part| p.join(part));
+        if dir != case_dir {
+            found.extend(goldens_in(&dir));
+        }
+    }
+    found
+}
+
+/// Golden files directly inside `dir`, sorted by path; an unreadable or missing folder has none.
+pub fn goldens_in(dir: &Path) -> Vec<GoldenRef> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut found: Vec<GoldenRef> = entries
+        .filter_map(Result::ok)
+        .filter_map(|e| {
+            let name = GoldenName::parse(e.file_name().to_str()?)?;
+            Some(GoldenRef {
+                path: e.path(),
+                name,
+            })
+        })
+        .collect();
+    found.sort();
+    found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_every_corpus_name_form() {
+        let cases = [
+            (
+                "golden_values_dev_dgx_h100.json",
+                "dev",
+                Some("dgx_h100"),
+                false,
+            ),
+            (
+                "golden_values_dev_dgx_gb200_2nd.json",
+                "dev",
+                Some("dgx_gb200"),
+                true,
+            ),
+            (
+                "golden_values_lts_dgxa100_dracooci-ord.json",
+                "lts",
+                Some("dgxa100_dracooci-ord"),
+                false,
+            ),
+            (
+                "golden_values_dev_dgxh100_dgxc.json",
+                "dev",
+                Some("dgxh100_dgxc"),
+                false,
+            ),
+            ("golden_values_lts.json", "lts", None, false),
+            ("golden_values_dev.json", "dev", None, false),
+        ];
+        for (file, env, platform, second) in cases {
+            let name = GoldenName::parse(file).unwrap();
+            assert_eq!(
+                (
+                    name.environment.as_str(),
+                    name.platform.as_deref(),
+                    name.second
+                ),
+                (env, platform, second),
+                "{file}"
+            );
+            assert_eq!(name.file_name(), file);
+        }
+    }
+
+    #[test]
+    fn other_names_are_not_goldens() {
+        for file in [
+            "model_config.yaml",
+            "golden_values_.json",
+            "golden_values_dev_.json",
+            "golden_values_dev.txt",
+        ] {
+            assert_eq!(GoldenName::parse(file), None, "{file}");
+        }
+    }
+
+    #[test]
+    fn finds_beside_the_config_and_under_the_golden_root() {
+        let tmp = tempfile::tempdir().unwrap();
+        let case_dir = tmp.path().join("cases/gpt/a");
+        let golden_dir = tmp.path().join("golden/gpt/a");
+        std::fs::create_dir_all(&case_dir).unwrap();
+        std::fs::create_dir_all(&golden_dir).unwrap();
+        std::fs::write(case_dir.join("golden_values_dev_dgx_h100.json"), "{}").unwrap();
+        std::fs::write(case_dir.join("notes.json"), "{}").unwrap();
+        std::fs::write(golden_dir.join("golden_values_dev_dgx_h100_2nd.json"), "{}").unwrap();
+        let found = find_goldens(&case_dir, Some(&tmp.path().join("golden")), "gpt/a");
+        let names: Vec<_> = found.iter().map(|g| g.name.file_name()).collect();
+        assert_eq!(
+            names,
+            [
+                "golden_values_dev_dgx_h100.json",
+                "golden_values_dev_dgx_h100_2nd.json"
+            ]
+        );
+    }
+}

@@ -1,0 +1,319 @@
+//! Stage "case" (golden): reading Megatron golden JSON in every shape the corpus holds.
+//!
+//! Shapes: `{"metric": {"start_step", "end_step", "step_interval", "values": {"1": 10.9,
+//! "2": "nan"}}}` with dense or sparse steps; the legacy list form (`"values": [..]`, steps
+//! `start_step + i * step_interval`) with a top-level `iteration_timing_avg`; both written
+//! indented (`json.dumps(x, indent=4)`) or on one line. Inference goldens (keyed by request
+//! id) are recognised and refused with their own error kind.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde_json::{Map, Value as Json};
+
+use super::error::GoldenError;
+use super::types::{GoldenFile, GoldenStyle, Series, Value};
+use crate::case::{Span, position, read_limited};
+
+/// Largest golden file goldgate reads (the corpus' largest is well under 1 MiB).
+pub const MAX_GOLDEN_BYTES: u64 = 64 << 20;
+
+/// Reads and validates one golden file.
+pub fn read_golden(path: &Path) -> Result<GoldenFile, GoldenError> {
+    let read = |source| GoldenError::Read {
+        path: path.to_path_buf(),
+        source,
+    };
+    let bytes = match read_limited(path, MAX_GOLDEN_BYTES).map_err(read)? {
+        Ok(bytes) => bytes,
+        Err(bytes) => {
+            let limit = MAX_GOLDEN_BYTES;
+            return Err(GoldenError::TooLarge {
+                path: path.to_path_buf(),
+                bytes,
+                limit,
+            });
+        }
+    };
+    if bytes.is_empty() {
+        return Err(GoldenError::Empty {
+            path: path.to_path_buf(),
+        });
+    }
+    let text = String::from_utf8(bytes).map_err(|e| GoldenError::NotUtf8 {
+        path: path.to_path_buf(),
+        at: position(e.as_bytes(), e.utf8_error().valid_up_to()),
+    })?;
+    parse_golden(path, &text)
+}
+
+/// Parses golden JSON text; `path` is only used in errors.
+pub fn parse_golden(path: &Path, text: &str) -> Result<GoldenFile, GoldenError> {
+    if text.is_empty() {
+        return Err(GoldenError::Empty {
+            path: path.to_path_buf(),
+        });
+    }
+    let json: Json = serde_json::from_str(text).map_err(|e| json_error(path, &e))?;
+    let shape = |location: &str, message: String| GoldenError::Shape {
+        path: path.to_path_buf(),
+        location: location.to_string(),
+        message,
+    };
+    let Json::Object(top) = json else {
+        return Err(shape(
+            "(top level)",
+            format!("expected an object, found {}", kind(&json)),
+        ));
+    };
+    // `{}` occurs in the corpus (4 files): a golden with no metrics, not an inference one.
+    if !top.is_empty() && !top.values().any(is_series) {
+        return Err(GoldenError::Inference {
+            path: path.to_path_buf(),
+        });
+    }
+    let mut file = GoldenFile {
+        style: if text.starts_with("{\n") {
+            GoldenStyle::Indented
+        } else {
+            GoldenStyle::Compact
+        },
+        trailing_newline: text.ends_with('\n'),
+        ..GoldenFile::default()
+    };
+    for (name, value) in top {
+        if is_series(&value) {
+            let series = series(&name, &value).map_err(|(loc, msg)| shape(&loc, msg))?;
+            file.metrics.push((name, series));
+        } else {
+            file.extra.push((name, value));
+        }
+    }
+    Ok(file)
+}
+
+fn json_error(path: &Path, e: &serde_json::Error) -> GoldenError {
+    let full = e.to_string();
+    let message = full
+        .rfind(" at line ")
+        .map_or(full.as_str(), |i| &full[..i])
+        .to_string();
+    let at = Span {
+        line: u32::try_from(e.line()).unwrap_or(u32::MAX),
+        column: u32::try_from(e.column().max(1)).unwrap_or(u32::MAX),
+    };
+    GoldenError::Json {
+        path: path.to_path_buf(),
+        at,
+        message,
+    }
+}
+
+fn is_series(value: &Json) -> bool {
+    value.as_object().is_some_and(|o| o.contains_key("values"))
+}
+
+fn kind(value: &Json) -> &'static str {
+    match value {
+        Json::Null => "null",
+        Json::Bool(_) => "a boolean",
+        Json::Number(_) => "a number",
+        Json::String(_) => "a string",
+        Json::Array(_) => "a list",
+        Json::Object(_) => "an object",
+    }
+}
+
+type ShapeError = (String, String);
+
+fn series(name: &str, value: &Json) -> Result<Series, ShapeError> {
+    let loc = |key: &str| format!("{name:?}.{key}");
+    let obj = value
+        .as_object()
+        .ok_or_else(|| (format!("{name:?}"), "expected an object".into()))?;
+    if let Some(key) = obj
+        .keys()
+        .find(|k| !["start_step", "end_step", "step_interval", "values"].contains(&k.as_str()))
+    {
+        return Err((loc(key), "unknown key in a metric series".into()));
+    }
+    let step = |key: &str| -> Result<u64, ShapeError> {
+        let v = obj
+            .get(key)
+            .ok_or_else(|| (format!("{name:?}"), format!("missing `{key}`")))?;
+        v.as_u64().ok_or_else(|| {
+            (
+                loc(key),
+                format!("expected a step number, found {}", kind(v)),
+            )
+        })
+    };
+    let (start_step, end_step, step_interval) = (
+        step("start_step")?,
+        step("end_step")?,
+        step("step_interval")?,
+    );
+    let mut values = BTreeMap::new();
+    let list_form = match obj.get("values") {
+        Some(Json::Object(map)) => {
+            read_map(name, map, &mut values)?;
+            false
+        }
+        Some(Json::Array(items)) => {
+            for (i, item) in items.iter().enumerate() {
+                let step = start_step + (i as u64) * step_interval;
+                values.insert(
+                    step,
+                    read_value(item).map_err(|m| (format!("{name:?}.values[{i}]"), m))?,
+                );
+            }
+            true
+        }
+        Some(other) => {
+            return Err((
+                loc("values"),
+                format!("expected an object or a list, found {}", kind(other)),
+            ));
+        }
+        None => return Err((format!("{name:?}"), "missing `values`".into())),
+    };
+    Ok(Series {
+        start_step,
+        end_step,
+        step_interval,
+        values,
+        list_form,
+    })
+}
+
+fn read_map(
+    name: &str,
+    map: &Map<String, Json>,
+    out: &mut BTreeMap<u64, Value>,
+) -> Result<(), ShapeError> {
+    for (key, item) in map {
+        let at = || format!("{name:?}.values.{key:?}");
+        let step: u64 = key
+            .parse()
+            .map_err(|_| (at(), "a step key must be a whole number".to_string()))?;
+        out.insert(step, read_value(item).map_err(|m| (at(), m))?);
+    }
+    Ok(())
+}
+
+fn read_value(item: &Json) -> Result<Value, String> {
+    match item {
+        Json::Number(n) if n.is_f64() => n
+            .as_f64()
+            .map(Value::Float)
+            .ok_or_else(|| "not a finite number".into()),
+        Json::Number(n) => match n.as_i64() {
+            Some(i) => Ok(Value::Int(i)),
+            None => n
+                .as_f64()
+                .map(Value::Float)
+                .ok_or_else(|| "not a finite number".into()),
+        },
+        Json::String(s) if s == "nan" => Ok(Value::Nan),
+        other => Err(format!(
+            "expected a number or \"nan\", found {}",
+            describe(other)
+        )),
+    }
+}
+
+fn describe(value: &Json) -> String {
+    match value {
+        Json::String(s) => format!("the string {s:?}"),
+        other => kind(other).to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<GoldenFile, GoldenError> {
+        parse_golden(Path::new("g.json"), text)
+    }
+
+    #[test]
+    fn reads_sparse_steps_and_nan() {
+        let g = parse(r#"{"lm loss": {"start_step": 1, "end_step": 10, "step_interval": 5, "values": {"1": 10.9, "5": "nan", "10": 7}}}"#).unwrap();
+        let s = g.metric("lm loss").unwrap();
+        assert_eq!((s.start_step, s.end_step, s.step_interval), (1, 10, 5));
+        let values: Vec<_> = s.values.iter().map(|(k, v)| (*k, *v)).collect();
+        assert_eq!(
+            values,
+            [
+                (1, Value::Float(10.9)),
+                (5, Value::Nan),
+                (10, Value::Int(7))
+            ]
+        );
+        assert_eq!(g.style, GoldenStyle::Compact);
+    }
+
+    #[test]
+    fn reads_the_legacy_list_form_and_keeps_extras() {
+        let g = parse(r#"{"lm loss": {"start_step": 0, "end_step": 10, "step_interval": 5, "values": [1.5, 2.5, 3.5]}, "iteration_timing_avg": 0.11905411764705882}"#).unwrap();
+        let s = g.metric("lm loss").unwrap();
+        assert!(s.list_form);
+        assert_eq!(s.values.keys().copied().collect::<Vec<_>>(), [0, 5, 10]);
+        assert_eq!(g.extra[0].0, "iteration_timing_avg");
+    }
+
+    #[test]
+    fn empty_object_is_a_golden_without_metrics() {
+        let g = parse("{}").unwrap();
+        assert!(g.metrics.is_empty() && g.extra.is_empty());
+    }
+
+    #[test]
+    fn inference_goldens_are_their_own_kind() {
+        let e = parse(r#"{"0": {"input_prompt": "hi", "generated_text": "x"}}"#).unwrap_err();
+        assert!(e.is_unsupported(), "{e}");
+        assert_eq!(
+            e.to_string(),
+            "g.json: unsupported: inference golden (keyed by request id, not a metric series)"
+        );
+    }
+
+    #[test]
+    fn errors_name_the_place() {
+        let cases = [
+            ("", "g.json: empty golden file (0 bytes)"),
+            (
+                "{\n  \"a\": [1,\n",
+                "g.json:3:1: invalid JSON: EOF while parsing a value",
+            ),
+            (
+                "[1]",
+                "g.json: (top level): expected an object, found a list",
+            ),
+            (
+                r#"{"m": {"start_step": 1, "end_step": 1, "step_interval": 1, "values": {"x": 1.0}}}"#,
+                "g.json: \"m\".values.\"x\": a step key must be a whole number",
+            ),
+            (
+                r#"{"m": {"start_step": 1, "end_step": 1, "step_interval": 1, "values": {"1": "inf"}}}"#,
+                "g.json: \"m\".values.\"1\": expected a number or \"nan\", found the string \"inf\"",
+            ),
+            (
+                r#"{"m": {"start_step": -1, "end_step": 1, "step_interval": 1, "values": {}}}"#,
+                "g.json: \"m\".start_step: expected a step number, found a number",
+            ),
+            (
+                r#"{"m": {"end_step": 1, "step_interval": 1, "values": {}}}"#,
+                "g.json: \"m\": missing `start_step`",
+            ),
+            (
+                r#"{"m": {"start_step": 1, "end_step": 1, "step_interval": 1, "values": 3}}"#,
+                "g.json: \"m\".values: expected an object or a list, found a number",
+            ),
+        ];
+        for (text, message) in cases {
+            assert_eq!(parse(text).unwrap_err().to_string(), message, "{text}");
+        }
+    }
+}
