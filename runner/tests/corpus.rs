@@ -1,6 +1,8 @@
 //! Integration: the real Megatron corpus (`../shared/megatron_corpus`) loads; argv, goldens
 //! and golden round-trips agree with what the files say.
 
+#![allow(clippy::unwrap_used)] // a test: a failed unwrap is a failed test
+
 use std::path::{Path, PathBuf};
 
 use goldgate::case::{self, LauncherKind, Mode, ScalarKind, Span, TestCase, TestType};

@@ -12,6 +12,9 @@ use super::types::{
 };
 use super::yaml::{self, Node, NodeKind};
 
+/// A map of variable → value, in file order.
+type EnvVars = Vec<(String, Scalar)>;
+
 /// Largest `model_config.yaml` goldgate reads (the corpus' largest is a few KiB).
 pub const MAX_CONFIG_BYTES: u64 = 4 << 20;
 
@@ -314,10 +317,7 @@ impl Loader<'_> {
         Ok(args)
     }
 
-    fn model_env_vars(
-        &self,
-        node: &Node,
-    ) -> Result<Vec<(String, Vec<(String, Scalar)>)>, CaseError> {
+    fn model_env_vars(&self, node: &Node) -> Result<Vec<(String, EnvVars)>, CaseError> {
         let entries = self.map("MODEL_ENV_VARS", node)?.unwrap_or_default();
         entries
             .iter()
