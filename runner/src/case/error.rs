@@ -88,7 +88,7 @@ pub enum CaseError {
         /// What is allowed.
         expected: &'static str,
         /// What was found.
-        found: &'static str,
+        found: String,
     },
     /// A key holds a value outside its allowed set.
     #[error("{}:{at}: unknown {key} `{value}`", path.display())]

@@ -260,7 +260,7 @@ impl Loader<'_> {
             at: node.span,
             key: key.to_string(),
             expected,
-            found: node.type_name(),
+            found: node.type_name().to_string(),
         }
     }
 
@@ -409,7 +409,13 @@ impl Loader<'_> {
         let s = self.scalar(key, node)?;
         match s.text.parse::<u32>() {
             Ok(n) if n > 0 && s.kind == ScalarKind::Int => Ok(n),
-            _ => Err(self.wrong(key, node, "a positive integer")),
+            _ => Err(CaseError::WrongType {
+                path: self.path.to_path_buf(),
+                at: node.span,
+                key: key.to_string(),
+                expected: "a positive integer",
+                found: format!("`{}`", s.text),
+            }),
         }
     }
 }

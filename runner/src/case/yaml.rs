@@ -82,10 +82,17 @@ pub(crate) fn parse(text: &str) -> Result<Node, YamlError> {
     options.flow_nesting_limit = MAX_NESTING;
     let mut builder = Builder::default();
     for item in Parser::new_from_str_with_options(text, options) {
-        let (event, span) = item.map_err(|e| YamlError {
-            span: span_of(e.marker().line(), e.marker().col()),
-            message: e.kind().to_string(),
-            limit: matches!(e.kind(), ErrorKind::RecursionLimitExceeded),
+        let (event, span) = item.map_err(|e| {
+            let limit = matches!(e.kind(), ErrorKind::RecursionLimitExceeded);
+            YamlError {
+                span: span_of(e.marker().line(), e.marker().col()),
+                message: if limit {
+                    format!("nesting deeper than {MAX_NESTING} levels")
+                } else {
+                    e.kind().to_string()
+                },
+                limit,
+            }
         })?;
         builder.event(event, &span)?;
     }

@@ -1,6 +1,16 @@
 //! `goldgate check`: validates every case and golden file under a root; a linter for pull requests.
+//!
+//! Output is one line per problem, `path:line:column: severity: message` (or `path:
+//! severity: message` when there is no position), sorted by file and position, then a summary.
+//! Errors (exit 2): configs or goldens that do not load. Warnings: unknown keys, unknown
+//! placeholders, goldens without metrics. Notes: skipped folders and inference goldens.
 
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use crate::case::{self, Span};
 use crate::exit::{AppError, Exit};
+use crate::golden::{self, GoldenError};
 
 /// Arguments of `goldgate check`.
 #[derive(clap::Args, Debug)]
@@ -13,10 +23,238 @@ pub struct Args {
     pub golden_root: std::path::PathBuf,
 }
 
+/// How bad a problem is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Severity {
+    /// Fails the check (exit 2).
+    Error,
+    /// Reported, does not fail.
+    Warning,
+    /// For information (skipped files).
+    Note,
+}
+
+impl fmt::Display for Severity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+            Severity::Note => "note",
+        })
+    }
+}
+
+/// One finding.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Problem {
+    /// The file (or folder).
+    pub path: PathBuf,
+    /// Where in it.
+    pub at: Option<Span>,
+    /// How bad.
+    pub severity: Severity,
+    /// What is wrong (without the location).
+    pub message: String,
+    /// How to fix it, when the error knows.
+    pub hint: Option<String>,
+}
+
+/// Everything `check` found.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CheckReport {
+    /// Cases looked at.
+    pub cases: usize,
+    /// Golden files looked at.
+    pub goldens: usize,
+    /// Findings, sorted.
+    pub problems: Vec<Problem>,
+}
+
+impl CheckReport {
+    fn count(&self, severity: Severity) -> usize {
+        self.problems
+            .iter()
+            .filter(|p| p.severity == severity)
+            .count()
+    }
+}
+
 /// Runs the command.
+#[allow(clippy::print_stdout)]
 pub fn run(args: Args) -> Result<Exit, AppError> {
-    let _ = args;
-    Err(AppError::usage(
-        "`goldgate check` is being built in this change",
-    ))
+    let golden_root = args
+        .golden_root
+        .is_dir()
+        .then_some(args.golden_root.as_path());
+    let report = collect(&args.root, golden_root)?;
+    print!("{}", render(&report));
+    Ok(if report.count(Severity::Error) > 0 {
+        Exit::Usage
+    } else {
+        Exit::Pass
+    })
+}
+
+/// Checks every case under `root` and every golden file beside them and under `golden_root`.
+pub fn collect(root: &Path, golden_root: Option<&Path>) -> Result<CheckReport, AppError> {
+    let found = case::discover_all(root)?;
+    let mut report = CheckReport {
+        cases: found.cases.len(),
+        ..CheckReport::default()
+    };
+    let mut golden_dirs: Vec<PathBuf> = Vec::new();
+    for c in &found.cases {
+        match case::load_case_checked(root, &c.config_path) {
+            Ok((_, warnings)) => report
+                .problems
+                .extend(warnings.into_iter().map(|w| Problem {
+                    path: w.path,
+                    at: w.at,
+                    severity: Severity::Warning,
+                    message: w.message,
+                    hint: None,
+                })),
+            Err(e) => report
+                .problems
+                .push(diagnostic(e.path(), Severity::Error, &e)),
+        }
+        golden_dirs.push(c.dir.clone());
+    }
+    for dir in &found.without_config {
+        report.problems.push(Problem {
+            path: dir.clone(),
+            at: None,
+            severity: Severity::Note,
+            message: "no model_config.yaml in this case folder; skipped".into(),
+            hint: None,
+        });
+        golden_dirs.push(dir.clone());
+    }
+    if let Some(golden_root) = golden_root {
+        let more = case::discover_all(golden_root)?;
+        golden_dirs.extend(more.cases.into_iter().map(|c| c.dir));
+        golden_dirs.extend(more.without_config);
+    }
+    golden_dirs.sort();
+    golden_dirs.dedup();
+    for g in golden_dirs.iter().flat_map(|d| golden::goldens_in(d)) {
+        report.goldens += 1;
+        check_golden(&g.path, &mut report.problems);
+    }
+    report.problems.sort();
+    Ok(report)
+}
+
+fn check_golden(path: &Path, problems: &mut Vec<Problem>) {
+    let problem = |severity, message: String| Problem {
+        path: path.to_path_buf(),
+        at: None,
+        severity,
+        message,
+        hint: None,
+    };
+    match golden::read_golden(path) {
+        Ok(file) if file.metrics.is_empty() => {
+            problems.push(problem(
+                Severity::Warning,
+                "golden file has no metrics (`{}`)".into(),
+            ));
+        }
+        Ok(_) => {}
+        Err(e @ GoldenError::Inference { .. }) => {
+            problems.push(from_display(
+                path,
+                Severity::Note,
+                &format!("{e} (skipped)"),
+            ));
+        }
+        Err(e) => problems.push(diagnostic(path, Severity::Error, &e)),
+    }
+}
+
+/// A problem from an error, with its `help` as the hint.
+fn diagnostic(path: &Path, severity: Severity, e: &dyn miette::Diagnostic) -> Problem {
+    let mut problem = from_display(path, severity, e);
+    problem.hint = e.help().map(|h| h.to_string());
+    problem
+}
+
+/// Splits an error's `path:line:col: message` (or `path: message`) display into a problem.
+fn from_display(path: &Path, severity: Severity, e: &dyn fmt::Display) -> Problem {
+    let text = e.to_string();
+    let prefix = path.display().to_string();
+    let rest = text.strip_prefix(&prefix).unwrap_or(&text);
+    let (at, message) = match rest.strip_prefix(':').map(split_span) {
+        Some((at, message)) => (at, message.trim_start().to_string()),
+        None => (None, rest.to_string()),
+    };
+    Problem {
+        path: path.to_path_buf(),
+        at,
+        severity,
+        message,
+        hint: None,
+    }
+}
+
+/// `"3:7: msg"` → `(Some(3:7), "msg")`; `" msg"` → `(None, " msg")`.
+fn split_span(rest: &str) -> (Option<Span>, &str) {
+    let mut parts = rest.splitn(3, ':');
+    let (Some(l), Some(c), Some(msg)) = (parts.next(), parts.next(), parts.next()) else {
+        return (None, rest);
+    };
+    match (l.parse(), c.parse()) {
+        (Ok(line), Ok(column)) => (Some(Span { line, column }), msg),
+        _ => (None, rest),
+    }
+}
+
+/// The lines `check` prints: one per problem, then a summary.
+pub fn render(report: &CheckReport) -> String {
+    let mut out = String::new();
+    for p in &report.problems {
+        let at = p.at.map(|s| format!(":{s}")).unwrap_or_default();
+        out.push_str(&format!(
+            "{}{at}: {}: {}\n",
+            p.path.display(),
+            p.severity,
+            p.message
+        ));
+        if let Some(hint) = &p.hint {
+            out.push_str(&format!("    hint: {hint}\n"));
+        }
+    }
+    out.push_str(&format!(
+        "checked {} case(s) and {} golden file(s): {} error(s), {} warning(s), {} note(s)\n",
+        report.cases,
+        report.goldens,
+        report.count(Severity::Error),
+        report.count(Severity::Warning),
+        report.count(Severity::Note),
+    ));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splits_locations_off_messages() {
+        let p = from_display(
+            Path::new("a/b.yaml"),
+            Severity::Error,
+            &"a/b.yaml:3:7: invalid YAML: x: y",
+        );
+        assert_eq!(
+            (p.at, p.message.as_str()),
+            (Some(Span { line: 3, column: 7 }), "invalid YAML: x: y")
+        );
+        let p = from_display(
+            Path::new("a/b.yaml"),
+            Severity::Error,
+            &"a/b.yaml: empty file",
+        );
+        assert_eq!((p.at, p.message.as_str()), (None, "empty file"));
+    }
 }

@@ -1,6 +1,12 @@
 //! `goldgate list`: lists the cases under a root with their test type, launcher, metrics and golden files.
 
+use std::path::PathBuf;
+
+use tabled::settings::Style;
+
+use crate::case::{self, CaseError, CaseRef};
 use crate::exit::{AppError, Exit};
+use crate::golden::{self, GoldenRef};
 
 /// Arguments of `goldgate list`.
 #[derive(clap::Args, Debug)]
@@ -25,10 +31,176 @@ pub enum Format {
     Json,
 }
 
+/// One listed case.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Row {
+    /// `<model>/<case>`.
+    pub name: String,
+    /// `TEST_TYPE`, or `invalid` when the config does not load.
+    pub test_type: String,
+    /// `LAUNCHER`.
+    pub launcher: String,
+    /// `MODE`.
+    pub mode: String,
+    /// `METRICS` (with Megatron's default filled in).
+    pub metrics: Vec<String>,
+    /// Golden files beside the config.
+    pub goldens: Vec<GoldenRef>,
+    /// The config file.
+    pub config: PathBuf,
+    /// Why the config does not load, if it does not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
 /// Runs the command.
+#[allow(clippy::print_stdout, clippy::print_stderr)]
 pub fn run(args: Args) -> Result<Exit, AppError> {
-    let _ = args;
-    Err(AppError::usage(
-        "`goldgate list` is being built in this change",
-    ))
+    let filter =
+        match &args.filter {
+            Some(re) => Some(regex::Regex::new(re).map_err(|e| {
+                AppError::usage(format!("--filter: invalid regular expression: {e}"))
+            })?),
+            None => None,
+        };
+    let cases = case::discover(&args.root)?;
+    let cases = cases
+        .iter()
+        .filter(|c| filter.as_ref().is_none_or(|re| re.is_match(&c.name)));
+    let rows: Vec<Row> = cases.map(|c| row(&args.root, c)).collect();
+    let out = match args.format {
+        Format::Table => render_table(&rows),
+        Format::Json => render_json(&rows),
+    };
+    println!("{out}");
+    let broken = rows.iter().filter(|r| r.error.is_some()).count();
+    if broken > 0 {
+        eprintln!(
+            "{broken} case(s) do not load; run `goldgate check --root {}` for details",
+            args.root.display()
+        );
+        return Ok(Exit::Usage);
+    }
+    Ok(Exit::Pass)
+}
+
+/// Loads one case into a row; a broken config becomes a row with `error` set.
+pub fn row(root: &std::path::Path, c: &CaseRef) -> Row {
+    let goldens = golden::goldens_in(&c.dir);
+    match case::load_case(root, &c.config_path) {
+        Ok(case) => Row {
+            name: case.name,
+            test_type: case.test_type.as_str().to_string(),
+            launcher: case.launcher.as_str().to_string(),
+            mode: case.mode.as_str().to_string(),
+            metrics: case.metrics,
+            goldens,
+            config: c.config_path.clone(),
+            error: None,
+        },
+        Err(e) => broken_row(c, goldens, &e),
+    }
+}
+
+fn broken_row(c: &CaseRef, goldens: Vec<GoldenRef>, e: &CaseError) -> Row {
+    Row {
+        name: c.name.clone(),
+        test_type: "invalid".into(),
+        launcher: String::new(),
+        mode: String::new(),
+        metrics: Vec::new(),
+        goldens,
+        config: c.config_path.clone(),
+        error: Some(e.to_string()),
+    }
+}
+
+/// The table people read: one line per case.
+pub fn render_table(rows: &[Row]) -> String {
+    let mut b = tabled::builder::Builder::default();
+    b.push_record(["case", "type", "launcher", "metrics", "golden files"]);
+    for r in rows {
+        let goldens: Vec<String> = r.goldens.iter().map(golden_label).collect();
+        b.push_record([
+            r.name.clone(),
+            r.test_type.clone(),
+            r.launcher.clone(),
+            r.metrics.join(", "),
+            if goldens.is_empty() {
+                "-".into()
+            } else {
+                goldens.join(" ")
+            },
+        ]);
+    }
+    let mut table = b.build();
+    table.with(Style::sharp());
+    format!("{table}\n{} case(s)", rows.len())
+}
+
+/// `dev/dgx_h100`, `lts` (legacy, no platform), `dev/dgx_h100/2nd`.
+fn golden_label(g: &GoldenRef) -> String {
+    let mut label = g.name.environment.clone();
+    if let Some(p) = &g.name.platform {
+        label = format!("{label}/{p}");
+    }
+    if g.name.second {
+        label.push_str("/2nd");
+    }
+    label
+}
+
+/// The JSON array scripts read: one object per case, each with `name`.
+pub fn render_json(rows: &[Row]) -> String {
+    serde_json::to_string_pretty(rows)
+        .unwrap_or_else(|e| format!("{{\"error\": {:?}}}", e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::golden::GoldenName;
+
+    fn rows() -> Vec<Row> {
+        let golden = |file: &str| GoldenRef {
+            path: PathBuf::from(format!("gpt/a/{file}")),
+            name: GoldenName::parse(file).unwrap(),
+        };
+        vec![
+            Row {
+                name: "gpt/a".into(),
+                test_type: "ckpt-resume".into(),
+                launcher: "torchrun".into(),
+                mode: "pretraining".into(),
+                metrics: vec!["lm loss".into(), "num-zeros".into()],
+                goldens: vec![
+                    golden("golden_values_dev_dgx_h100.json"),
+                    golden("golden_values_dev_dgx_h100_2nd.json"),
+                    golden("golden_values_lts.json"),
+                ],
+                config: PathBuf::from("gpt/a/model_config.yaml"),
+                error: None,
+            },
+            Row {
+                name: "gpt/broken".into(),
+                test_type: "invalid".into(),
+                launcher: String::new(),
+                mode: String::new(),
+                metrics: vec![],
+                goldens: vec![],
+                config: PathBuf::from("gpt/broken/model_config.yaml"),
+                error: Some("gpt/broken/model_config.yaml: empty file".into()),
+            },
+        ]
+    }
+
+    #[test]
+    fn table() {
+        insta::assert_snapshot!(render_table(&rows()));
+    }
+
+    #[test]
+    fn json() {
+        insta::assert_snapshot!(render_json(&rows()));
+    }
 }

@@ -62,6 +62,7 @@ pub struct GoldenRef {
     /// Where it is.
     pub path: PathBuf,
     /// What its name says.
+    #[serde(flatten)]
     pub name: GoldenName,
 }
 

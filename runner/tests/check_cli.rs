@@ -1,0 +1,138 @@
+//! Integration: the `goldgate check` and `goldgate list` binaries over broken fixtures and the corpus.
+
+#![allow(clippy::unwrap_used)] // a test: a failed unwrap is a failed test
+
+use std::path::Path;
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures");
+const CORPUS_CASES: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../shared/megatron_corpus/tests/functional_tests/test_cases"
+);
+
+fn goldgate(dir: &str, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_goldgate"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap()
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8(bytes.to_vec()).unwrap()
+}
+
+#[test]
+fn check_reports_every_broken_input_with_its_place_and_exits_2() {
+    let started = Instant::now();
+    let out = goldgate(
+        FIXTURES,
+        &["check", "--root", "broken", "--golden-root", "broken"],
+    );
+    // The alias bomb and the deep nesting are refused quickly, not expanded.
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    insta::assert_snapshot!(text(&out.stdout));
+}
+
+#[test]
+fn check_passes_a_clean_tree() {
+    let out = goldgate(
+        FIXTURES,
+        &["check", "--root", "broken/good", "--golden-root", "none"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
+}
+
+#[test]
+fn check_over_the_corpus_finds_only_the_two_empty_goldens() {
+    let out = goldgate(CORPUS_CASES, &["check", "--root", "."]);
+    assert_eq!(out.status.code(), Some(2));
+    let stdout = text(&out.stdout);
+    let errors: Vec<_> = stdout.lines().filter(|l| l.contains(": error: ")).collect();
+    assert_eq!(
+        errors,
+        [
+            "./gpt/gpt3_mcore_te_tp2_pp2_ep4_etp1_memory_speed/golden_values_dev_dgxh100_dgxc.json: error: empty golden file (0 bytes)",
+            "./moe/gpt3_moe_mcore_te_ep8_resume_torch_dist_dist_optimizer/golden_values_lts_dgx_a100.json: error: empty golden file (0 bytes)",
+        ]
+    );
+    assert!(
+        stdout.ends_with(
+            "checked 333 case(s) and 915 golden file(s): 2 error(s), 70 warning(s), 69 note(s)\n"
+        ),
+        "{}",
+        stdout.lines().last().unwrap_or("")
+    );
+}
+
+#[test]
+fn missing_root_is_a_usage_error() {
+    let out = goldgate(FIXTURES, &["check", "--root", "no/such/dir"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("no/such/dir: not a folder of test cases"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn list_json_names_every_corpus_case() {
+    let out = goldgate(CORPUS_CASES, &["list", "--root", ".", "--format", "json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let rows: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(rows.len(), 333);
+    assert!(
+        rows.iter()
+            .all(|r| r["name"].as_str().is_some_and(|n| n.contains('/')))
+    );
+    let resume = rows
+        .iter()
+        .find(|r| r["name"] == "gpt/gpt3_mcore_reruns_resume_check_grads")
+        .unwrap();
+    assert_eq!(resume["test_type"], "checkpoint-consistency");
+    assert_eq!(resume["launcher"], "ft_launcher");
+}
+
+#[test]
+fn list_table_with_filter() {
+    let out = goldgate(
+        CORPUS_CASES,
+        &["list", "--root", ".", "--filter", "^gpt-nemo/"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    insta::assert_snapshot!(text(&out.stdout));
+}
+
+#[test]
+fn list_marks_broken_cases_and_exits_2() {
+    let out = goldgate(
+        FIXTURES,
+        &["list", "--root", "broken", "--filter", "^(bad/empty|good/)"],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    insta::assert_snapshot!(format!(
+        "{}\n--- stderr ---\n{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    ));
+}
+
+#[test]
+fn list_rejects_a_bad_filter() {
+    let out = goldgate(FIXTURES, &["list", "--root", "broken", "--filter", "("]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("--filter: invalid regular expression"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(Path::new(FIXTURES).is_dir());
+}
