@@ -1,0 +1,475 @@
+//! Stage "launch": runs one job as its own process group, streams its combined output to
+//! the job log and a callback, and enforces the timeout and stop requests on the whole group.
+
+use std::fs::File;
+use std::io::{BufWriter, PipeReader, Read, Write};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::time::{Duration, Instant};
+
+use rustix::process::{Pid, Signal};
+
+use super::error::LaunchError;
+use super::signals::StopFlag;
+use super::spec::{LaunchSpec, resolve_program};
+
+/// How often the supervisor looks at the stop flag, the deadline and the process group.
+const TICK: Duration = Duration::from_millis(20);
+/// Longest line handed to the callback; longer output is split into pieces of this size.
+pub const MAX_LINE: usize = 64 * 1024;
+/// How long zombies of the group may linger before goldgate stops waiting for them (they
+/// are not goldgate's to reap when they left before goldgate became their subreaper).
+const ZOMBIE_WAIT: Duration = Duration::from_secs(1);
+/// How long to wait for end-of-output after the whole group is gone (a process that left
+/// the group may still hold the pipe).
+const EOF_WAIT: Duration = Duration::from_secs(2);
+
+/// What the supervisor reports while a job runs.
+#[derive(Debug)]
+pub enum LaunchEvent<'a> {
+    /// The job started; its process group id equals its pid.
+    Spawned { pid: u32, pgid: u32 },
+    /// One line of combined stdout+stderr, without the line ending, at most [`MAX_LINE`] bytes.
+    Line(&'a [u8]),
+}
+
+/// How the job's main process ended, as the operating system reported it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Termination {
+    /// Exit code.
+    Exited(i32),
+    /// Killed by this signal number.
+    Signaled(i32),
+}
+
+/// Why the job ended, from goldgate's point of view.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ProcessOutcome {
+    /// Ended by itself with this exit code.
+    Exited(i32),
+    /// Ended by a signal goldgate did not send.
+    Signaled(i32),
+    /// goldgate stopped it at the timeout.
+    TimedOut,
+    /// goldgate stopped it because goldgate was asked to stop (Ctrl-C, SIGTERM).
+    Interrupted,
+}
+
+/// Everything known about a finished job process tree.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct LaunchReport {
+    pub outcome: ProcessOutcome,
+    pub termination: Termination,
+    pub pid: u32,
+    pub pgid: u32,
+    /// From spawn to the moment the last process of the group was gone.
+    pub wall: Duration,
+    /// Lines of output seen.
+    pub lines: u64,
+    /// Processes of the group outlived the main process and had to be terminated.
+    pub stray_processes: bool,
+    pub log_path: PathBuf,
+}
+
+enum Msg {
+    Line(Vec<u8>),
+    Eof,
+    Exited(std::io::Result<ExitStatus>),
+}
+
+/// Starts the job in its own process group and supervises it until every process of the
+/// group is gone.
+///
+/// Output goes to `spec.log_path` (flushed whenever the pipe is drained, so the log survives
+/// a crash of the job) and to `on_event` line by line. At the timeout or on a stop request
+/// the group gets SIGTERM, then SIGKILL after `spec.grace` (at once on a second request).
+/// Processes left in the group after the main process exits are stopped the same way.
+pub fn launch(
+    spec: &LaunchSpec,
+    stop: &StopFlag,
+    mut on_event: impl FnMut(LaunchEvent<'_>),
+) -> Result<LaunchReport, LaunchError> {
+    let program = spec.argv.first().ok_or(LaunchError::EmptyArgv)?;
+    if !spec.cwd.is_dir() {
+        return Err(LaunchError::MissingCwd {
+            path: spec.cwd.clone(),
+        });
+    }
+    let path_var = spec
+        .env
+        .get("PATH")
+        .map(Into::into)
+        .or_else(|| std::env::var_os("PATH"));
+    let program_path = resolve_program(program, &spec.cwd, path_var)?;
+    let log = open_log(&spec.log_path)?;
+    become_subreaper();
+    let (reader, mut command) = command(spec, &program_path)?;
+    let start = Instant::now();
+    let child = command.spawn().map_err(|source| LaunchError::Spawn {
+        program: program.clone(),
+        source,
+    })?;
+    // Our copies of the pipe's write end must close, or end-of-output never comes.
+    drop(command);
+    let pid = child.id();
+    on_event(LaunchEvent::Spawned { pid, pgid: pid });
+    let rx = match start_threads(reader, child) {
+        Ok(rx) => rx,
+        Err(e) => {
+            signal_group(pid, Signal::KILL);
+            return Err(e);
+        }
+    };
+    let mut sup = Supervisor::new(spec, stop, pid, log, start);
+    let termination = sup.run(&rx, &mut on_event)?;
+    let outcome = sup.reason.unwrap_or(match termination {
+        Termination::Exited(code) => ProcessOutcome::Exited(code),
+        Termination::Signaled(sig) => ProcessOutcome::Signaled(sig),
+    });
+    Ok(LaunchReport {
+        outcome,
+        termination,
+        pid,
+        pgid: pid,
+        wall: start.elapsed(),
+        lines: sup.lines,
+        stray_processes: sup.stray,
+        log_path: spec.log_path.clone(),
+    })
+}
+
+fn open_log(path: &Path) -> Result<BufWriter<File>, LaunchError> {
+    let err = |source| LaunchError::LogFile {
+        path: path.to_path_buf(),
+        source,
+    };
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(err)?;
+    }
+    Ok(BufWriter::with_capacity(
+        64 * 1024,
+        File::create(path).map_err(err)?,
+    ))
+}
+
+fn command(spec: &LaunchSpec, program: &Path) -> Result<(PipeReader, Command), LaunchError> {
+    let plumbing = |source| LaunchError::Plumbing {
+        what: "output pipe",
+        source,
+    };
+    let (reader, writer) = std::io::pipe().map_err(plumbing)?;
+    let writer2 = writer.try_clone().map_err(plumbing)?;
+    let mut cmd = Command::new(program);
+    cmd.args(&spec.argv[1..])
+        .current_dir(&spec.cwd)
+        .stdin(Stdio::null())
+        .stdout(writer)
+        .stderr(writer2)
+        .process_group(0);
+    for key in &spec.env_unset {
+        cmd.env_remove(key);
+    }
+    cmd.envs(&spec.env);
+    if let Some(devices) = &spec.cuda_visible_devices {
+        cmd.env("CUDA_VISIBLE_DEVICES", devices);
+    }
+    Ok((reader, cmd))
+}
+
+fn start_threads(reader: PipeReader, mut child: Child) -> Result<Receiver<Msg>, LaunchError> {
+    let plumbing = |source| LaunchError::Plumbing {
+        what: "supervisor threads",
+        source,
+    };
+    let (tx, rx) = mpsc::channel();
+    let line_tx = tx.clone();
+    std::thread::Builder::new()
+        .name("goldgate-job-output".to_owned())
+        .spawn(move || read_lines(reader, &line_tx))
+        .map_err(plumbing)?;
+    std::thread::Builder::new()
+        .name("goldgate-job-wait".to_owned())
+        .spawn(move || {
+            let _ = tx.send(Msg::Exited(child.wait()));
+        })
+        .map_err(plumbing)?;
+    Ok(rx)
+}
+
+/// Splits the pipe into lines (bounded at [`MAX_LINE`]) and sends them, line endings kept.
+fn read_lines(mut pipe: PipeReader, tx: &Sender<Msg>) {
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut line = Vec::new();
+    loop {
+        let n = match pipe.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => break,
+        };
+        let mut rest = &buf[..n];
+        while !rest.is_empty() {
+            let room = MAX_LINE - line.len();
+            let take = match memchr::memchr(b'\n', &rest[..rest.len().min(room)]) {
+                Some(i) => i + 1,
+                None => rest.len().min(room),
+            };
+            line.extend_from_slice(&rest[..take]);
+            rest = &rest[take..];
+            let complete = line.ends_with(b"\n") || line.len() == MAX_LINE;
+            if complete && tx.send(Msg::Line(std::mem::take(&mut line))).is_err() {
+                return;
+            }
+        }
+    }
+    if !line.is_empty() {
+        let _ = tx.send(Msg::Line(line));
+    }
+    let _ = tx.send(Msg::Eof);
+}
+
+/// Sends `sig` to the whole group; a group that is already gone is not an error.
+fn signal_group(pgid: u32, sig: Signal) {
+    if let Some(pid) = pid_of(pgid) {
+        let _ = rustix::process::kill_process_group(pid, sig);
+    }
+}
+
+/// True while any process of the group exists, zombies included (`kill(-pgid, 0)`).
+pub fn group_alive(pgid: u32) -> bool {
+    let Some(pid) = pid_of(pgid) else {
+        return false;
+    };
+    !matches!(
+        rustix::process::test_kill_process_group(pid),
+        Err(rustix::io::Errno::SRCH)
+    )
+}
+
+/// True while a running (not zombie) process of the group exists. `kill(-pgid, 0)` answers
+/// first; `/proc` is read only when it says "exists", because orphaned zombies that nobody
+/// reaps (a container's PID 1 often does not) also answer it.
+fn group_running(pgid: u32) -> bool {
+    group_alive(pgid) && live_member_in_proc(pgid).unwrap_or(true)
+}
+
+/// Scans `/proc/*/stat` for a non-zombie process in group `pgid`; `None` if `/proc` is unreadable.
+fn live_member_in_proc(pgid: u32) -> Option<bool> {
+    let mut buf = String::new();
+    for entry in std::fs::read_dir("/proc").ok()?.flatten() {
+        let name = entry.file_name();
+        if !name
+            .to_str()
+            .is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit()))
+        {
+            continue;
+        }
+        buf.clear();
+        let Ok(mut file) = File::open(entry.path().join("stat")) else {
+            continue;
+        };
+        if file.read_to_string(&mut buf).is_err() {
+            continue;
+        }
+        // Fields after the command name: state ppid pgrp ...
+        let Some(rest) = buf.rfind(')').map(|i| &buf[i + 1..]) else {
+            continue;
+        };
+        let mut fields = rest.split_ascii_whitespace();
+        let (state, _ppid, group) = (fields.next(), fields.next(), fields.next());
+        if group.and_then(|g| g.parse::<u32>().ok()) == Some(pgid)
+            && state != Some("Z")
+            && state != Some("X")
+        {
+            return Some(true);
+        }
+    }
+    Some(false)
+}
+
+/// Makes goldgate the reaper of orphaned job processes, so that they do not linger as
+/// zombies when the job's main process dies before its children (see [`reap_group`]).
+fn become_subreaper() {
+    let _ = rustix::process::set_child_subreaper(Some(rustix::process::getpid()));
+}
+
+/// Reaps exited members of the group that were re-parented to goldgate. Only called after
+/// the main process was reaped by its own waiter, whose status it must not steal.
+fn reap_group(pgid: u32) {
+    use rustix::process::{WaitId, WaitIdOptions, waitid};
+    let Some(pid) = pid_of(pgid) else { return };
+    while let Ok(Some(_)) = waitid(
+        WaitId::Pgid(Some(pid)),
+        WaitIdOptions::EXITED | WaitIdOptions::NOHANG,
+    ) {}
+}
+
+fn pid_of(raw: u32) -> Option<Pid> {
+    i32::try_from(raw).ok().and_then(Pid::from_raw)
+}
+
+struct Supervisor<'a> {
+    spec: &'a LaunchSpec,
+    stop: &'a StopFlag,
+    pgid: u32,
+    log: BufWriter<File>,
+    start: Instant,
+    reason: Option<ProcessOutcome>,
+    term_sent: Option<Instant>,
+    killed: bool,
+    stray: bool,
+    lines: u64,
+    status: Option<(Termination, Instant)>,
+    eof: bool,
+    zombies_since: Option<Instant>,
+}
+
+impl<'a> Supervisor<'a> {
+    fn new(
+        spec: &'a LaunchSpec,
+        stop: &'a StopFlag,
+        pgid: u32,
+        log: BufWriter<File>,
+        start: Instant,
+    ) -> Self {
+        Supervisor {
+            spec,
+            stop,
+            pgid,
+            log,
+            start,
+            reason: None,
+            term_sent: None,
+            killed: false,
+            stray: false,
+            lines: 0,
+            status: None,
+            eof: false,
+            zombies_since: None,
+        }
+    }
+
+    fn run(
+        &mut self,
+        rx: &Receiver<Msg>,
+        on_event: &mut impl FnMut(LaunchEvent<'_>),
+    ) -> Result<Termination, LaunchError> {
+        loop {
+            self.flush_log()?;
+            match rx.recv_timeout(TICK) {
+                Ok(msg) => self.handle(msg, on_event)?,
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => self.eof = true,
+            }
+            while let Ok(msg) = rx.try_recv() {
+                self.handle(msg, on_event)?;
+            }
+            if self.status.is_some() {
+                reap_group(self.pgid);
+            }
+            self.enforce(Instant::now());
+            if let Some((termination, exited_at)) = self.status
+                && self.group_gone()
+                && (self.eof || exited_at.elapsed() >= EOF_WAIT)
+            {
+                self.flush_log()?;
+                return Ok(termination);
+            }
+        }
+    }
+
+    fn handle(
+        &mut self,
+        msg: Msg,
+        on_event: &mut impl FnMut(LaunchEvent<'_>),
+    ) -> Result<(), LaunchError> {
+        match msg {
+            Msg::Line(bytes) => {
+                self.log.write_all(&bytes).map_err(|e| self.log_error(e))?;
+                self.lines += 1;
+                let text = bytes.strip_suffix(b"\n").unwrap_or(&bytes);
+                let text = text.strip_suffix(b"\r").unwrap_or(text);
+                on_event(LaunchEvent::Line(text));
+            }
+            Msg::Eof => self.eof = true,
+            Msg::Exited(Ok(status)) => self.status = Some((termination_of(status), Instant::now())),
+            Msg::Exited(Err(source)) => {
+                signal_group(self.pgid, Signal::KILL);
+                return Err(LaunchError::Wait {
+                    pid: self.pgid,
+                    source,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Timeout, stop requests and leftover processes: SIGTERM first, SIGKILL after the grace.
+    fn enforce(&mut self, now: Instant) {
+        if self.status.is_none() && self.reason.is_none() {
+            let timed_out = self
+                .spec
+                .timeout
+                .is_some_and(|t| now.duration_since(self.start) >= t);
+            if self.stop.is_requested() {
+                self.reason = Some(ProcessOutcome::Interrupted);
+            } else if timed_out {
+                self.reason = Some(ProcessOutcome::TimedOut);
+            }
+        }
+        let leftovers =
+            self.status.is_some() && self.term_sent.is_none() && group_running(self.pgid);
+        if self.term_sent.is_none() && (self.reason.is_some() || leftovers) {
+            self.stray = leftovers;
+            self.term_sent = Some(now);
+            signal_group(self.pgid, Signal::TERM);
+        }
+        if let Some(sent) = self.term_sent {
+            let due = now.duration_since(sent) >= self.spec.grace || self.stop.is_forced();
+            if due && (!self.killed || group_running(self.pgid)) {
+                self.killed = true;
+                signal_group(self.pgid, Signal::KILL);
+            }
+        }
+    }
+
+    /// After the main process was reaped: true once no process of the group exists, or only
+    /// zombies that nobody reaped within [`ZOMBIE_WAIT`] remain.
+    fn group_gone(&mut self) -> bool {
+        if !group_alive(self.pgid) {
+            return true;
+        }
+        if group_running(self.pgid) {
+            self.zombies_since = None;
+            return false;
+        }
+        let since = *self.zombies_since.get_or_insert_with(Instant::now);
+        since.elapsed() >= ZOMBIE_WAIT
+    }
+
+    fn flush_log(&mut self) -> Result<(), LaunchError> {
+        self.log.flush().map_err(|e| self.log_error(e))
+    }
+
+    fn log_error(&self, source: std::io::Error) -> LaunchError {
+        signal_group(self.pgid, Signal::KILL);
+        LaunchError::LogFile {
+            path: self.spec.log_path.clone(),
+            source,
+        }
+    }
+}
+
+fn termination_of(status: ExitStatus) -> Termination {
+    match (status.code(), status.signal()) {
+        (Some(code), _) => Termination::Exited(code),
+        (None, Some(sig)) => Termination::Signaled(sig),
+        // Neither code nor signal happens only for stopped/continued states, which
+        // `wait` does not report; treat it as a failure rather than guess success.
+        (None, None) => Termination::Exited(-1),
+    }
+}

@@ -1,0 +1,259 @@
+//! Stage "launch": what to run — the spec of one process tree, the launcher prefix
+//! (torchrun, ft_launcher, direct), free rendezvous ports and program lookup.
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::net::{Ipv4Addr, TcpListener};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use super::error::LaunchError;
+
+/// Default time between SIGTERM and SIGKILL when a job is stopped.
+pub const DEFAULT_GRACE: Duration = Duration::from_secs(10);
+
+/// One process tree to start: exactly these words, this environment, no shell.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LaunchSpec {
+    /// Program and arguments; a bare program name is looked up by [`resolve_program`].
+    pub argv: Vec<String>,
+    /// Variables set on top of goldgate's own environment.
+    pub env: BTreeMap<String, String>,
+    /// Variables removed from the inherited environment.
+    pub env_unset: Vec<String>,
+    /// Working directory of the job; must exist.
+    pub cwd: PathBuf,
+    /// Combined stdout+stderr, written line by line as it arrives.
+    pub log_path: PathBuf,
+    /// Wall-clock limit; then SIGTERM to the group, `grace`, SIGKILL.
+    pub timeout: Option<Duration>,
+    /// Time between SIGTERM and SIGKILL.
+    pub grace: Duration,
+    /// `CUDA_VISIBLE_DEVICES` for this job's slice of GPUs (overrides `env`).
+    pub cuda_visible_devices: Option<String>,
+}
+
+impl LaunchSpec {
+    /// A spec with the inherited environment, no timeout and the default grace period.
+    pub fn new(argv: Vec<String>, cwd: PathBuf, log_path: PathBuf) -> LaunchSpec {
+        LaunchSpec {
+            argv,
+            env: BTreeMap::new(),
+            env_unset: Vec::new(),
+            cwd,
+            log_path,
+            timeout: None,
+            grace: DEFAULT_GRACE,
+            cuda_visible_devices: None,
+        }
+    }
+}
+
+/// How the entry program is started.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Launcher {
+    /// `torchrun --nproc-per-node N ...` (PyTorch elastic, single node).
+    Torchrun { nproc: u32 },
+    /// NVIDIA's fault-tolerant launcher; takes torchrun's flags.
+    FtLauncher { nproc: u32 },
+    /// Exec the entry as is.
+    Direct,
+}
+
+/// The full command line of a job: launcher words, then the entry and its arguments.
+///
+/// Torchrun-style launchers get a single-node rendezvous on `127.0.0.1:<port>` and
+/// `--tee 3`, so every rank's stdout and stderr reach goldgate with `[defaultN]:` prefixes
+/// that the log parser strips. An entry that is not a `.py` script is a program: it is
+/// resolved here (torchrun would only search PATH) and `--no-python` is added.
+pub fn command_line(
+    launcher: Launcher,
+    entry: &[String],
+    port: u16,
+    cwd: &Path,
+) -> Result<Vec<String>, LaunchError> {
+    let Some(first) = entry.first() else {
+        return Err(LaunchError::EmptyArgv);
+    };
+    let (program, nproc) = match launcher {
+        Launcher::Direct => return Ok(entry.to_vec()),
+        Launcher::Torchrun { nproc } => ("torchrun", nproc),
+        Launcher::FtLauncher { nproc } => ("ft_launcher", nproc),
+    };
+    let mut argv: Vec<String> = [
+        program,
+        "--nproc-per-node",
+        &nproc.to_string(),
+        "--nnodes",
+        "1",
+        "--master-addr",
+        "127.0.0.1",
+        "--master-port",
+        &port.to_string(),
+        "--tee",
+        "3",
+    ]
+    .iter()
+    .map(|w| (*w).to_owned())
+    .collect();
+    if first.ends_with(".py") {
+        argv.extend(entry.iter().cloned());
+    } else {
+        argv.push("--no-python".to_owned());
+        let resolved = resolve_program(first, cwd, std::env::var_os("PATH"))?;
+        argv.push(resolved.to_string_lossy().into_owned());
+        argv.extend(entry[1..].iter().cloned());
+    }
+    Ok(argv)
+}
+
+/// A TCP port on 127.0.0.1 that was free a moment ago: bind port 0, read it, close.
+pub fn free_port() -> Result<u16, LaunchError> {
+    let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
+        .map_err(|source| LaunchError::FreePort { source })?;
+    let addr = listener
+        .local_addr()
+        .map_err(|source| LaunchError::FreePort { source })?;
+    Ok(addr.port())
+}
+
+/// Finds the program to execute.
+///
+/// A name with a `/` is a path (relative ones against `cwd`). A bare name is looked up
+/// next to goldgate's own executable first (so `fake-trainer` built beside `goldgate`
+/// wins), then in each `PATH` directory.
+pub fn resolve_program(
+    name: &str,
+    cwd: &Path,
+    path_var: Option<OsString>,
+) -> Result<PathBuf, LaunchError> {
+    if name.contains('/') {
+        let path = cwd.join(name);
+        return if path.is_file() {
+            Ok(path)
+        } else {
+            Err(LaunchError::ProgramNotFound {
+                program: name.to_owned(),
+                searched: path.display().to_string(),
+            })
+        };
+    }
+    let mut searched = Vec::new();
+    let own_dir = std::env::current_exe()
+        .ok()
+        .and_then(|exe| exe.parent().map(Path::to_path_buf));
+    let path_dirs = path_var
+        .map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+        .unwrap_or_default();
+    for dir in own_dir.into_iter().chain(path_dirs) {
+        let candidate = dir.join(name);
+        if is_executable(&candidate) {
+            return Ok(candidate);
+        }
+        searched.push(dir.display().to_string());
+    }
+    Err(LaunchError::ProgramNotFound {
+        program: name.to_owned(),
+        searched: if searched.is_empty() {
+            "no directories".to_owned()
+        } else {
+            searched.join(":")
+        },
+    })
+}
+
+fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    path.metadata()
+        .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(ws: &[&str]) -> Vec<String> {
+        ws.iter().map(|w| (*w).to_owned()).collect()
+    }
+
+    #[test]
+    fn direct_keeps_the_entry_as_is() {
+        let argv = command_line(
+            Launcher::Direct,
+            &words(&["x", "--a", "1"]),
+            1,
+            Path::new("/"),
+        )
+        .unwrap();
+        assert_eq!(argv, words(&["x", "--a", "1"]));
+    }
+
+    #[test]
+    fn torchrun_prefix_for_a_python_script() {
+        let entry = words(&["pretrain_gpt.py", "--train-iters", "10"]);
+        let argv = command_line(
+            Launcher::Torchrun { nproc: 8 },
+            &entry,
+            29512,
+            Path::new("/"),
+        )
+        .unwrap();
+        assert_eq!(
+            argv.join(" "),
+            "torchrun --nproc-per-node 8 --nnodes 1 --master-addr 127.0.0.1 --master-port 29512 \
+             --tee 3 pretrain_gpt.py --train-iters 10"
+        );
+    }
+
+    #[test]
+    fn ft_launcher_takes_the_same_flags_and_resolves_programs() {
+        let entry = words(&["sh", "-c", "true"]);
+        let argv =
+            command_line(Launcher::FtLauncher { nproc: 2 }, &entry, 7, Path::new("/")).unwrap();
+        assert_eq!(argv[..3], words(&["ft_launcher", "--nproc-per-node", "2"]));
+        assert_eq!(argv[11], "--no-python");
+        assert!(argv[12].ends_with("/sh"), "{argv:?}");
+        assert_eq!(argv[13..], words(&["-c", "true"]));
+    }
+
+    #[test]
+    fn empty_entry_is_an_error() {
+        let err = command_line(Launcher::Direct, &[], 1, Path::new("/")).unwrap_err();
+        assert!(matches!(err, LaunchError::EmptyArgv));
+    }
+
+    #[test]
+    fn free_port_is_nonzero_and_bindable() {
+        let port = free_port().unwrap();
+        assert_ne!(port, 0);
+        TcpListener::bind((Ipv4Addr::LOCALHOST, port)).unwrap();
+    }
+
+    #[test]
+    fn resolves_from_path_and_reports_where_it_looked() {
+        let dir = tempfile::tempdir().unwrap();
+        let found =
+            resolve_program("sh", dir.path(), Some("/nonexistent:/bin:/usr/bin".into())).unwrap();
+        assert!(found.ends_with("sh"));
+        let err = resolve_program("no-such-prog-xyz", dir.path(), Some("/nonexistent".into()))
+            .unwrap_err();
+        let msg = err.to_string();
+        assert!(
+            msg.starts_with("program `no-such-prog-xyz` not found (looked in "),
+            "{msg}"
+        );
+        assert!(msg.ends_with(":/nonexistent)"), "{msg}");
+    }
+
+    #[test]
+    fn relative_paths_are_taken_against_cwd() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("run.sh"), "").unwrap();
+        assert_eq!(
+            resolve_program("./run.sh", dir.path(), None).unwrap(),
+            dir.path().join("./run.sh")
+        );
+        assert!(resolve_program("./missing", dir.path(), None).is_err());
+    }
+}
