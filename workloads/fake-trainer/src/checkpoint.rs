@@ -1,0 +1,432 @@
+//! Checkpointing: real files, fsynced, written in line (sync) or by a persistent background worker
+//! (async), optionally staged through `/dev/shm`. Prints Megatron's checkpoint lines, the before/after
+//! memory reports and the `save-checkpoint` timer with the measured blocking time.
+
+use std::fmt;
+use std::fs::{self, File};
+use std::io::{self, Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::mpsc::{self, Receiver, Sender, TryRecvError};
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+
+use crate::args::{Config, SaveMode};
+use crate::emit;
+use crate::format::{self, Stamp, TimingOption};
+use crate::memory::{Accounting, AllocError, Buffer};
+
+/// Megatron's tracker file: the last complete iteration, read by `--load`.
+pub(crate) const TRACKER: &str = "latest_checkpointed_iteration.txt";
+
+#[derive(Debug)]
+pub(crate) enum SaveError {
+    Io {
+        op: &'static str,
+        path: PathBuf,
+        source: io::Error,
+    },
+    Alloc(AllocError),
+    WorkerGone,
+}
+
+impl fmt::Display for SaveError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SaveError::Io { op, path, source } => {
+                write!(f, "cannot {op} {}: {source}", path.display())
+            }
+            SaveError::Alloc(e) => write!(
+                f,
+                "cannot allocate a {} byte checkpoint staging buffer",
+                e.bytes
+            ),
+            SaveError::WorkerGone => {
+                f.write_str("the async checkpoint worker stopped unexpectedly")
+            }
+        }
+    }
+}
+
+fn io_err(op: &'static str, path: &Path) -> impl FnOnce(io::Error) -> SaveError {
+    let path = path.to_path_buf();
+    move |source| SaveError::Io { op, path, source }
+}
+
+/// Where a staged checkpoint waits for the worker.
+enum Staged {
+    Memory(Buffer),
+    Shm(PathBuf),
+}
+
+struct Job {
+    iteration: u64,
+    staged: Staged,
+    done: Sender<Result<(), SaveError>>,
+}
+
+/// What every save needs to know, shared with the worker thread.
+#[derive(Clone)]
+struct Target {
+    dir: PathBuf,
+    format: String,
+    new_format: bool,
+    /// Simulated slow storage, added to every shard write.
+    slow_write: Duration,
+}
+
+pub(crate) struct Saver {
+    target: Target,
+    mode: SaveMode,
+    timing: TimingOption,
+    slow_save: Duration,
+    ckpt_bytes: usize,
+    acct: Arc<Accounting>,
+    worker: Option<(Sender<Job>, JoinHandle<()>)>,
+    pending: Option<Receiver<Result<(), SaveError>>>,
+}
+
+impl Saver {
+    pub(crate) fn new(cfg: &Config, dir: &Path, acct: &Arc<Accounting>) -> Saver {
+        Saver {
+            target: Target {
+                dir: dir.to_path_buf(),
+                format: cfg.ckpt_format.clone(),
+                new_format: !cfg.old_format,
+                slow_write: Duration::from_millis(cfg.slow_write_ms),
+            },
+            mode: cfg.save_mode,
+            timing: cfg.timing,
+            slow_save: Duration::from_millis(cfg.slow_save_ms),
+            ckpt_bytes: (cfg.ckpt_mb as usize) << 20,
+            acct: Arc::clone(acct),
+            worker: None,
+            pending: None,
+        }
+    }
+
+    fn stamp(&self) -> Option<Stamp> {
+        self.target.new_format.then(Stamp::now)
+    }
+
+    /// Megatron's `save_checkpoint_and_time`: returns the blocking time, which the caller excludes
+    /// from the iteration-time interval as Megatron does.
+    pub(crate) fn save(&mut self, iteration: u64, model: &[u8]) -> Result<Duration, SaveError> {
+        let mem = |acct: &Accounting, when: &str| {
+            let name = format!("({when} save_checkpoint for iteration {iteration})");
+            emit::out(&format::memory_line(&name, &acct.snapshot()));
+        };
+        mem(&self.acct, "before");
+        let start = Instant::now();
+        self.save_blocking(iteration, model)?;
+        let blocking = start.elapsed();
+        mem(&self.acct, "after");
+        let ms = blocking.as_secs_f64() * 1000.0;
+        let new = self.target.new_format;
+        emit::out(&format::timer_block(
+            self.timing,
+            new,
+            "save-checkpoint",
+            ms,
+        ));
+        Ok(blocking)
+    }
+
+    /// The part of `save_checkpoint` the training loop waits for.
+    fn save_blocking(&mut self, iteration: u64, model: &[u8]) -> Result<(), SaveError> {
+        self.wait_previous()?;
+        let dir = self.target.dir.display().to_string();
+        let fmt = &self.target.format;
+        emit::out(&format::saving_line(
+            self.stamp().as_ref(),
+            iteration,
+            &dir,
+            fmt,
+        ));
+        // The planted regression sits in the blocking path, like the `empty_cache()` call Megatron
+        // once had in its save path.
+        thread::sleep(self.slow_save);
+        match self.mode {
+            SaveMode::Sync => {
+                let staging = self.stage_in_memory(model)?;
+                write_checkpoint(&self.target, iteration, &mut staging.bytes())?;
+                drop(staging);
+                emit::out(&format::saved_line(self.stamp().as_ref(), iteration, &dir));
+            }
+            SaveMode::Async { shm } => {
+                let staged = if shm {
+                    Staged::Shm(self.stage_in_shm(iteration, model)?)
+                } else {
+                    Staged::Memory(self.stage_in_memory(model)?)
+                };
+                self.schedule(iteration, staged)?;
+                emit::out(&format::scheduled_line(
+                    self.stamp().as_ref(),
+                    iteration,
+                    &dir,
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// A new save waits for the previous async one, with Megatron's warning when it must.
+    fn wait_previous(&mut self) -> Result<(), SaveError> {
+        let Some(rx) = self.pending.take() else {
+            return Ok(());
+        };
+        match rx.try_recv() {
+            Ok(result) => result,
+            Err(TryRecvError::Disconnected) => Err(SaveError::WorkerGone),
+            Err(TryRecvError::Empty) => {
+                emit::out(format::PREVIOUS_SAVE_WARNING);
+                rx.recv().map_err(|_| SaveError::WorkerGone)?
+            }
+        }
+    }
+
+    /// Surfaces a finished async save's error without blocking (Megatron's `maybe_finalize_async_save`).
+    pub(crate) fn poll(&mut self) -> Result<(), SaveError> {
+        let Some(rx) = &self.pending else {
+            return Ok(());
+        };
+        match rx.try_recv() {
+            Err(TryRecvError::Empty) => Ok(()),
+            Err(TryRecvError::Disconnected) => Err(SaveError::WorkerGone),
+            Ok(result) => {
+                self.pending = None;
+                result
+            }
+        }
+    }
+
+    /// Waits for the last async save and stops the worker.
+    pub(crate) fn finish(mut self) -> Result<(), SaveError> {
+        let result = self.wait_previous_quietly();
+        if let Some((jobs, handle)) = self.worker.take() {
+            drop(jobs);
+            handle.join().map_err(|_| SaveError::WorkerGone)?;
+        }
+        result
+    }
+
+    fn wait_previous_quietly(&mut self) -> Result<(), SaveError> {
+        match self.pending.take() {
+            Some(rx) => rx.recv().map_err(|_| SaveError::WorkerGone)?,
+            None => Ok(()),
+        }
+    }
+
+    fn stage_in_memory(&self, model: &[u8]) -> Result<Buffer, SaveError> {
+        let mut staging = Buffer::fresh(&self.acct, self.ckpt_bytes).map_err(SaveError::Alloc)?;
+        copy_cyclic(model, staging.bytes_mut());
+        Ok(staging)
+    }
+
+    /// Copies the checkpoint into a `/dev/shm` file the worker removes after writing it.
+    fn stage_in_shm(&self, iteration: u64, model: &[u8]) -> Result<PathBuf, SaveError> {
+        let path = PathBuf::from(format!(
+            "/dev/shm/fake-trainer-{}-iter_{iteration:07}",
+            std::process::id()
+        ));
+        let mut file = File::create(&path).map_err(io_err("create", &path))?;
+        let mut chunk = vec![0u8; (1 << 20).min(self.ckpt_bytes.max(1))];
+        let mut left = self.ckpt_bytes;
+        let mut offset = 0;
+        while left > 0 {
+            let n = left.min(chunk.len());
+            copy_cyclic_from(model, offset, &mut chunk[..n]);
+            file.write_all(&chunk[..n])
+                .map_err(io_err("write", &path))?;
+            offset += n;
+            left -= n;
+        }
+        Ok(path)
+    }
+
+    fn schedule(&mut self, iteration: u64, staged: Staged) -> Result<(), SaveError> {
+        if self.worker.is_none() {
+            let (tx, rx) = mpsc::channel::<Job>();
+            let target = self.target.clone();
+            let handle = thread::Builder::new()
+                .name("ckpt-worker".into())
+                .spawn(move || worker(&target, &rx))
+                .map_err(io_err("start the checkpoint worker for", &self.target.dir))?;
+            self.worker = Some((tx, handle));
+        }
+        let (done, rx) = mpsc::channel();
+        let jobs = self
+            .worker
+            .as_ref()
+            .map(|(jobs, _)| jobs)
+            .ok_or(SaveError::WorkerGone)?;
+        jobs.send(Job {
+            iteration,
+            staged,
+            done,
+        })
+        .map_err(|_| SaveError::WorkerGone)?;
+        self.pending = Some(rx);
+        Ok(())
+    }
+}
+
+/// The persistent worker: writes each staged checkpoint, prints `successfully saved` when durable.
+fn worker(target: &Target, jobs: &Receiver<Job>) {
+    while let Ok(job) = jobs.recv() {
+        let result = match job.staged {
+            Staged::Memory(buf) => write_checkpoint(target, job.iteration, &mut buf.bytes()),
+            Staged::Shm(path) => write_from_shm(target, job.iteration, &path),
+        };
+        if result.is_ok() {
+            let stamp = target.new_format.then(Stamp::now);
+            emit::out(&format::saved_line(
+                stamp.as_ref(),
+                job.iteration,
+                &target.dir.display().to_string(),
+            ));
+        }
+        // The loop may have exited on a planted failure; nobody left to tell is fine.
+        let _ = job.done.send(result);
+    }
+}
+
+fn write_from_shm(target: &Target, iteration: u64, shm: &Path) -> Result<(), SaveError> {
+    let result = File::open(shm)
+        .map_err(io_err("open", shm))
+        .and_then(|mut f| write_checkpoint(target, iteration, &mut f));
+    let removed = fs::remove_file(shm).map_err(io_err("remove", shm));
+    result.and(removed)
+}
+
+fn copy_cyclic(src: &[u8], dst: &mut [u8]) {
+    copy_cyclic_from(src, 0, dst);
+}
+
+/// Fills `dst` with `src` repeated, starting at `offset` into the repetition (zeros for no model).
+fn copy_cyclic_from(src: &[u8], offset: usize, dst: &mut [u8]) {
+    if src.is_empty() {
+        dst.fill(0);
+        return;
+    }
+    let mut pos = offset % src.len();
+    let mut done = 0;
+    while done < dst.len() {
+        let n = (src.len() - pos).min(dst.len() - done);
+        dst[done..done + n].copy_from_slice(&src[pos..pos + n]);
+        done += n;
+        pos = 0;
+    }
+}
+
+/// The shard file of a checkpoint, by format, relative to the iteration folder.
+pub(crate) fn shard_name(format: &str) -> &'static str {
+    if format == "torch" {
+        "mp_rank_00/model_optim_rng.pt"
+    } else {
+        "__0_0.distcp"
+    }
+}
+
+/// Writes `DIR/iter_NNNNNNN/<shard>` (+ `metadata.json`), fsyncs files and folders, then updates
+/// the tracker file atomically, so a crash never leaves the tracker naming a partial checkpoint.
+fn write_checkpoint(target: &Target, iteration: u64, data: &mut dyn Read) -> Result<(), SaveError> {
+    let iter_dir = target.dir.join(format!("iter_{iteration:07}"));
+    let shard = iter_dir.join(shard_name(&target.format));
+    let shard_dir = shard.parent().unwrap_or(&iter_dir).to_path_buf();
+    fs::create_dir_all(&shard_dir).map_err(io_err("create", &shard_dir))?;
+    let mut file = File::create(&shard).map_err(io_err("create", &shard))?;
+    io::copy(data, &mut file).map_err(io_err("write", &shard))?;
+    thread::sleep(target.slow_write);
+    file.sync_all().map_err(io_err("fsync", &shard))?;
+    if target.format != "torch" {
+        let meta = iter_dir.join("metadata.json");
+        let text = format!(
+            "{{\"sharded_backend\": \"{}\", \"sharded_backend_version\": 1}}",
+            target.format
+        );
+        write_synced(&meta, text.as_bytes())?;
+    }
+    sync_dir(&shard_dir)?;
+    sync_dir(&iter_dir)?;
+    let tmp = target.dir.join(format!(".{TRACKER}.tmp"));
+    write_synced(&tmp, iteration.to_string().as_bytes())?;
+    let tracker = target.dir.join(TRACKER);
+    fs::rename(&tmp, &tracker).map_err(io_err("rename", &tracker))?;
+    sync_dir(&target.dir)
+}
+
+fn write_synced(path: &Path, bytes: &[u8]) -> Result<(), SaveError> {
+    let mut f = File::create(path).map_err(io_err("create", path))?;
+    f.write_all(bytes).map_err(io_err("write", path))?;
+    f.sync_all().map_err(io_err("fsync", path))
+}
+
+fn sync_dir(dir: &Path) -> Result<(), SaveError> {
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(io_err("fsync", dir))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cyclic_copy_repeats_the_model() {
+        let mut dst = [0u8; 7];
+        copy_cyclic(&[1, 2, 3], &mut dst);
+        assert_eq!(dst, [1, 2, 3, 1, 2, 3, 1]);
+        copy_cyclic_from(&[1, 2, 3], 4, &mut dst[..4]);
+        assert_eq!(dst[..4], [2, 3, 1, 2]);
+        copy_cyclic(&[], &mut dst);
+        assert_eq!(dst, [0; 7]);
+    }
+
+    #[test]
+    fn checkpoint_files_and_tracker() {
+        let dir =
+            std::env::temp_dir().join(format!("fake-trainer-ckpt-test-{}", std::process::id()));
+        let target = Target {
+            dir: dir.clone(),
+            format: "torch_dist".into(),
+            new_format: true,
+            slow_write: Duration::ZERO,
+        };
+        write_checkpoint(&target, 20, &mut &[7u8; 5000][..]).unwrap();
+        assert_eq!(
+            fs::metadata(dir.join("iter_0000020/__0_0.distcp"))
+                .unwrap()
+                .len(),
+            5000
+        );
+        assert_eq!(fs::read_to_string(dir.join(TRACKER)).unwrap(), "20");
+        let torch = Target {
+            format: "torch".into(),
+            ..target
+        };
+        write_checkpoint(&torch, 30, &mut &[1u8; 10][..]).unwrap();
+        assert_eq!(
+            fs::read(dir.join("iter_0000030/mp_rank_00/model_optim_rng.pt")).unwrap(),
+            [1u8; 10]
+        );
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn unwritable_dir_names_the_path() {
+        let target = Target {
+            dir: "/proc/fake-trainer-nope".into(),
+            format: "torch_dist".into(),
+            new_format: true,
+            slow_write: Duration::ZERO,
+        };
+        let err = write_checkpoint(&target, 1, &mut &[][..])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("cannot create /proc/fake-trainer-nope/iter_0000001:"),
+            "{err}"
+        );
+    }
+}

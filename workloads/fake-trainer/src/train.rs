@@ -1,0 +1,254 @@
+//! The training loop: per-step activation buffers, the simulated compute, the interval log lines with
+//! really measured iteration times, checkpoint saves on schedule, planted failures.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::args::{Config, SaveMode};
+use crate::checkpoint::{SaveError, Saver};
+use crate::curve::{self, Curve};
+use crate::emit;
+use crate::format::{self, IterationStats, Stamp};
+use crate::memory::{self, Accounting, AllocError, Buffer, Pool};
+use crate::process;
+
+#[derive(Debug)]
+pub(crate) enum TrainError {
+    Alloc {
+        what: &'static str,
+        source: AllocError,
+    },
+    Save(SaveError),
+    Child(std::io::Error),
+    /// A planted failure already printed its traceback; exit with this code.
+    Planted(i32),
+}
+
+impl fmt::Display for TrainError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TrainError::Alloc { what, source } => {
+                write!(
+                    f,
+                    "cannot allocate the {what} ({} bytes): not enough host memory",
+                    source.bytes
+                )
+            }
+            TrainError::Save(e) => write!(f, "checkpoint save failed: {e}"),
+            TrainError::Child(e) => write!(f, "cannot start the --fork-child process: {e}"),
+            TrainError::Planted(code) => write!(f, "planted failure (exit {code})"),
+        }
+    }
+}
+
+impl From<SaveError> for TrainError {
+    fn from(e: SaveError) -> Self {
+        TrainError::Save(e)
+    }
+}
+
+/// Accumulates one log interval: loss average and the compute time, excluding saves as Megatron
+/// stops its `interval-time` timer around `save_checkpoint`.
+struct Interval {
+    start: Instant,
+    excluded: Duration,
+    loss_sum: f64,
+    steps: u64,
+}
+
+impl Interval {
+    fn new() -> Interval {
+        Interval {
+            start: Instant::now(),
+            excluded: Duration::ZERO,
+            loss_sum: 0.0,
+            steps: 0,
+        }
+    }
+}
+
+fn startup(cfg: &Config) {
+    let alloc_conf = std::env::var("PYTORCH_CUDA_ALLOC_CONF").unwrap_or_else(|_| "(unset)".into());
+    emit::out(&format!(
+        "fake-trainer: PYTORCH_CUDA_ALLOC_CONF={alloc_conf}"
+    ));
+    let mode = match cfg.save_mode {
+        SaveMode::Sync => "sync".to_string(),
+        SaveMode::Async { shm } => {
+            format!("async (strategy {}, cpu shm {shm})", cfg.async_strategy)
+        }
+    };
+    emit::out(&format!(
+        "fake-trainer: train_iters={} log_interval={} seed={} model={}MB activations={}MB ckpt={}MB \
+         save={} save_interval={} checkpoint={mode} empty_unused_memory_level={} step_ms={}",
+        cfg.train_iters,
+        cfg.log_interval,
+        cfg.seed,
+        cfg.model_mb,
+        cfg.activation_mb,
+        cfg.ckpt_mb,
+        cfg.save
+            .as_deref()
+            .map_or("(none)".into(), |p| p.display().to_string()),
+        cfg.save_interval.map_or("(none)".into(), |n| n.to_string()),
+        cfg.empty_unused_memory_level,
+        cfg.step_ms,
+    ));
+    if !cfg.unknown.is_empty() {
+        emit::err(&format!(
+            "fake-trainer: warning: ignoring unknown flags: {}",
+            cfg.unknown.join(" ")
+        ));
+    }
+    if cfg.async_ignored {
+        emit::err(
+            "fake-trainer: warning: --async-save needs --use-persistent-ckpt-worker (as in Megatron); saving synchronously",
+        );
+    }
+}
+
+/// Runs the whole job; `Ok` means training finished and every checkpoint is durable.
+pub(crate) fn run(cfg: &Config) -> Result<(), TrainError> {
+    startup(cfg);
+    // Keep the handle alive for the run: dropping a `Child` neither waits for nor kills it.
+    let _child = if cfg.fork_child {
+        let child = process::spawn_child().map_err(TrainError::Child)?;
+        emit::err(&format!(
+            "fake-trainer: forked child pid {} (ignores SIGTERM, sleeps forever)",
+            child.id()
+        ));
+        Some(child)
+    } else {
+        None
+    };
+    let acct = Arc::new(Accounting::default());
+    let mut model = Buffer::fresh(&acct, (cfg.model_mb as usize) << 20).map_err(|source| {
+        TrainError::Alloc {
+            what: "model buffer",
+            source,
+        }
+    })?;
+    let mut pool = Pool::new(&acct);
+    let mut saver = cfg.save.as_deref().map(|dir| Saver::new(cfg, dir, &acct));
+    let curve = Curve::new(cfg.seed, cfg.train_iters);
+    let mut interval = Interval::new();
+    let mut last_saved = 0;
+    for iteration in 1..=cfg.train_iters {
+        if let Some(&(_, kind)) = cfg.planted.iter().find(|(at, _)| *at == iteration) {
+            return Err(TrainError::Planted(process::planted(kind, iteration)));
+        }
+        step(cfg, &mut pool, &mut model, iteration)?;
+        interval.loss_sum += curve.step(iteration).loss;
+        interval.steps += 1;
+        if let Some(s) = saver.as_mut() {
+            s.poll()?;
+        }
+        if iteration % cfg.log_interval == 0 {
+            log_interval(cfg, &curve, &acct, &interval, iteration);
+            interval = Interval::new();
+        }
+        let due = cfg.save_interval.is_some_and(|n| iteration % n == 0);
+        if let (Some(s), true) = (saver.as_mut(), due) {
+            interval.excluded += s.save(iteration, model.bytes())?;
+            last_saved = iteration;
+        }
+    }
+    finish(cfg, saver, model.bytes(), last_saved)
+}
+
+/// Megatron saves once more at the end unless the last iteration was just saved, then waits for
+/// async saves before it reports the end of training.
+fn finish(
+    cfg: &Config,
+    saver: Option<Saver>,
+    model: &[u8],
+    last_saved: u64,
+) -> Result<(), TrainError> {
+    if let Some(mut s) = saver {
+        if last_saved != cfg.train_iters {
+            s.save(cfg.train_iters, model)?;
+        }
+        s.finish()?;
+    }
+    if let Some(rss) = memory::rss_bytes() {
+        emit::out(&format!(
+            "fake-trainer: resident set size at the end: {:.2} MB",
+            rss as f64 / 1048576.0
+        ));
+    }
+    emit::out(&format::done_line(&Stamp::now()));
+    emit::out(&format::exiting_line(cfg.train_iters));
+    Ok(())
+}
+
+/// One training step: the forward pass writes fresh activations, the optimizer touches the model,
+/// then the simulated compute. Under `--empty-unused-memory-level` ≥ 1 the cached activation block
+/// is released after the step, so the next step faults its pages in again (the real cost of
+/// `empty_cache`).
+fn step(
+    cfg: &Config,
+    pool: &mut Pool,
+    model: &mut Buffer,
+    iteration: u64,
+) -> Result<(), TrainError> {
+    let salt = (iteration % 251) as u8;
+    let mut act = pool
+        .alloc((cfg.activation_mb as usize) << 20)
+        .map_err(|source| TrainError::Alloc {
+            what: "activation buffer",
+            source,
+        })?;
+    std::hint::black_box(memory::fill(act.bytes_mut(), salt));
+    memory::touch(model.bytes_mut(), salt);
+    pool.free(act);
+    if cfg.empty_unused_memory_level >= 1 {
+        pool.empty_cache();
+    }
+    compute(cfg.step_ms, cfg.busy);
+    Ok(())
+}
+
+fn compute(ms: u64, busy: bool) {
+    let d = Duration::from_millis(ms);
+    if busy {
+        let start = Instant::now();
+        while start.elapsed() < d {
+            std::hint::spin_loop();
+        }
+    } else {
+        std::thread::sleep(d);
+    }
+}
+
+fn log_interval(cfg: &Config, curve: &Curve, acct: &Accounting, iv: &Interval, iteration: u64) {
+    let now = curve.step(iteration);
+    let elapsed = iv.start.elapsed().saturating_sub(iv.excluded);
+    let stats = IterationStats {
+        iteration,
+        train_iters: cfg.train_iters,
+        consumed_samples: iteration * cfg.global_batch_size,
+        elapsed_ms: elapsed.as_secs_f64() * 1000.0 / iv.steps.max(1) as f64,
+        learning_rate: curve::learning_rate(
+            cfg.lr,
+            cfg.min_lr,
+            cfg.lr_warmup_iters,
+            iteration,
+            cfg.train_iters,
+        ),
+        global_batch_size: cfg.global_batch_size,
+        lm_loss: iv.loss_sum / iv.steps.max(1) as f64,
+        loss_scale: 1.0,
+        grad_norm: now.grad_norm,
+        num_zeros: now.num_zeros,
+        params_norm: now.params_norm,
+        skipped: 0,
+        nan: 0,
+    };
+    let stamp = (!cfg.old_format).then(Stamp::now);
+    emit::out(&format::iteration_line(stamp.as_ref(), &stats));
+    emit::out(&format::memory_line(
+        &format!("(after {iteration} iterations)"),
+        &acct.snapshot(),
+    ));
+}
