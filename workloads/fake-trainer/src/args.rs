@@ -5,6 +5,7 @@
 use std::fmt;
 use std::path::PathBuf;
 
+use crate::curve::{Decay, Schedule};
 use crate::format::TimingOption;
 
 /// How checkpoints are written.
@@ -32,9 +33,8 @@ pub(crate) struct Config {
     pub(crate) log_interval: u64,
     pub(crate) global_batch_size: u64,
     pub(crate) seed: u64,
-    pub(crate) lr: f64,
-    pub(crate) min_lr: f64,
-    pub(crate) lr_warmup_iters: u64,
+    pub(crate) schedule: Schedule,
+    pub(crate) log_memory_interval: Option<u64>,
     pub(crate) save: Option<PathBuf>,
     pub(crate) save_interval: Option<u64>,
     pub(crate) save_mode: SaveMode,
@@ -118,6 +118,8 @@ Megatron flags:
   --seed N                   seed of the loss curve's noise (default 1234)
   --lr X / --min-lr X        learning-rate peak and floor (cosine decay; defaults 1e-4 / 1e-5)
   --lr-warmup-iters N        linear warm-up (default 0)
+  --lr-decay-style cosine|linear|constant
+  --log-memory-interval N    memory report every N iterations (default: once, at the first log)
   --save DIR                 checkpoint directory (no saves without it)
   --save-interval N          save every N iterations (a final save happens at the end)
   --async-save               save from a background worker (needs --use-persistent-ckpt-worker,
@@ -190,6 +192,8 @@ const VALUED: &[&str] = &[
     "--lr",
     "--min-lr",
     "--lr-warmup-iters",
+    "--lr-decay-style",
+    "--log-memory-interval",
     "--save",
     "--save-interval",
     "--async-strategy",
@@ -328,7 +332,25 @@ fn choice<'a>(
 /// Step two: flags → a validated [`Config`].
 fn validate(raw: Raw) -> Result<Config, UsageError> {
     let model_mb = megabytes(&raw, "--model-mb", 256)?;
+    let train_iters = positive(&raw, "--train-iters", 30)?;
     let lr = float(&raw, "--lr", 1e-4)?;
+    let decay = match choice(
+        &raw,
+        "--lr-decay-style",
+        &["cosine", "linear", "constant"],
+        "cosine, linear or constant",
+    )? {
+        "linear" => Decay::Linear,
+        "constant" => Decay::Constant,
+        _ => Decay::Cosine,
+    };
+    let schedule = Schedule {
+        lr,
+        min_lr: float(&raw, "--min-lr", lr / 10.0)?,
+        warmup: int(&raw, "--lr-warmup-iters", 0)?,
+        decay,
+        train_iters,
+    };
     let timing = match choice(
         &raw,
         "--timing-log-option",
@@ -370,13 +392,15 @@ fn validate(raw: Raw) -> Result<Config, UsageError> {
         }
     }
     Ok(Config {
-        train_iters: positive(&raw, "--train-iters", 30)?,
+        train_iters,
         log_interval: positive(&raw, "--log-interval", 1)?,
         global_batch_size: positive(&raw, "--global-batch-size", 32)?,
         seed: int(&raw, "--seed", 1234)?,
-        lr,
-        min_lr: float(&raw, "--min-lr", lr / 10.0)?,
-        lr_warmup_iters: int(&raw, "--lr-warmup-iters", 0)?,
+        schedule,
+        log_memory_interval: match raw.get("--log-memory-interval") {
+            None => None,
+            Some(_) => Some(positive(&raw, "--log-memory-interval", 1)?),
+        },
         save: raw.get("--save").map(PathBuf::from),
         save_interval,
         save_mode,
@@ -441,7 +465,7 @@ mod tests {
         assert_eq!(c.async_strategy, "nvrx");
         assert_eq!(c.seed, 7);
         assert_eq!(c.empty_unused_memory_level, 2);
-        assert_eq!(c.lr, 1e-5);
+        assert_eq!(c.schedule.lr, 1e-5);
         assert!(c.unknown.is_empty());
     }
 
@@ -473,7 +497,8 @@ mod tests {
             (30, 1, 256, 64, 64)
         );
         assert_eq!(c.save_mode, SaveMode::Sync);
-        assert_eq!(c.min_lr, 1e-5);
+        assert_eq!(c.schedule.min_lr, 1e-5);
+        assert_eq!(c.log_memory_interval, None);
     }
 
     #[test]

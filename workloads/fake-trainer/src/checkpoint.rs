@@ -4,7 +4,8 @@
 
 use std::fmt;
 use std::fs::{self, File};
-use std::io::{self, Read, Write};
+use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::mpsc::{self, Receiver, Sender, TryRecvError};
@@ -53,16 +54,21 @@ fn io_err(op: &'static str, path: &Path) -> impl FnOnce(io::Error) -> SaveError 
     move |source| SaveError::Io { op, path, source }
 }
 
-/// Where a staged checkpoint waits for the worker.
-enum Staged {
+/// A staged checkpoint. Under async saves the persistent worker keeps its staging buffer (host
+/// memory, or a file in `/dev/shm`) between saves, which is why Megatron's later async saves block
+/// far less than the first: only the first pays for allocating (faulting in) the staging pages.
+enum Staging {
     Memory(Buffer),
-    Shm(PathBuf),
+    Shm(File),
 }
+
+/// A finished async save: its result, and the staging buffer handed back for the next save.
+type Done = (Result<(), SaveError>, Staging);
 
 struct Job {
     iteration: u64,
-    staged: Staged,
-    done: Sender<Result<(), SaveError>>,
+    staging: Staging,
+    done: Sender<Done>,
 }
 
 /// What every save needs to know, shared with the worker thread.
@@ -73,6 +79,10 @@ struct Target {
     new_format: bool,
     /// Simulated slow storage, added to every shard write.
     slow_write: Duration,
+    /// Checkpoint size.
+    bytes: u64,
+    /// The `/dev/shm` staging file of async saves with `--async-ckpt-use-cpu-shm`.
+    shm_path: PathBuf,
 }
 
 pub(crate) struct Saver {
@@ -83,7 +93,9 @@ pub(crate) struct Saver {
     ckpt_bytes: usize,
     acct: Arc<Accounting>,
     worker: Option<(Sender<Job>, JoinHandle<()>)>,
-    pending: Option<Receiver<Result<(), SaveError>>>,
+    pending: Option<Receiver<Done>>,
+    /// The async staging buffer while no save holds it.
+    cache: Option<Staging>,
 }
 
 impl Saver {
@@ -94,6 +106,11 @@ impl Saver {
                 format: cfg.ckpt_format.clone(),
                 new_format: !cfg.old_format,
                 slow_write: Duration::from_millis(cfg.slow_write_ms),
+                bytes: cfg.ckpt_mb << 20,
+                shm_path: PathBuf::from(format!(
+                    "/dev/shm/fake-trainer-{}-staging",
+                    std::process::id()
+                )),
             },
             mode: cfg.save_mode,
             timing: cfg.timing,
@@ -102,6 +119,7 @@ impl Saver {
             acct: Arc::clone(acct),
             worker: None,
             pending: None,
+            cache: None,
         }
     }
 
@@ -134,7 +152,7 @@ impl Saver {
 
     /// The part of `save_checkpoint` the training loop waits for.
     fn save_blocking(&mut self, iteration: u64, model: &[u8]) -> Result<(), SaveError> {
-        self.wait_previous()?;
+        self.wait_previous(true)?;
         let dir = self.target.dir.display().to_string();
         let fmt = &self.target.format;
         emit::out(&format::saving_line(
@@ -148,18 +166,17 @@ impl Saver {
         thread::sleep(self.slow_save);
         match self.mode {
             SaveMode::Sync => {
-                let staging = self.stage_in_memory(model)?;
+                // torch_dist's synchronous save copies into fresh CPU tensors and frees them.
+                let mut staging =
+                    Buffer::fresh(&self.acct, self.ckpt_bytes).map_err(SaveError::Alloc)?;
+                copy_cyclic_from(model, 0, staging.bytes_mut());
                 write_checkpoint(&self.target, iteration, &mut staging.bytes())?;
                 drop(staging);
                 emit::out(&format::saved_line(self.stamp().as_ref(), iteration, &dir));
             }
             SaveMode::Async { shm } => {
-                let staged = if shm {
-                    Staged::Shm(self.stage_in_shm(iteration, model)?)
-                } else {
-                    Staged::Memory(self.stage_in_memory(model)?)
-                };
-                self.schedule(iteration, staged)?;
+                let staging = self.stage(shm, model)?;
+                self.schedule(iteration, staging)?;
                 emit::out(&format::scheduled_line(
                     self.stamp().as_ref(),
                     iteration,
@@ -170,19 +187,24 @@ impl Saver {
         Ok(())
     }
 
-    /// A new save waits for the previous async one, with Megatron's warning when it must.
-    fn wait_previous(&mut self) -> Result<(), SaveError> {
+    /// Waits for the previous async save (with Megatron's warning when a new save must wait) and
+    /// takes its staging buffer back.
+    fn wait_previous(&mut self, warn: bool) -> Result<(), SaveError> {
         let Some(rx) = self.pending.take() else {
             return Ok(());
         };
-        match rx.try_recv() {
-            Ok(result) => result,
-            Err(TryRecvError::Disconnected) => Err(SaveError::WorkerGone),
+        let done = match rx.try_recv() {
+            Ok(done) => done,
+            Err(TryRecvError::Disconnected) => return Err(SaveError::WorkerGone),
             Err(TryRecvError::Empty) => {
-                emit::out(format::PREVIOUS_SAVE_WARNING);
+                if warn {
+                    emit::out(format::PREVIOUS_SAVE_WARNING);
+                }
                 rx.recv().map_err(|_| SaveError::WorkerGone)?
             }
-        }
+        };
+        self.cache = Some(done.1);
+        done.0
     }
 
     /// Surfaces a finished async save's error without blocking (Megatron's `maybe_finalize_async_save`).
@@ -193,8 +215,9 @@ impl Saver {
         match rx.try_recv() {
             Err(TryRecvError::Empty) => Ok(()),
             Err(TryRecvError::Disconnected) => Err(SaveError::WorkerGone),
-            Ok(result) => {
+            Ok((result, staging)) => {
                 self.pending = None;
+                self.cache = Some(staging);
                 result
             }
         }
@@ -202,7 +225,7 @@ impl Saver {
 
     /// Waits for the last async save and stops the worker.
     pub(crate) fn finish(mut self) -> Result<(), SaveError> {
-        let result = self.wait_previous_quietly();
+        let result = self.wait_previous(false);
         if let Some((jobs, handle)) = self.worker.take() {
             drop(jobs);
             handle.join().map_err(|_| SaveError::WorkerGone)?;
@@ -210,41 +233,48 @@ impl Saver {
         result
     }
 
-    fn wait_previous_quietly(&mut self) -> Result<(), SaveError> {
-        match self.pending.take() {
-            Some(rx) => rx.recv().map_err(|_| SaveError::WorkerGone)?,
-            None => Ok(()),
+    /// Copies the model into the cached staging buffer, creating it on the first save.
+    fn stage(&mut self, shm: bool, model: &[u8]) -> Result<Staging, SaveError> {
+        match (self.cache.take(), shm) {
+            (Some(Staging::Memory(mut buf)), false) => {
+                copy_cyclic_from(model, 0, buf.bytes_mut());
+                Ok(Staging::Memory(buf))
+            }
+            (_, false) => {
+                let mut buf =
+                    Buffer::fresh(&self.acct, self.ckpt_bytes).map_err(SaveError::Alloc)?;
+                copy_cyclic_from(model, 0, buf.bytes_mut());
+                Ok(Staging::Memory(buf))
+            }
+            (Some(Staging::Shm(file)), true) => self.fill_shm(file, model),
+            (_, true) => {
+                let file = File::options()
+                    .read(true)
+                    .write(true)
+                    .create(true)
+                    .truncate(true)
+                    .open(&self.target.shm_path)
+                    .map_err(io_err("create", &self.target.shm_path))?;
+                self.fill_shm(file, model)
+            }
         }
     }
 
-    fn stage_in_memory(&self, model: &[u8]) -> Result<Buffer, SaveError> {
-        let mut staging = Buffer::fresh(&self.acct, self.ckpt_bytes).map_err(SaveError::Alloc)?;
-        copy_cyclic(model, staging.bytes_mut());
-        Ok(staging)
-    }
-
-    /// Copies the checkpoint into a `/dev/shm` file the worker removes after writing it.
-    fn stage_in_shm(&self, iteration: u64, model: &[u8]) -> Result<PathBuf, SaveError> {
-        let path = PathBuf::from(format!(
-            "/dev/shm/fake-trainer-{}-iter_{iteration:07}",
-            std::process::id()
-        ));
-        let mut file = File::create(&path).map_err(io_err("create", &path))?;
+    /// Writes the checkpoint bytes into the `/dev/shm` file in 1 MiB chunks, from offset 0.
+    fn fill_shm(&self, file: File, model: &[u8]) -> Result<Staging, SaveError> {
         let mut chunk = vec![0u8; (1 << 20).min(self.ckpt_bytes.max(1))];
-        let mut left = self.ckpt_bytes;
         let mut offset = 0;
-        while left > 0 {
-            let n = left.min(chunk.len());
+        while offset < self.ckpt_bytes {
+            let n = (self.ckpt_bytes - offset).min(chunk.len());
             copy_cyclic_from(model, offset, &mut chunk[..n]);
-            file.write_all(&chunk[..n])
-                .map_err(io_err("write", &path))?;
+            file.write_all_at(&chunk[..n], offset as u64)
+                .map_err(io_err("write", &self.target.shm_path))?;
             offset += n;
-            left -= n;
         }
-        Ok(path)
+        Ok(Staging::Shm(file))
     }
 
-    fn schedule(&mut self, iteration: u64, staged: Staged) -> Result<(), SaveError> {
+    fn schedule(&mut self, iteration: u64, staging: Staging) -> Result<(), SaveError> {
         if self.worker.is_none() {
             let (tx, rx) = mpsc::channel::<Job>();
             let target = self.target.clone();
@@ -262,7 +292,7 @@ impl Saver {
             .ok_or(SaveError::WorkerGone)?;
         jobs.send(Job {
             iteration,
-            staged,
+            staging,
             done,
         })
         .map_err(|_| SaveError::WorkerGone)?;
@@ -271,36 +301,37 @@ impl Saver {
     }
 }
 
-/// The persistent worker: writes each staged checkpoint, prints `successfully saved` when durable.
-fn worker(target: &Target, jobs: &Receiver<Job>) {
-    while let Ok(job) = jobs.recv() {
-        let result = match job.staged {
-            Staged::Memory(buf) => write_checkpoint(target, job.iteration, &mut buf.bytes()),
-            Staged::Shm(path) => write_from_shm(target, job.iteration, &path),
-        };
-        if result.is_ok() {
-            let stamp = target.new_format.then(Stamp::now);
-            emit::out(&format::saved_line(
-                stamp.as_ref(),
-                job.iteration,
-                &target.dir.display().to_string(),
-            ));
+impl Drop for Saver {
+    fn drop(&mut self) {
+        // The file is removed when the saver goes, on the error paths too.
+        if matches!(self.mode, SaveMode::Async { shm: true }) {
+            // Unlinking is safe while the worker still reads it: its open handle stays valid.
+            let _ = fs::remove_file(&self.target.shm_path);
         }
-        // The loop may have exited on a planted failure; nobody left to tell is fine.
-        let _ = job.done.send(result);
     }
 }
 
-fn write_from_shm(target: &Target, iteration: u64, shm: &Path) -> Result<(), SaveError> {
-    let result = File::open(shm)
-        .map_err(io_err("open", shm))
-        .and_then(|mut f| write_checkpoint(target, iteration, &mut f));
-    let removed = fs::remove_file(shm).map_err(io_err("remove", shm));
-    result.and(removed)
+/// The persistent worker: writes each staged checkpoint, prints `successfully saved` when durable.
+fn worker(target: &Target, jobs: &Receiver<Job>) {
+    while let Ok(job) = jobs.recv() {
+        let result = match &job.staging {
+            Staging::Memory(buf) => write_checkpoint(target, job.iteration, &mut buf.bytes()),
+            Staging::Shm(file) => write_from_shm(target, job.iteration, file),
+        };
+        if result.is_ok() {
+            let stamp = target.new_format.then(Stamp::now);
+            let dir = target.dir.display().to_string();
+            emit::out(&format::saved_line(stamp.as_ref(), job.iteration, &dir));
+        }
+        // The loop may have exited on a planted failure; nobody left to tell is fine.
+        let _ = job.done.send((result, job.staging));
+    }
 }
 
-fn copy_cyclic(src: &[u8], dst: &mut [u8]) {
-    copy_cyclic_from(src, 0, dst);
+fn write_from_shm(target: &Target, iteration: u64, mut file: &File) -> Result<(), SaveError> {
+    file.seek(SeekFrom::Start(0))
+        .map_err(io_err("read", &target.shm_path))?;
+    write_checkpoint(target, iteration, &mut file.take(target.bytes))
 }
 
 /// Fills `dst` with `src` repeated, starting at `offset` into the repetition (zeros for no model).
@@ -375,11 +406,11 @@ mod tests {
     #[test]
     fn cyclic_copy_repeats_the_model() {
         let mut dst = [0u8; 7];
-        copy_cyclic(&[1, 2, 3], &mut dst);
+        copy_cyclic_from(&[1, 2, 3], 0, &mut dst);
         assert_eq!(dst, [1, 2, 3, 1, 2, 3, 1]);
         copy_cyclic_from(&[1, 2, 3], 4, &mut dst[..4]);
         assert_eq!(dst[..4], [2, 3, 1, 2]);
-        copy_cyclic(&[], &mut dst);
+        copy_cyclic_from(&[], 0, &mut dst);
         assert_eq!(dst, [0; 7]);
     }
 
@@ -392,6 +423,8 @@ mod tests {
             format: "torch_dist".into(),
             new_format: true,
             slow_write: Duration::ZERO,
+            bytes: 0,
+            shm_path: PathBuf::new(),
         };
         write_checkpoint(&target, 20, &mut &[7u8; 5000][..]).unwrap();
         assert_eq!(
@@ -420,6 +453,8 @@ mod tests {
             format: "torch_dist".into(),
             new_format: true,
             slow_write: Duration::ZERO,
+            bytes: 0,
+            shm_path: PathBuf::new(),
         };
         let err = write_checkpoint(&target, 1, &mut &[][..])
             .unwrap_err()

@@ -61,21 +61,40 @@ impl Curve {
     }
 }
 
-/// Linear warm-up then cosine decay from `lr` to `min_lr` at `train_iters` (Megatron's default
-/// `--lr-decay-style cosine`).
-pub(crate) fn learning_rate(
-    lr: f64,
-    min_lr: f64,
-    warmup: u64,
-    iteration: u64,
-    train_iters: u64,
-) -> f64 {
-    if warmup > 0 && iteration <= warmup {
-        return lr * iteration as f64 / warmup as f64;
+/// Megatron's `--lr-decay-style` (the ones a fake needs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Decay {
+    Cosine,
+    Linear,
+    Constant,
+}
+
+/// The learning-rate schedule: linear warm-up, then decay from `lr` to `min_lr` at the last iteration.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Schedule {
+    pub(crate) lr: f64,
+    pub(crate) min_lr: f64,
+    pub(crate) warmup: u64,
+    pub(crate) decay: Decay,
+    pub(crate) train_iters: u64,
+}
+
+impl Schedule {
+    pub(crate) fn at(&self, iteration: u64) -> f64 {
+        let (lr, min_lr, warmup) = (self.lr, self.min_lr, self.warmup);
+        if warmup > 0 && iteration <= warmup {
+            return lr * iteration as f64 / warmup as f64;
+        }
+        let span = self.train_iters.saturating_sub(warmup).max(1) as f64;
+        let progress = (iteration.saturating_sub(warmup) as f64 / span).min(1.0);
+        match self.decay {
+            Decay::Constant => lr,
+            Decay::Linear => lr - (lr - min_lr) * progress,
+            Decay::Cosine => {
+                min_lr + (lr - min_lr) * 0.5 * (1.0 + (std::f64::consts::PI * progress).cos())
+            }
+        }
     }
-    let span = train_iters.saturating_sub(warmup).max(1) as f64;
-    let progress = (iteration.saturating_sub(warmup) as f64 / span).min(1.0);
-    min_lr + (lr - min_lr) * 0.5 * (1.0 + (std::f64::consts::PI * progress).cos())
 }
 
 #[cfg(test)]
@@ -105,9 +124,20 @@ mod tests {
 
     #[test]
     fn learning_rate_schedule() {
-        assert_eq!(learning_rate(1e-4, 1e-5, 10, 5, 100), 5e-5);
-        assert_eq!(learning_rate(1e-4, 1e-5, 0, 0, 100), 1e-4);
-        assert!((learning_rate(1e-4, 1e-5, 0, 100, 100) - 1e-5).abs() < 1e-12);
-        assert!((learning_rate(1e-4, 1e-5, 0, 50, 100) - 5.5e-5).abs() < 1e-12);
+        let s = |warmup, decay| Schedule {
+            lr: 1e-4,
+            min_lr: 1e-5,
+            warmup,
+            decay,
+            train_iters: 100,
+        };
+        let close = |a: f64, b: f64| (a - b).abs() < 1e-12;
+        assert_eq!(s(10, Decay::Cosine).at(5), 5e-5);
+        assert_eq!(s(0, Decay::Cosine).at(0), 1e-4);
+        assert!(close(s(0, Decay::Cosine).at(100), 1e-5));
+        assert!(close(s(0, Decay::Cosine).at(50), 5.5e-5));
+        assert!(close(s(0, Decay::Linear).at(50), 5.5e-5));
+        assert!(close(s(0, Decay::Linear).at(75), 3.25e-5));
+        assert_eq!(s(0, Decay::Constant).at(90), 1e-4);
     }
 }

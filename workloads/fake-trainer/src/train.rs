@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use crate::args::{Config, SaveMode};
 use crate::checkpoint::{SaveError, Saver};
-use crate::curve::{self, Curve};
+use crate::curve::Curve;
 use crate::emit;
 use crate::format::{self, IterationStats, Stamp};
 use crate::memory::{self, Accounting, AllocError, Buffer, Pool};
@@ -144,11 +144,11 @@ pub(crate) fn run(cfg: &Config) -> Result<(), TrainError> {
         if let Some(s) = saver.as_mut() {
             s.poll()?;
         }
-        if iteration % cfg.log_interval == 0 {
+        if iteration.is_multiple_of(cfg.log_interval) {
             log_interval(cfg, &curve, &acct, &interval, iteration);
             interval = Interval::new();
         }
-        let due = cfg.save_interval.is_some_and(|n| iteration % n == 0);
+        let due = cfg.save_interval.is_some_and(|n| iteration.is_multiple_of(n));
         if let (Some(s), true) = (saver.as_mut(), due) {
             interval.excluded += s.save(iteration, model.bytes())?;
             last_saved = iteration;
@@ -229,13 +229,7 @@ fn log_interval(cfg: &Config, curve: &Curve, acct: &Accounting, iv: &Interval, i
         train_iters: cfg.train_iters,
         consumed_samples: iteration * cfg.global_batch_size,
         elapsed_ms: elapsed.as_secs_f64() * 1000.0 / iv.steps.max(1) as f64,
-        learning_rate: curve::learning_rate(
-            cfg.lr,
-            cfg.min_lr,
-            cfg.lr_warmup_iters,
-            iteration,
-            cfg.train_iters,
-        ),
+        learning_rate: cfg.schedule.at(iteration),
         global_batch_size: cfg.global_batch_size,
         lm_loss: iv.loss_sum / iv.steps.max(1) as f64,
         loss_scale: 1.0,
@@ -247,8 +241,13 @@ fn log_interval(cfg: &Config, curve: &Curve, acct: &Accounting, iv: &Interval, i
     };
     let stamp = (!cfg.old_format).then(Stamp::now);
     emit::out(&format::iteration_line(stamp.as_ref(), &stats));
-    emit::out(&format::memory_line(
-        &format!("(after {iteration} iterations)"),
-        &acct.snapshot(),
-    ));
+    // Megatron reports memory once, at the first log, unless --log-memory-interval asks for more.
+    let memory_due = match cfg.log_memory_interval {
+        Some(n) => iteration.is_multiple_of(n),
+        None => iteration == cfg.log_interval,
+    };
+    if memory_due {
+        let name = format!("(after {iteration} iterations)");
+        emit::out(&format::memory_line(&name, &acct.snapshot()));
+    }
 }

@@ -4,6 +4,9 @@
 //! must really be what the flags say. (These tests also make `cargo test --workspace` build
 //! `target/debug/fake-trainer`, which goldgate's own integration tests run.)
 
+// Tests may unwrap (common.md); clippy's allow-unwrap-in-tests does not cover helper functions here.
+#![allow(clippy::unwrap_used)]
+
 use std::io::{BufRead, BufReader};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::Path;
@@ -118,7 +121,7 @@ impl Formats {
             };
         }
         let done = if self.new_format {
-            format!(r"^\[after training is done\] datetime: \d{{4}}-\d\d-\d\d \d\d:\d\d:\d\d $")
+            r"^\[after training is done\] datetime: \d{4}-\d\d-\d\d \d\d:\d\d:\d\d $".to_string()
         } else {
             r"^\[after training is done\] datetime: .+ $".into()
         };
@@ -360,13 +363,18 @@ fn shm_staging_holds_the_checkpoint_in_dev_shm_while_the_worker_writes() {
             .any(|l| l.contains("scheduled an async checkpoint save at iteration       1"))
     );
     let staged = shm_files(pid);
+    let sizes: Vec<u64> = staged
+        .iter()
+        .map(|f| std::fs::metadata(f).unwrap().len())
+        .collect();
     child.kill().unwrap();
     child.wait().unwrap();
     for f in &staged {
         std::fs::remove_file(f).unwrap();
     }
     assert_eq!(staged.len(), 1, "{staged:?}");
-    assert!(staged[0].ends_with(format!("fake-trainer-{pid}-iter_0000001")));
+    assert!(staged[0].ends_with(format!("fake-trainer-{pid}-staging")));
+    assert_eq!(sizes, [4 << 20], "the whole checkpoint is staged");
 }
 
 #[test]
@@ -429,7 +437,14 @@ fn the_seed_fixes_the_loss_curve() {
 #[test]
 fn empty_unused_memory_level_releases_cached_activations() {
     let reserved = |level: &str| -> f64 {
-        let out = run(&["--train-iters", "2", "--empty-unused-memory-level", level]);
+        let out = run(&[
+            "--train-iters",
+            "2",
+            "--log-memory-interval",
+            "1",
+            "--empty-unused-memory-level",
+            level,
+        ]);
         let lines = Formats::new(true).parse(&out);
         lines
             .iter()
@@ -629,4 +644,105 @@ fn hang_at_step_keeps_running() {
     assert!(child.try_wait().unwrap().is_none());
     child.kill().unwrap();
     assert_eq!(child.wait().unwrap().signal(), Some(9));
+}
+
+/// MODEL_ARGS of a demo case as argv, by Megatron's rules for the plain `--flag: value` lines the
+/// demo cases use (`true` → bare flag), with `${...}` placeholders substituted.
+fn demo_argv(case: &str, vars: &[(&str, &str)]) -> Vec<String> {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../test_cases/demo/");
+    let text = std::fs::read_to_string(format!("{path}{case}/model_config.yaml")).unwrap();
+    let mut argv = Vec::new();
+    let mut inside = false;
+    for line in text.lines() {
+        if !line.starts_with(' ') && !line.is_empty() {
+            inside = line == "MODEL_ARGS:";
+            continue;
+        }
+        let Some((flag, value)) = line
+            .trim()
+            .split_once(": ")
+            .filter(|_| inside && line.trim().starts_with("--"))
+        else {
+            continue;
+        };
+        argv.push(flag.to_string());
+        if value != "true" {
+            let value = vars.iter().fold(value.to_string(), |v, (k, r)| {
+                v.replace(&format!("${{{k}}}"), r)
+            });
+            argv.push(value);
+        }
+    }
+    argv
+}
+
+fn save_timers(lines: &[Line]) -> Vec<f64> {
+    lines
+        .iter()
+        .filter_map(|l| {
+            if let Line::TimerRow { ms } = l {
+                Some(*ms)
+            } else {
+                None
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn ckpt_demo_case_runs_and_async_blocks_less_than_sync() {
+    let dir = tempfile::tempdir().unwrap();
+    let vars = [
+        ("CHECKPOINT_SAVE_PATH", dir.path().to_str().unwrap()),
+        ("TENSORBOARD_PATH", "/nonexistent"),
+    ];
+    let argv = demo_argv("ckpt-demo", &vars);
+    assert!(
+        argv.windows(2).any(|w| w == ["--save-interval", "10"]),
+        "{argv:?}"
+    );
+    let demo = |extra: &[&str]| {
+        let out = Command::new(BIN).args(&argv).args(extra).output().unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+        assert!(!stderr(&out).contains("error"), "{}", stderr(&out));
+        Formats::new(true).parse(&out)
+    };
+    let sync = demo(&[]);
+    assert_eq!(iterations(&sync), (1..=30).collect::<Vec<_>>());
+    for it in [10, 20, 30] {
+        assert!(sync.contains(&Line::Saved(it)));
+        assert_eq!(shard(dir.path(), it), 64 << 20);
+    }
+    let shm = demo(&[
+        "--async-save",
+        "--use-persistent-ckpt-worker",
+        "--async-strategy",
+        "nvrx",
+        "--async-ckpt-use-cpu-shm",
+    ]);
+    for it in [10, 20, 30] {
+        assert!(shm.contains(&Line::Scheduled(it)) && shm.contains(&Line::Saved(it)));
+    }
+    let median = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let (sync_ms, shm_ms) = (median(save_timers(&sync)), median(save_timers(&shm)));
+    assert!(
+        shm_ms < sync_ms,
+        "async_shm blocks {shm_ms} ms, sync {sync_ms} ms"
+    );
+}
+
+#[test]
+fn crash_demo_case_fails_at_iteration_5() {
+    let dir = tempfile::tempdir().unwrap();
+    let argv = demo_argv(
+        "crash-demo",
+        &[("CHECKPOINT_SAVE_PATH", dir.path().to_str().unwrap())],
+    );
+    let out = Command::new(BIN).args(&argv).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(iterations(&Formats::new(true).parse(&out)), [1, 2, 3, 4]);
+    assert!(stderr(&out).contains("RuntimeError: fake-trainer planted crash at iteration 5"));
 }
