@@ -148,7 +148,9 @@ pub(crate) fn run(cfg: &Config) -> Result<(), TrainError> {
             log_interval(cfg, &curve, &acct, &interval, iteration);
             interval = Interval::new();
         }
-        let due = cfg.save_interval.is_some_and(|n| iteration.is_multiple_of(n));
+        let due = cfg
+            .save_interval
+            .is_some_and(|n| iteration.is_multiple_of(n));
         if let (Some(s), true) = (saver.as_mut(), due) {
             interval.excluded += s.save(iteration, model.bytes())?;
             last_saved = iteration;
