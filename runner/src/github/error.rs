@@ -8,9 +8,8 @@ use std::path::PathBuf;
 
 use crate::exit::{Classify, Exit};
 
-/// The permission hint shared by every "GitHub said no" error.
-const WRITE_PERMISSION: &str = "the workflow job needs `permissions: pull-requests: write` \
-     (or `issues: write`) and must not run for a fork with a read-only token";
+/// The permission the bot needs, named by every "GitHub said no" error.
+const WRITE_PERMISSION: &str = "`permissions: pull-requests: write` (or `issues: write`)";
 
 /// Errors of the PR comment bot.
 #[derive(Debug, thiserror::Error, miette::Diagnostic)]
@@ -82,17 +81,22 @@ pub enum GithubError {
     Setup { message: String },
 
     #[error("GitHub refused the token (401 Unauthorized) while {op}")]
-    #[diagnostic(help("the token is missing, expired or revoked; {WRITE_PERMISSION}"))]
+    #[diagnostic(help(
+        "the token is missing, expired or revoked; the job needs GITHUB_TOKEN with {WRITE_PERMISSION}"
+    ))]
     Unauthorized { op: String },
 
     #[error("GitHub denied access (403 Forbidden) while {op}: {message}")]
-    #[diagnostic(help("{WRITE_PERMISSION}"))]
+    #[diagnostic(help(
+        "give the job {WRITE_PERMISSION}; a pull request from a fork gets a read-only token, \
+         so comment from a separate `workflow_run` workflow"
+    ))]
     Forbidden { op: String, message: String },
 
     #[error("GitHub answered 404 Not Found while {op}")]
     #[diagnostic(help(
-        "check the repository and pull request number; a private repository also answers 404 \
-         when {WRITE_PERMISSION}"
+        "check the repository and pull request number; on a private repository a token \
+         without {WRITE_PERMISSION} also gets 404"
     ))]
     NotFound { op: String },
 

@@ -1,0 +1,399 @@
+//! The sticky PR comment bot against a fake GitHub API on 127.0.0.1 (wiremock): create,
+//! update, pagination, GitHub Enterprise's path prefix, retries, rate limits, refusals, and
+//! a create whose answer is lost.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use goldgate::exit::{Classify, Exit};
+use goldgate::github::{Action, Client, GithubError, Repo, RetryPolicy, Token, compose, upsert};
+use miette::Diagnostic;
+use wiremock::matchers::any;
+use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
+
+const TOKEN: &str = "ghs_s3cretT0kenValue0123456789";
+const PR: u64 = 17;
+
+/// A fault the fake answers with instead of the normal reply, once, for the next request
+/// of that method.
+#[derive(Clone, Debug)]
+enum Fault {
+    /// Answer this status without doing anything.
+    Status(u16),
+    /// Apply the request (create the comment), then answer 500: the answer is "lost".
+    ApplyThen500,
+    /// 403 with the primary rate limit exhausted, resetting `secs` from now.
+    RateLimitReset(u64),
+    /// 403 with a secondary rate limit asking to wait `secs`.
+    RetryAfter(u64),
+    /// 403 whose message echoes the token (to prove redaction).
+    ForbiddenEcho,
+}
+
+#[derive(Default)]
+struct State {
+    comments: Vec<(u64, String)>,
+    next_id: u64,
+    faults: VecDeque<(&'static str, Fault)>,
+    /// Method and path+query of every request, in order.
+    log: Vec<(String, String)>,
+    bad_auth: u32,
+}
+
+/// An in-memory GitHub issue-comments API mounted under `prefix` ("" or "/api/v3").
+#[derive(Clone)]
+struct FakeGithub {
+    state: Arc<Mutex<State>>,
+    prefix: &'static str,
+    base: String,
+}
+
+impl FakeGithub {
+    async fn start(prefix: &'static str) -> (MockServer, FakeGithub) {
+        let server = MockServer::start().await;
+        let state = Arc::new(Mutex::new(State { next_id: 1000, ..State::default() }));
+        let fake = FakeGithub { state, prefix, base: format!("{}{prefix}", server.uri()) };
+        Mock::given(any()).respond_with(fake.clone()).mount(&server).await;
+        (server, fake)
+    }
+
+    fn client(&self) -> Client {
+        Client::new(&self.base, &Token::new(TOKEN).unwrap(), fast_policy()).unwrap()
+    }
+
+    fn seed(&self, bodies: impl IntoIterator<Item = String>) {
+        let mut s = self.state.lock().unwrap();
+        for b in bodies {
+            let id = s.next_id;
+            s.next_id += 1;
+            s.comments.push((id, b));
+        }
+    }
+
+    fn fault(&self, method: &'static str, fault: Fault) {
+        self.state.lock().unwrap().faults.push_back((method, fault));
+    }
+
+    fn comments(&self) -> Vec<(u64, String)> {
+        self.state.lock().unwrap().comments.clone()
+    }
+
+    fn count(&self, method: &str) -> usize {
+        self.state.lock().unwrap().log.iter().filter(|(m, _)| m == method).count()
+    }
+
+    fn log(&self) -> Vec<(String, String)> {
+        self.state.lock().unwrap().log.clone()
+    }
+}
+
+fn fast_policy() -> RetryPolicy {
+    RetryPolicy {
+        budget: Duration::from_secs(3),
+        first_delay: Duration::from_millis(1),
+        max_delay: Duration::from_millis(20),
+        request_timeout: Duration::from_secs(5),
+        create_attempts: 3,
+    }
+}
+
+fn now() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs()
+}
+
+fn json_comment(base: &str, id: u64, body: &str) -> serde_json::Value {
+    serde_json::json!({ "id": id, "body": body, "html_url": format!("{base}/pull/{PR}#issuecomment-{id}") })
+}
+
+impl Respond for FakeGithub {
+    fn respond(&self, req: &Request) -> ResponseTemplate {
+        let mut s = self.state.lock().unwrap();
+        let method = req.method.as_str().to_string();
+        let pq = match req.url.query() {
+            Some(q) => format!("{}?{q}", req.url.path()),
+            None => req.url.path().to_string(),
+        };
+        s.log.push((method.clone(), pq));
+        let auth = req.headers.get("authorization").and_then(|v| v.to_str().ok());
+        if auth != Some(&format!("Bearer {TOKEN}")) {
+            s.bad_auth += 1;
+            return ResponseTemplate::new(401).set_body_json(serde_json::json!({"message": "Bad credentials"}));
+        }
+        let fault = match s.faults.front() {
+            Some((m, _)) if *m == method => s.faults.pop_front().map(|(_, f)| f),
+            _ => None,
+        };
+        match fault {
+            Some(Fault::Status(code)) => {
+                return ResponseTemplate::new(code).set_body_json(serde_json::json!({"message": "fault"}));
+            }
+            Some(Fault::RateLimitReset(secs)) => {
+                return ResponseTemplate::new(403)
+                    .insert_header("x-ratelimit-remaining", "0")
+                    .insert_header("x-ratelimit-reset", (now() + secs).to_string().as_str())
+                    .set_body_json(serde_json::json!({"message": "API rate limit exceeded"}));
+            }
+            Some(Fault::RetryAfter(secs)) => {
+                return ResponseTemplate::new(403)
+                    .insert_header("retry-after", secs.to_string().as_str())
+                    .set_body_json(serde_json::json!({"message": "secondary rate limit"}));
+            }
+            Some(Fault::ForbiddenEcho) => {
+                let message = format!("Resource not accessible by integration (token {TOKEN})");
+                return ResponseTemplate::new(403).set_body_json(serde_json::json!({"message": message}));
+            }
+            Some(Fault::ApplyThen500) | None => {}
+        }
+        let lost = matches!(fault, Some(Fault::ApplyThen500));
+        let reply = self.route(&mut s, &method, req);
+        if lost { ResponseTemplate::new(500) } else { reply }
+    }
+}
+
+impl FakeGithub {
+    fn route(&self, s: &mut State, method: &str, req: &Request) -> ResponseTemplate {
+        let Some(path) = req.url.path().strip_prefix(self.prefix) else {
+            return ResponseTemplate::new(404);
+        };
+        let list_path = format!("/repos/o/r/issues/{PR}/comments");
+        let body = || req.body_json::<serde_json::Value>().ok().and_then(|v| v["body"].as_str().map(str::to_string));
+        match method {
+            "GET" if path == list_path => self.page(s, req),
+            "POST" if path == list_path => {
+                let Some(text) = body() else { return ResponseTemplate::new(422) };
+                let id = s.next_id;
+                s.next_id += 1;
+                s.comments.push((id, text.clone()));
+                ResponseTemplate::new(201).set_body_json(json_comment(&self.base, id, &text))
+            }
+            "PATCH" => {
+                let id: Option<u64> = path.strip_prefix("/repos/o/r/issues/comments/").and_then(|i| i.parse().ok());
+                let (Some(id), Some(text)) = (id, body()) else { return ResponseTemplate::new(422) };
+                match s.comments.iter_mut().find(|(i, _)| *i == id) {
+                    Some(c) => {
+                        c.1 = text.clone();
+                        ResponseTemplate::new(200).set_body_json(json_comment(&self.base, id, &text))
+                    }
+                    None => ResponseTemplate::new(404),
+                }
+            }
+            _ => ResponseTemplate::new(404).set_body_json(serde_json::json!({"message": "Not Found"})),
+        }
+    }
+
+    /// One page, with a `Link` header like GitHub's (absolute URLs, `rel="next"`).
+    fn page(&self, s: &State, req: &Request) -> ResponseTemplate {
+        let q = |k: &str| req.url.query_pairs().find(|(n, _)| n == k).and_then(|(_, v)| v.parse::<usize>().ok());
+        let (per, page) = (q("per_page").unwrap_or(30).min(100), q("page").unwrap_or(1).max(1));
+        let items: Vec<_> =
+            s.comments.iter().skip((page - 1) * per).take(per).map(|(id, b)| json_comment(&self.base, *id, b)).collect();
+        let last = s.comments.len().div_ceil(per).max(1);
+        let url = |p: usize| format!("<{}{}?per_page={per}&page={p}>", req.url.origin().ascii_serialization(), req.url.path());
+        let mut links = Vec::new();
+        if page < last {
+            links.push(format!("{}; rel=\"next\"", url(page + 1)));
+            links.push(format!("{}; rel=\"last\"", url(last)));
+        }
+        if page > 1 {
+            links.push(format!("{}; rel=\"prev\"", url(page - 1)));
+            links.push(format!("{}; rel=\"first\"", url(1)));
+        }
+        let mut t = ResponseTemplate::new(200).set_body_json(items);
+        if !links.is_empty() {
+            t = t.insert_header("link", links.join(", ").as_str());
+        }
+        t
+    }
+}
+
+fn repo() -> Repo {
+    Repo::parse("o/r").unwrap()
+}
+
+fn body(text: &str) -> String {
+    compose("h100", text, Some("https://github.com/o/r/actions/runs/5"))
+}
+
+fn marked(comments: &[(u64, String)]) -> Vec<&(u64, String)> {
+    comments.iter().filter(|(_, b)| b.starts_with("<!-- goldgate:sticky key=h100 -->")).collect()
+}
+
+/// What a user reads for an error: the message and the hint.
+fn rendered(err: &GithubError) -> String {
+    let help = err.help().map(|h| h.to_string()).unwrap_or_default();
+    format!("{err}\n(hint: {help})")
+}
+
+#[tokio::test]
+async fn creates_the_comment_when_none_exists() {
+    let (_server, gh) = FakeGithub::start("").await;
+    gh.seed(["LGTM".to_string()]);
+    let action = upsert(&gh.client(), &repo(), PR, "h100", &body("first run"), false, false).await.unwrap();
+    let comments = gh.comments();
+    assert!(matches!(action, Action::Created { id, .. } if id == comments[1].0), "{action:?}");
+    assert_eq!(marked(&comments).len(), 1);
+    assert!(comments[1].1.contains("first run"));
+    assert_eq!(gh.state.lock().unwrap().bad_auth, 0, "the token went with every request");
+}
+
+#[tokio::test]
+async fn updates_the_existing_comment_and_leaves_others_alone() {
+    let (_server, gh) = FakeGithub::start("").await;
+    gh.seed(["LGTM".to_string(), body("old run"), compose("a100", "other key", None)]);
+    let client = gh.client();
+    let action = upsert(&client, &repo(), PR, "h100", &body("new run"), false, false).await.unwrap();
+    let comments = gh.comments();
+    assert!(matches!(action, Action::Updated { id: 1001, .. }), "{action:?}");
+    assert!(comments[1].1.contains("new run") && !comments[1].1.contains("old run"));
+    assert!(comments[2].1.contains("other key"));
+    assert_eq!((gh.count("POST"), gh.count("PATCH")), (0, 1));
+
+    let again = upsert(&client, &repo(), PR, "h100", &body("new run"), false, false).await.unwrap();
+    assert!(matches!(again, Action::Unchanged { id: 1001, .. }), "{again:?}");
+    assert_eq!(gh.count("PATCH"), 1, "an identical body is not sent again");
+}
+
+#[tokio::test]
+async fn finds_the_marker_on_page_three_of_250_comments() {
+    let (_server, gh) = FakeGithub::start("").await;
+    gh.seed((0..220).map(|i| format!("comment {i} mentions <!-- goldgate:sticky key=h100 --> late")));
+    gh.seed([body("old run")]);
+    gh.seed((221..250).map(|i| format!("comment {i}")));
+    let action = upsert(&gh.client(), &repo(), PR, "h100", &body("new run"), false, false).await.unwrap();
+    assert!(matches!(action, Action::Updated { id: 1220, .. }), "{action:?}");
+    let gets: Vec<String> = gh.log().into_iter().filter(|(m, _)| m == "GET").map(|(_, p)| p).collect();
+    assert_eq!(
+        gets,
+        (1..=3).map(|p| format!("/repos/o/r/issues/{PR}/comments?per_page=100&page={p}")).collect::<Vec<_>>()
+    );
+    assert_eq!(gh.count("POST"), 0);
+    assert_eq!(gh.comments().len(), 250);
+}
+
+#[tokio::test]
+async fn enterprise_base_path_is_kept() {
+    let (_server, gh) = FakeGithub::start("/api/v3").await;
+    gh.seed([body("old")]);
+    let action = upsert(&gh.client(), &repo(), PR, "h100", &body("new"), false, false).await.unwrap();
+    assert!(matches!(action, Action::Updated { .. }), "{action:?}");
+    let log = gh.log();
+    assert!(log.iter().all(|(_, p)| p.starts_with("/api/v3/repos/o/r/")), "{log:?}");
+}
+
+#[tokio::test]
+async fn server_errors_are_retried_until_success() {
+    let (_server, gh) = FakeGithub::start("").await;
+    gh.seed([body("old")]);
+    gh.fault("GET", Fault::Status(502));
+    gh.fault("GET", Fault::Status(503));
+    let action = upsert(&gh.client(), &repo(), PR, "h100", &body("new"), false, false).await.unwrap();
+    assert!(matches!(action, Action::Updated { .. }), "{action:?}");
+    assert_eq!((gh.count("GET"), gh.count("PATCH")), (3, 1));
+}
+
+#[tokio::test]
+async fn rate_limits_are_waited_out() {
+    let (_server, gh) = FakeGithub::start("").await;
+    gh.fault("GET", Fault::RateLimitReset(0));
+    gh.fault("POST", Fault::RetryAfter(0));
+    let action = upsert(&gh.client(), &repo(), PR, "h100", &body("run"), false, false).await.unwrap();
+    assert!(matches!(action, Action::Created { .. }), "{action:?}");
+    assert_eq!((gh.count("GET"), gh.count("POST")), (2, 2));
+    assert_eq!(marked(&gh.comments()).len(), 1);
+}
+
+#[tokio::test]
+async fn a_rate_limit_longer_than_the_budget_fails_at_once() {
+    let (_server, gh) = FakeGithub::start("").await;
+    gh.fault("GET", Fault::RateLimitReset(3600));
+    let start = Instant::now();
+    let err = upsert(&gh.client(), &repo(), PR, "h100", &body("run"), false, false).await.unwrap_err();
+    assert!(start.elapsed() < Duration::from_secs(2), "it slept instead of failing");
+    assert!(matches!(err, GithubError::RateLimited { .. }), "{err:?}");
+    assert_eq!(err.exit(), Exit::Failure);
+    assert_eq!(gh.count("GET"), 1);
+}
+
+#[tokio::test]
+async fn unauthorized_names_the_permission_and_never_the_token() {
+    let (_server, gh) = FakeGithub::start("").await;
+    gh.fault("GET", Fault::Status(401));
+    let err = upsert(&gh.client(), &repo(), PR, "h100", &body("run"), false, false).await.unwrap_err();
+    assert_eq!(err.exit(), Exit::Failure);
+    let app: goldgate::exit::AppError = err.into();
+    assert_eq!(app.exit.code(), 3);
+    let text = format!("{:?}", app);
+    assert!(text.contains("pull-requests: write"), "{text}");
+    assert!(!text.contains(TOKEN), "{text}");
+}
+
+#[tokio::test]
+async fn refusal_messages_are_redacted_and_snapshotted() {
+    let (_server, gh) = FakeGithub::start("").await;
+    gh.fault("GET", Fault::Status(401));
+    gh.fault("GET", Fault::ForbiddenEcho);
+    gh.fault("GET", Fault::Status(404));
+    let client = gh.client();
+    let mut out = Vec::new();
+    for _ in 0..3 {
+        let err = upsert(&client, &repo(), PR, "h100", &body("run"), false, false).await.unwrap_err();
+        assert_eq!(err.exit(), Exit::Failure);
+        let text = rendered(&err);
+        assert!(!text.contains(TOKEN) && !format!("{err:?}").contains(TOKEN), "{text}");
+        out.push(text);
+    }
+    insta::assert_snapshot!(out.join("\n\n"));
+}
+
+#[tokio::test]
+async fn lost_create_answer_never_makes_a_second_comment() {
+    let (_server, gh) = FakeGithub::start("").await;
+    gh.fault("POST", Fault::ApplyThen500);
+    let action = upsert(&gh.client(), &repo(), PR, "h100", &body("run"), false, false).await.unwrap();
+    let comments = gh.comments();
+    assert_eq!(marked(&comments).len(), 1, "{comments:?}");
+    assert!(matches!(action, Action::Created { id, .. } if id == comments[0].0), "{action:?}");
+    assert_eq!(gh.count("POST"), 1, "listed again and found it instead of posting twice");
+    let methods: Vec<String> = gh.log().into_iter().map(|(m, _)| m).collect();
+    assert_eq!(methods, ["GET", "POST", "GET"]);
+}
+
+#[tokio::test]
+async fn create_that_failed_unapplied_is_retried_once_after_listing() {
+    let (_server, gh) = FakeGithub::start("").await;
+    gh.fault("POST", Fault::Status(502));
+    let action = upsert(&gh.client(), &repo(), PR, "h100", &body("run"), false, false).await.unwrap();
+    assert!(matches!(action, Action::Created { .. }), "{action:?}");
+    let methods: Vec<String> = gh.log().into_iter().map(|(m, _)| m).collect();
+    assert_eq!(methods, ["GET", "POST", "GET", "POST"]);
+    assert_eq!(marked(&gh.comments()).len(), 1);
+}
+
+#[tokio::test]
+async fn only_on_change_posts_nothing_new_but_updates_an_existing_comment() {
+    let (_server, gh) = FakeGithub::start("").await;
+    let client = gh.client();
+    let skipped = upsert(&client, &repo(), PR, "h100", &body("all passed"), true, true).await.unwrap();
+    assert_eq!(skipped, Action::Skipped);
+    assert_eq!(gh.count("POST"), 0);
+
+    let created = upsert(&client, &repo(), PR, "h100", &body("1 regression"), true, false).await.unwrap();
+    assert!(matches!(created, Action::Created { .. }), "{created:?}");
+    let updated = upsert(&client, &repo(), PR, "h100", &body("all passed"), true, true).await.unwrap();
+    assert!(matches!(updated, Action::Updated { .. }), "{updated:?}");
+    assert!(gh.comments()[0].1.contains("all passed"));
+}
+
+#[tokio::test]
+async fn unreachable_api_is_a_transport_failure_without_the_token() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    drop(listener);
+    let policy = RetryPolicy { budget: Duration::from_millis(200), ..fast_policy() };
+    let client = Client::new(&format!("http://127.0.0.1:{port}"), &Token::new(TOKEN).unwrap(), policy).unwrap();
+    let err = upsert(&client, &repo(), PR, "h100", &body("run"), false, false).await.unwrap_err();
+    assert!(matches!(err, GithubError::Transport { attempts, .. } if attempts > 1), "{err:?}");
+    assert_eq!(err.exit(), Exit::Failure);
+    assert!(!rendered(&err).contains(TOKEN));
+}
