@@ -2,6 +2,8 @@
 //! update, pagination, GitHub Enterprise's path prefix, retries, rate limits, refusals, and
 //! a create whose answer is lost.
 
+#![allow(clippy::unwrap_used)] // a test: a failed unwrap is a failed test
+
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -52,9 +54,19 @@ struct FakeGithub {
 impl FakeGithub {
     async fn start(prefix: &'static str) -> (MockServer, FakeGithub) {
         let server = MockServer::start().await;
-        let state = Arc::new(Mutex::new(State { next_id: 1000, ..State::default() }));
-        let fake = FakeGithub { state, prefix, base: format!("{}{prefix}", server.uri()) };
-        Mock::given(any()).respond_with(fake.clone()).mount(&server).await;
+        let state = Arc::new(Mutex::new(State {
+            next_id: 1000,
+            ..State::default()
+        }));
+        let fake = FakeGithub {
+            state,
+            prefix,
+            base: format!("{}{prefix}", server.uri()),
+        };
+        Mock::given(any())
+            .respond_with(fake.clone())
+            .mount(&server)
+            .await;
         (server, fake)
     }
 
@@ -80,7 +92,13 @@ impl FakeGithub {
     }
 
     fn count(&self, method: &str) -> usize {
-        self.state.lock().unwrap().log.iter().filter(|(m, _)| m == method).count()
+        self.state
+            .lock()
+            .unwrap()
+            .log
+            .iter()
+            .filter(|(m, _)| m == method)
+            .count()
     }
 
     fn log(&self) -> Vec<(String, String)> {
@@ -99,7 +117,10 @@ fn fast_policy() -> RetryPolicy {
 }
 
 fn now() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs()
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
 }
 
 fn json_comment(base: &str, id: u64, body: &str) -> serde_json::Value {
@@ -115,10 +136,14 @@ impl Respond for FakeGithub {
             None => req.url.path().to_string(),
         };
         s.log.push((method.clone(), pq));
-        let auth = req.headers.get("authorization").and_then(|v| v.to_str().ok());
+        let auth = req
+            .headers
+            .get("authorization")
+            .and_then(|v| v.to_str().ok());
         if auth != Some(&format!("Bearer {TOKEN}")) {
             s.bad_auth += 1;
-            return ResponseTemplate::new(401).set_body_json(serde_json::json!({"message": "Bad credentials"}));
+            return ResponseTemplate::new(401)
+                .set_body_json(serde_json::json!({"message": "Bad credentials"}));
         }
         let fault = match s.faults.front() {
             Some((m, _)) if *m == method => s.faults.pop_front().map(|(_, f)| f),
@@ -126,7 +151,8 @@ impl Respond for FakeGithub {
         };
         match fault {
             Some(Fault::Status(code)) => {
-                return ResponseTemplate::new(code).set_body_json(serde_json::json!({"message": "fault"}));
+                return ResponseTemplate::new(code)
+                    .set_body_json(serde_json::json!({"message": "fault"}));
             }
             Some(Fault::RateLimitReset(secs)) => {
                 return ResponseTemplate::new(403)
@@ -141,13 +167,18 @@ impl Respond for FakeGithub {
             }
             Some(Fault::ForbiddenEcho) => {
                 let message = format!("Resource not accessible by integration (token {TOKEN})");
-                return ResponseTemplate::new(403).set_body_json(serde_json::json!({"message": message}));
+                return ResponseTemplate::new(403)
+                    .set_body_json(serde_json::json!({"message": message}));
             }
             Some(Fault::ApplyThen500) | None => {}
         }
         let lost = matches!(fault, Some(Fault::ApplyThen500));
         let reply = self.route(&mut s, &method, req);
-        if lost { ResponseTemplate::new(500) } else { reply }
+        if lost {
+            ResponseTemplate::new(500)
+        } else {
+            reply
+        }
     }
 }
 
@@ -157,39 +188,70 @@ impl FakeGithub {
             return ResponseTemplate::new(404);
         };
         let list_path = format!("/repos/o/r/issues/{PR}/comments");
-        let body = || req.body_json::<serde_json::Value>().ok().and_then(|v| v["body"].as_str().map(str::to_string));
+        let body = || {
+            req.body_json::<serde_json::Value>()
+                .ok()
+                .and_then(|v| v["body"].as_str().map(str::to_string))
+        };
         match method {
             "GET" if path == list_path => self.page(s, req),
             "POST" if path == list_path => {
-                let Some(text) = body() else { return ResponseTemplate::new(422) };
+                let Some(text) = body() else {
+                    return ResponseTemplate::new(422);
+                };
                 let id = s.next_id;
                 s.next_id += 1;
                 s.comments.push((id, text.clone()));
                 ResponseTemplate::new(201).set_body_json(json_comment(&self.base, id, &text))
             }
             "PATCH" => {
-                let id: Option<u64> = path.strip_prefix("/repos/o/r/issues/comments/").and_then(|i| i.parse().ok());
-                let (Some(id), Some(text)) = (id, body()) else { return ResponseTemplate::new(422) };
+                let id: Option<u64> = path
+                    .strip_prefix("/repos/o/r/issues/comments/")
+                    .and_then(|i| i.parse().ok());
+                let (Some(id), Some(text)) = (id, body()) else {
+                    return ResponseTemplate::new(422);
+                };
                 match s.comments.iter_mut().find(|(i, _)| *i == id) {
                     Some(c) => {
                         c.1 = text.clone();
-                        ResponseTemplate::new(200).set_body_json(json_comment(&self.base, id, &text))
+                        ResponseTemplate::new(200)
+                            .set_body_json(json_comment(&self.base, id, &text))
                     }
                     None => ResponseTemplate::new(404),
                 }
             }
-            _ => ResponseTemplate::new(404).set_body_json(serde_json::json!({"message": "Not Found"})),
+            _ => ResponseTemplate::new(404)
+                .set_body_json(serde_json::json!({"message": "Not Found"})),
         }
     }
 
     /// One page, with a `Link` header like GitHub's (absolute URLs, `rel="next"`).
     fn page(&self, s: &State, req: &Request) -> ResponseTemplate {
-        let q = |k: &str| req.url.query_pairs().find(|(n, _)| n == k).and_then(|(_, v)| v.parse::<usize>().ok());
-        let (per, page) = (q("per_page").unwrap_or(30).min(100), q("page").unwrap_or(1).max(1));
-        let items: Vec<_> =
-            s.comments.iter().skip((page - 1) * per).take(per).map(|(id, b)| json_comment(&self.base, *id, b)).collect();
+        let q = |k: &str| {
+            req.url
+                .query_pairs()
+                .find(|(n, _)| n == k)
+                .and_then(|(_, v)| v.parse::<usize>().ok())
+        };
+        let (per, page) = (
+            q("per_page").unwrap_or(30).min(100),
+            q("page").unwrap_or(1).max(1),
+        );
+        let items: Vec<_> = s
+            .comments
+            .iter()
+            .skip((page - 1) * per)
+            .take(per)
+            .map(|(id, b)| json_comment(&self.base, *id, b))
+            .collect();
         let last = s.comments.len().div_ceil(per).max(1);
-        let url = |p: usize| format!("<{}{}?per_page={per}&page={p}>", req.url.origin().ascii_serialization(), req.url.path());
+        let url = |p: usize| {
+            format!(
+                "<{}{}?per_page={per}&page={p}>",
+                req.url.origin().ascii_serialization(),
+                req.url.path()
+            )
+        };
         let mut links = Vec::new();
         if page < last {
             links.push(format!("{}; rel=\"next\"", url(page + 1)));
@@ -216,7 +278,10 @@ fn body(text: &str) -> String {
 }
 
 fn marked(comments: &[(u64, String)]) -> Vec<&(u64, String)> {
-    comments.iter().filter(|(_, b)| b.starts_with("<!-- goldgate:sticky key=h100 -->")).collect()
+    comments
+        .iter()
+        .filter(|(_, b)| b.starts_with("<!-- goldgate:sticky key=h100 -->"))
+        .collect()
 }
 
 /// What a user reads for an error: the message and the hint.
@@ -229,43 +294,96 @@ fn rendered(err: &GithubError) -> String {
 async fn creates_the_comment_when_none_exists() {
     let (_server, gh) = FakeGithub::start("").await;
     gh.seed(["LGTM".to_string()]);
-    let action = upsert(&gh.client(), &repo(), PR, "h100", &body("first run"), false, false).await.unwrap();
+    let action = upsert(
+        &gh.client(),
+        &repo(),
+        PR,
+        "h100",
+        &body("first run"),
+        false,
+        false,
+    )
+    .await
+    .unwrap();
     let comments = gh.comments();
-    assert!(matches!(action, Action::Created { id, .. } if id == comments[1].0), "{action:?}");
+    assert!(
+        matches!(action, Action::Created { id, .. } if id == comments[1].0),
+        "{action:?}"
+    );
     assert_eq!(marked(&comments).len(), 1);
     assert!(comments[1].1.contains("first run"));
-    assert_eq!(gh.state.lock().unwrap().bad_auth, 0, "the token went with every request");
+    assert_eq!(
+        gh.state.lock().unwrap().bad_auth,
+        0,
+        "the token went with every request"
+    );
 }
 
 #[tokio::test]
 async fn updates_the_existing_comment_and_leaves_others_alone() {
     let (_server, gh) = FakeGithub::start("").await;
-    gh.seed(["LGTM".to_string(), body("old run"), compose("a100", "other key", None)]);
+    gh.seed([
+        "LGTM".to_string(),
+        body("old run"),
+        compose("a100", "other key", None),
+    ]);
     let client = gh.client();
-    let action = upsert(&client, &repo(), PR, "h100", &body("new run"), false, false).await.unwrap();
+    let action = upsert(&client, &repo(), PR, "h100", &body("new run"), false, false)
+        .await
+        .unwrap();
     let comments = gh.comments();
-    assert!(matches!(action, Action::Updated { id: 1001, .. }), "{action:?}");
+    assert!(
+        matches!(action, Action::Updated { id: 1001, .. }),
+        "{action:?}"
+    );
     assert!(comments[1].1.contains("new run") && !comments[1].1.contains("old run"));
     assert!(comments[2].1.contains("other key"));
     assert_eq!((gh.count("POST"), gh.count("PATCH")), (0, 1));
 
-    let again = upsert(&client, &repo(), PR, "h100", &body("new run"), false, false).await.unwrap();
-    assert!(matches!(again, Action::Unchanged { id: 1001, .. }), "{again:?}");
+    let again = upsert(&client, &repo(), PR, "h100", &body("new run"), false, false)
+        .await
+        .unwrap();
+    assert!(
+        matches!(again, Action::Unchanged { id: 1001, .. }),
+        "{again:?}"
+    );
     assert_eq!(gh.count("PATCH"), 1, "an identical body is not sent again");
 }
 
 #[tokio::test]
 async fn finds_the_marker_on_page_three_of_250_comments() {
     let (_server, gh) = FakeGithub::start("").await;
-    gh.seed((0..220).map(|i| format!("comment {i} mentions <!-- goldgate:sticky key=h100 --> late")));
+    gh.seed(
+        (0..220).map(|i| format!("comment {i} mentions <!-- goldgate:sticky key=h100 --> late")),
+    );
     gh.seed([body("old run")]);
     gh.seed((221..250).map(|i| format!("comment {i}")));
-    let action = upsert(&gh.client(), &repo(), PR, "h100", &body("new run"), false, false).await.unwrap();
-    assert!(matches!(action, Action::Updated { id: 1220, .. }), "{action:?}");
-    let gets: Vec<String> = gh.log().into_iter().filter(|(m, _)| m == "GET").map(|(_, p)| p).collect();
+    let action = upsert(
+        &gh.client(),
+        &repo(),
+        PR,
+        "h100",
+        &body("new run"),
+        false,
+        false,
+    )
+    .await
+    .unwrap();
+    assert!(
+        matches!(action, Action::Updated { id: 1220, .. }),
+        "{action:?}"
+    );
+    let gets: Vec<String> = gh
+        .log()
+        .into_iter()
+        .filter(|(m, _)| m == "GET")
+        .map(|(_, p)| p)
+        .collect();
     assert_eq!(
         gets,
-        (1..=3).map(|p| format!("/repos/o/r/issues/{PR}/comments?per_page=100&page={p}")).collect::<Vec<_>>()
+        (1..=3)
+            .map(|p| format!("/repos/o/r/issues/{PR}/comments?per_page=100&page={p}"))
+            .collect::<Vec<_>>()
     );
     assert_eq!(gh.count("POST"), 0);
     assert_eq!(gh.comments().len(), 250);
@@ -275,10 +393,23 @@ async fn finds_the_marker_on_page_three_of_250_comments() {
 async fn enterprise_base_path_is_kept() {
     let (_server, gh) = FakeGithub::start("/api/v3").await;
     gh.seed([body("old")]);
-    let action = upsert(&gh.client(), &repo(), PR, "h100", &body("new"), false, false).await.unwrap();
+    let action = upsert(
+        &gh.client(),
+        &repo(),
+        PR,
+        "h100",
+        &body("new"),
+        false,
+        false,
+    )
+    .await
+    .unwrap();
     assert!(matches!(action, Action::Updated { .. }), "{action:?}");
     let log = gh.log();
-    assert!(log.iter().all(|(_, p)| p.starts_with("/api/v3/repos/o/r/")), "{log:?}");
+    assert!(
+        log.iter().all(|(_, p)| p.starts_with("/api/v3/repos/o/r/")),
+        "{log:?}"
+    );
 }
 
 #[tokio::test]
@@ -287,7 +418,17 @@ async fn server_errors_are_retried_until_success() {
     gh.seed([body("old")]);
     gh.fault("GET", Fault::Status(502));
     gh.fault("GET", Fault::Status(503));
-    let action = upsert(&gh.client(), &repo(), PR, "h100", &body("new"), false, false).await.unwrap();
+    let action = upsert(
+        &gh.client(),
+        &repo(),
+        PR,
+        "h100",
+        &body("new"),
+        false,
+        false,
+    )
+    .await
+    .unwrap();
     assert!(matches!(action, Action::Updated { .. }), "{action:?}");
     assert_eq!((gh.count("GET"), gh.count("PATCH")), (3, 1));
 }
@@ -297,7 +438,17 @@ async fn rate_limits_are_waited_out() {
     let (_server, gh) = FakeGithub::start("").await;
     gh.fault("GET", Fault::RateLimitReset(0));
     gh.fault("POST", Fault::RetryAfter(0));
-    let action = upsert(&gh.client(), &repo(), PR, "h100", &body("run"), false, false).await.unwrap();
+    let action = upsert(
+        &gh.client(),
+        &repo(),
+        PR,
+        "h100",
+        &body("run"),
+        false,
+        false,
+    )
+    .await
+    .unwrap();
     assert!(matches!(action, Action::Created { .. }), "{action:?}");
     assert_eq!((gh.count("GET"), gh.count("POST")), (2, 2));
     assert_eq!(marked(&gh.comments()).len(), 1);
@@ -308,8 +459,21 @@ async fn a_rate_limit_longer_than_the_budget_fails_at_once() {
     let (_server, gh) = FakeGithub::start("").await;
     gh.fault("GET", Fault::RateLimitReset(3600));
     let start = Instant::now();
-    let err = upsert(&gh.client(), &repo(), PR, "h100", &body("run"), false, false).await.unwrap_err();
-    assert!(start.elapsed() < Duration::from_secs(2), "it slept instead of failing");
+    let err = upsert(
+        &gh.client(),
+        &repo(),
+        PR,
+        "h100",
+        &body("run"),
+        false,
+        false,
+    )
+    .await
+    .unwrap_err();
+    assert!(
+        start.elapsed() < Duration::from_secs(2),
+        "it slept instead of failing"
+    );
     assert!(matches!(err, GithubError::RateLimited { .. }), "{err:?}");
     assert_eq!(err.exit(), Exit::Failure);
     assert_eq!(gh.count("GET"), 1);
@@ -319,7 +483,17 @@ async fn a_rate_limit_longer_than_the_budget_fails_at_once() {
 async fn unauthorized_names_the_permission_and_never_the_token() {
     let (_server, gh) = FakeGithub::start("").await;
     gh.fault("GET", Fault::Status(401));
-    let err = upsert(&gh.client(), &repo(), PR, "h100", &body("run"), false, false).await.unwrap_err();
+    let err = upsert(
+        &gh.client(),
+        &repo(),
+        PR,
+        "h100",
+        &body("run"),
+        false,
+        false,
+    )
+    .await
+    .unwrap_err();
     assert_eq!(err.exit(), Exit::Failure);
     let app: goldgate::exit::AppError = err.into();
     assert_eq!(app.exit.code(), 3);
@@ -337,10 +511,15 @@ async fn refusal_messages_are_redacted_and_snapshotted() {
     let client = gh.client();
     let mut out = Vec::new();
     for _ in 0..3 {
-        let err = upsert(&client, &repo(), PR, "h100", &body("run"), false, false).await.unwrap_err();
+        let err = upsert(&client, &repo(), PR, "h100", &body("run"), false, false)
+            .await
+            .unwrap_err();
         assert_eq!(err.exit(), Exit::Failure);
         let text = rendered(&err);
-        assert!(!text.contains(TOKEN) && !format!("{err:?}").contains(TOKEN), "{text}");
+        assert!(
+            !text.contains(TOKEN) && !format!("{err:?}").contains(TOKEN),
+            "{text}"
+        );
         out.push(text);
     }
     insta::assert_snapshot!(out.join("\n\n"));
@@ -350,11 +529,28 @@ async fn refusal_messages_are_redacted_and_snapshotted() {
 async fn lost_create_answer_never_makes_a_second_comment() {
     let (_server, gh) = FakeGithub::start("").await;
     gh.fault("POST", Fault::ApplyThen500);
-    let action = upsert(&gh.client(), &repo(), PR, "h100", &body("run"), false, false).await.unwrap();
+    let action = upsert(
+        &gh.client(),
+        &repo(),
+        PR,
+        "h100",
+        &body("run"),
+        false,
+        false,
+    )
+    .await
+    .unwrap();
     let comments = gh.comments();
     assert_eq!(marked(&comments).len(), 1, "{comments:?}");
-    assert!(matches!(action, Action::Created { id, .. } if id == comments[0].0), "{action:?}");
-    assert_eq!(gh.count("POST"), 1, "listed again and found it instead of posting twice");
+    assert!(
+        matches!(action, Action::Created { id, .. } if id == comments[0].0),
+        "{action:?}"
+    );
+    assert_eq!(
+        gh.count("POST"),
+        1,
+        "listed again and found it instead of posting twice"
+    );
     let methods: Vec<String> = gh.log().into_iter().map(|(m, _)| m).collect();
     assert_eq!(methods, ["GET", "POST", "GET"]);
 }
@@ -363,7 +559,17 @@ async fn lost_create_answer_never_makes_a_second_comment() {
 async fn create_that_failed_unapplied_is_retried_once_after_listing() {
     let (_server, gh) = FakeGithub::start("").await;
     gh.fault("POST", Fault::Status(502));
-    let action = upsert(&gh.client(), &repo(), PR, "h100", &body("run"), false, false).await.unwrap();
+    let action = upsert(
+        &gh.client(),
+        &repo(),
+        PR,
+        "h100",
+        &body("run"),
+        false,
+        false,
+    )
+    .await
+    .unwrap();
     assert!(matches!(action, Action::Created { .. }), "{action:?}");
     let methods: Vec<String> = gh.log().into_iter().map(|(m, _)| m).collect();
     assert_eq!(methods, ["GET", "POST", "GET", "POST"]);
@@ -374,13 +580,43 @@ async fn create_that_failed_unapplied_is_retried_once_after_listing() {
 async fn only_on_change_posts_nothing_new_but_updates_an_existing_comment() {
     let (_server, gh) = FakeGithub::start("").await;
     let client = gh.client();
-    let skipped = upsert(&client, &repo(), PR, "h100", &body("all passed"), true, true).await.unwrap();
+    let skipped = upsert(
+        &client,
+        &repo(),
+        PR,
+        "h100",
+        &body("all passed"),
+        true,
+        true,
+    )
+    .await
+    .unwrap();
     assert_eq!(skipped, Action::Skipped);
     assert_eq!(gh.count("POST"), 0);
 
-    let created = upsert(&client, &repo(), PR, "h100", &body("1 regression"), true, false).await.unwrap();
+    let created = upsert(
+        &client,
+        &repo(),
+        PR,
+        "h100",
+        &body("1 regression"),
+        true,
+        false,
+    )
+    .await
+    .unwrap();
     assert!(matches!(created, Action::Created { .. }), "{created:?}");
-    let updated = upsert(&client, &repo(), PR, "h100", &body("all passed"), true, true).await.unwrap();
+    let updated = upsert(
+        &client,
+        &repo(),
+        PR,
+        "h100",
+        &body("all passed"),
+        true,
+        true,
+    )
+    .await
+    .unwrap();
     assert!(matches!(updated, Action::Updated { .. }), "{updated:?}");
     assert!(gh.comments()[0].1.contains("all passed"));
 }
@@ -390,10 +626,188 @@ async fn unreachable_api_is_a_transport_failure_without_the_token() {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     drop(listener);
-    let policy = RetryPolicy { budget: Duration::from_millis(200), ..fast_policy() };
-    let client = Client::new(&format!("http://127.0.0.1:{port}"), &Token::new(TOKEN).unwrap(), policy).unwrap();
-    let err = upsert(&client, &repo(), PR, "h100", &body("run"), false, false).await.unwrap_err();
-    assert!(matches!(err, GithubError::Transport { attempts, .. } if attempts > 1), "{err:?}");
+    let policy = RetryPolicy {
+        budget: Duration::from_millis(200),
+        ..fast_policy()
+    };
+    let client = Client::new(
+        &format!("http://127.0.0.1:{port}"),
+        &Token::new(TOKEN).unwrap(),
+        policy,
+    )
+    .unwrap();
+    let err = upsert(&client, &repo(), PR, "h100", &body("run"), false, false)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, GithubError::Transport { attempts, .. } if attempts > 1),
+        "{err:?}"
+    );
     assert_eq!(err.exit(), Exit::Failure);
     assert!(!rendered(&err).contains(TOKEN));
+}
+
+mod end_to_end {
+    //! `goldgate comment`'s own path: recorded results → compare → markdown → framed body →
+    //! the fake GitHub. The body snapshot is the example comment in the README.
+
+    use std::collections::BTreeMap;
+    use std::path::Path;
+
+    use goldgate::cmd::comment::{Args, prepare};
+    use goldgate::metrics::{
+        Attempt, Fingerprint, MemoryRecord, Outcome, RunRecord, SCHEMA_VERSION, StepValues,
+        VariantRecord,
+    };
+
+    use super::*;
+
+    fn record(case: &str, loss: &[f64], outcome: Outcome, failure: Option<&str>) -> RunRecord {
+        let values = loss
+            .iter()
+            .enumerate()
+            .map(|(i, v)| (i as u64 + 1, *v))
+            .collect();
+        RunRecord {
+            schema_version: SCHEMA_VERSION,
+            run_id: "20261130-070000-demo".into(),
+            job_id: format!("{case}@default#1"),
+            case: case.into(),
+            variant: VariantRecord {
+                name: "default".into(),
+                slug: "default".into(),
+                choices: BTreeMap::new(),
+            },
+            repeat: 1,
+            platform: "dgx_h100".into(),
+            outcome: outcome.clone(),
+            attempts: vec![Attempt {
+                number: 1,
+                started_at: "2026-11-30T07:00:00Z".into(),
+                wall_seconds: 42.0,
+                outcome,
+                failure_line: failure.map(str::to_string),
+                log: "logs/rank0.log".into(),
+            }],
+            started_at: "2026-11-30T07:00:00Z".into(),
+            wall_seconds: 42.0,
+            argv: vec![vec!["fake-trainer".into()]],
+            env: BTreeMap::new(),
+            env_unset: vec![],
+            fingerprint: Fingerprint {
+                gpu_model: Some("NVIDIA H100 80GB HBM3".into()),
+                gpu_count: Some(8),
+                ..Fingerprint::default()
+            },
+            nondeterministic: false,
+            metrics: BTreeMap::from([("lm loss".to_string(), StepValues(values))]),
+            checkpoints: vec![],
+            memory: MemoryRecord::default(),
+            probe: None,
+        }
+    }
+
+    fn write(path: &Path, text: &str) {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+
+    /// Three jobs: one passes, one regresses, one dies with a hostile failure line.
+    fn recorded_run(dir: &Path) -> Args {
+        let golden = r#"{"lm loss": {"start_step": 1, "end_step": 3, "step_interval": 1, "values": {"1": 10.5, "2": 10.2, "3": 9.9}}}"#;
+        let runs = [
+            record("gpt/tiny_pass", &[10.5, 10.2, 9.9], Outcome::Passed, None),
+            record(
+                "gpt/tiny_regress",
+                &[10.5, 11.2, 11.9],
+                Outcome::Passed,
+                None,
+            ),
+            record(
+                "moe/tiny_oom",
+                &[10.5],
+                Outcome::OutOfMemory,
+                Some("CUDA out of memory @octocat <img src=x> | [click](http://evil)"),
+            ),
+        ];
+        for r in &runs {
+            let json = serde_json::to_string(r).unwrap();
+            write(
+                &dir.join("run").join(r.rel_dir()).join("results.json"),
+                &json,
+            );
+            write(
+                &dir.join("golden")
+                    .join(&r.case)
+                    .join("golden_values_dev_dgx_h100.json"),
+                golden,
+            );
+        }
+        Args {
+            results: dir.join("run"),
+            pr: None,
+            repo: None,
+            key: None,
+            only_on_change: false,
+            dry_run: true,
+            golden_root: dir.join("golden"),
+            root: dir.join("test_cases"),
+            platform: None,
+            config: dir.join("goldgate.yaml"),
+        }
+    }
+
+    fn actions_env(k: &str) -> Option<String> {
+        let v = match k {
+            "GITHUB_SERVER_URL" => "https://github.com",
+            "GITHUB_REPOSITORY" => "o/r",
+            "GITHUB_RUN_ID" => "123456",
+            _ => return None,
+        };
+        Some(v.to_string())
+    }
+
+    #[test]
+    fn comment_body_from_recorded_results() {
+        let dir = tempfile::tempdir().unwrap();
+        let prepared = prepare(&recorded_run(dir.path()), &actions_env).unwrap();
+        assert_eq!(prepared.key, "dgx_h100", "the key defaults to the platform");
+        assert!(!prepared.all_passed);
+        let body = &prepared.body;
+        assert!(body.starts_with("<!-- goldgate:sticky key=dgx_h100 -->\n"));
+        assert!(body.contains("(https://github.com/o/r/actions/runs/123456)"));
+        assert!(
+            !body.contains("<img") && !body.contains("@octocat"),
+            "{body}"
+        );
+        let at = |s: &str| {
+            body.find(s)
+                .unwrap_or_else(|| panic!("{s} missing in {body}"))
+        };
+        assert!(at("tiny\\_regress") < at("<details>"));
+        insta::assert_snapshot!(body);
+    }
+
+    #[tokio::test]
+    async fn comment_body_is_posted_once_and_updated_in_place() {
+        let dir = tempfile::tempdir().unwrap();
+        let prepared = prepare(&recorded_run(dir.path()), &actions_env).unwrap();
+        let (_server, gh) = FakeGithub::start("").await;
+        let client = gh.client();
+        for _ in 0..2 {
+            upsert(
+                &client,
+                &repo(),
+                PR,
+                &prepared.key,
+                &prepared.body,
+                true,
+                prepared.all_passed,
+            )
+            .await
+            .unwrap();
+        }
+        assert_eq!(gh.comments().len(), 1);
+        assert_eq!(gh.comments()[0].1, prepared.body);
+    }
 }

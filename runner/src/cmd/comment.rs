@@ -1,6 +1,12 @@
 //! `goldgate comment`: posts or updates the one sticky pull-request comment with timing and memory diffs.
+//!
+//! Loads the recorded run, compares it with the goldens, renders the markdown report, frames
+//! it (marker, run link, size limit) and creates or updates the comment for the key.
 
+use crate::compare::{CompareOptions, Comparison, RuleSet, Verdict, compare_dir};
 use crate::exit::{AppError, Exit};
+use crate::github::{self, Action, Client, RetryPolicy, context};
+use crate::report;
 
 /// Arguments of `goldgate comment`.
 #[derive(clap::Args, Debug)]
@@ -26,15 +32,100 @@ pub struct Args {
     /// Golden root used for the comparison.
     #[arg(long, default_value = "golden")]
     pub golden_root: std::path::PathBuf,
+    /// Root of the test-case tree (for goldens beside cases and the case metrics).
+    #[arg(long, default_value = "test_cases")]
+    pub root: std::path::PathBuf,
+    /// Platform of the golden files (default: the one recorded in the results).
+    #[arg(long)]
+    pub platform: Option<String>,
     /// Repository configuration (rules).
     #[arg(long, default_value = "goldgate.yaml")]
     pub config: std::path::PathBuf,
 }
 
+/// The finished comment and what the bot needs to know about the run.
+#[derive(Debug)]
+pub struct Prepared {
+    pub key: String,
+    pub body: String,
+    /// Every job passed with no improvement, instability or failure.
+    pub all_passed: bool,
+}
+
 /// Runs the command.
+#[allow(clippy::print_stdout, clippy::print_stderr)]
 pub fn run(args: Args) -> Result<Exit, AppError> {
-    let _ = args;
-    Err(AppError::usage(
-        "`goldgate comment` is being built in this change",
-    ))
+    let env = |k: &str| std::env::var(k).ok();
+    let prepared = prepare(&args, &env)?;
+    if args.dry_run {
+        print!("{}", prepared.body);
+        return Ok(Exit::Pass);
+    }
+    let action = post(&args, &prepared, &env)?;
+    eprintln!("goldgate comment: {}", action.describe());
+    Ok(Exit::Pass)
+}
+
+/// Compares the run and builds the comment (no network).
+pub fn prepare(args: &Args, env: &dyn Fn(&str) -> Option<String>) -> Result<Prepared, AppError> {
+    let opts = CompareOptions {
+        golden_root: args.golden_root.clone(),
+        root: args.root.clone(),
+        platform: args.platform.clone(),
+        allow_env_mismatch: false,
+        rules: RuleSet::megatron(),
+    };
+    let comparison = compare_dir(&args.results, &opts)?;
+    let key = args
+        .key
+        .clone()
+        .unwrap_or_else(|| comparison.platform.clone());
+    github::body::validate_key(&key)?;
+    let body = comment_body(&key, &comparison, context::run_url(env).as_deref());
+    Ok(Prepared {
+        key,
+        body,
+        all_passed: all_passed(&comparison),
+    })
+}
+
+/// The comment for a comparison: the markdown report framed for GitHub.
+pub fn comment_body(key: &str, comparison: &Comparison, run_url: Option<&str>) -> String {
+    github::compose(key, &report::markdown::render(comparison), run_url)
+}
+
+/// Whether the run is worth no new comment: every job plainly passed.
+pub fn all_passed(comparison: &Comparison) -> bool {
+    comparison.jobs.iter().all(|j| j.verdict == Verdict::Pass)
+}
+
+/// Resolves repository, pull request and token, then creates or updates the comment.
+fn post(
+    args: &Args,
+    prepared: &Prepared,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Action, AppError> {
+    let repo = context::repo(args.repo.as_deref(), env)?;
+    let pr = context::pr_number(args.pr, env)?;
+    let token = context::token(env)?;
+    let api = context::api_base(env)?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| AppError::failure(format!("cannot start the async runtime: {e}")))?;
+    let action = runtime.block_on(async {
+        let client = Client::new(&api, &token, RetryPolicy::default())?;
+        let (key, body) = (&prepared.key, &prepared.body);
+        github::upsert(
+            &client,
+            &repo,
+            pr,
+            key,
+            body,
+            args.only_on_change,
+            prepared.all_passed,
+        )
+        .await
+    })?;
+    Ok(action)
 }

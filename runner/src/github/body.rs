@@ -1,7 +1,9 @@
 //! Stage "report" (PR comment bot): the comment's wrapper around the markdown report: the
-//! hidden sticky marker, the run link, GitHub's size limit, and escaping of untrusted text.
+//! hidden sticky marker, the run link and GitHub's size limit.
 //!
-//! The report itself comes from the markdown renderer; this module only frames it. Cutting
+//! The report itself comes from [`crate::report::markdown::render`], which escapes text from
+//! logs, cases and variants with [`crate::report::markdown::escape_md`]; this module only
+//! frames it and adds nothing untrusted (the key and the run URL are validated). Cutting
 //! happens at line boundaries (a markdown table row is one line), keeps `<details>` blocks
 //! and code fences closed, and says what was left out.
 
@@ -36,47 +38,6 @@ pub fn validate_key(key: &str) -> Result<(), GithubError> {
 pub fn is_sticky(body: &str, key: &str) -> bool {
     body.strip_prefix(&marker(key))
         .is_some_and(|rest| rest.is_empty() || rest.starts_with('\n') || rest.starts_with("\r\n"))
-}
-
-/// Escapes untrusted text (case names, variant names, log lines) for one line of a comment:
-/// no markdown emphasis, links, code, tables, math or HTML, no `@mentions` and no `#123`
-/// references. Line breaks and other control characters become spaces. The result is safe
-/// both in markdown and inside an HTML block such as `<summary>`.
-pub fn escape_md(text: &str) -> String {
-    let mut out = String::with_capacity(text.len() + 8);
-    for (i, c) in text.chars().enumerate() {
-        match c {
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '&' => out.push_str("&amp;"),
-            // A zero-width space after `@` and `#` stops mentions, issue links and headings.
-            '@' | '#' => {
-                out.push(c);
-                out.push('\u{200B}');
-            }
-            '\\' | '`' | '*' | '_' | '[' | ']' | '|' | '~' | '$' => {
-                out.push('\\');
-                out.push(c);
-            }
-            // Only at the start could these open a list, quote or setext heading.
-            '-' | '+' | '=' if i == 0 => {
-                out.push('\\');
-                out.push(c);
-            }
-            c if c.is_control() => out.push(' '),
-            c => out.push(c),
-        }
-    }
-    escape_ordered_list_start(out)
-}
-
-/// `1. text` or `1) text` at the start would become a numbered list.
-fn escape_ordered_list_start(s: String) -> String {
-    let digits = s.bytes().take_while(u8::is_ascii_digit).count();
-    match s.as_bytes().get(digits) {
-        Some(b'.' | b')') if digits > 0 => format!("{}\\{}", &s[..digits], &s[digits..]),
-        _ => s,
-    }
 }
 
 /// The complete comment: marker, the report, the run link, cut to [`MAX_COMMENT_BYTES`].
@@ -193,48 +154,7 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    #[test]
-    fn escape_md_table() {
-        let cases = [
-            ("gpt3/mcore-tp2", "gpt3/mcore-tp2"),
-            ("<script>x</script>", "&lt;script&gt;x&lt;/script&gt;"),
-            ("cc @octocat", "cc @\u{200B}octocat"),
-            ("fixes #12", "fixes #\u{200B}12"),
-            ("a|b", "a\\|b"),
-            (
-                "**bold** _it_ `code`",
-                "\\*\\*bold\\*\\* \\_it\\_ \\`code\\`",
-            ),
-            ("[x](http://evil)", "\\[x\\](http://evil)"),
-            ("line1\nline2\r", "line1 line2 "),
-            ("- item", "\\- item"),
-            ("12. item", "12\\. item"),
-            ("$x^2$", "\\$x^2\\$"),
-            ("a &amp; b", "a &amp;amp; b"),
-            ("~~gone~~", "\\~\\~gone\\~\\~"),
-        ];
-        for (input, want) in cases {
-            assert_eq!(escape_md(input), want, "{input:?}");
-        }
-    }
-
     proptest! {
-        #[test]
-        fn escaped_text_is_one_inert_line(s in any::<String>()) {
-            let e = escape_md(&s);
-            prop_assert!(!e.contains('\n') && !e.contains('\r') && !e.contains('<') && !e.contains('>'));
-            let chars: Vec<char> = e.chars().collect();
-            for (i, c) in chars.iter().enumerate() {
-                if *c == '@' || *c == '#' {
-                    prop_assert_eq!(chars.get(i + 1), Some(&'\u{200B}'));
-                }
-                if *c == '|' {
-                    let backslashes = chars[..i].iter().rev().take_while(|&&b| b == '\\').count();
-                    prop_assert!(backslashes % 2 == 1, "unescaped pipe in {:?}", e);
-                }
-            }
-        }
-
         #[test]
         fn composed_body_never_exceeds_the_limit(rows in 0usize..400, width in 1usize..300, limit in 600usize..20_000) {
             let mut report = String::from("## goldgate\n\n<details><summary>rest</summary>\n\n| a | b |\n|---|---|\n");

@@ -10,7 +10,7 @@ pub mod error;
 pub mod retry;
 pub mod sticky;
 
-pub use body::{MAX_COMMENT_BYTES, compose, escape_md, marker};
+pub use body::{MAX_COMMENT_BYTES, compose, marker};
 pub use client::{Client, Comment};
 pub use context::{Repo, Token};
 pub use error::GithubError;
