@@ -155,8 +155,16 @@ pub fn pr_from_event_file(path: &Path) -> Result<u64, GithubError> {
         })
 }
 
-/// The link to this workflow run, when the environment names one.
+/// The link to the workflow run the comment reports on: `GOLDGATE_RUN_URL` when set (a
+/// `workflow_run` comment job points at the tested run, not at itself), else this run from
+/// `GITHUB_SERVER_URL`, `GITHUB_REPOSITORY` and `GITHUB_RUN_ID`.
 pub fn run_url(env: &dyn Fn(&str) -> Option<String>) -> Option<String> {
+    if let Some(url) = env("GOLDGATE_RUN_URL")
+        .map(|u| u.trim().to_string())
+        .filter(|u| !u.is_empty())
+    {
+        return Some(url);
+    }
     let server = env("GITHUB_SERVER_URL").unwrap_or_else(|| "https://github.com".to_string());
     let repo = Repo::parse(env("GITHUB_REPOSITORY")?.trim()).ok()?;
     let run = env("GITHUB_RUN_ID")?;
@@ -270,5 +278,13 @@ mod tests {
             "https://ghe.example.com/o/r/actions/runs/42"
         );
         assert_eq!(run_url(&env_of(&[("GITHUB_REPOSITORY", "o/r")])), None);
+        let tested = env_of(&[
+            ("GOLDGATE_RUN_URL", "https://github.com/o/r/actions/runs/7"),
+            ("GITHUB_RUN_ID", "8"),
+        ]);
+        assert_eq!(
+            run_url(&tested).unwrap(),
+            "https://github.com/o/r/actions/runs/7"
+        );
     }
 }
