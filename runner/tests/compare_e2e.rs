@@ -286,3 +286,47 @@ fn bless_prints_a_per_metric_diff() {
         "dry run wrote"
     );
 }
+
+#[test]
+fn calibrate_writes_rtols_and_keeps_the_config_comments() {
+    let dir = tempfile::tempdir().unwrap();
+    let runs: Vec<RunRecord> = [1.0, 1.04, 0.97, 1.01]
+        .iter()
+        .enumerate()
+        .map(|(i, j)| record(i as u32 + 1, *j))
+        .collect();
+    write_records(&dir.path().join("reps"), &runs);
+    let config = dir.path().join("goldgate.yaml");
+    std::fs::write(
+        &config,
+        "# my comment\nrules:\n  iteration-time:\n    max_cv: 0.1\n",
+    )
+    .unwrap();
+    let out = goldgate(
+        &[
+            "calibrate",
+            "--results",
+            "reps",
+            "--repeats",
+            "3",
+            "--write",
+        ],
+        dir.path(),
+    );
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    assert!(
+        text(&out).contains("checkpoint-blocking-time"),
+        "{}",
+        text(&out)
+    );
+    let edited = std::fs::read_to_string(&config).unwrap();
+    assert!(
+        edited.starts_with("# my comment\nrules:\n  iteration-time:\n"),
+        "{edited}"
+    );
+    assert!(edited.contains("    max_cv: 0.1\n"), "{edited}");
+    assert!(
+        edited.contains("  \"checkpoint-blocking-time\":\n    rtol: "),
+        "{edited}"
+    );
+}

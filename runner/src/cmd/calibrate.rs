@@ -1,6 +1,8 @@
 //! `goldgate calibrate`: measures per-metric spread over repeats and suggests tolerances.
 
+use crate::compare::{CompareError, RuleSet, calibrate, rules_yaml};
 use crate::exit::{AppError, Exit};
+use crate::metrics::record::load_results;
 
 /// Arguments of `goldgate calibrate`.
 #[derive(clap::Args, Debug)]
@@ -11,15 +13,70 @@ pub struct Args {
     /// Repository configuration (current rules; `--write` updates it).
     #[arg(long, default_value = "goldgate.yaml")]
     pub config: std::path::PathBuf,
-    /// Write the suggested rules into the configuration file.
+    /// Write the suggested rules into the configuration file (a text edit of the `rtol:` lines
+    /// under `rules:`; comments and everything else are kept).
     #[arg(long)]
     pub write: bool,
+    /// Repeats per job the gate will run with (`goldgate run --repeat`): the suggested
+    /// tolerances are for this many.
+    #[arg(long, default_value_t = 1)]
+    pub repeats: usize,
 }
 
-/// Runs the command.
+/// Runs the command: prints the per-metric spread and suggestions; `--write` edits the config.
+#[allow(clippy::print_stdout)]
 pub fn run(args: Args) -> Result<Exit, AppError> {
-    let _ = args;
-    Err(AppError::usage(
-        "`goldgate calibrate` is being built in this change",
-    ))
+    let records = load_results(&args.results)?;
+    let rules = RuleSet::megatron();
+    let cal = calibrate::calibrate(records, &rules, args.repeats);
+    print!("{}", calibrate::render(&cal));
+    if args.write {
+        let updates = calibrate::suggestions(&cal);
+        if updates.is_empty() {
+            println!("nothing to write: no metric had two or more passed repeats");
+            return Ok(Exit::Pass);
+        }
+        write_rules(&args, &updates)?;
+        println!(
+            "updated rtol of {} metric(s) in {}",
+            updates.len(),
+            args.config.display()
+        );
+    }
+    Ok(Exit::Pass)
+}
+
+fn write_rules(
+    args: &Args,
+    updates: &std::collections::BTreeMap<String, f64>,
+) -> Result<(), CompareError> {
+    let path = &args.config;
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(source) => {
+            return Err(CompareError::Read {
+                path: path.clone(),
+                source,
+            });
+        }
+    };
+    let note = format!(
+        "{} from {} ({} repeat(s) per gate run)",
+        jiff::Timestamp::now().strftime("%Y-%m-%d"),
+        args.results.display(),
+        args.repeats
+    );
+    let edited =
+        rules_yaml::set_rtols(&text, updates, &note).map_err(|e| CompareError::ConfigEdit {
+            path: path.clone(),
+            line: e.line,
+            message: e.message,
+        })?;
+    crate::metrics::atomic::write_atomic(path, edited.as_bytes()).map_err(|source| {
+        CompareError::Write {
+            path: path.clone(),
+            source,
+        }
+    })
 }

@@ -42,6 +42,13 @@ pub enum CompareError {
     /// A case named on the command line has no results.
     #[error("no results for case {case} under {}", dir.display())]
     UnknownCase { case: String, dir: PathBuf },
+    /// `calibrate --write` cannot edit the configuration safely.
+    #[error("{}:{line}: {message}", path.display())]
+    ConfigEdit {
+        path: PathBuf,
+        line: usize,
+        message: String,
+    },
     /// A file could not be written.
     #[error("cannot write {}", path.display())]
     Write {

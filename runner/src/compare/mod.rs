@@ -1,12 +1,16 @@
 //! Stage "compare": rules, statistics and verdicts; `bless` and `calibrate`.
 
 pub mod bless;
+pub mod calibrate;
 pub mod engine;
 pub mod error;
+#[cfg(test)]
+mod fixtures;
 pub mod golden_io;
 pub mod judge;
 pub mod platform;
 pub mod rules;
+pub mod rules_yaml;
 pub(crate) mod stats;
 pub mod verdict;
 
