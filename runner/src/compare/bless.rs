@@ -138,13 +138,7 @@ fn median_series(g: &Group) -> BTreeMap<String, Series> {
 /// Writes every file atomically (temp file in the same folder + rename).
 pub fn write(files: &[BlessFile]) -> Result<(), CompareError> {
     for f in files {
-        let text = golden_io::render_golden(&f.metrics);
-        crate::metrics::atomic::write_atomic(&f.path, text.as_bytes()).map_err(|source| {
-            CompareError::Write {
-                path: f.path.clone(),
-                source,
-            }
-        })?;
+        crate::golden::write_golden(&f.path, &golden_io::to_golden_file(&f.metrics))?;
     }
     Ok(())
 }
@@ -231,7 +225,7 @@ fn short(v: f64, unit: Unit) -> String {
     const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
     match unit {
         Unit::Bytes => format!("{:.3} GiB", v / GIB),
-        Unit::Seconds => format!("{} s", stats::round5(v)),
-        Unit::Count | Unit::Plain => format!("{}", stats::round5(v)),
+        Unit::Seconds => format!("{} s", crate::golden::round5(v)),
+        Unit::Count | Unit::Plain => format!("{}", crate::golden::round5(v)),
     }
 }

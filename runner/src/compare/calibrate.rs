@@ -290,7 +290,7 @@ fn fmt(v: f64, unit: Unit) -> String {
         Unit::Bytes => format!("{:.3} GiB", v / (1024.0 * 1024.0 * 1024.0)),
         Unit::Seconds if v.abs() < 1.0 => format!("{:.1} ms", v * 1000.0),
         Unit::Seconds => format!("{v:.3} s"),
-        Unit::Count | Unit::Plain => format!("{}", stats::round5(v)),
+        Unit::Count | Unit::Plain => format!("{}", crate::golden::round5(v)),
     }
 }
 

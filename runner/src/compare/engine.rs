@@ -161,14 +161,7 @@ pub(crate) fn compare_job(
 
 /// Reads a golden file for comparison; any problem names the file (exit 2).
 pub(crate) fn read_golden(path: &Path) -> Result<BTreeMap<String, Series>, CompareError> {
-    let text = std::fs::read_to_string(path).map_err(|e| CompareError::Golden {
-        path: path.to_path_buf(),
-        problem: e.to_string(),
-    })?;
-    golden_io::parse_golden(&text).map_err(|p| CompareError::Golden {
-        path: path.to_path_buf(),
-        problem: p.to_string(),
-    })
+    Ok(golden_io::load(path)?)
 }
 
 fn check_platform(

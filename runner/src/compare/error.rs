@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 
 use crate::exit::{Classify, Exit};
+use crate::golden::GoldenError;
 use crate::metrics::record::RecordError;
 
 /// Comparing, blessing or calibrating failed.
@@ -13,12 +14,10 @@ pub enum CompareError {
     #[error(transparent)]
     #[diagnostic(transparent)]
     Records(#[from] RecordError),
-    /// A golden file exists but cannot be used.
-    #[error("golden file {}: {problem}", path.display())]
-    #[diagnostic(help(
-        "regenerate it with `goldgate bless --from <results>`, or restore it from git"
-    ))]
-    Golden { path: PathBuf, problem: String },
+    /// A golden file exists but cannot be used (the message names the file).
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Golden(#[from] GoldenError),
     /// The job ran on hardware the golden platform does not describe.
     #[error("{job}: {problem} ({})", golden.display())]
     #[diagnostic(help(
@@ -69,6 +68,7 @@ impl Classify for CompareError {
     fn exit(&self) -> Exit {
         match self {
             CompareError::Records(e) => e.exit(),
+            CompareError::Golden(e) => e.exit(),
             CompareError::Write { .. } => Exit::Failure,
             _ => Exit::Usage,
         }

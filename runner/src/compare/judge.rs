@@ -100,7 +100,7 @@ fn judge_steps(
     for (&step, &g) in golden {
         let a = step_median(repeats, step);
         if exact
-            && stats::round5(a).to_bits() != stats::round5(g).to_bits()
+            && crate::golden::round5(a).to_bits() != crate::golden::round5(g).to_bits()
             && (a.is_finite() || g.is_finite())
         {
             differ.push(step);

@@ -123,15 +123,6 @@ pub(crate) fn bootstrap_median_ci(values: &[f64], level: f64, seed: u64) -> Opti
     Some((medians[lo], medians[hi.min(last)]))
 }
 
-/// Rounds to Megatron's golden precision (5 decimals) for exact comparisons.
-pub(crate) fn round5(v: f64) -> f64 {
-    if v.is_finite() {
-        (v * 1e5).round() / 1e5
-    } else {
-        v
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
