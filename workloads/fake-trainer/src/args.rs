@@ -36,6 +36,8 @@ pub(crate) struct Config {
     pub(crate) schedule: Schedule,
     pub(crate) log_memory_interval: Option<u64>,
     pub(crate) save: Option<PathBuf>,
+    pub(crate) load: Option<PathBuf>,
+    pub(crate) exit_interval: Option<u64>,
     pub(crate) save_interval: Option<u64>,
     pub(crate) save_mode: SaveMode,
     /// `--async-save` was given but Megatron ignores it without `--use-persistent-ckpt-worker`.
@@ -122,6 +124,9 @@ Megatron flags:
   --log-memory-interval N    memory report every N iterations (default: once, at the first log)
   --save DIR                 checkpoint directory (no saves without it)
   --save-interval N          save every N iterations (a final save happens at the end)
+  --load DIR                 resume after the iteration in DIR/latest_checkpointed_iteration.txt
+                             (reads that checkpoint back; no tracker file: start from scratch)
+  --exit-interval N          stop (after a save, when --save is set) at the first multiple of N
   --async-save               save from a background worker (needs --use-persistent-ckpt-worker,
                              as in Megatron; otherwise saves stay synchronous)
   --use-persistent-ckpt-worker
@@ -195,6 +200,8 @@ const VALUED: &[&str] = &[
     "--lr-decay-style",
     "--log-memory-interval",
     "--save",
+    "--load",
+    "--exit-interval",
     "--save-interval",
     "--async-strategy",
     "--ckpt-format",
@@ -402,6 +409,11 @@ fn validate(raw: Raw) -> Result<Config, UsageError> {
             Some(_) => Some(positive(&raw, "--log-memory-interval", 1)?),
         },
         save: raw.get("--save").map(PathBuf::from),
+        load: raw.get("--load").map(PathBuf::from),
+        exit_interval: match raw.get("--exit-interval") {
+            None => None,
+            Some(_) => Some(positive(&raw, "--exit-interval", 1)?),
+        },
         save_interval,
         save_mode,
         async_ignored: async_wanted && !persistent,

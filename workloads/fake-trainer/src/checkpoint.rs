@@ -21,7 +21,7 @@ use crate::memory::{Accounting, AllocError, Buffer};
 pub(crate) const TRACKER: &str = "latest_checkpointed_iteration.txt";
 
 #[derive(Debug)]
-pub(crate) enum SaveError {
+pub(crate) enum CkptError {
     Io {
         op: &'static str,
         path: PathBuf,
@@ -29,29 +29,38 @@ pub(crate) enum SaveError {
     },
     Alloc(AllocError),
     WorkerGone,
+    BadTracker {
+        path: PathBuf,
+        content: String,
+    },
 }
 
-impl fmt::Display for SaveError {
+impl fmt::Display for CkptError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            SaveError::Io { op, path, source } => {
+            CkptError::Io { op, path, source } => {
                 write!(f, "cannot {op} {}: {source}", path.display())
             }
-            SaveError::Alloc(e) => write!(
+            CkptError::Alloc(e) => write!(
                 f,
                 "cannot allocate a {} byte checkpoint staging buffer",
                 e.bytes
             ),
-            SaveError::WorkerGone => {
+            CkptError::BadTracker { path, content } => write!(
+                f,
+                "invalid tracker file {}: '{content}' is not an iteration number",
+                path.display()
+            ),
+            CkptError::WorkerGone => {
                 f.write_str("the async checkpoint worker stopped unexpectedly")
             }
         }
     }
 }
 
-fn io_err(op: &'static str, path: &Path) -> impl FnOnce(io::Error) -> SaveError {
+fn io_err(op: &'static str, path: &Path) -> impl FnOnce(io::Error) -> CkptError {
     let path = path.to_path_buf();
-    move |source| SaveError::Io { op, path, source }
+    move |source| CkptError::Io { op, path, source }
 }
 
 /// A staged checkpoint. Under async saves the persistent worker keeps its staging buffer (host
@@ -63,7 +72,7 @@ enum Staging {
 }
 
 /// A finished async save: its result, and the staging buffer handed back for the next save.
-type Done = (Result<(), SaveError>, Staging);
+type Done = (Result<(), CkptError>, Staging);
 
 struct Job {
     iteration: u64,
@@ -129,7 +138,7 @@ impl Saver {
 
     /// Megatron's `save_checkpoint_and_time`: returns the blocking time, which the caller excludes
     /// from the iteration-time interval as Megatron does.
-    pub(crate) fn save(&mut self, iteration: u64, model: &[u8]) -> Result<Duration, SaveError> {
+    pub(crate) fn save(&mut self, iteration: u64, model: &[u8]) -> Result<Duration, CkptError> {
         let mem = |acct: &Accounting, when: &str| {
             let name = format!("({when} save_checkpoint for iteration {iteration})");
             emit::out(&format::memory_line(&name, &acct.snapshot()));
@@ -151,7 +160,7 @@ impl Saver {
     }
 
     /// The part of `save_checkpoint` the training loop waits for.
-    fn save_blocking(&mut self, iteration: u64, model: &[u8]) -> Result<(), SaveError> {
+    fn save_blocking(&mut self, iteration: u64, model: &[u8]) -> Result<(), CkptError> {
         self.wait_previous(true)?;
         let dir = self.target.dir.display().to_string();
         let fmt = &self.target.format;
@@ -168,7 +177,7 @@ impl Saver {
             SaveMode::Sync => {
                 // torch_dist's synchronous save copies into fresh CPU tensors and frees them.
                 let mut staging =
-                    Buffer::fresh(&self.acct, self.ckpt_bytes).map_err(SaveError::Alloc)?;
+                    Buffer::fresh(&self.acct, self.ckpt_bytes).map_err(CkptError::Alloc)?;
                 copy_cyclic_from(model, 0, staging.bytes_mut());
                 write_checkpoint(&self.target, iteration, &mut staging.bytes())?;
                 drop(staging);
@@ -189,18 +198,18 @@ impl Saver {
 
     /// Waits for the previous async save (with Megatron's warning when a new save must wait) and
     /// takes its staging buffer back.
-    fn wait_previous(&mut self, warn: bool) -> Result<(), SaveError> {
+    fn wait_previous(&mut self, warn: bool) -> Result<(), CkptError> {
         let Some(rx) = self.pending.take() else {
             return Ok(());
         };
         let done = match rx.try_recv() {
             Ok(done) => done,
-            Err(TryRecvError::Disconnected) => return Err(SaveError::WorkerGone),
+            Err(TryRecvError::Disconnected) => return Err(CkptError::WorkerGone),
             Err(TryRecvError::Empty) => {
                 if warn {
                     emit::out(format::PREVIOUS_SAVE_WARNING);
                 }
-                rx.recv().map_err(|_| SaveError::WorkerGone)?
+                rx.recv().map_err(|_| CkptError::WorkerGone)?
             }
         };
         self.cache = Some(done.1);
@@ -208,13 +217,13 @@ impl Saver {
     }
 
     /// Surfaces a finished async save's error without blocking (Megatron's `maybe_finalize_async_save`).
-    pub(crate) fn poll(&mut self) -> Result<(), SaveError> {
+    pub(crate) fn poll(&mut self) -> Result<(), CkptError> {
         let Some(rx) = &self.pending else {
             return Ok(());
         };
         match rx.try_recv() {
             Err(TryRecvError::Empty) => Ok(()),
-            Err(TryRecvError::Disconnected) => Err(SaveError::WorkerGone),
+            Err(TryRecvError::Disconnected) => Err(CkptError::WorkerGone),
             Ok((result, staging)) => {
                 self.pending = None;
                 self.cache = Some(staging);
@@ -224,17 +233,17 @@ impl Saver {
     }
 
     /// Waits for the last async save and stops the worker.
-    pub(crate) fn finish(mut self) -> Result<(), SaveError> {
+    pub(crate) fn finish(mut self) -> Result<(), CkptError> {
         let result = self.wait_previous(false);
         if let Some((jobs, handle)) = self.worker.take() {
             drop(jobs);
-            handle.join().map_err(|_| SaveError::WorkerGone)?;
+            handle.join().map_err(|_| CkptError::WorkerGone)?;
         }
         result
     }
 
     /// Copies the model into the cached staging buffer, creating it on the first save.
-    fn stage(&mut self, shm: bool, model: &[u8]) -> Result<Staging, SaveError> {
+    fn stage(&mut self, shm: bool, model: &[u8]) -> Result<Staging, CkptError> {
         match (self.cache.take(), shm) {
             (Some(Staging::Memory(mut buf)), false) => {
                 copy_cyclic_from(model, 0, buf.bytes_mut());
@@ -242,7 +251,7 @@ impl Saver {
             }
             (_, false) => {
                 let mut buf =
-                    Buffer::fresh(&self.acct, self.ckpt_bytes).map_err(SaveError::Alloc)?;
+                    Buffer::fresh(&self.acct, self.ckpt_bytes).map_err(CkptError::Alloc)?;
                 copy_cyclic_from(model, 0, buf.bytes_mut());
                 Ok(Staging::Memory(buf))
             }
@@ -261,7 +270,7 @@ impl Saver {
     }
 
     /// Writes the checkpoint bytes into the `/dev/shm` file in 1 MiB chunks, from offset 0.
-    fn fill_shm(&self, file: File, model: &[u8]) -> Result<Staging, SaveError> {
+    fn fill_shm(&self, file: File, model: &[u8]) -> Result<Staging, CkptError> {
         let mut chunk = vec![0u8; (1 << 20).min(self.ckpt_bytes.max(1))];
         let mut offset = 0;
         while offset < self.ckpt_bytes {
@@ -274,7 +283,7 @@ impl Saver {
         Ok(Staging::Shm(file))
     }
 
-    fn schedule(&mut self, iteration: u64, staging: Staging) -> Result<(), SaveError> {
+    fn schedule(&mut self, iteration: u64, staging: Staging) -> Result<(), CkptError> {
         if self.worker.is_none() {
             let (tx, rx) = mpsc::channel::<Job>();
             let target = self.target.clone();
@@ -289,13 +298,13 @@ impl Saver {
             .worker
             .as_ref()
             .map(|(jobs, _)| jobs)
-            .ok_or(SaveError::WorkerGone)?;
+            .ok_or(CkptError::WorkerGone)?;
         jobs.send(Job {
             iteration,
             staging,
             done,
         })
-        .map_err(|_| SaveError::WorkerGone)?;
+        .map_err(|_| CkptError::WorkerGone)?;
         self.pending = Some(rx);
         Ok(())
     }
@@ -328,7 +337,7 @@ fn worker(target: &Target, jobs: &Receiver<Job>) {
     }
 }
 
-fn write_from_shm(target: &Target, iteration: u64, mut file: &File) -> Result<(), SaveError> {
+fn write_from_shm(target: &Target, iteration: u64, mut file: &File) -> Result<(), CkptError> {
     file.seek(SeekFrom::Start(0))
         .map_err(io_err("read", &target.shm_path))?;
     write_checkpoint(target, iteration, &mut file.take(target.bytes))
@@ -350,6 +359,70 @@ fn copy_cyclic_from(src: &[u8], offset: usize, dst: &mut [u8]) {
     }
 }
 
+/// `--load DIR`: reads the tracker file and the shard it names back into the model buffer, as
+/// Megatron's `load_checkpoint` does, and returns the iteration to resume after (0: no checkpoint).
+pub(crate) fn load(
+    dir: &Path,
+    format: &str,
+    new_format: bool,
+    model: &mut [u8],
+) -> Result<u64, CkptError> {
+    let tracker = dir.join(TRACKER);
+    let text = match fs::read_to_string(&tracker) {
+        Ok(text) => text,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            emit::out(&format!(
+                "WARNING: could not find the metadata file {}",
+                tracker.display()
+            ));
+            emit::out("    will not load any checkpoints and will start from random");
+            return Ok(0);
+        }
+        Err(source) => {
+            return Err(CkptError::Io {
+                op: "read",
+                path: tracker,
+                source,
+            });
+        }
+    };
+    let Ok(iteration) = text.trim().parse::<u64>() else {
+        let content = text.trim().chars().take(40).collect();
+        return Err(CkptError::BadTracker {
+            path: tracker,
+            content,
+        });
+    };
+    let shown = dir.display().to_string();
+    emit::out(&format::loading_line(
+        new_format.then(Stamp::now).as_ref(),
+        iteration,
+        &shown,
+    ));
+    let shard = dir
+        .join(format!("iter_{iteration:07}"))
+        .join(shard_name(format));
+    let mut file = File::open(&shard).map_err(io_err("open", &shard))?;
+    // The shard holds the model repeated or cut to --ckpt-mb: restore what fits, read the rest.
+    let mut filled = 0;
+    while filled < model.len() {
+        match file
+            .read(&mut model[filled..])
+            .map_err(io_err("read", &shard))?
+        {
+            0 => break,
+            n => filled += n,
+        }
+    }
+    io::copy(&mut file, &mut io::sink()).map_err(io_err("read", &shard))?;
+    emit::out(&format::loaded_line(
+        new_format.then(Stamp::now).as_ref(),
+        iteration,
+        &shown,
+    ));
+    Ok(iteration)
+}
+
 /// The shard file of a checkpoint, by format, relative to the iteration folder.
 pub(crate) fn shard_name(format: &str) -> &'static str {
     if format == "torch" {
@@ -361,7 +434,7 @@ pub(crate) fn shard_name(format: &str) -> &'static str {
 
 /// Writes `DIR/iter_NNNNNNN/<shard>` (+ `metadata.json`), fsyncs files and folders, then updates
 /// the tracker file atomically, so a crash never leaves the tracker naming a partial checkpoint.
-fn write_checkpoint(target: &Target, iteration: u64, data: &mut dyn Read) -> Result<(), SaveError> {
+fn write_checkpoint(target: &Target, iteration: u64, data: &mut dyn Read) -> Result<(), CkptError> {
     let iter_dir = target.dir.join(format!("iter_{iteration:07}"));
     let shard = iter_dir.join(shard_name(&target.format));
     let shard_dir = shard.parent().unwrap_or(&iter_dir).to_path_buf();
@@ -387,13 +460,13 @@ fn write_checkpoint(target: &Target, iteration: u64, data: &mut dyn Read) -> Res
     sync_dir(&target.dir)
 }
 
-fn write_synced(path: &Path, bytes: &[u8]) -> Result<(), SaveError> {
+fn write_synced(path: &Path, bytes: &[u8]) -> Result<(), CkptError> {
     let mut f = File::create(path).map_err(io_err("create", path))?;
     f.write_all(bytes).map_err(io_err("write", path))?;
     f.sync_all().map_err(io_err("fsync", path))
 }
 
-fn sync_dir(dir: &Path) -> Result<(), SaveError> {
+fn sync_dir(dir: &Path) -> Result<(), CkptError> {
     File::open(dir)
         .and_then(|d| d.sync_all())
         .map_err(io_err("fsync", dir))
@@ -442,6 +515,46 @@ mod tests {
         assert_eq!(
             fs::read(dir.join("iter_0000030/mp_rank_00/model_optim_rng.pt")).unwrap(),
             [1u8; 10]
+        );
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn load_reads_the_tracker_and_restores_the_model() {
+        let dir =
+            std::env::temp_dir().join(format!("fake-trainer-load-test-{}", std::process::id()));
+        let target = Target {
+            dir: dir.clone(),
+            format: "torch_dist".into(),
+            new_format: false,
+            slow_write: Duration::ZERO,
+            bytes: 0,
+            shm_path: PathBuf::new(),
+        };
+        let mut model = [0u8; 4];
+        assert_eq!(
+            load(&dir, "torch_dist", false, &mut model).unwrap(),
+            0,
+            "no tracker: start fresh"
+        );
+        write_checkpoint(&target, 20, &mut &[5u8, 6, 7][..]).unwrap();
+        assert_eq!(load(&dir, "torch_dist", false, &mut model).unwrap(), 20);
+        assert_eq!(model, [5, 6, 7, 0]);
+        fs::write(dir.join(TRACKER), "twenty\n").unwrap();
+        let err = load(&dir, "torch_dist", false, &mut model)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.ends_with("latest_checkpointed_iteration.txt: 'twenty' is not an iteration number"),
+            "{err}"
+        );
+        fs::write(dir.join(TRACKER), "30").unwrap();
+        let err = load(&dir, "torch_dist", false, &mut model)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("cannot open ") && err.contains("iter_0000030/__0_0.distcp"),
+            "{err}"
         );
         fs::remove_dir_all(&dir).unwrap();
     }

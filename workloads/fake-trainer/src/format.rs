@@ -210,6 +210,21 @@ pub(crate) fn scheduled_line(stamp: Option<&Stamp>, iteration: u64, dir: &str) -
     stamped("  ", stamp, &msg)
 }
 
+pub(crate) fn loading_line(stamp: Option<&Stamp>, iteration: u64, dir: &str) -> String {
+    stamped(
+        " ",
+        stamp,
+        &format!("loading checkpoint from {dir} at iteration {iteration}"),
+    )
+}
+
+pub(crate) fn loaded_line(stamp: Option<&Stamp>, iteration: u64, dir: &str) -> String {
+    let msg = format!(
+        "successfully loaded checkpoint from {dir} [ t 1/1, p 1/1 ] at iteration {iteration}"
+    );
+    stamped("  ", stamp, &msg)
+}
+
 pub(crate) const PREVIOUS_SAVE_WARNING: &str =
     "WARNING: Starting a checkpoint save before previous has finished.";
 
@@ -338,5 +353,13 @@ mod tests {
             "[after training is done] datetime: 2026-11-29 20:16:15 "
         );
         assert_eq!(exiting_line(60), "exiting program at iteration 60");
+        assert_eq!(
+            loading_line(None, 50, "/c"),
+            " loading checkpoint from /c at iteration 50"
+        );
+        assert_eq!(
+            loaded_line(None, 50, "/c"),
+            "  successfully loaded checkpoint from /c [ t 1/1, p 1/1 ] at iteration 50"
+        );
     }
 }

@@ -2,11 +2,12 @@
 //! really measured iteration times, checkpoint saves on schedule, planted failures.
 
 use std::fmt;
+use std::process::Child;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::args::{Config, SaveMode};
-use crate::checkpoint::{SaveError, Saver};
+use crate::checkpoint::{self, CkptError, Saver};
 use crate::curve::Curve;
 use crate::emit;
 use crate::format::{self, IterationStats, Stamp};
@@ -19,7 +20,8 @@ pub(crate) enum TrainError {
         what: &'static str,
         source: AllocError,
     },
-    Save(SaveError),
+    Save(CkptError),
+    Load(CkptError),
     Child(std::io::Error),
     /// A planted failure already printed its traceback; exit with this code.
     Planted(i32),
@@ -36,14 +38,15 @@ impl fmt::Display for TrainError {
                 )
             }
             TrainError::Save(e) => write!(f, "checkpoint save failed: {e}"),
+            TrainError::Load(e) => write!(f, "checkpoint load failed: {e}"),
             TrainError::Child(e) => write!(f, "cannot start the --fork-child process: {e}"),
             TrainError::Planted(code) => write!(f, "planted failure (exit {code})"),
         }
     }
 }
 
-impl From<SaveError> for TrainError {
-    fn from(e: SaveError) -> Self {
+impl From<CkptError> for TrainError {
+    fn from(e: CkptError) -> Self {
         TrainError::Save(e)
     }
 }
@@ -108,20 +111,24 @@ fn startup(cfg: &Config) {
     }
 }
 
+/// `--fork-child`: the child's handle must live for the run (dropping a `Child` neither waits
+/// for nor kills it, which is the point).
+fn fork_child(cfg: &Config) -> Result<Option<Child>, TrainError> {
+    if !cfg.fork_child {
+        return Ok(None);
+    }
+    let child = process::spawn_child().map_err(TrainError::Child)?;
+    emit::err(&format!(
+        "fake-trainer: forked child pid {} (ignores SIGTERM, sleeps forever)",
+        child.id()
+    ));
+    Ok(Some(child))
+}
+
 /// Runs the whole job; `Ok` means training finished and every checkpoint is durable.
 pub(crate) fn run(cfg: &Config) -> Result<(), TrainError> {
     startup(cfg);
-    // Keep the handle alive for the run: dropping a `Child` neither waits for nor kills it.
-    let _child = if cfg.fork_child {
-        let child = process::spawn_child().map_err(TrainError::Child)?;
-        emit::err(&format!(
-            "fake-trainer: forked child pid {} (ignores SIGTERM, sleeps forever)",
-            child.id()
-        ));
-        Some(child)
-    } else {
-        None
-    };
+    let _child = fork_child(cfg)?;
     let acct = Arc::new(Accounting::default());
     let mut model = Buffer::fresh(&acct, (cfg.model_mb as usize) << 20).map_err(|source| {
         TrainError::Alloc {
@@ -129,12 +136,17 @@ pub(crate) fn run(cfg: &Config) -> Result<(), TrainError> {
             source,
         }
     })?;
+    let start = match &cfg.load {
+        Some(dir) => checkpoint::load(dir, &cfg.ckpt_format, !cfg.old_format, model.bytes_mut())
+            .map_err(TrainError::Load)?,
+        None => 0,
+    };
     let mut pool = Pool::new(&acct);
     let mut saver = cfg.save.as_deref().map(|dir| Saver::new(cfg, dir, &acct));
     let curve = Curve::new(cfg.seed, cfg.train_iters);
     let mut interval = Interval::new();
-    let mut last_saved = 0;
-    for iteration in 1..=cfg.train_iters {
+    let (mut last_saved, mut end) = (start, start.max(cfg.train_iters));
+    for iteration in start + 1..=cfg.train_iters {
         if let Some(&(_, kind)) = cfg.planted.iter().find(|(at, _)| *at == iteration) {
             return Err(TrainError::Planted(process::planted(kind, iteration)));
         }
@@ -148,28 +160,25 @@ pub(crate) fn run(cfg: &Config) -> Result<(), TrainError> {
             log_interval(cfg, &curve, &acct, &interval, iteration);
             interval = Interval::new();
         }
-        let due = cfg
-            .save_interval
-            .is_some_and(|n| iteration.is_multiple_of(n));
-        if let (Some(s), true) = (saver.as_mut(), due) {
+        let due = |every: Option<u64>| every.is_some_and(|n| iteration.is_multiple_of(n));
+        if let (Some(s), true) = (saver.as_mut(), due(cfg.save_interval)) {
             interval.excluded += s.save(iteration, model.bytes())?;
             last_saved = iteration;
         }
+        if due(cfg.exit_interval) {
+            end = iteration;
+            break;
+        }
     }
-    finish(cfg, saver, model.bytes(), last_saved)
+    finish(saver, model.bytes(), last_saved, end)
 }
 
 /// Megatron saves once more at the end unless the last iteration was just saved, then waits for
 /// async saves before it reports the end of training.
-fn finish(
-    cfg: &Config,
-    saver: Option<Saver>,
-    model: &[u8],
-    last_saved: u64,
-) -> Result<(), TrainError> {
+fn finish(saver: Option<Saver>, model: &[u8], last_saved: u64, end: u64) -> Result<(), TrainError> {
     if let Some(mut s) = saver {
-        if last_saved != cfg.train_iters {
-            s.save(cfg.train_iters, model)?;
+        if last_saved != end {
+            s.save(end, model)?;
         }
         s.finish()?;
     }
@@ -180,7 +189,7 @@ fn finish(
         ));
     }
     emit::out(&format::done_line(&Stamp::now()));
-    emit::out(&format::exiting_line(cfg.train_iters));
+    emit::out(&format::exiting_line(end));
     Ok(())
 }
 

@@ -55,6 +55,7 @@ enum Line {
     Saved(u64),
     Scheduled(u64),
     Warning,
+    Load,
     Done,
     Exiting(u64),
     Info,
@@ -69,6 +70,7 @@ struct Formats {
     saving: Regex,
     saved: Regex,
     scheduled: Regex,
+    load: Regex,
 }
 
 impl Formats {
@@ -94,6 +96,9 @@ impl Formats {
             saving: re(format!(r"^{ts}saving checkpoint at iteration +(\d+) to \S+ in torch_dist format$")),
             saved: re(format!(
                 r"^  {ts}successfully saved checkpoint from iteration +(\d+) to \S+ \[ {shards} \]$"
+            )),
+            load: re(format!(
+                r"^( {ts}loading checkpoint from \S+ at iteration \d+|  {ts}successfully loaded checkpoint from \S+ \[ t 1/1, p 1/1 \] at iteration \d+|WARNING: could not find the metadata file \S+|    will not load any checkpoints and will start from random)$"
             )),
             scheduled: re(format!(r"^  {ts}scheduled an async checkpoint save at iteration +(\d+) to \S+$")),
         }
@@ -127,6 +132,7 @@ impl Formats {
         };
         match () {
             () if self.timer_header.is_match(line) => Line::TimerHeader,
+            () if self.load.is_match(line) => Line::Load,
             () if self.saving.is_match(line) => Line::Saving(num(&self.saving, 1).unwrap()),
             () if self.saved.is_match(line) => Line::Saved(num(&self.saved, 1).unwrap()),
             () if self.scheduled.is_match(line) => {
@@ -745,4 +751,95 @@ fn crash_demo_case_fails_at_iteration_5() {
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(iterations(&Formats::new(true).parse(&out)), [1, 2, 3, 4]);
     assert!(stderr(&out).contains("RuntimeError: fake-trainer planted crash at iteration 5"));
+}
+
+fn losses_by_iteration(lines: &[Line]) -> Vec<(u64, String)> {
+    let it = lines.iter();
+    it.filter_map(|l| {
+        if let Line::Iteration { n, loss, .. } = l {
+            Some((*n, loss.clone()))
+        } else {
+            None
+        }
+    })
+    .collect()
+}
+
+#[test]
+fn load_resumes_after_the_tracked_iteration_with_the_same_losses() {
+    // Megatron's ckpt-resume flow: train and save, point the tracker at the middle save, run again.
+    let dir = tempfile::tempdir().unwrap();
+    let save = dir.path().to_str().unwrap();
+    let args = [
+        "--train-iters",
+        "6",
+        "--save",
+        save,
+        "--load",
+        save,
+        "--save-interval",
+        "3",
+        "--ckpt-mb",
+        "1",
+    ];
+    let first = run(&args);
+    assert!(out_ok(&first));
+    let first = Formats::new(true).parse(&first);
+    assert!(
+        stdout(&run(&["--train-iters", "1", "--load", "/nonexistent"]))
+            .iter()
+            .any(|l| l.starts_with("WARNING: could not find the metadata file"))
+    );
+    std::fs::write(dir.path().join("latest_checkpointed_iteration.txt"), "3").unwrap();
+    let second = run(&args);
+    assert!(out_ok(&second));
+    let text = stdout(&second);
+    assert!(text.iter().any(|l| l.contains(&format!(
+        "successfully loaded checkpoint from {save} [ t 1/1, p 1/1 ] at iteration 3"
+    ))));
+    assert!(
+        text.iter()
+            .any(|l| l.contains("iteration        4/       6 | consumed samples:          128 |"))
+    );
+    let second = losses_by_iteration(&Formats::new(true).parse(&second));
+    assert_eq!(second, losses_by_iteration(&first)[3..]);
+    std::fs::write(
+        dir.path().join("latest_checkpointed_iteration.txt"),
+        "garbage",
+    )
+    .unwrap();
+    let bad = run(&args);
+    assert_eq!(bad.status.code(), Some(1));
+    assert!(
+        stderr(&bad).contains("checkpoint load failed: invalid tracker file"),
+        "{}",
+        stderr(&bad)
+    );
+}
+
+fn out_ok(out: &Output) -> bool {
+    out.status.success() || panic!("{}", stderr(out))
+}
+
+#[test]
+fn exit_interval_stops_after_a_save() {
+    let dir = tempfile::tempdir().unwrap();
+    let save = dir.path().to_str().unwrap();
+    let out = run(&[
+        "--train-iters",
+        "10",
+        "--exit-interval",
+        "4",
+        "--save",
+        save,
+        "--save-interval",
+        "3",
+        "--ckpt-mb",
+        "1",
+    ]);
+    assert!(out_ok(&out));
+    let lines = Formats::new(true).parse(&out);
+    assert_eq!(iterations(&lines), [1, 2, 3, 4]);
+    assert!(lines.contains(&Line::Saved(3)) && lines.contains(&Line::Saved(4)));
+    assert_eq!(lines.last(), Some(&Line::Exiting(4)));
 }
