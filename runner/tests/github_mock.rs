@@ -788,6 +788,23 @@ mod end_to_end {
         insta::assert_snapshot!(body);
     }
 
+    #[test]
+    fn readme_example_is_the_real_body() {
+        let dir = tempfile::tempdir().unwrap();
+        let prepared = prepare(&recorded_run(dir.path()), &actions_env).unwrap();
+        let readme = include_str!("../../README.md");
+        let start = "<!-- example-comment:start -->\n```markdown\n";
+        let from = readme.find(start).expect("README has the example comment") + start.len();
+        let len = readme[from..]
+            .find("```\n<!-- example-comment:end -->")
+            .unwrap();
+        assert_eq!(
+            &readme[from..from + len],
+            prepared.body,
+            "README example is stale"
+        );
+    }
+
     #[tokio::test]
     async fn comment_body_is_posted_once_and_updated_in_place() {
         let dir = tempfile::tempdir().unwrap();
@@ -809,5 +826,104 @@ mod end_to_end {
         }
         assert_eq!(gh.comments().len(), 1);
         assert_eq!(gh.comments()[0].1, prepared.body);
+    }
+
+    /// `goldgate comment` as a process, with only the environment given here.
+    async fn goldgate_comment(
+        args: &Args,
+        extra: &[&str],
+        env: &[(&str, &str)],
+    ) -> std::process::Output {
+        let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_goldgate"));
+        cmd.arg("comment")
+            .arg("--results")
+            .arg(&args.results)
+            .arg("--golden-root")
+            .arg(&args.golden_root)
+            .arg("--root")
+            .arg(&args.root)
+            .args(extra)
+            .env_clear()
+            .envs(env.iter().copied());
+        cmd.output().await.unwrap()
+    }
+
+    #[tokio::test]
+    async fn cli_dry_run_prints_the_body_without_a_token() {
+        let dir = tempfile::tempdir().unwrap();
+        let args = recorded_run(dir.path());
+        let env = [
+            ("GITHUB_SERVER_URL", "https://github.com"),
+            ("GITHUB_REPOSITORY", "o/r"),
+            ("GITHUB_RUN_ID", "123456"),
+        ];
+        let out = goldgate_comment(&args, &["--dry-run"], &env).await;
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let body = prepare(&args, &actions_env).unwrap().body;
+        assert_eq!(String::from_utf8(out.stdout).unwrap(), body);
+    }
+
+    #[tokio::test]
+    async fn cli_posts_then_updates_through_the_api() {
+        let dir = tempfile::tempdir().unwrap();
+        let args = recorded_run(dir.path());
+        let (_server, gh) = FakeGithub::start("/api/v3").await;
+        let env = [
+            ("GITHUB_TOKEN", TOKEN),
+            ("GITHUB_API_URL", gh.base.as_str()),
+            ("GITHUB_REPOSITORY", "o/r"),
+        ];
+        let pr = PR.to_string();
+        for want in ["created comment 1000", "left unchanged comment 1000"] {
+            let out = goldgate_comment(&args, &["--pr", &pr], &env).await;
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(0), "{stderr}");
+            assert!(stderr.contains(want), "{stderr}");
+            assert!(
+                !stderr.contains(TOKEN) && !String::from_utf8_lossy(&out.stdout).contains(TOKEN)
+            );
+        }
+        assert_eq!(gh.comments().len(), 1);
+    }
+
+    #[tokio::test]
+    async fn cli_refusal_exits_3_naming_the_permission_and_not_the_token() {
+        let dir = tempfile::tempdir().unwrap();
+        let args = recorded_run(dir.path());
+        let (_server, gh) = FakeGithub::start("").await;
+        gh.fault("GET", Fault::ForbiddenEcho);
+        let env = [
+            ("GITHUB_TOKEN", TOKEN),
+            ("GITHUB_API_URL", gh.base.as_str()),
+            ("GITHUB_REPOSITORY", "o/r"),
+        ];
+        let out = goldgate_comment(&args, &["--pr", "17"], &env).await;
+        let (stdout, stderr) = (
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+        );
+        assert_eq!(out.status.code(), Some(3), "{stderr}");
+        assert!(stderr.contains("pull-requests: write"), "{stderr}");
+        assert!(
+            !stderr.contains(TOKEN) && !stdout.contains(TOKEN),
+            "{stderr}"
+        );
+    }
+
+    #[tokio::test]
+    async fn cli_without_token_or_pr_is_a_usage_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let args = recorded_run(dir.path());
+        let out = goldgate_comment(&args, &["--pr", "17", "--repo", "o/r"], &[]).await;
+        assert_eq!(out.status.code(), Some(2));
+        assert!(String::from_utf8_lossy(&out.stderr).contains("GITHUB_TOKEN is not set"));
+        let out = goldgate_comment(&args, &["--repo", "o/r"], &[("GITHUB_TOKEN", TOKEN)]).await;
+        assert_eq!(out.status.code(), Some(2));
+        assert!(String::from_utf8_lossy(&out.stderr).contains("no pull request number given"));
     }
 }
