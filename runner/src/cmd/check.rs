@@ -137,15 +137,42 @@ pub fn collect(root: &Path, golden_root: Option<&Path>) -> Result<CheckReport, A
     }
     golden_dirs.sort();
     golden_dirs.dedup();
-    for g in golden_dirs.iter().flat_map(|d| golden::goldens_in(d)) {
-        report.goldens += 1;
-        check_golden(&g.path, &mut report.problems);
-    }
+    let goldens: Vec<PathBuf> = golden_dirs
+        .iter()
+        .flat_map(|d| golden::goldens_in(d))
+        .map(|g| g.path)
+        .collect();
+    report.goldens = goldens.len();
+    report.problems.extend(
+        par_map(&goldens, |path| check_golden(path))
+            .into_iter()
+            .flatten(),
+    );
     report.problems.sort();
     Ok(report)
 }
 
-fn check_golden(path: &Path, problems: &mut Vec<Problem>) {
+/// `f` over `items` on all cores (golden files are many and independent), results in order.
+fn par_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(8);
+    let chunk = items.len().div_ceil(threads).max(1);
+    std::thread::scope(|scope| {
+        let f = &f;
+        let handles: Vec<_> = items
+            .chunks(chunk)
+            .map(|part| scope.spawn(move || part.iter().map(f).collect::<Vec<R>>()))
+            .collect();
+        // A worker only panics if `f` does; pass that panic on rather than hide it.
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect()
+    })
+}
+
+fn check_golden(path: &Path) -> Option<Problem> {
     let problem = |severity, message: String| Problem {
         path: path.to_path_buf(),
         at: None,
@@ -154,21 +181,17 @@ fn check_golden(path: &Path, problems: &mut Vec<Problem>) {
         hint: None,
     };
     match golden::read_golden(path) {
-        Ok(file) if file.metrics.is_empty() => {
-            problems.push(problem(
-                Severity::Warning,
-                "golden file has no metrics (`{}`)".into(),
-            ));
-        }
-        Ok(_) => {}
-        Err(e @ GoldenError::Inference { .. }) => {
-            problems.push(from_display(
-                path,
-                Severity::Note,
-                &format!("{e} (skipped)"),
-            ));
-        }
-        Err(e) => problems.push(diagnostic(path, Severity::Error, &e)),
+        Ok(file) if file.metrics.is_empty() => Some(problem(
+            Severity::Warning,
+            "golden file has no metrics (`{}`)".into(),
+        )),
+        Ok(_) => None,
+        Err(e @ GoldenError::Inference { .. }) => Some(from_display(
+            path,
+            Severity::Note,
+            &format!("{e} (skipped)"),
+        )),
+        Err(e) => Some(diagnostic(path, Severity::Error, &e)),
     }
 }
 

@@ -2,6 +2,7 @@
 
 mod error;
 mod find;
+mod raw;
 mod read;
 mod types;
 mod write;

@@ -9,9 +9,10 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use serde_json::{Map, Value as Json};
+use serde_json::Value as Json;
 
 use super::error::GoldenError;
+use super::raw::{Entry, Item, RawValues, StepKey, TopLevel};
 use super::types::{GoldenFile, GoldenStyle, Series, Value};
 use crate::case::{Span, position, read_limited};
 
@@ -54,20 +55,26 @@ pub fn parse_golden(path: &Path, text: &str) -> Result<GoldenFile, GoldenError> 
             path: path.to_path_buf(),
         });
     }
-    let json: Json = serde_json::from_str(text).map_err(|e| json_error(path, &e))?;
+    let top: TopLevel = serde_json::from_str(text).map_err(|e| json_error(path, &e))?;
     let shape = |location: &str, message: String| GoldenError::Shape {
         path: path.to_path_buf(),
         location: location.to_string(),
         message,
     };
-    let Json::Object(top) = json else {
-        return Err(shape(
-            "(top level)",
-            format!("expected an object, found {}", kind(&json)),
-        ));
+    let entries = match top {
+        TopLevel::Object(entries) => entries,
+        TopLevel::NotObject(kind) => {
+            return Err(shape(
+                "(top level)",
+                format!("expected an object, found {kind}"),
+            ));
+        }
     };
     // `{}` occurs in the corpus (4 files): a golden with no metrics, not an inference one.
-    if !top.is_empty() && !top.values().any(is_series) {
+    let any_series = entries
+        .iter()
+        .any(|(_, e)| matches!(e, Entry::Series { .. }));
+    if !entries.is_empty() && !any_series {
         return Err(GoldenError::Inference {
             path: path.to_path_buf(),
         });
@@ -81,15 +88,25 @@ pub fn parse_golden(path: &Path, text: &str) -> Result<GoldenFile, GoldenError> 
         trailing_newline: text.ends_with('\n'),
         ..GoldenFile::default()
     };
-    for (name, value) in top {
-        if is_series(&value) {
-            let series = series(&name, &value).map_err(|(loc, msg)| shape(&loc, msg))?;
-            file.metrics.push((name, series));
-        } else {
-            file.extra.push((name, value));
+    for (name, entry) in entries {
+        match entry {
+            Entry::Series { fields, values } => {
+                let series =
+                    series(&name, &fields, values).map_err(|(loc, msg)| shape(&loc, msg))?;
+                replace_or_push(&mut file.metrics, name, series);
+            }
+            Entry::Other(value) => replace_or_push(&mut file.extra, name, value),
         }
     }
     Ok(file)
+}
+
+/// JSON semantics for a repeated key: the last value wins, at the first position.
+fn replace_or_push<T>(list: &mut Vec<(String, T)>, name: String, value: T) {
+    match list.iter_mut().find(|(n, _)| *n == name) {
+        Some(slot) => slot.1 = value,
+        None => list.push((name, value)),
+    }
 }
 
 fn json_error(path: &Path, e: &serde_json::Error) -> GoldenError {
@@ -109,10 +126,6 @@ fn json_error(path: &Path, e: &serde_json::Error) -> GoldenError {
     }
 }
 
-fn is_series(value: &Json) -> bool {
-    value.as_object().is_some_and(|o| o.contains_key("values"))
-}
-
 fn kind(value: &Json) -> &'static str {
     match value {
         Json::Null => "null",
@@ -126,20 +139,20 @@ fn kind(value: &Json) -> &'static str {
 
 type ShapeError = (String, String);
 
-fn series(name: &str, value: &Json) -> Result<Series, ShapeError> {
+const SERIES_KEYS: [&str; 3] = ["start_step", "end_step", "step_interval"];
+
+fn series(name: &str, fields: &[(String, Json)], raw: RawValues) -> Result<Series, ShapeError> {
     let loc = |key: &str| format!("{name:?}.{key}");
-    let obj = value
-        .as_object()
-        .ok_or_else(|| (format!("{name:?}"), "expected an object".into()))?;
-    if let Some(key) = obj
-        .keys()
-        .find(|k| !["start_step", "end_step", "step_interval", "values"].contains(&k.as_str()))
+    if let Some((key, _)) = fields
+        .iter()
+        .find(|(k, _)| !SERIES_KEYS.contains(&k.as_str()))
     {
         return Err((loc(key), "unknown key in a metric series".into()));
     }
     let step = |key: &str| -> Result<u64, ShapeError> {
-        let v = obj
-            .get(key)
+        let (_, v) = fields
+            .iter()
+            .find(|(k, _)| k == key)
             .ok_or_else(|| (format!("{name:?}"), format!("missing `{key}`")))?;
         v.as_u64().ok_or_else(|| {
             (
@@ -153,30 +166,45 @@ fn series(name: &str, value: &Json) -> Result<Series, ShapeError> {
         step("end_step")?,
         step("step_interval")?,
     );
-    let mut values = BTreeMap::new();
-    let list_form = match obj.get("values") {
-        Some(Json::Object(map)) => {
-            read_map(name, map, &mut values)?;
+    // Collected then bulk-built: steps arrive sorted, and `collect` builds a BTreeMap from a
+    // sorted run in one pass (inserting one by one was the largest cost of `goldgate check`).
+    let mut values = Vec::new();
+    let list_form = match raw {
+        RawValues::Map(items) => {
+            for (key, item) in items {
+                let step = match key {
+                    StepKey::Step(step) => step,
+                    StepKey::Invalid(key) => {
+                        let message = "a step key must be a whole number".to_string();
+                        return Err((format!("{name:?}.values.{key:?}"), message));
+                    }
+                };
+                let value =
+                    read_value(item).map_err(|m| (format!("{name:?}.values.\"{step}\""), m))?;
+                values.push((step, value));
+            }
             false
         }
-        Some(Json::Array(items)) => {
-            for (i, item) in items.iter().enumerate() {
-                let step = start_step + (i as u64) * step_interval;
-                values.insert(
-                    step,
-                    read_value(item).map_err(|m| (format!("{name:?}.values[{i}]"), m))?,
-                );
+        RawValues::List(items) => {
+            for (i, item) in items.into_iter().enumerate() {
+                let at = || format!("{name:?}.values[{i}]");
+                let step = u64::try_from(i)
+                    .ok()
+                    .and_then(|i| i.checked_mul(step_interval)?.checked_add(start_step))
+                    .ok_or_else(|| (at(), "step number overflows".to_string()))?;
+                let value = read_value(item).map_err(|m| (at(), m))?;
+                values.push((step, value));
             }
             true
         }
-        Some(other) => {
+        RawValues::Other(found) => {
             return Err((
                 loc("values"),
-                format!("expected an object or a list, found {}", kind(other)),
+                format!("expected an object or a list, found {found}"),
             ));
         }
-        None => return Err((format!("{name:?}"), "missing `values`".into())),
     };
+    let values: BTreeMap<u64, Value> = values.into_iter().collect();
     Ok(Series {
         start_step,
         end_step,
@@ -186,46 +214,15 @@ fn series(name: &str, value: &Json) -> Result<Series, ShapeError> {
     })
 }
 
-fn read_map(
-    name: &str,
-    map: &Map<String, Json>,
-    out: &mut BTreeMap<u64, Value>,
-) -> Result<(), ShapeError> {
-    for (key, item) in map {
-        let at = || format!("{name:?}.values.{key:?}");
-        let step: u64 = key
-            .parse()
-            .map_err(|_| (at(), "a step key must be a whole number".to_string()))?;
-        out.insert(step, read_value(item).map_err(|m| (at(), m))?);
-    }
-    Ok(())
-}
-
-fn read_value(item: &Json) -> Result<Value, String> {
+fn read_value(item: Item) -> Result<Value, String> {
     match item {
-        Json::Number(n) if n.is_f64() => n
-            .as_f64()
-            .map(Value::Float)
-            .ok_or_else(|| "not a finite number".into()),
-        Json::Number(n) => match n.as_i64() {
-            Some(i) => Ok(Value::Int(i)),
-            None => n
-                .as_f64()
-                .map(Value::Float)
-                .ok_or_else(|| "not a finite number".into()),
-        },
-        Json::String(s) if s == "nan" => Ok(Value::Nan),
-        other => Err(format!(
-            "expected a number or \"nan\", found {}",
-            describe(other)
+        Item::Float(x) => Ok(Value::Float(x)),
+        Item::Int(i) => Ok(Value::Int(i)),
+        Item::Nan => Ok(Value::Nan),
+        Item::Str(s) => Err(format!(
+            "expected a number or \"nan\", found the string {s:?}"
         )),
-    }
-}
-
-fn describe(value: &Json) -> String {
-    match value {
-        Json::String(s) => format!("the string {s:?}"),
-        other => kind(other).to_string(),
+        Item::Other(kind) => Err(format!("expected a number or \"nan\", found {kind}")),
     }
 }
 
@@ -261,6 +258,30 @@ mod tests {
         assert!(s.list_form);
         assert_eq!(s.values.keys().copied().collect::<Vec<_>>(), [0, 5, 10]);
         assert_eq!(g.extra[0].0, "iteration_timing_avg");
+    }
+
+    #[test]
+    fn repeated_metric_keeps_first_position_and_last_value() {
+        let g = parse(r#"{"a": {"start_step": 1, "end_step": 1, "step_interval": 1, "values": {"1": 1.0}}, "b": {"start_step": 1, "end_step": 1, "step_interval": 1, "values": {}}, "a": {"start_step": 1, "end_step": 1, "step_interval": 1, "values": {"1": 2.0}}}"#).unwrap();
+        let names: Vec<_> = g.metrics.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, ["a", "b"]);
+        assert_eq!(
+            g.metric("a").unwrap().values.get(&1),
+            Some(&Value::Float(2.0))
+        );
+    }
+
+    #[test]
+    fn repeated_step_takes_the_last_value() {
+        let g = parse(r#"{"a": {"start_step": 1, "end_step": 2, "step_interval": 1, "values": {"2": 5.0, "1": 1.0, "2": 2.0}}}"#).unwrap();
+        let values: Vec<_> = g
+            .metric("a")
+            .unwrap()
+            .values
+            .iter()
+            .map(|(k, v)| (*k, *v))
+            .collect();
+        assert_eq!(values, [(1, Value::Float(1.0)), (2, Value::Float(2.0))]);
     }
 
     #[test]
@@ -306,6 +327,26 @@ mod tests {
             (
                 r#"{"m": {"end_step": 1, "step_interval": 1, "values": {}}}"#,
                 "g.json: \"m\": missing `start_step`",
+            ),
+            (
+                r#"{"m": {"start_step": 1, "end_step": 1, "step_interval": 1, "values": [[1]]}}"#,
+                "g.json: \"m\".values[0]: expected a number or \"nan\", found a list",
+            ),
+            (
+                r#"{"m": {"start_step": 1, "end_step": 1, "step_interval": 1, "values": {"1": null}}}"#,
+                "g.json: \"m\".values.\"1\": expected a number or \"nan\", found null",
+            ),
+            (
+                r#"{"m": {"start_step": 1, "end_step": 1, "step_interval": 1, "values": {}, "x": 1}}"#,
+                "g.json: \"m\".x: unknown key in a metric series",
+            ),
+            (
+                r#"{"m": {"start_step": 18446744073709551615, "end_step": 1, "step_interval": 2, "values": [1.0, 2.0]}}"#,
+                "g.json: \"m\".values[1]: step number overflows",
+            ),
+            (
+                "\"text\"",
+                "g.json: (top level): expected an object, found a string",
             ),
             (
                 r#"{"m": {"start_step": 1, "end_step": 1, "step_interval": 1, "values": 3}}"#,
