@@ -1,6 +1,13 @@
-//! `goldgate report`: renders recorded runs without judging them.
+//! `goldgate report`: renders recorded runs without judging them — the variant comparison on
+//! the terminal, and optionally a markdown report and one SVG memory timeline per job.
+
+use std::path::{Path, PathBuf};
 
 use crate::exit::{AppError, Exit};
+use crate::metrics::RunRecord;
+use crate::metrics::atomic::write_atomic;
+use crate::metrics::record::load_results;
+use crate::report::{ReportError, summary, svg, variants};
 
 /// Arguments of `goldgate report`.
 #[derive(clap::Args, Debug)]
@@ -16,10 +23,73 @@ pub struct Args {
     pub markdown: Option<std::path::PathBuf>,
 }
 
+fn write(path: &Path, text: &str) -> Result<(), ReportError> {
+    write_atomic(path, text.as_bytes()).map_err(|source| ReportError::Write {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+/// Writes `<dir>/<case slug>__<variant slug>__<repeat>.svg` for every record (atomically) and
+/// returns the paths in record order. `goldgate run`/`compare` call this to fill
+/// `JobComparison::svg`.
+pub fn write_svgs(dir: &Path, records: &[&RunRecord]) -> Result<Vec<PathBuf>, ReportError> {
+    std::fs::create_dir_all(dir).map_err(|source| ReportError::Write {
+        path: dir.to_path_buf(),
+        source,
+    })?;
+    records
+        .iter()
+        .map(|r| {
+            let path = dir.join(svg::file_name(r));
+            write(&path, &svg::render(r)?)?;
+            Ok(path)
+        })
+        .collect()
+}
+
+/// The SVG folder as a link prefix relative to the markdown file's folder when it lies
+/// inside it, else as given.
+fn svg_link_prefix(svg_dir: &Path, markdown: &Path) -> String {
+    let md_dir = markdown.parent().unwrap_or(Path::new(""));
+    let rel = svg_dir.strip_prefix(md_dir).unwrap_or(svg_dir);
+    rel.to_string_lossy().replace('\\', "/")
+}
+
 /// Runs the command.
+#[allow(clippy::print_stdout)]
 pub fn run(args: Args) -> Result<Exit, AppError> {
-    let _ = args;
-    Err(AppError::usage(
-        "`goldgate report` is being built in this change",
-    ))
+    let loaded = load_results(&args.results)?;
+    let records: Vec<&RunRecord> = loaded.iter().map(|(_, r)| r).collect();
+    print!(
+        "{}",
+        variants::render_terminal(&variants::build(records.iter().copied()))
+    );
+    if let Some(dir) = &args.svg {
+        let written = write_svgs(dir, &records)?;
+        println!("wrote {} SVG timelines to {}", written.len(), dir.display());
+    }
+    if let Some(md) = &args.markdown {
+        let prefix = args.svg.as_deref().map(|d| svg_link_prefix(d, md));
+        write(md, &summary::render(&records, prefix.as_deref()))?;
+        println!("wrote {}", md.display());
+    }
+    Ok(Exit::Pass)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn svg_links_are_relative_to_the_markdown_file() {
+        let cases = [
+            ("out/svg", "out/report.md", "svg"),
+            ("svg", "report.md", "svg"),
+            ("/tmp/a/svg", "/tmp/b/report.md", "/tmp/a/svg"),
+        ];
+        for (svg, md, want) in cases {
+            assert_eq!(svg_link_prefix(Path::new(svg), Path::new(md)), want);
+        }
+    }
 }

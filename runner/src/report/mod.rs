@@ -7,6 +7,8 @@ mod fixtures;
 pub mod json;
 pub mod junit;
 pub mod markdown;
+pub mod summary;
+pub mod svg;
 pub mod table;
 pub mod units;
 pub mod variants;

@@ -1,0 +1,308 @@
+//! Stage "report": the SVG memory timeline of one job — GPU used memory, host RSS and
+//! `/dev/shm` over time, checkpoint saves as shaded spans, axes in GiB or MiB and seconds, and a
+//! legend.
+//!
+//! Drawn with plotters' SVG backend without its `ttf` feature (fonts would pull in C
+//! libraries). Without it plotters lays text out with a fixed per-character width estimate;
+//! that is enough here because the SVG viewer renders the text itself (`font-family` is
+//! `sans-serif`) and the labels are short and left/centre aligned with margins to spare.
+
+use plotters::prelude::*;
+
+use crate::metrics::{RunRecord, Timeline};
+use crate::report::error::ReportError;
+
+const WIDTH: u32 = 960;
+const HEIGHT: u32 = 440;
+
+const GPU: RGBColor = RGBColor(31, 119, 180);
+const HOST: RGBColor = RGBColor(44, 160, 44);
+const SHM: RGBColor = RGBColor(148, 103, 189);
+const SAVE: RGBColor = RGBColor(255, 127, 14);
+
+/// `<case slug>__<variant slug>__<repeat>.svg`; the case slug replaces `/` with `-` and every
+/// character outside `[A-Za-z0-9._+-]` with `_`, so the name is one path component.
+pub fn file_name(r: &RunRecord) -> String {
+    let slug = |s: &str| -> String {
+        s.chars()
+            .map(|c| match c {
+                '/' => '-',
+                c if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '+' | '-') => c,
+                _ => '_',
+            })
+            .collect()
+    };
+    format!(
+        "{}__{}__{}.svg",
+        slug(&r.case),
+        slug(&r.variant.slug),
+        r.repeat
+    )
+}
+
+/// The y unit: GiB when the largest value reaches 1 GiB, else MiB.
+fn unit(max_bytes: f64) -> (&'static str, f64) {
+    const MIB: f64 = 1024.0 * 1024.0;
+    if max_bytes >= 1024.0 * MIB {
+        ("GiB", 1024.0 * MIB)
+    } else {
+        ("MiB", MIB)
+    }
+}
+
+/// Splits a series with gaps (`None`) into contiguous segments of `(t, value in unit)`.
+fn segments(t: &[f64], v: &[Option<u64>], scale: f64) -> Vec<Vec<(f64, f64)>> {
+    let mut out: Vec<Vec<(f64, f64)>> = vec![Vec::new()];
+    for (x, y) in t.iter().zip(v) {
+        match y {
+            Some(y) => {
+                if let Some(last) = out.last_mut() {
+                    last.push((*x, *y as f64 / scale));
+                }
+            }
+            None => out.push(Vec::new()),
+        }
+    }
+    out.retain(|s| !s.is_empty());
+    out
+}
+
+/// The series to draw: label, colour, segments. Series that are all zero or absent are
+/// dropped (no `/dev/shm` use is the common case without async saves).
+fn series(tl: &Timeline, scale: f64) -> Vec<(&'static str, RGBColor, Vec<Vec<(f64, f64)>>)> {
+    let host: Vec<Option<u64>> = tl.host_rss_bytes.iter().map(|b| Some(*b)).collect();
+    let shm: Vec<Option<u64>> = tl.shm_bytes.iter().map(|b| Some(*b)).collect();
+    let all = [
+        ("GPU used", GPU, &tl.gpu_used_bytes),
+        ("host RSS", HOST, &host),
+        ("/dev/shm", SHM, &shm),
+    ];
+    all.into_iter()
+        .filter(|(_, _, v)| v.iter().any(|b| b.is_some_and(|b| b > 0)))
+        .map(|(label, color, v)| (label, color, segments(&tl.t_seconds, v, scale)))
+        .collect()
+}
+
+fn title(r: &RunRecord) -> String {
+    format!(
+        "{} @ {} #{} — {}",
+        r.case,
+        r.variant.name,
+        r.repeat,
+        r.outcome.label()
+    )
+}
+
+/// Renders the job's memory timeline. A job without samples gets a chart frame with a note,
+/// so every job has a file to link to.
+pub fn render(r: &RunRecord) -> Result<String, ReportError> {
+    let mut buf = String::new();
+    draw(r, &mut buf).map_err(|message| ReportError::Svg {
+        job: r.job_id.clone(),
+        message,
+    })?;
+    Ok(buf)
+}
+
+fn draw(r: &RunRecord, buf: &mut String) -> Result<(), String> {
+    let tl = &r.memory.timeline;
+    let max_bytes = tl
+        .gpu_used_bytes
+        .iter()
+        .flatten()
+        .chain(&tl.host_rss_bytes)
+        .chain(&tl.shm_bytes)
+        .copied()
+        .max()
+        .unwrap_or(0) as f64;
+    let (unit_name, scale) = unit(max_bytes);
+    let t_max = tl
+        .t_seconds
+        .iter()
+        .copied()
+        .chain(tl.saves.iter().filter_map(|s| s.1))
+        .fold(1.0_f64, f64::max);
+    // Headroom above the highest line keeps the legend (upper left) clear of the data.
+    let y_max = (max_bytes / scale * 1.35).max(1.0);
+    let err = |e: &dyn std::fmt::Display| e.to_string();
+
+    let root = SVGBackend::with_string(buf, (WIDTH, HEIGHT)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| err(&e))?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(title(r), ("sans-serif", 21))
+        .margin(12)
+        .x_label_area_size(42)
+        .y_label_area_size(64)
+        .build_cartesian_2d(0.0..t_max, 0.0..y_max)
+        .map_err(|e| err(&e))?;
+    chart
+        .configure_mesh()
+        .x_desc("time since start (s)")
+        .y_desc(format!("memory ({unit_name})"))
+        .light_line_style(RGBColor(246, 246, 246))
+        .x_label_formatter(&|v| format!("{v:.0}"))
+        .y_label_formatter(&|v| format!("{v:.0}"))
+        .label_style(("sans-serif", 16))
+        .draw()
+        .map_err(|e| err(&e))?;
+
+    draw_saves(&mut chart, tl, t_max, y_max)?;
+    for (label, color, segs) in series(tl, scale) {
+        for (i, seg) in segs.into_iter().enumerate() {
+            let drawn = chart
+                .draw_series(LineSeries::new(seg, color.stroke_width(2)))
+                .map_err(|e| err(&e))?;
+            if i == 0 {
+                drawn.label(label).legend(move |(x, y)| {
+                    PathElement::new([(x, y), (x + 18, y)], color.stroke_width(2))
+                });
+            }
+        }
+    }
+    if tl.t_seconds.is_empty() {
+        chart
+            .draw_series(std::iter::once(Text::new(
+                "no memory samples were recorded for this job",
+                (t_max * 0.05, y_max * 0.5),
+                ("sans-serif", 20),
+            )))
+            .map_err(|e| err(&e))?;
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperLeft)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK.mix(0.4))
+        .label_font(("sans-serif", 16))
+        .draw()
+        .map_err(|e| err(&e))?;
+    root.present().map_err(|e| err(&e))
+}
+
+type Chart<'a, 'b> = ChartContext<
+    'a,
+    SVGBackend<'b>,
+    Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::types::RangedCoordf64>,
+>;
+
+/// Checkpoint saves as shaded spans (a save still running at the end reaches the right edge;
+/// one without an end is drawn as a thin span), each labelled with its iteration.
+fn draw_saves(chart: &mut Chart, tl: &Timeline, t_max: f64, y_max: f64) -> Result<(), String> {
+    if tl.saves.is_empty() {
+        return Ok(());
+    }
+    let min_width = t_max * 0.004;
+    let spans: Vec<(f64, f64, u64)> = tl
+        .saves
+        .iter()
+        .map(|&(start, end, it)| {
+            let end = end.unwrap_or(start + min_width).max(start + min_width);
+            (start, end.min(t_max), it)
+        })
+        .collect();
+    chart
+        .draw_series(
+            spans
+                .iter()
+                .map(|&(s, e, _)| Rectangle::new([(s, 0.0), (e, y_max)], SAVE.mix(0.22).filled())),
+        )
+        .map_err(|e| e.to_string())?
+        .label("checkpoint save")
+        .legend(|(x, y)| Rectangle::new([(x, y - 6), (x + 18, y + 6)], SAVE.mix(0.4).filled()));
+    chart
+        .draw_series(spans.iter().map(|&(s, _, it)| {
+            Text::new(
+                format!("it {it}"),
+                (s, y_max * 0.97),
+                ("sans-serif", 15).into_font().color(&SAVE.mix(0.9)),
+            )
+        }))
+        .map_err(|e| e.to_string())?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::fixtures;
+
+    /// The text of every `<text>` element, in order: what a reader of the chart sees.
+    fn texts(svg: &str) -> Vec<String> {
+        let re = regex::Regex::new(r"(?s)<text[^>]*>\s*(.*?)\s*</text>").unwrap();
+        re.captures_iter(svg).map(|c| c[1].to_string()).collect()
+    }
+
+    fn async_record() -> RunRecord {
+        fixtures::record(
+            fixtures::variant(&[("allocator", "gc80"), ("checkpoint", "async")]),
+            2,
+            fixtures::GC80_ASYNC,
+            0.0,
+        )
+    }
+
+    #[test]
+    fn labels_axes_legend_and_saves() {
+        let svg = render(&async_record()).unwrap();
+        insta::assert_snapshot!(texts(&svg).join("\n"));
+    }
+
+    #[test]
+    fn shapes_are_present_and_stable() {
+        let r = async_record();
+        let svg = render(&r).unwrap();
+        assert!(svg.starts_with("<svg"), "{}", &svg[..80]);
+        assert!(svg.trim_end().ends_with("</svg>"));
+        // One filled span per save plus the legend swatch; one line per series plus its legend.
+        let spans = svg
+            .lines()
+            .filter(|l| l.starts_with("<rect") && l.contains(r##"fill="#FF7F0E""##))
+            .count();
+        assert_eq!(spans, r.memory.timeline.saves.len() + 1, "{svg}");
+        for color in ["#1F77B4", "#2CA02C", "#9467BD"] {
+            let lines = svg.matches(&format!(r#"stroke="{color}""#)).count();
+            assert_eq!(lines, 2, "{color}");
+        }
+        assert_eq!(render(&r).unwrap(), svg, "rendering is deterministic");
+    }
+
+    #[test]
+    fn gpu_gaps_split_the_line_and_small_jobs_use_mib() {
+        let mut r = async_record();
+        let tl = &mut r.memory.timeline;
+        tl.gpu_used_bytes[10] = None;
+        for v in tl.host_rss_bytes.iter_mut() {
+            *v /= 1024;
+        }
+        tl.gpu_used_bytes
+            .iter_mut()
+            .flatten()
+            .for_each(|v| *v /= 1024);
+        tl.shm_bytes.iter_mut().for_each(|v| *v /= 1024);
+        let svg = render(&r).unwrap();
+        assert!(texts(&svg).iter().any(|t| t == "memory (MiB)"));
+        assert_eq!(svg.matches(r##"stroke="#1F77B4""##).count(), 2 + 1);
+    }
+
+    #[test]
+    fn a_job_without_samples_still_renders() {
+        let mut r = async_record();
+        r.memory.timeline = Timeline::default();
+        let svg = render(&r).unwrap();
+        assert!(texts(&svg).contains(&"no memory samples were recorded for this job".to_string()));
+    }
+
+    #[test]
+    fn file_names_are_one_path_component() {
+        let mut r = async_record();
+        assert_eq!(
+            file_name(&r),
+            "gpt-gpt3_mcore_te_tp1_pp1_ckpt_resume__allocator-gc80+checkpoint-async__2.svg"
+        );
+        r.case = "a/b c/../d".into();
+        assert_eq!(
+            file_name(&r),
+            "a-b_c-..-d__allocator-gc80+checkpoint-async__2.svg"
+        );
+    }
+}
