@@ -11,7 +11,7 @@ use crate::report::{svg, variants};
 const MAX_LINE: usize = 300;
 
 fn peak(v: Option<f64>) -> String {
-    v.map_or_else(|| "—".into(), |b| units::bytes(b))
+    v.map_or_else(|| "—".into(), units::bytes)
 }
 
 fn gpu_peak(r: &RunRecord) -> Option<f64> {

@@ -50,9 +50,12 @@ fn unit(max_bytes: f64) -> (&'static str, f64) {
     }
 }
 
+/// Contiguous runs of `(seconds, value in the chart's unit)`.
+type Segments = Vec<Vec<(f64, f64)>>;
+
 /// Splits a series with gaps (`None`) into contiguous segments of `(t, value in unit)`.
-fn segments(t: &[f64], v: &[Option<u64>], scale: f64) -> Vec<Vec<(f64, f64)>> {
-    let mut out: Vec<Vec<(f64, f64)>> = vec![Vec::new()];
+fn segments(t: &[f64], v: &[Option<u64>], scale: f64) -> Segments {
+    let mut out: Segments = vec![Vec::new()];
     for (x, y) in t.iter().zip(v) {
         match y {
             Some(y) => {
@@ -69,7 +72,7 @@ fn segments(t: &[f64], v: &[Option<u64>], scale: f64) -> Vec<Vec<(f64, f64)>> {
 
 /// The series to draw: label, colour, segments. Series that are all zero or absent are
 /// dropped (no `/dev/shm` use is the common case without async saves).
-fn series(tl: &Timeline, scale: f64) -> Vec<(&'static str, RGBColor, Vec<Vec<(f64, f64)>>)> {
+fn series(tl: &Timeline, scale: f64) -> Vec<(&'static str, RGBColor, Segments)> {
     let host: Vec<Option<u64>> = tl.host_rss_bytes.iter().map(|b| Some(*b)).collect();
     let shm: Vec<Option<u64>> = tl.shm_bytes.iter().map(|b| Some(*b)).collect();
     let all = [
