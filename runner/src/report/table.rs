@@ -15,6 +15,16 @@ pub struct Style {
     pub color: bool,
 }
 
+impl Style {
+    /// Colour when stdout is a terminal and `NO_COLOR` is unset or empty (no-color.org).
+    /// The command passes `std::io::stdout().is_terminal()` and `std::env::var_os("NO_COLOR")`.
+    pub fn detect(stdout_is_tty: bool, no_color: Option<&std::ffi::OsStr>) -> Style {
+        Style {
+            color: stdout_is_tty && no_color.is_none_or(|v| v.is_empty()),
+        }
+    }
+}
+
 const HEADER: [&str; 8] = [
     "case", "variant", "metric", "golden", "now", "Δ %", "interval", "verdict",
 ];
@@ -173,6 +183,15 @@ mod tests {
             .unwrap()
             .replace_all(&coloured, "");
         assert_eq!(stripped, render(&c, Style { color: false }));
+    }
+
+    #[test]
+    fn colour_follows_tty_and_no_color() {
+        use std::ffi::OsStr;
+        assert!(Style::detect(true, None).color);
+        assert!(Style::detect(true, Some(OsStr::new(""))).color);
+        assert!(!Style::detect(true, Some(OsStr::new("1"))).color);
+        assert!(!Style::detect(false, None).color);
     }
 
     #[test]
