@@ -1,6 +1,9 @@
 //! `goldgate report` end to end: results folders written as `goldgate run` writes them, the
 //! binary run on them, its terminal output, markdown and SVG files checked.
 
+// Test helpers unwrap: a failure here is a broken test set-up, reported by the panic.
+#![allow(clippy::unwrap_used)]
+
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;

@@ -110,12 +110,10 @@ fn section(c: &Comparison, keep: impl Fn(Verdict) -> bool) -> (String, usize) {
     let mut rows = String::new();
     let mut n = 0;
     for job in &c.jobs {
-        if job.metrics.is_empty() {
-            if keep(job.verdict) {
-                rows.push_str(&job_row(job, &c.platform));
-                n += 1;
-            }
-            continue;
+        // A failed job gets its own row even if partial metrics came with it.
+        if (job.metrics.is_empty() || job.verdict == Verdict::JobFailed) && keep(job.verdict) {
+            rows.push_str(&job_row(job, &c.platform));
+            n += 1;
         }
         for m in job.metrics.iter().filter(|m| keep(m.verdict)) {
             rows.push_str(&metric_row(job, m));
@@ -204,6 +202,20 @@ mod tests {
         assert!(at("### Regressions and failures") < at("### Improvements"));
         assert!(at("### Improvements") < at("<details>"));
         assert!(!md.contains("<@team>"), "{md}");
+    }
+
+    #[test]
+    fn a_failed_job_with_partial_metrics_still_shows_its_failure() {
+        let mut c = fixtures::comparison();
+        let metric = c.jobs[0].metrics[0].clone();
+        c.jobs[5].metrics.push(metric);
+        let md = render(&c);
+        assert!(
+            md.contains("| moe/mixtral\\_8x7b\\_tp4\\_ep8 | default | — |"),
+            "{md}"
+        );
+        let table = crate::report::table::render(&c, Default::default());
+        assert!(table.contains("job-failed: out of memory"), "{table}");
     }
 
     #[test]

@@ -40,9 +40,10 @@ fn verdict_color(v: Verdict) -> Option<Color> {
     }
 }
 
-/// One row per metric; a job without metrics gets a single row naming why.
+/// One row per metric; a job without metrics, or a failed one, gets a row naming why first.
 fn rows(job: &JobComparison) -> Vec<([String; 8], Verdict)> {
-    if job.metrics.is_empty() {
+    let mut out = Vec::new();
+    if job.metrics.is_empty() || job.verdict == Verdict::JobFailed {
         let why = match job.verdict {
             Verdict::JobFailed => format!("job-failed: {}", job.outcome),
             v => v.label().to_string(),
@@ -58,25 +59,23 @@ fn rows(job: &JobComparison) -> Vec<([String; 8], Verdict)> {
             dash(),
             why,
         ];
-        return vec![(row, job.verdict)];
+        out.push((row, job.verdict));
     }
-    job.metrics
-        .iter()
-        .map(|m| {
-            let [golden, now, delta, interval] = units::metric_cells(m);
-            let row = [
-                job.case.clone(),
-                job.variant.clone(),
-                m.metric.clone(),
-                golden,
-                now,
-                delta,
-                interval,
-                m.verdict.label().to_string(),
-            ];
-            (row, m.verdict)
-        })
-        .collect()
+    out.extend(job.metrics.iter().map(|m| {
+        let [golden, now, delta, interval] = units::metric_cells(m);
+        let row = [
+            job.case.clone(),
+            job.variant.clone(),
+            m.metric.clone(),
+            golden,
+            now,
+            delta,
+            interval,
+            m.verdict.label().to_string(),
+        ];
+        (row, m.verdict)
+    }));
+    out
 }
 
 /// Lines explaining what did not pass: detail, tolerance, failure line.
