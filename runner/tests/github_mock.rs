@@ -25,6 +25,8 @@ enum Fault {
     Status(u16),
     /// Apply the request (create the comment), then answer 500: the answer is "lost".
     ApplyThen500,
+    /// Apply the request, then answer only after `ms` milliseconds (past the client's timeout).
+    ApplyThenStall(u64),
     /// 403 with the primary rate limit exhausted, resetting `secs` from now.
     RateLimitReset(u64),
     /// 403 with a secondary rate limit asking to wait `secs`.
@@ -170,14 +172,13 @@ impl Respond for FakeGithub {
                 return ResponseTemplate::new(403)
                     .set_body_json(serde_json::json!({"message": message}));
             }
-            Some(Fault::ApplyThen500) | None => {}
+            Some(Fault::ApplyThen500 | Fault::ApplyThenStall(_)) | None => {}
         }
-        let lost = matches!(fault, Some(Fault::ApplyThen500));
         let reply = self.route(&mut s, &method, req);
-        if lost {
-            ResponseTemplate::new(500)
-        } else {
-            reply
+        match fault {
+            Some(Fault::ApplyThen500) => ResponseTemplate::new(500),
+            Some(Fault::ApplyThenStall(ms)) => reply.set_delay(Duration::from_millis(ms)),
+            _ => reply,
         }
     }
 }
@@ -551,6 +552,24 @@ async fn lost_create_answer_never_makes_a_second_comment() {
         1,
         "listed again and found it instead of posting twice"
     );
+    let methods: Vec<String> = gh.log().into_iter().map(|(m, _)| m).collect();
+    assert_eq!(methods, ["GET", "POST", "GET"]);
+}
+
+#[tokio::test]
+async fn create_whose_answer_times_out_is_found_not_repeated() {
+    let (_server, gh) = FakeGithub::start("").await;
+    gh.fault("POST", Fault::ApplyThenStall(3000));
+    let policy = RetryPolicy {
+        request_timeout: Duration::from_millis(300),
+        ..fast_policy()
+    };
+    let client = Client::new(&gh.base, &Token::new(TOKEN).unwrap(), policy).unwrap();
+    let action = upsert(&client, &repo(), PR, "h100", &body("run"), false, false)
+        .await
+        .unwrap();
+    assert!(matches!(action, Action::Created { .. }), "{action:?}");
+    assert_eq!(marked(&gh.comments()).len(), 1);
     let methods: Vec<String> = gh.log().into_iter().map(|(m, _)| m).collect();
     assert_eq!(methods, ["GET", "POST", "GET"]);
 }
