@@ -70,7 +70,8 @@ pub fn compare_records(
     Ok(Comparison::new(platform, jobs, warnings))
 }
 
-fn skeleton(group: &Group, opts: &CompareOptions) -> JobComparison {
+/// A job's comparison before judging: names, ids, records; verdict `Pass`, no metrics.
+pub fn skeleton(group: &[(PathBuf, RunRecord)], opts: &CompareOptions) -> JobComparison {
     let first = &group[0].1;
     let config = opts.root.join(&first.case).join("model_config.yaml");
     JobComparison {
@@ -109,9 +110,22 @@ pub(crate) fn compare_job(
         job.verdict = Verdict::MissingGolden;
         return Ok(job);
     };
-    job.golden_path = Some(path.clone());
     check_platform(group, &path, platform, opts.allow_env_mismatch, warnings)?;
-    let golden = read_golden(&path)?;
+    judge_against(job, group, &path, opts, warnings)
+}
+
+/// Judges the repeats of one passed job against the golden file at `path` (no lookup, no
+/// platform check): the core of [`compare_job`], public for benchmarks and `goldgate run`.
+pub fn judge_against(
+    mut job: JobComparison,
+    group: &[(PathBuf, RunRecord)],
+    path: &Path,
+    opts: &CompareOptions,
+    warnings: &mut Vec<String>,
+) -> Result<JobComparison, CompareError> {
+    let first = &group[0].1;
+    job.golden_path = Some(path.to_path_buf());
+    let golden = read_golden(path)?;
     let nondeterministic = group.iter().any(|(_, r)| r.nondeterministic);
     for (metric, series) in &golden {
         let Some(rule) = opts.rules.find(metric) else {
