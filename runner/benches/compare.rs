@@ -111,9 +111,12 @@ fn record(
     }
 }
 
+/// The repeats synthesised for one golden file (`None`: unreadable or inference).
+type Synthesised = (PathBuf, Option<Vec<(PathBuf, RunRecord)>>);
+
 /// Compares every file; returns (compared, unsupported, verdict counts).
 fn compare_all(
-    files: &[(PathBuf, Option<Vec<(PathBuf, RunRecord)>>)],
+    files: &[Synthesised],
     opts: &CompareOptions,
 ) -> (usize, usize, BTreeMap<Verdict, usize>) {
     let (mut compared, mut unsupported) = (0, 0);
@@ -126,7 +129,15 @@ fn compare_all(
             unsupported += 1;
             continue;
         };
-        let job = judge_against(skeleton(group, opts), group, path, opts, &mut warnings).unwrap();
+        let job = judge_against(
+            skeleton(group, opts),
+            group,
+            path,
+            None,
+            opts,
+            &mut warnings,
+        )
+        .unwrap();
         compared += 1;
         *verdicts.entry(job.verdict).or_insert(0) += 1;
     }

@@ -330,3 +330,48 @@ fn calibrate_writes_rtols_and_keeps_the_config_comments() {
         "{edited}"
     );
 }
+
+#[test]
+fn the_case_metrics_list_selects_what_is_compared() {
+    let s = Setup::blessed();
+    let case_dir = s.path("cases/demo/ckpt-demo");
+    std::fs::create_dir_all(&case_dir).unwrap();
+    std::fs::write(
+        case_dir.join("model_config.yaml"),
+        "ENV_VARS: {}\nTEST_TYPE: regular\nMODEL_ARGS:\n  --train-iters: 20\nMETRICS:\n  - \"lm loss\"\n",
+    )
+    .unwrap();
+    let out = goldgate(
+        &[
+            "compare",
+            "--results",
+            "results",
+            "--root",
+            "cases",
+            "--json",
+            "c.json",
+        ],
+        s.dir.path(),
+    );
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(s.path("c.json")).unwrap()).unwrap();
+    let job = &json["jobs"][0];
+    let names: Vec<&str> = job["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["metric"].as_str().unwrap())
+        .collect();
+    // `lm loss` from METRICS, plus goldgate's own keys the golden file holds.
+    assert_eq!(
+        names,
+        ["checkpoint-blocking-time", "host-peak-rss-bytes", "lm loss"]
+    );
+    assert!(
+        job["config_path"]
+            .as_str()
+            .unwrap()
+            .ends_with("model_config.yaml")
+    );
+}

@@ -111,15 +111,40 @@ pub(crate) fn compare_job(
         return Ok(job);
     };
     check_platform(group, &path, platform, opts.allow_env_mismatch, warnings)?;
-    judge_against(job, group, &path, opts, warnings)
+    let selected = match &job.config_path {
+        Some(config) => Some(case_metrics(&opts.root, config)?),
+        None => None,
+    };
+    judge_against(job, group, &path, selected.as_deref(), opts, warnings)
+}
+
+/// goldgate's own metric keys: compared whenever the golden file has them (only goldgate
+/// writes them), whatever the case's `METRICS` says.
+pub const GOLDGATE_METRICS: [&str; 5] = [
+    "gpu-peak-memory-bytes",
+    "host-peak-rss-bytes",
+    "shm-peak-bytes",
+    "checkpoint-blocking-time",
+    "checkpoint-async-latency",
+];
+
+/// The metrics a case compares: its `METRICS` (default `lm loss`, `num-zeros`), as Megatron
+/// does, plus goldgate's own keys.
+fn case_metrics(root: &Path, config: &Path) -> Result<Vec<String>, CompareError> {
+    let case = crate::case::load_case(root, config)?;
+    let mut metrics = case.metrics;
+    metrics.extend(GOLDGATE_METRICS.iter().map(|m| m.to_string()));
+    Ok(metrics)
 }
 
 /// Judges the repeats of one passed job against the golden file at `path` (no lookup, no
 /// platform check): the core of [`compare_job`], public for benchmarks and `goldgate run`.
+/// `selected`: the metrics to compare (the case's `METRICS`); `None` = every golden metric.
 pub fn judge_against(
     mut job: JobComparison,
     group: &[(PathBuf, RunRecord)],
     path: &Path,
+    selected: Option<&[String]>,
     opts: &CompareOptions,
     warnings: &mut Vec<String>,
 ) -> Result<JobComparison, CompareError> {
@@ -127,7 +152,8 @@ pub fn judge_against(
     job.golden_path = Some(path.to_path_buf());
     let golden = read_golden(path)?;
     let nondeterministic = group.iter().any(|(_, r)| r.nondeterministic);
-    for (metric, series) in &golden {
+    let wanted = |m: &String| selected.is_none_or(|list| list.contains(m));
+    for (metric, series) in golden.iter().filter(|(m, _)| wanted(m)) {
         let Some(rule) = opts.rules.find(metric) else {
             warnings.push(format!(
                 "{}: no rule for metric `{metric}`; not compared",

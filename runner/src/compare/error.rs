@@ -18,6 +18,10 @@ pub enum CompareError {
     #[error(transparent)]
     #[diagnostic(transparent)]
     Golden(#[from] GoldenError),
+    /// The case's `model_config.yaml` (for its `METRICS`) cannot be read.
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Case(#[from] crate::case::CaseError),
     /// The job ran on hardware the golden platform does not describe.
     #[error("{job}: {problem} ({})", golden.display())]
     #[diagnostic(help(
@@ -69,6 +73,7 @@ impl Classify for CompareError {
         match self {
             CompareError::Records(e) => e.exit(),
             CompareError::Golden(e) => e.exit(),
+            CompareError::Case(e) => e.exit(),
             CompareError::Write { .. } => Exit::Failure,
             _ => Exit::Usage,
         }
