@@ -176,6 +176,22 @@ mod tests {
         assert!(hi_noisy <= 4.1 && hi_calm <= 4.1, "{hi_calm} {hi_noisy}");
     }
 
+    /// The README's claim: up to 5 repeats the 95 % interval is the whole range (a regression
+    /// then needs every repeat beyond the band); from 6 on it excludes the extremes.
+    #[test]
+    fn small_n_intervals_span_the_range() {
+        for n in 2..=5 {
+            let v: Vec<f64> = (1..=n).map(f64::from).collect();
+            let ci = bootstrap_median_ci(&v, 0.95, SEED);
+            assert_eq!(ci, Some((1.0, f64::from(n))), "n = {n}");
+        }
+        for n in 6..=12 {
+            let v: Vec<f64> = (1..=n).map(f64::from).collect();
+            let (lo, hi) = bootstrap_median_ci(&v, 0.95, SEED).unwrap();
+            assert!(lo > 1.0 && hi < f64::from(n), "n = {n}: {lo} {hi}");
+        }
+    }
+
     fn values() -> impl Strategy<Value = Vec<f64>> {
         prop::collection::vec(0.001f64..1e6, 2..12)
     }
