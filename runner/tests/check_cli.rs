@@ -42,15 +42,6 @@ fn check_reports_every_broken_input_with_its_place_and_exits_2() {
 }
 
 #[test]
-fn check_passes_a_clean_tree() {
-    let out = goldgate(
-        FIXTURES,
-        &["check", "--root", "broken/good", "--golden-root", "none"],
-    );
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
-}
-
-#[test]
 fn check_over_the_corpus_finds_only_the_two_empty_goldens() {
     let out = goldgate(CORPUS_CASES, &["check", "--root", "."]);
     assert_eq!(out.status.code(), Some(2));
@@ -115,7 +106,7 @@ fn list_table_with_filter() {
 fn list_marks_broken_cases_and_exits_2() {
     let out = goldgate(
         FIXTURES,
-        &["list", "--root", "broken", "--filter", "^(bad/empty|good/)"],
+        &["list", "--root", "broken", "--filter", "^(bad/empty|warn/)"],
     );
     assert_eq!(out.status.code(), Some(2));
     insta::assert_snapshot!(format!(
@@ -135,4 +126,48 @@ fn list_rejects_a_bad_filter() {
         text(&out.stderr)
     );
     assert!(Path::new(FIXTURES).is_dir());
+}
+
+#[test]
+fn list_finds_goldens_beside_the_config_and_under_the_golden_root() {
+    let args = [
+        "list",
+        "--root",
+        "clean",
+        "--golden-root",
+        "extra_golden",
+        "--filter",
+        "^good/",
+        "--format",
+        "json",
+    ];
+    let out = goldgate(FIXTURES, &args);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let rows: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+    let files: Vec<_> = rows[0]["goldens"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        files,
+        [
+            "clean/good/tiny/golden_values_dev_dgx_h100.json",
+            "extra_golden/good/tiny/golden_values_lts_dgx_a100.json",
+        ]
+    );
+}
+
+#[test]
+fn check_passes_a_clean_tree_with_goldens_under_the_golden_root() {
+    let out = goldgate(
+        FIXTURES,
+        &["check", "--root", "clean", "--golden-root", "extra_golden"],
+    );
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(
+        text(&out.stdout),
+        "checked 1 case(s) and 2 golden file(s): 0 error(s), 0 warning(s), 0 note(s)\n"
+    );
 }

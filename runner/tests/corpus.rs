@@ -518,3 +518,56 @@ fn golden_shapes_read_as_the_files_say() {
         Some(&golden::Value::Float(2524.0))
     );
 }
+
+#[test]
+fn the_repository_cases_and_goldens_load() {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let cases = case::discover(&repo.join("test_cases")).unwrap();
+    assert!(!cases.is_empty());
+    for c in &cases {
+        case::load_case(&repo.join("test_cases"), &c.config_path).unwrap_or_else(|e| panic!("{e}"));
+    }
+    let golden_root = repo.join("golden");
+    if golden_root.is_dir() {
+        let found = case::discover_all(&golden_root).unwrap();
+        let dirs = found
+            .cases
+            .into_iter()
+            .map(|c| c.dir)
+            .chain(found.without_config);
+        for g in dirs.flat_map(|d| golden::goldens_in(&d)) {
+            golden::read_golden(&g.path).unwrap_or_else(|e| panic!("{e}"));
+        }
+    }
+}
+
+#[test]
+fn goldgate_block_is_read() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/clean");
+    let case = case::load_case(&root, &root.join("good/tiny/model_config.yaml")).unwrap();
+    let entry: Vec<_> = case
+        .goldgate
+        .entry
+        .unwrap()
+        .into_iter()
+        .map(|s| s.text)
+        .collect();
+    assert_eq!(entry, ["fake-trainer", "--steps", "5"]);
+    assert_eq!(case.goldgate.nproc, None);
+    assert_eq!(
+        case.goldgate.variants.get("allocator").unwrap(),
+        &["default".to_string(), "gc80".to_string()]
+    );
+    assert_eq!(case.metrics, ["lm loss"]);
+    assert_eq!(
+        case.model_args[0].argv_strings(),
+        [
+            "--lr",
+            "1e-8",
+            "--split",
+            "949,50,1",
+            "--save",
+            "${CHECKPOINT_SAVE_PATH}"
+        ]
+    );
+}

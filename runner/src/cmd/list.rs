@@ -1,8 +1,9 @@
 //! `goldgate list`: lists the cases under a root with their test type, launcher, metrics and golden files.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-use tabled::settings::Style;
+use tabled::settings::object::Columns;
+use tabled::settings::{Style, Width};
 
 use crate::case::{self, CaseError, CaseRef};
 use crate::exit::{AppError, Exit};
@@ -14,6 +15,9 @@ pub struct Args {
     /// Root of the test-case tree.
     #[arg(long, default_value = "test_cases")]
     pub root: std::path::PathBuf,
+    /// Golden root searched as well (`<golden-root>/<model>/<case>/golden_values_*.json`).
+    #[arg(long, default_value = "golden")]
+    pub golden_root: std::path::PathBuf,
     /// Only cases whose name matches this regular expression.
     #[arg(long)]
     pub filter: Option<String>,
@@ -44,7 +48,7 @@ pub struct Row {
     pub mode: String,
     /// `METRICS` (with Megatron's default filled in).
     pub metrics: Vec<String>,
-    /// Golden files beside the config.
+    /// Golden files beside the config and under the golden root.
     pub goldens: Vec<GoldenRef>,
     /// The config file.
     pub config: PathBuf,
@@ -67,7 +71,11 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
     let cases = cases
         .iter()
         .filter(|c| filter.as_ref().is_none_or(|re| re.is_match(&c.name)));
-    let rows: Vec<Row> = cases.map(|c| row(&args.root, c)).collect();
+    let golden_root = args
+        .golden_root
+        .is_dir()
+        .then_some(args.golden_root.as_path());
+    let rows: Vec<Row> = cases.map(|c| row(&args.root, golden_root, c)).collect();
     let out = match args.format {
         Format::Table => render_table(&rows),
         Format::Json => render_json(&rows),
@@ -85,8 +93,8 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
 }
 
 /// Loads one case into a row; a broken config becomes a row with `error` set.
-pub fn row(root: &std::path::Path, c: &CaseRef) -> Row {
-    let goldens = golden::goldens_in(&c.dir);
+pub fn row(root: &Path, golden_root: Option<&Path>, c: &CaseRef) -> Row {
+    let goldens = golden::find_goldens(&c.dir, golden_root, &c.name);
     match case::load_case(root, &c.config_path) {
         Ok(case) => Row {
             name: case.name,
@@ -135,6 +143,9 @@ pub fn render_table(rows: &[Row]) -> String {
     }
     let mut table = b.build();
     table.with(Style::sharp());
+    // Cases with many metrics would make the table far wider than a terminal.
+    table.modify(Columns::one(3), Width::wrap(40).keep_words(true));
+    table.modify(Columns::one(4), Width::wrap(40).keep_words(true));
     format!("{table}\n{} case(s)", rows.len())
 }
 
@@ -172,7 +183,15 @@ mod tests {
                 test_type: "ckpt-resume".into(),
                 launcher: "torchrun".into(),
                 mode: "pretraining".into(),
-                metrics: vec!["lm loss".into(), "num-zeros".into()],
+                metrics: [
+                    "lm loss",
+                    "num-zeros",
+                    "iteration-time",
+                    "mem-allocated-bytes",
+                    "checkpoint-blocking-time",
+                ]
+                .map(String::from)
+                .to_vec(),
                 goldens: vec![
                     golden("golden_values_dev_dgx_h100.json"),
                     golden("golden_values_dev_dgx_h100_2nd.json"),
