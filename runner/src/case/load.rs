@@ -183,24 +183,7 @@ struct Loader<'p> {
 impl Loader<'_> {
     fn case(&mut self, name: String, dir: PathBuf, root: &Node) -> Result<TestCase, CaseError> {
         let entries = self.map("(top level)", root)?.unwrap_or_default();
-        let mut case = TestCase {
-            name,
-            config_path: self.path.to_path_buf(),
-            dir,
-            test_type: TestType::Regular,
-            launcher: LauncherKind::default(),
-            mode: Mode::default(),
-            env_vars: Vec::new(),
-            model_args: Vec::new(),
-            metrics: Vec::new(),
-            base_model_args: None,
-            model_env_vars: Vec::new(),
-            throughput_test_params: None,
-            before_script: None,
-            after_script: None,
-            test_evaluation: None,
-            goldgate: CaseExtras::default(),
-        };
+        let mut case = blank_case(name, dir, self.path);
         let mut test_type = None;
         let mut numbered = Vec::new();
         for (key, value) in entries {
@@ -417,6 +400,28 @@ impl Loader<'_> {
                 found: format!("`{}`", s.text),
             }),
         }
+    }
+}
+
+/// A case with every optional key at its default, to be filled from the file.
+fn blank_case(name: String, dir: PathBuf, config_path: &Path) -> TestCase {
+    TestCase {
+        name,
+        config_path: config_path.to_path_buf(),
+        dir,
+        test_type: TestType::Regular,
+        launcher: LauncherKind::default(),
+        mode: Mode::default(),
+        env_vars: Vec::new(),
+        model_args: Vec::new(),
+        metrics: Vec::new(),
+        base_model_args: None,
+        model_env_vars: Vec::new(),
+        throughput_test_params: None,
+        before_script: None,
+        after_script: None,
+        test_evaluation: None,
+        goldgate: CaseExtras::default(),
     }
 }
 
