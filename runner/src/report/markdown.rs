@@ -228,6 +228,25 @@ mod tests {
         assert!(!md.contains("### "), "{md}");
     }
 
+    proptest::proptest! {
+        /// Whatever a log line holds, the escaped text cannot end a table cell or row, open
+        /// HTML, or mention anyone.
+        #[test]
+        fn escaped_text_stays_inside_its_cell(text in "\\PC*|[|<>@\\\\\n`*_\\[\\]a-z ]{0,40}") {
+            let out = escape_md(&text);
+            proptest::prop_assert!(!out.contains('\n') && !out.contains('<') && !out.contains('>'));
+            let bytes = out.as_bytes();
+            for (i, b) in bytes.iter().enumerate() {
+                if *b == b'|' {
+                    // Every pipe is preceded by an odd run of backslashes.
+                    let run = bytes[..i].iter().rev().take_while(|c| **c == b'\\').count();
+                    proptest::prop_assert!(run % 2 == 1, "{out}");
+                }
+            }
+            proptest::prop_assert_eq!(out.matches('@').count(), out.matches("@&#8203;").count());
+        }
+    }
+
     #[test]
     fn escapes_what_github_would_interpret() {
         let cases = [

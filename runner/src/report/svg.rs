@@ -58,12 +58,12 @@ fn segments(t: &[f64], v: &[Option<u64>], scale: f64) -> Segments {
     let mut out: Segments = vec![Vec::new()];
     for (x, y) in t.iter().zip(v) {
         match y {
-            Some(y) => {
+            Some(y) if x.is_finite() && *x >= 0.0 => {
                 if let Some(last) = out.last_mut() {
                     last.push((*x, *y as f64 / scale));
                 }
             }
-            None => out.push(Vec::new()),
+            _ => out.push(Vec::new()),
         }
     }
     out.retain(|s| !s.is_empty());
@@ -119,11 +119,14 @@ fn draw(r: &RunRecord, buf: &mut String) -> Result<(), String> {
         .max()
         .unwrap_or(0) as f64;
     let (unit_name, scale) = unit(max_bytes);
+    // Non-finite or negative times (a corrupt results.json) are left out: an infinite axis
+    // would never finish laying out its ticks.
     let t_max = tl
         .t_seconds
         .iter()
         .copied()
         .chain(tl.saves.iter().filter_map(|s| s.1))
+        .filter(|t| t.is_finite())
         .fold(1.0_f64, f64::max);
     // Headroom above the highest line keeps the legend (upper left) clear of the data.
     let y_max = (max_bytes / scale * 1.35).max(1.0);
@@ -198,7 +201,9 @@ fn draw_saves(chart: &mut Chart, tl: &Timeline, t_max: f64, y_max: f64) -> Resul
     let spans: Vec<(f64, f64, u64)> = tl
         .saves
         .iter()
+        .filter(|(start, _, _)| start.is_finite() && *start >= 0.0)
         .map(|&(start, end, it)| {
+            let end = end.filter(|e| e.is_finite());
             let end = end.unwrap_or(start + min_width).max(start + min_width);
             (start, end.min(t_max), it)
         })
@@ -293,6 +298,24 @@ mod tests {
         r.memory.timeline = Timeline::default();
         let svg = render(&r).unwrap();
         assert!(texts(&svg).contains(&"no memory samples were recorded for this job".to_string()));
+    }
+
+    #[test]
+    fn corrupt_timelines_render_without_panicking() {
+        let mut r = async_record();
+        let tl = &mut r.memory.timeline;
+        tl.t_seconds[3] = f64::NAN;
+        tl.t_seconds[4] = f64::INFINITY;
+        tl.t_seconds[5] = -2.0;
+        tl.gpu_used_bytes.truncate(7);
+        tl.shm_bytes.push(u64::MAX);
+        tl.saves.push((f64::INFINITY, Some(f64::NAN), 99));
+        tl.saves.push((30.0, Some(10.0), 100));
+        tl.saves.push((50.0, None, 101));
+        let svg = render(&r).unwrap();
+        assert!(svg.trim_end().ends_with("</svg>"));
+        assert!(!texts(&svg).contains(&"it 99".to_string()));
+        assert!(texts(&svg).contains(&"it 101".to_string()));
     }
 
     #[test]

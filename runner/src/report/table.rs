@@ -126,6 +126,9 @@ pub fn counts_line(c: &Comparison) -> String {
         .collect();
     let total = c.counts.total();
     let jobs = if total == 1 { "job" } else { "jobs" };
+    if parts.is_empty() {
+        return format!("{total} {jobs} on {}", c.platform);
+    }
     format!("{total} {jobs} on {}: {}", c.platform, parts.join(", "))
 }
 
@@ -182,6 +185,13 @@ mod tests {
             .unwrap()
             .replace_all(&coloured, "");
         assert_eq!(stripped, render(&c, Style { color: false }));
+    }
+
+    #[test]
+    fn an_empty_comparison_says_so() {
+        let c = crate::compare::Comparison::new("dev_cpu".into(), vec![], vec![]);
+        assert_eq!(counts_line(&c), "0 jobs on dev_cpu");
+        assert!(render(&c, Style::default()).ends_with("0 jobs on dev_cpu\n"));
     }
 
     #[test]
