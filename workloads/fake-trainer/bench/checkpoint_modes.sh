@@ -25,19 +25,19 @@ echo "host: $(nproc) cores, $(uname -r); fake-trainer: $bin; repeats: $repeats"
 for mode in sync async async_shm; do
   for r in $(seq "$repeats"); do
     dir="$root/$mode-$r"; rm -rf "$dir"; log="$root/$mode-$r.log"
-    start=$(date +%s.%N)
+    start=$(date +%s%N)
     # shellcheck disable=SC2086
     "$bin" "${demo[@]}" --save "$dir" ${modes[$mode]} >"$log" 2>/dev/null
-    wall=$(echo "$(date +%s.%N) - $start" | bc)
+    wall=$(awk -v a="$start" -v b="$(date +%s%N)" 'BEGIN {printf "%.2f", (b - a) / 1e9}')
     blocking=$(grep -A1 'time across ranks' "$log" | grep -oE '\(([0-9.]+),' | tr -d '(,' | paste -sd' ')
     iter=$(grep -oE 'elapsed time per iteration \(ms\): [0-9.]+' "$log" | awk '{s+=$NF} END {printf "%.1f", s/NR}')
     latency=""
     for it in 10 20 30; do
       sched=$(grep -E "scheduled an async checkpoint save at iteration +$it " "$log" | secs || true)
       saved=$(grep -E "successfully saved checkpoint from iteration +$it " "$log" | secs)
-      [ -n "$sched" ] && latency+="$(echo "($saved - $sched) * 1000" | bc | xargs printf '%.1f') "
+      [ -n "$sched" ] && latency+="$(awk -v a="$sched" -v b="$saved" 'BEGIN {printf "%.1f", (b - a) * 1000}') "
     done
-    printf '%-9s run %s: wall %.2f s | mean iteration %s ms | blocking ms (10,20,30): %s | async latency ms: %s\n' \
+    printf '%-9s run %s: wall %s s | mean iteration %s ms | blocking ms (10,20,30): %s | async latency ms: %s\n' \
       "$mode" "$r" "$wall" "$iter" "$blocking" "${latency:--}"
     rm -rf "$dir"
   done
