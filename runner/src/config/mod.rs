@@ -1,1 +1,12 @@
 //! Stage "plan": the repository configuration `goldgate.yaml` (platforms, variant axes, metric rules).
+
+mod error;
+mod file;
+mod named;
+pub mod rules;
+
+pub use error::ConfigError;
+pub use file::{Axis, AxisValue, BUILTIN_CONFIG, Config, LauncherChoice, Platform};
+pub use rules::{
+    Direction, FailAllowance, MetricKind, MetricRule, Rules, Statistic, StepRange, Window,
+};

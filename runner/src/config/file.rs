@@ -1,0 +1,350 @@
+//! Stage "plan": reading and validating `goldgate.yaml` (platforms, variant axes, metric rules).
+//!
+//! Two steps, as everywhere in goldgate: serde reads the file into `Raw*` types (unknown keys
+//! are errors with a line and column), then [`Config::from_raw`] checks what serde cannot
+//! (a default platform that exists, axes with at least one value) and builds the public types.
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use serde_saphyr::Spanned;
+
+use super::error::ConfigError;
+use super::named::{Named, StringMap, string_pairs};
+use super::rules::{RawRule, Rules};
+
+/// The repository's `goldgate.yaml` as shipped: used when no file is found at the default path.
+pub const BUILTIN_CONFIG: &str = include_str!("../../../goldgate.yaml");
+
+/// How a platform launches jobs when the case says nothing more specific.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LauncherChoice {
+    Torchrun,
+    FtLauncher,
+    Direct,
+}
+
+/// A machine kind jobs run on.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct Platform {
+    pub name: String,
+    pub gpus_per_node: u32,
+    /// Replaces Megatron's default launcher (torchrun) for cases that do not pick another.
+    pub launcher: Option<LauncherChoice>,
+    /// `DATA_PATH` for every job (the caller's environment is used when absent).
+    pub data_root: Option<String>,
+    /// Checkpoints go below this folder instead of the job's output folder.
+    pub checkpoint_root: Option<String>,
+    /// `MEGATRON_LM_DIR`: the default entry is `$MEGATRON_LM_DIR/pretrain_gpt.py`.
+    pub megatron_lm_dir: Option<String>,
+    /// Entry words used when the case has no `GOLDGATE.entry`.
+    pub entry: Option<Vec<String>>,
+    /// Extra variables for every job, in file order.
+    pub env: Vec<(String, String)>,
+}
+
+/// One value of a variant axis: the edits it makes to a job.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct AxisValue {
+    pub name: String,
+    pub description: Option<String>,
+    pub env: Vec<(String, String)>,
+    pub unset: Vec<String>,
+    /// `--flag: value` added or overridden in MODEL_ARGS (`true` = bare flag).
+    pub args: Vec<(String, String)>,
+    pub remove_args: Vec<String>,
+}
+
+/// A named axis of variants; its first value is the default.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct Axis {
+    pub name: String,
+    /// Applied only to cases that name the axis in `GOLDGATE.variants`, or when chosen.
+    pub opt_in: bool,
+    pub values: Vec<AxisValue>,
+}
+
+impl Axis {
+    /// The value called `name`.
+    pub fn value(&self, name: &str) -> Option<&AxisValue> {
+        self.values.iter().find(|v| v.name == name)
+    }
+
+    /// The value names, comma-separated, for error messages.
+    pub fn value_names(&self) -> String {
+        self.values
+            .iter()
+            .map(|v| v.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+/// The validated `goldgate.yaml`.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct Config {
+    /// Where it was read from (`<builtin>` for the shipped copy).
+    pub path: PathBuf,
+    /// Index of the default platform in `platforms`.
+    pub default_platform: usize,
+    pub platforms: Vec<Platform>,
+    pub axes: Vec<Axis>,
+    pub rules: Rules,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawConfig {
+    #[serde(default)]
+    default_platform: Option<Spanned<String>>,
+    #[serde(default)]
+    platforms: Named<RawPlatform>,
+    #[serde(default)]
+    variants: Named<RawAxis>,
+    #[serde(default)]
+    rules: Named<RawRule>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPlatform {
+    gpus_per_node: u32,
+    #[serde(default)]
+    launcher: Option<LauncherChoice>,
+    #[serde(default)]
+    data_root: Option<String>,
+    #[serde(default)]
+    checkpoint_root: Option<String>,
+    #[serde(default)]
+    megatron_lm_dir: Option<String>,
+    #[serde(default)]
+    entry: Option<Vec<String>>,
+    #[serde(default)]
+    env: StringMap,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawAxis {
+    #[serde(default)]
+    opt_in: bool,
+    values: Named<Option<RawValue>>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawValue {
+    #[serde(default)]
+    description: Option<String>,
+    #[serde(default)]
+    env: StringMap,
+    #[serde(default)]
+    unset: Vec<String>,
+    #[serde(default)]
+    args: StringMap,
+    #[serde(default)]
+    remove_args: Vec<String>,
+}
+
+impl Config {
+    /// Reads `path`; a missing `goldgate.yaml` at the default path falls back to the shipped one.
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        match std::fs::read_to_string(path) {
+            Ok(text) => Config::parse(&text, path),
+            Err(e)
+                if e.kind() == std::io::ErrorKind::NotFound
+                    && path == Path::new("goldgate.yaml") =>
+            {
+                Config::builtin()
+            }
+            Err(source) => Err(ConfigError::Read {
+                path: path.to_owned(),
+                source,
+            }),
+        }
+    }
+
+    /// The configuration shipped with goldgate.
+    pub fn builtin() -> Result<Config, ConfigError> {
+        Config::parse(BUILTIN_CONFIG, Path::new("<builtin goldgate.yaml>"))
+    }
+
+    /// Parses and validates the text of a `goldgate.yaml`; `path` is used in error messages.
+    pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigError> {
+        let raw: RawConfig =
+            serde_saphyr::from_str(text).map_err(|e| ConfigError::from_yaml(path, &e))?;
+        Config::from_raw(raw, path)
+    }
+
+    /// The platform called `name`, or the default one.
+    pub fn platform(&self, name: Option<&str>) -> Result<&Platform, ConfigError> {
+        let Some(name) = name else {
+            return self
+                .platforms
+                .get(self.default_platform)
+                .ok_or(ConfigError::NoPlatform);
+        };
+        self.platforms
+            .iter()
+            .find(|p| p.name == name)
+            .ok_or_else(|| ConfigError::UnknownPlatform {
+                name: name.to_owned(),
+                valid: self.platform_names(),
+            })
+    }
+
+    /// The axis called `name`.
+    pub fn axis(&self, name: &str) -> Option<&Axis> {
+        self.axes.iter().find(|a| a.name == name)
+    }
+
+    /// The axis names, comma-separated, for error messages.
+    pub fn axis_names(&self) -> String {
+        self.axes
+            .iter()
+            .map(|a| a.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    fn platform_names(&self) -> String {
+        self.platforms
+            .iter()
+            .map(|p| p.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    fn from_raw(raw: RawConfig, path: &Path) -> Result<Config, ConfigError> {
+        let platforms: Vec<Platform> = raw.platforms.0.into_iter().map(platform_from_raw).collect();
+        let default_platform = match raw.default_platform {
+            None => 0,
+            Some(name) => platforms
+                .iter()
+                .position(|p| p.name == name.value)
+                .ok_or_else(|| {
+                    ConfigError::invalid(
+                        path,
+                        &name,
+                        format!(
+                            "default_platform `{}` is not one of the platforms",
+                            name.value
+                        ),
+                    )
+                })?,
+        };
+        let mut axes = Vec::new();
+        for (name, axis) in raw.variants.0 {
+            if axis.values.0.is_empty() {
+                let msg = format!("variant axis `{}` has no values", name.value);
+                return Err(ConfigError::invalid(path, &name, msg));
+            }
+            let values = axis.values.0.into_iter().map(value_from_raw).collect();
+            axes.push(Axis {
+                name: name.value,
+                opt_in: axis.opt_in,
+                values,
+            });
+        }
+        let rules = raw.rules.0.into_iter().map(|(k, v)| (k.value, v)).collect();
+        let rules = Rules::default().with_file_rules(rules);
+        Ok(Config {
+            path: path.to_owned(),
+            default_platform,
+            platforms,
+            axes,
+            rules,
+        })
+    }
+}
+
+fn platform_from_raw((name, raw): (Spanned<String>, RawPlatform)) -> Platform {
+    Platform {
+        name: name.value,
+        gpus_per_node: raw.gpus_per_node,
+        launcher: raw.launcher,
+        data_root: raw.data_root,
+        checkpoint_root: raw.checkpoint_root,
+        megatron_lm_dir: raw.megatron_lm_dir,
+        entry: raw.entry,
+        env: string_pairs(raw.env),
+    }
+}
+
+fn value_from_raw((name, raw): (Spanned<String>, Option<RawValue>)) -> AxisValue {
+    let raw = raw.unwrap_or_default();
+    AxisValue {
+        name: name.value,
+        description: raw.description,
+        env: string_pairs(raw.env),
+        unset: raw.unset,
+        args: string_pairs(raw.args),
+        remove_args: raw.remove_args,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Config, ConfigError> {
+        Config::parse(text, Path::new("goldgate.yaml"))
+    }
+
+    #[test]
+    fn shipped_config_is_valid_and_has_the_required_axes() {
+        let config = Config::builtin().unwrap();
+        for (axis, values) in [
+            ("allocator", "default, expandable, gc80"),
+            ("checkpoint", "sync, async, async_shm"),
+            ("empty_cache", "level0, level2"),
+        ] {
+            assert_eq!(config.axis(axis).unwrap().value_names(), values);
+        }
+        let gc80 = config.axis("allocator").unwrap().value("gc80").unwrap();
+        assert_eq!(
+            gc80.env,
+            [(
+                "PYTORCH_CUDA_ALLOC_CONF".to_owned(),
+                "expandable_segments:True,garbage_collection_threshold:0.8".to_owned()
+            )]
+        );
+    }
+
+    #[test]
+    fn default_platform_is_named_or_first() {
+        let text = "platforms:\n  a: {gpus_per_node: 1}\n  b: {gpus_per_node: 8}\n";
+        assert_eq!(parse(text).unwrap().platform(None).unwrap().name, "a");
+        let named = format!("default_platform: b\n{text}");
+        assert_eq!(parse(&named).unwrap().platform(None).unwrap().name, "b");
+    }
+
+    #[test]
+    fn errors_point_into_the_file() {
+        let cases = [
+            (
+                "platforms:\n  a:\n    gpus_per_node: 1\n    gpus: 2\n",
+                "goldgate.yaml:4:5",
+            ),
+            (
+                "default_platform: nope\nplatforms:\n  a: {gpus_per_node: 1}\n",
+                "goldgate.yaml:1:19",
+            ),
+            ("variants:\n  axis:\n    values: {}\n", "goldgate.yaml:2:3"),
+            ("rules:\n  lm loss: {rtool: 1}\n", "goldgate.yaml:2:13"),
+        ];
+        for (text, place) in cases {
+            let err = parse(text).unwrap_err().to_string();
+            assert!(err.starts_with(place), "{err:?} should start with {place}");
+        }
+    }
+
+    #[test]
+    fn unknown_platform_lists_the_valid_ones() {
+        let config =
+            parse("platforms:\n  a: {gpus_per_node: 1}\n  b: {gpus_per_node: 2}\n").unwrap();
+        let err = config.platform(Some("c")).unwrap_err().to_string();
+        assert_eq!(err, "unknown platform `c` (valid: a, b)");
+    }
+}

@@ -1,0 +1,419 @@
+//! Stage "plan": per-metric comparison rules (the schema; the `compare` stage applies them).
+//!
+//! [`Rules::default`] holds Megatron's own checks (`docs/megatron-format.md` §3) plus rules for
+//! goldgate's metric keys, so `compare` works without a `goldgate.yaml`. Rules from the file
+//! come first; the first rule whose pattern matches a metric name wins, and fields a file rule
+//! leaves out are taken from the built-in rule for the same pattern (or [`MetricRule::default`]).
+
+use serde::{Deserialize, Serialize};
+
+/// How a metric's values are keyed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum MetricKind {
+    /// One value per logged training step (`lm loss`).
+    PerStep,
+    /// One value per job, keyed by the final step (`gpu-peak-memory-bytes`).
+    Scalar,
+    /// One value per checkpoint save, keyed by the save iteration (`checkpoint-blocking-time`).
+    PerSave,
+}
+
+/// Which change of a value counts as a regression.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Direction {
+    /// Only an increase regresses (memory, time).
+    LowerIsBetter,
+    /// Only a decrease regresses (throughput).
+    HigherIsBetter,
+    /// Any change beyond the tolerance regresses (losses).
+    Both,
+}
+
+/// A statistic that collapses a window of steps to one number.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Statistic {
+    Median,
+    Mean,
+    Min,
+    Max,
+}
+
+/// An inclusive range of steps, written `5-20` in `goldgate.yaml`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct StepRange {
+    pub first: u64,
+    pub last: u64,
+}
+
+impl StepRange {
+    /// Whether `step` lies in the range.
+    pub fn contains(&self, step: u64) -> bool {
+        (self.first..=self.last).contains(&step)
+    }
+}
+
+impl TryFrom<String> for StepRange {
+    type Error = String;
+
+    fn try_from(text: String) -> Result<Self, String> {
+        let bad = || format!("invalid step range `{text}`, expected `FIRST-LAST` such as `5-20`");
+        let (first, last) = text.split_once('-').ok_or_else(bad)?;
+        let first: u64 = first.trim().parse().map_err(|_| bad())?;
+        let last: u64 = last.trim().parse().map_err(|_| bad())?;
+        if first > last {
+            return Err(bad());
+        }
+        Ok(StepRange { first, last })
+    }
+}
+
+impl From<StepRange> for String {
+    fn from(range: StepRange) -> String {
+        format!("{}-{}", range.first, range.last)
+    }
+}
+
+/// Collapse the steps of a run to one number before comparing (Megatron's iteration-time check).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Window {
+    /// The statistic taken over the window.
+    pub statistic: Statistic,
+    /// Steps used for runs of at most `long_run_after` steps.
+    pub steps: StepRange,
+    /// Steps used for longer runs (absent: always `steps`).
+    #[serde(default)]
+    pub long_run_steps: Option<StepRange>,
+    /// Runs with more steps than this use `long_run_steps`.
+    #[serde(default)]
+    pub long_run_after: u64,
+}
+
+impl Window {
+    /// The window that applies to a run of `run_steps` steps.
+    pub fn steps_for(&self, run_steps: u64) -> StepRange {
+        match self.long_run_steps {
+            Some(long) if run_steps > self.long_run_after => long,
+            _ => self.steps,
+        }
+    }
+}
+
+/// How many steps of `n` may fail the approximate check: `min(max(n * fraction, min), max)`
+/// (Megatron: `min(max(N//100, 1), 50)`).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FailAllowance {
+    pub fraction: f64,
+    pub min: u64,
+    pub max: u64,
+}
+
+impl FailAllowance {
+    /// Megatron's allowance.
+    pub const MEGATRON: FailAllowance = FailAllowance {
+        fraction: 0.01,
+        min: 1,
+        max: 50,
+    };
+    /// No failing step allowed.
+    pub const NONE: FailAllowance = FailAllowance {
+        fraction: 0.0,
+        min: 0,
+        max: 0,
+    };
+
+    /// The number of failing steps tolerated out of `n` compared steps.
+    pub fn allowed(&self, n: u64) -> u64 {
+        // Truncation is the point: Megatron uses integer division.
+        #[allow(
+            clippy::cast_possible_truncation,
+            clippy::cast_sign_loss,
+            clippy::cast_precision_loss
+        )]
+        let share = (n as f64 * self.fraction).floor() as u64;
+        share.max(self.min).min(self.max)
+    }
+}
+
+/// The comparison rule for one metric.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct MetricRule {
+    pub kind: MetricKind,
+    /// Relative tolerance: `|a - g| <= atol + rtol * |g|`.
+    pub rtol: f64,
+    /// Absolute tolerance, in the metric's unit.
+    pub atol: f64,
+    /// Also require bit-equal values (skipped for non-deterministic runs, as Megatron does).
+    pub exact: bool,
+    pub direction: Direction,
+    /// Largest coefficient of variation over repeats before the metric is called unstable.
+    pub max_cv: Option<f64>,
+    /// Only these steps are compared.
+    pub steps: Option<StepRange>,
+    /// Collapse the steps to one statistic before comparing.
+    pub window: Option<Window>,
+    /// Ignore the first N saves of a per-save metric (the first async save also sets up the worker).
+    pub skip_first_saves: u32,
+    pub fail_steps_allowance: FailAllowance,
+}
+
+impl Default for MetricRule {
+    /// The rule for a metric nothing else matches: per step, 5 % either way.
+    fn default() -> Self {
+        MetricRule {
+            kind: MetricKind::PerStep,
+            rtol: 0.05,
+            atol: 0.0,
+            exact: false,
+            direction: Direction::Both,
+            max_cv: None,
+            steps: None,
+            window: None,
+            skip_first_saves: 0,
+            fail_steps_allowance: FailAllowance::MEGATRON,
+        }
+    }
+}
+
+/// A rule as written in `goldgate.yaml`: every field optional.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawRule {
+    kind: Option<MetricKind>,
+    rtol: Option<f64>,
+    atol: Option<f64>,
+    exact: Option<bool>,
+    direction: Option<Direction>,
+    max_cv: Option<f64>,
+    steps: Option<StepRange>,
+    window: Option<Window>,
+    skip_first_saves: Option<u32>,
+    fail_steps_allowance: Option<FailAllowance>,
+}
+
+impl RawRule {
+    /// Fills the fields left out from `base`.
+    pub(crate) fn over(self, base: MetricRule) -> MetricRule {
+        MetricRule {
+            kind: self.kind.unwrap_or(base.kind),
+            rtol: self.rtol.unwrap_or(base.rtol),
+            atol: self.atol.unwrap_or(base.atol),
+            exact: self.exact.unwrap_or(base.exact),
+            direction: self.direction.unwrap_or(base.direction),
+            max_cv: self.max_cv.or(base.max_cv),
+            steps: self.steps.or(base.steps),
+            window: self.window.or(base.window),
+            skip_first_saves: self.skip_first_saves.unwrap_or(base.skip_first_saves),
+            fail_steps_allowance: self
+                .fail_steps_allowance
+                .unwrap_or(base.fail_steps_allowance),
+        }
+    }
+}
+
+/// Ordered `(pattern, rule)` pairs; a pattern is a metric name or a glob with `*` and `?`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Rules {
+    pub entries: Vec<(String, MetricRule)>,
+}
+
+impl Rules {
+    /// The rule for `metric`: the first matching pattern, else [`MetricRule::default`].
+    pub fn rule_for(&self, metric: &str) -> MetricRule {
+        self.entries
+            .iter()
+            .find(|(pattern, _)| glob_match(pattern, metric))
+            .map(|(_, rule)| rule.clone())
+            .unwrap_or_default()
+    }
+
+    /// Puts `rules` from a file in front of these, completing each from the rule it overrides.
+    pub(crate) fn with_file_rules(self, rules: Vec<(String, RawRule)>) -> Rules {
+        let mut entries: Vec<(String, MetricRule)> = rules
+            .into_iter()
+            .map(|(pattern, raw)| {
+                let base = self.rule_for(&pattern);
+                (pattern, raw.over(base))
+            })
+            .collect();
+        entries.extend(self.entries);
+        Rules { entries }
+    }
+}
+
+impl Default for Rules {
+    fn default() -> Self {
+        let loss = MetricRule {
+            exact: true,
+            ..MetricRule::default()
+        };
+        let memory = MetricRule {
+            direction: Direction::LowerIsBetter,
+            ..MetricRule::default()
+        };
+        let iteration_time = MetricRule {
+            direction: Direction::LowerIsBetter,
+            window: Some(Window {
+                statistic: Statistic::Median,
+                steps: StepRange { first: 5, last: 20 },
+                long_run_steps: Some(StepRange {
+                    first: 30,
+                    last: 45,
+                }),
+                long_run_after: 25,
+            }),
+            ..MetricRule::default()
+        };
+        let peak = MetricRule {
+            kind: MetricKind::Scalar,
+            ..memory.clone()
+        };
+        let per_save = MetricRule {
+            kind: MetricKind::PerSave,
+            rtol: 0.2,
+            atol: 0.05,
+            direction: Direction::LowerIsBetter,
+            fail_steps_allowance: FailAllowance::NONE,
+            ..MetricRule::default()
+        };
+        let entries = vec![
+            ("lm loss".to_owned(), loss.clone()),
+            ("mtp_* loss".to_owned(), loss.clone()),
+            ("total loss".to_owned(), loss),
+            (
+                "num-zeros".to_owned(),
+                MetricRule {
+                    exact: true,
+                    rtol: 0.2,
+                    ..MetricRule::default()
+                },
+            ),
+            ("mem-allocated-bytes".to_owned(), memory.clone()),
+            ("mem-max-allocated-bytes".to_owned(), memory),
+            ("iteration-time".to_owned(), iteration_time),
+            ("gpu-peak-memory-bytes".to_owned(), peak.clone()),
+            (
+                "host-peak-rss-bytes".to_owned(),
+                MetricRule {
+                    rtol: 0.1,
+                    ..peak.clone()
+                },
+            ),
+            (
+                "shm-peak-bytes".to_owned(),
+                MetricRule { rtol: 0.1, ..peak },
+            ),
+            // The first save of a run also starts the async worker and pays for it.
+            (
+                "checkpoint-blocking-time".to_owned(),
+                MetricRule {
+                    skip_first_saves: 1,
+                    ..per_save.clone()
+                },
+            ),
+            ("checkpoint-async-latency".to_owned(), per_save),
+        ];
+        Rules { entries }
+    }
+}
+
+/// Whether `name` matches `pattern` (`*` any run of characters, `?` one character).
+pub fn glob_match(pattern: &str, name: &str) -> bool {
+    let p: Vec<char> = pattern.chars().collect();
+    let n: Vec<char> = name.chars().collect();
+    // Iterative matcher with one backtrack point for the last `*`.
+    let (mut pi, mut ni, mut star, mut mark) = (0, 0, None, 0);
+    while ni < n.len() {
+        if pi < p.len() && (p[pi] == '?' || p[pi] == n[ni]) {
+            pi += 1;
+            ni += 1;
+        } else if pi < p.len() && p[pi] == '*' {
+            star = Some(pi);
+            mark = ni;
+            pi += 1;
+        } else if let Some(s) = star {
+            pi = s + 1;
+            mark += 1;
+            ni = mark;
+        } else {
+            return false;
+        }
+    }
+    p[pi..].iter().all(|&c| c == '*')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn globs_match_like_shell_patterns() {
+        let cases = [
+            ("lm loss", "lm loss", true),
+            ("mtp_* loss", "mtp_1 loss", true),
+            ("mtp_* loss", "mtp_1 losses", false),
+            ("*", "anything", true),
+            ("iteration-?ime", "iteration-time", true),
+            ("a*b*c", "axxbyyc", true),
+            ("a*b*c", "axxbyy", false),
+        ];
+        for (pattern, name, want) in cases {
+            assert_eq!(glob_match(pattern, name), want, "{pattern} vs {name}");
+        }
+    }
+
+    #[test]
+    fn defaults_follow_megatron() {
+        let rules = Rules::default();
+        let loss = rules.rule_for("lm loss");
+        assert!(loss.exact);
+        assert_eq!(loss.rtol, 0.05);
+        assert_eq!(rules.rule_for("mtp_2 loss"), loss);
+        assert_eq!(rules.rule_for("num-zeros").rtol, 0.2);
+        let window = rules.rule_for("iteration-time").window.unwrap();
+        assert_eq!(window.steps_for(25), StepRange { first: 5, last: 20 });
+        assert_eq!(
+            window.steps_for(100),
+            StepRange {
+                first: 30,
+                last: 45
+            }
+        );
+        assert_eq!(
+            rules.rule_for("checkpoint-blocking-time").skip_first_saves,
+            1
+        );
+        assert_eq!(rules.rule_for("unknown metric"), MetricRule::default());
+    }
+
+    #[test]
+    fn allowance_is_megatrons_integer_formula() {
+        let a = FailAllowance::MEGATRON;
+        assert_eq!([50, 100, 250, 10_000].map(|n| a.allowed(n)), [1, 1, 2, 50]);
+        assert_eq!(FailAllowance::NONE.allowed(1000), 0);
+    }
+
+    #[test]
+    fn file_rules_override_and_inherit() {
+        let raw: RawRule = serde_saphyr::from_str("rtol: 0.01\n").unwrap();
+        let rules = Rules::default().with_file_rules(vec![("lm loss".into(), raw)]);
+        let loss = rules.rule_for("lm loss");
+        assert_eq!(loss.rtol, 0.01);
+        assert!(loss.exact, "inherits the built-in exact check");
+    }
+
+    #[test]
+    fn step_ranges_parse_and_reject() {
+        assert_eq!(
+            StepRange::try_from("5-20".to_owned()),
+            Ok(StepRange { first: 5, last: 20 })
+        );
+        assert!(StepRange::try_from("20-5".to_owned()).is_err());
+        assert!(StepRange::try_from("x".to_owned()).is_err());
+    }
+}
