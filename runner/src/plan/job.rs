@@ -1,0 +1,228 @@
+//! Stage "plan": the `Job` boundary type — what `launch` runs — with its folders and launcher.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use super::placeholder::FromCaller;
+use super::variant::Variant;
+use crate::case::{LauncherKind, TestType};
+
+/// How a job's ranks are started. Launcher words are kept apart from the entry so that
+/// `launch` can fill in a free port and `repro` can write `${MASTER_PORT}`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum Launcher {
+    /// `torchrun --nproc-per-node N --nnodes 1 --master-port PORT ENTRY...`
+    Torchrun { nproc: u32 },
+    /// nvidia-resiliency-ext's `ft_launcher`, with torchrun's arguments.
+    FtLauncher { nproc: u32 },
+    /// The entry program itself, as is.
+    Direct,
+}
+
+impl Launcher {
+    /// The words before the entry; `master_port` is a number or a shell reference.
+    pub fn prefix(&self, master_port: &str) -> Vec<String> {
+        let (program, nproc) = match self {
+            Launcher::Torchrun { nproc } => ("torchrun", nproc),
+            Launcher::FtLauncher { nproc } => ("ft_launcher", nproc),
+            Launcher::Direct => return Vec::new(),
+        };
+        [program, "--nproc-per-node", &nproc.to_string(), "--nnodes", "1", "--master-port", master_port]
+            .map(str::to_owned)
+            .to_vec()
+    }
+
+    /// The launcher's kind, as a case names it.
+    pub fn kind(&self) -> LauncherKind {
+        match self {
+            Launcher::Torchrun { .. } => LauncherKind::Torchrun,
+            Launcher::FtLauncher { .. } => LauncherKind::FtLauncher,
+            Launcher::Direct => LauncherKind::Direct,
+        }
+    }
+}
+
+/// One process tree to start: the entry program and its arguments, placeholders resolved.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct RunSpec {
+    /// Entry words (program first) followed by the MODEL_ARGS argv.
+    pub entry_argv: Vec<String>,
+}
+
+impl RunSpec {
+    /// The full argv: launcher words, then the entry.
+    pub fn argv(&self, launcher: &Launcher, master_port: &str) -> Vec<String> {
+        let mut argv = launcher.prefix(master_port);
+        argv.extend(self.entry_argv.iter().cloned());
+        argv
+    }
+}
+
+/// The folders of one job: `OUT/<run-id>/<case>/<variant slug>/<repeat>/...`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct JobDirs {
+    /// The job's own folder; `results.json` goes here and the job runs here.
+    pub job: PathBuf,
+    /// `CHECKPOINT_SAVE_PATH` and `CHECKPOINT_LOAD_PATH` (below the platform's
+    /// `checkpoint_root` when it has one).
+    pub checkpoints: PathBuf,
+    pub tensorboard: PathBuf,
+    pub data_cache: PathBuf,
+    /// `LOG_DIR`: the job's console log and per-rank logs.
+    pub logs: PathBuf,
+    /// `OUTPUT_PATH`.
+    pub output: PathBuf,
+}
+
+impl JobDirs {
+    /// The folders of repeat `repeat` of `case` under `variant_slug` in run `run_id`.
+    pub fn new(
+        out_dir: &Path,
+        run_id: &str,
+        case: &str,
+        variant_slug: &str,
+        repeat: u32,
+        checkpoint_root: Option<&Path>,
+    ) -> JobDirs {
+        let tail = Path::new(run_id).join(case).join(variant_slug).join(repeat.to_string());
+        let job = out_dir.join(&tail);
+        let checkpoints = match checkpoint_root {
+            Some(root) => root.join(&tail),
+            None => job.join("checkpoints"),
+        };
+        JobDirs {
+            checkpoints,
+            tensorboard: job.join("tensorboard"),
+            data_cache: job.join("data-cache"),
+            logs: job.join("logs"),
+            output: job.join("output"),
+            job,
+        }
+    }
+
+    /// Every folder, to create before the job starts.
+    pub fn all(&self) -> [&Path; 6] {
+        [&self.job, &self.checkpoints, &self.tensorboard, &self.data_cache, &self.logs, &self.output]
+    }
+
+    /// The placeholder variables these folders define (Megatron's names).
+    pub fn variables(&self, repeat: u32) -> BTreeMap<String, String> {
+        let path = |p: &Path| p.display().to_string();
+        let inference = self.output.join("inference_output.json");
+        [
+            ("CHECKPOINT_SAVE_PATH", path(&self.checkpoints)),
+            ("CHECKPOINT_LOAD_PATH", path(&self.checkpoints)),
+            ("TENSORBOARD_PATH", path(&self.tensorboard)),
+            ("DATA_CACHE_PATH", path(&self.data_cache)),
+            ("OUTPUT_PATH", path(&self.output)),
+            ("INFERENCE_OUTPUT_PATH", path(&inference)),
+            ("LOG_DIR", path(&self.logs)),
+            ("REPEAT", repeat.to_string()),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v))
+        .collect()
+    }
+}
+
+/// One job: a case under one variant, one repeat.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Job {
+    /// `<case>@<variant name>#<repeat>`.
+    pub id: String,
+    pub case: String,
+    pub variant: Variant,
+    /// 1-based.
+    pub repeat: u32,
+    pub test_type: TestType,
+    pub launcher: Launcher,
+    /// Ranks of the job.
+    pub nproc: u32,
+    /// One run, or two for `ckpt-resume` (the second resumes from the first's checkpoint).
+    pub runs: Vec<RunSpec>,
+    /// Every variable the plan sets (job folders, platform, ENV_VARS, variant), resolved.
+    pub env: BTreeMap<String, String>,
+    /// Variables the variant removes from the environment.
+    pub env_unset: Vec<String>,
+    pub dirs: JobDirs,
+    pub metrics: Vec<String>,
+    /// The platform it was planned for.
+    pub platform: String,
+    /// The case's `model_config.yaml`.
+    pub config_path: PathBuf,
+    /// Placeholders filled from the caller's environment (never printed for secret names).
+    #[serde(skip)]
+    pub(crate) from_caller: Vec<FromCaller>,
+}
+
+/// Whether a variable's value must not be printed (its name holds TOKEN, KEY, SECRET or PASSWORD).
+pub fn is_secret_name(name: &str) -> bool {
+    let upper = name.to_ascii_uppercase();
+    ["TOKEN", "KEY", "SECRET", "PASSWORD"].iter().any(|s| upper.contains(s))
+}
+
+/// Text shown instead of a secret value.
+pub const REDACTED: &str = "<redacted>";
+
+/// The job's environment for printing: secret-named values and any value that holds a secret
+/// taken from the caller's environment are replaced by `<redacted>`.
+pub fn redacted_env(job: &Job) -> BTreeMap<String, String> {
+    job.env
+        .iter()
+        .map(|(name, value)| {
+            let shown = if is_secret_name(name) { REDACTED.to_owned() } else { redact_text(job, value) };
+            (name.clone(), shown)
+        })
+        .collect()
+}
+
+/// `text` with every secret value taken from the caller's environment replaced by `<redacted>`.
+pub fn redact_text(job: &Job, text: &str) -> String {
+    job.from_caller
+        .iter()
+        .filter(|c| is_secret_name(&c.name) && !c.value.is_empty())
+        .fold(text.to_owned(), |acc, c| acc.replace(&c.value, REDACTED))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn launcher_words() {
+        let torchrun = Launcher::Torchrun { nproc: 8 }.prefix("${MASTER_PORT}");
+        assert_eq!(
+            torchrun,
+            ["torchrun", "--nproc-per-node", "8", "--nnodes", "1", "--master-port", "${MASTER_PORT}"]
+        );
+        assert_eq!(Launcher::FtLauncher { nproc: 2 }.prefix("29500")[0], "ft_launcher");
+        assert!(Launcher::Direct.prefix("1").is_empty());
+        let run = RunSpec { entry_argv: vec!["fake-trainer".into(), "--x".into()] };
+        assert_eq!(run.argv(&Launcher::Direct, "1"), ["fake-trainer", "--x"]);
+    }
+
+    #[test]
+    fn dirs_follow_the_documented_layout() {
+        let dirs = JobDirs::new(Path::new("/out"), "r1", "gpt/a", "allocator-gc80", 2, None);
+        assert_eq!(dirs.job, Path::new("/out/r1/gpt/a/allocator-gc80/2"));
+        assert_eq!(dirs.checkpoints, Path::new("/out/r1/gpt/a/allocator-gc80/2/checkpoints"));
+        let vars = dirs.variables(2);
+        assert_eq!(vars["CHECKPOINT_LOAD_PATH"], vars["CHECKPOINT_SAVE_PATH"]);
+        assert_eq!(vars["REPEAT"], "2");
+        let fast = JobDirs::new(Path::new("/out"), "r1", "gpt/a", "default", 1, Some(Path::new("/nvme")));
+        assert_eq!(fast.checkpoints, Path::new("/nvme/r1/gpt/a/default/1"));
+    }
+
+    #[test]
+    fn secret_names() {
+        for name in ["HF_TOKEN", "WANDB_API_KEY", "aws_secret_access_key", "DB_PASSWORD"] {
+            assert!(is_secret_name(name), "{name}");
+        }
+        for name in ["DATA_PATH", "PYTORCH_CUDA_ALLOC_CONF", "CUDA_DEVICE_MAX_CONNECTIONS"] {
+            assert!(!is_secret_name(name), "{name}");
+        }
+    }
+}
