@@ -1,6 +1,10 @@
 //! `goldgate repro`: prints a self-contained bash script that reproduces one job exactly.
 
+use std::path::{Path, PathBuf};
+
+use super::select::{Output, Selection, absolute, load_cases, plan_jobs};
 use crate::exit::{AppError, Exit};
+use crate::plan::{Launcher, render_repro, resolve_program};
 
 /// Arguments of `goldgate repro`.
 #[derive(clap::Args, Debug)]
@@ -8,13 +12,49 @@ pub struct Args {
     /// The case to reproduce (`<model>/<case>`).
     pub case: String,
     #[command(flatten)]
-    pub select: super::select::Selection,
+    pub select: Selection,
+    /// Output folder the script writes to (`OUT/<run-id>/...`).
+    #[arg(long, default_value = "goldgate-out")]
+    pub out: PathBuf,
+    /// Run id used in the job folders.
+    #[arg(long, default_value = "repro")]
+    pub run_id: String,
 }
 
 /// Runs the command.
+#[allow(clippy::print_stdout)]
 pub fn run(args: Args) -> Result<Exit, AppError> {
-    let _ = args;
-    Err(AppError::usage(
-        "`goldgate repro` is being built in this change",
-    ))
+    let cases = load_cases(&args.select.root, std::slice::from_ref(&args.case))?;
+    let output = Output {
+        out_dir: absolute(&args.out)?,
+        run_id: args.run_id,
+    };
+    let jobs = plan_jobs(&args.select, &cases, 1, &output)?;
+    let [job] = jobs.as_slice() else {
+        let names: Vec<String> = jobs.iter().map(|j| j.variant.name()).collect();
+        return Err(AppError::usage(format!(
+            "repro makes one job, but the selection gives {}: {} (hint: use --variant instead of --matrix)",
+            jobs.len(),
+            names.join("; ")
+        )));
+    };
+    let program = entry_program(
+        job.launcher,
+        job.runs.first().and_then(|r| r.entry_argv.first()),
+    );
+    print!("{}", render_repro(job, program.as_deref()));
+    Ok(Exit::Pass)
+}
+
+/// For a direct launch, the bare entry name resolved as `launch` would (next to goldgate's
+/// executable, then PATH), so the script does not depend on goldgate's folder being on PATH.
+fn entry_program(launcher: Launcher, first: Option<&String>) -> Option<String> {
+    let name = first?;
+    if launcher != Launcher::Direct || name.contains('/') {
+        return None;
+    }
+    let exe = std::env::current_exe().ok();
+    let exe_dir = exe.as_deref().and_then(Path::parent);
+    let path_var = std::env::var_os("PATH");
+    resolve_program(name, exe_dir, path_var.as_deref()).map(|p| p.display().to_string())
 }

@@ -18,6 +18,9 @@ pub struct PlanInputs<'a> {
     /// `OUT`: jobs go to `OUT/<run-id>/...`.
     pub out_dir: &'a Path,
     pub run_id: &'a str,
+    /// Relative paths in entry words (`workloads/megatron/train_gpt.py`) are taken from here
+    /// (goldgate's working directory), since jobs run in their own folder.
+    pub base_dir: &'a Path,
     pub caller_env: &'a BTreeMap<String, String>,
 }
 
@@ -35,7 +38,11 @@ pub fn plan_case(
         return Err(PlanError::ZeroRepeat);
     }
     let allowed = &case.goldgate.variants;
-    check_case_variants(inputs.config, &case.config_path.display().to_string(), allowed)?;
+    check_case_variants(
+        inputs.config,
+        &case.config_path.display().to_string(),
+        allowed,
+    )?;
     let mut jobs = Vec::new();
     for variant in expand(inputs.config, request, &case.name, allowed)? {
         for repeat in 1..=repeats {
@@ -77,10 +84,22 @@ impl Resolver<'_> {
     }
 }
 
-fn plan_job(inputs: &PlanInputs<'_>, case: &TestCase, variant: &Variant, repeat: u32) -> Result<Job, PlanError> {
+fn plan_job(
+    inputs: &PlanInputs<'_>,
+    case: &TestCase,
+    variant: &Variant,
+    repeat: u32,
+) -> Result<Job, PlanError> {
     let platform = inputs.platform;
     let checkpoint_root = platform.checkpoint_root.as_deref().map(Path::new);
-    let dirs = JobDirs::new(inputs.out_dir, inputs.run_id, &case.name, &variant.slug(), repeat, checkpoint_root);
+    let dirs = JobDirs::new(
+        inputs.out_dir,
+        inputs.run_id,
+        &case.name,
+        &variant.slug(),
+        repeat,
+        checkpoint_root,
+    );
     let mut job_vars = dirs.variables(repeat);
     if let Some(data) = &platform.data_root {
         job_vars.insert("DATA_PATH".to_owned(), data.clone());
@@ -89,17 +108,36 @@ fn plan_job(inputs: &PlanInputs<'_>, case: &TestCase, variant: &Variant, repeat:
         job_vars.insert("MEGATRON_LM_DIR".to_owned(), dir.clone());
     }
     let values = applied_values(inputs.config, variant, &case.goldgate.variants);
-    let mut resolver =
-        Resolver { lookup: Lookup { job: &job_vars, caller: inputs.caller_env }, missing: Vec::new(), from_caller: Vec::new() };
+    let mut resolver = Resolver {
+        lookup: Lookup {
+            job: &job_vars,
+            caller: inputs.caller_env,
+        },
+        missing: Vec::new(),
+        from_caller: Vec::new(),
+    };
 
     let entry = entry_words(inputs, case);
     if entry.is_empty() {
-        return Err(PlanError::NothingToRun { case: case.name.clone() });
+        return Err(PlanError::NothingToRun {
+            case: case.name.clone(),
+        });
     }
     let mut runs = Vec::new();
     for run in run_numbers(case.test_type) {
-        let args = case.model_args_for_run(run).map(|m| edit_model_args(m, &values)).unwrap_or_else(empty_args);
-        let words = entry.iter().chain(&located_args(case, &args.argv())).map(|w| resolver.text(w)).collect();
+        let args = case
+            .model_args_for_run(run)
+            .map(|m| edit_model_args(m, &values))
+            .unwrap_or_else(empty_args);
+        let mut words: Vec<String> = entry
+            .iter()
+            .map(|w| absolute(inputs.base_dir, resolver.text(w)))
+            .collect();
+        words.extend(
+            located_args(case, &args.argv())
+                .iter()
+                .map(|w| resolver.text(w)),
+        );
         runs.push(RunSpec { entry_argv: words });
     }
     let (env, env_unset) = job_env(inputs, case, &values, &job_vars, &mut resolver)?;
@@ -127,11 +165,18 @@ fn plan_job(inputs: &PlanInputs<'_>, case: &TestCase, variant: &Variant, repeat:
 }
 
 fn unresolved(case: &TestCase, missing: &[(String, String)]) -> PlanError {
-    let list: Vec<String> = missing.iter().map(|(name, place)| format!("  ${{{name}}} at {place}")).collect();
+    let list: Vec<String> = missing
+        .iter()
+        .map(|(name, place)| format!("  ${{{name}}} at {place}"))
+        .collect();
     let mut names: Vec<String> = missing.iter().map(|(name, _)| name.clone()).collect();
     names.sort();
     names.dedup();
-    PlanError::Unresolved { case: case.name.clone(), names, list: list.join("\n") }
+    PlanError::Unresolved {
+        case: case.name.clone(),
+        names,
+        list: list.join("\n"),
+    }
 }
 
 /// Runs of a test type: two for `ckpt-resume` (MODEL_ARGS, then MODEL_ARGS_2 when present).
@@ -159,14 +204,37 @@ fn launcher(case: LauncherKind, platform: Option<LauncherChoice>, nproc: u32) ->
 /// Entry words: the case's `GOLDGATE.entry`, else the platform's, else Megatron's script.
 fn entry_words(inputs: &PlanInputs<'_>, case: &TestCase) -> Vec<Located> {
     if let Some(entry) = &case.goldgate.entry {
-        return entry.iter().map(|s| Located { text: s.text.clone(), place: place(case, s.span) }).collect();
+        return entry
+            .iter()
+            .map(|s| Located {
+                text: s.text.clone(),
+                place: place(case, s.span),
+            })
+            .collect();
     }
     let config = inputs.config.path.display();
     if let Some(entry) = &inputs.platform.entry {
         let place = format!("{config}: platforms.{}.entry", inputs.platform.name);
-        return entry.iter().map(|t| Located { text: t.clone(), place: place.clone() }).collect();
+        return entry
+            .iter()
+            .map(|t| Located {
+                text: t.clone(),
+                place: place.clone(),
+            })
+            .collect();
     }
-    vec![Located { text: DEFAULT_ENTRY.to_owned(), place: "the default entry (set megatron_lm_dir or entry in the platform)".to_owned() }]
+    vec![Located {
+        text: DEFAULT_ENTRY.to_owned(),
+        place: "the default entry (set megatron_lm_dir or entry in the platform)".to_owned(),
+    }]
+}
+
+/// A relative path among the entry words, made absolute; options and plain names stay as they are.
+fn absolute(base_dir: &Path, word: String) -> String {
+    if word.contains('/') && !word.starts_with('/') && !word.starts_with('-') {
+        return base_dir.join(&word).display().to_string();
+    }
+    word
 }
 
 fn place(case: &TestCase, span: Option<crate::case::Span>) -> String {
@@ -178,11 +246,21 @@ fn place(case: &TestCase, span: Option<crate::case::Span>) -> String {
 }
 
 fn located_args(case: &TestCase, words: &[Word]) -> Vec<Located> {
-    words.iter().map(|w| Located { text: w.text.clone(), place: place(case, w.span) }).collect()
+    words
+        .iter()
+        .map(|w| Located {
+            text: w.text.clone(),
+            place: place(case, w.span),
+        })
+        .collect()
 }
 
 fn empty_args() -> ModelArgs {
-    ModelArgs { key: "MODEL_ARGS".to_owned(), entries: Vec::new(), key_spans: Vec::new() }
+    ModelArgs {
+        key: "MODEL_ARGS".to_owned(),
+        entries: Vec::new(),
+        key_spans: Vec::new(),
+    }
 }
 
 /// MODEL_ARGS with the variant's edits applied in axis order: removals, then additions/overrides.
@@ -216,7 +294,11 @@ fn variant_scalar(text: &str) -> Scalar {
         "false" => ScalarKind::Bool(false),
         _ => ScalarKind::Str,
     };
-    Scalar { text: text.to_owned(), kind, span: None }
+    Scalar {
+        text: text.to_owned(),
+        kind,
+        span: None,
+    }
 }
 
 /// The environment a job sets, lowest precedence first: job folders, platform `env`, the
@@ -233,10 +315,20 @@ fn job_env(
     env.extend(inputs.platform.env.iter().cloned());
     for (name, scalar) in &case.env_vars {
         if !is_name(name) {
-            return Err(PlanError::EnvName { place: place(case, scalar.span), name: name.clone() });
+            return Err(PlanError::EnvName {
+                place: place(case, scalar.span),
+                name: name.clone(),
+            });
         }
-        let value = if scalar.kind == ScalarKind::Null { String::new() } else { scalar.text.clone() };
-        let resolved = resolver.text(&Located { text: value, place: place(case, scalar.span) });
+        let value = if scalar.kind == ScalarKind::Null {
+            String::new()
+        } else {
+            scalar.text.clone()
+        };
+        let resolved = resolver.text(&Located {
+            text: value,
+            place: place(case, scalar.span),
+        });
         env.insert(name.clone(), resolved);
     }
     let mut unset = Vec::new();

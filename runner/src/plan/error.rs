@@ -11,19 +11,32 @@ pub enum PlanError {
     #[error("unknown variant axis `{axis}` (valid: {valid})")]
     UnknownAxis { axis: String, valid: String },
     #[error("unknown value `{value}` for variant axis `{axis}` (valid: {valid})")]
-    UnknownValue { axis: String, value: String, valid: String },
+    UnknownValue {
+        axis: String,
+        value: String,
+        valid: String,
+    },
     #[error("variant axis `{axis}` is given more than once")]
     #[diagnostic(help("use `--variant` for one value or `--matrix` for all values, not both"))]
     AxisTwice { axis: String },
     #[error("case {case} does not allow `{axis}={value}` (its GOLDGATE.variants allow: {allowed})")]
-    NotAllowed { case: String, axis: String, value: String, allowed: String },
+    NotAllowed {
+        case: String,
+        axis: String,
+        value: String,
+        allowed: String,
+    },
     #[error("{path}: GOLDGATE.variants: {message}")]
     CaseVariants { path: String, message: String },
     #[error("unresolved placeholders in {case}:\n{list}")]
     #[diagnostic(help(
         "set them in the environment or in the platform (data_root, megatron_lm_dir) of goldgate.yaml; goldgate never passes `${{NAME}}` on literally"
     ))]
-    Unresolved { case: String, names: Vec<String>, list: String },
+    Unresolved {
+        case: String,
+        names: Vec<String>,
+        list: String,
+    },
     #[error("{place}: invalid environment variable name `{name}`")]
     EnvName { place: String, name: String },
     #[error("--repeat must be at least 1")]

@@ -30,9 +30,17 @@ impl Launcher {
             Launcher::FtLauncher { nproc } => ("ft_launcher", nproc),
             Launcher::Direct => return Vec::new(),
         };
-        [program, "--nproc-per-node", &nproc.to_string(), "--nnodes", "1", "--master-port", master_port]
-            .map(str::to_owned)
-            .to_vec()
+        [
+            program,
+            "--nproc-per-node",
+            &nproc.to_string(),
+            "--nnodes",
+            "1",
+            "--master-port",
+            master_port,
+        ]
+        .map(str::to_owned)
+        .to_vec()
     }
 
     /// The launcher's kind, as a case names it.
@@ -87,7 +95,10 @@ impl JobDirs {
         repeat: u32,
         checkpoint_root: Option<&Path>,
     ) -> JobDirs {
-        let tail = Path::new(run_id).join(case).join(variant_slug).join(repeat.to_string());
+        let tail = Path::new(run_id)
+            .join(case)
+            .join(variant_slug)
+            .join(repeat.to_string());
         let job = out_dir.join(&tail);
         let checkpoints = match checkpoint_root {
             Some(root) => root.join(&tail),
@@ -105,7 +116,14 @@ impl JobDirs {
 
     /// Every folder, to create before the job starts.
     pub fn all(&self) -> [&Path; 6] {
-        [&self.job, &self.checkpoints, &self.tensorboard, &self.data_cache, &self.logs, &self.output]
+        [
+            &self.job,
+            &self.checkpoints,
+            &self.tensorboard,
+            &self.data_cache,
+            &self.logs,
+            &self.output,
+        ]
     }
 
     /// The placeholder variables these folders define (Megatron's names).
@@ -161,7 +179,9 @@ pub struct Job {
 /// Whether a variable's value must not be printed (its name holds TOKEN, KEY, SECRET or PASSWORD).
 pub fn is_secret_name(name: &str) -> bool {
     let upper = name.to_ascii_uppercase();
-    ["TOKEN", "KEY", "SECRET", "PASSWORD"].iter().any(|s| upper.contains(s))
+    ["TOKEN", "KEY", "SECRET", "PASSWORD"]
+        .iter()
+        .any(|s| upper.contains(s))
 }
 
 /// Text shown instead of a secret value.
@@ -173,7 +193,11 @@ pub fn redacted_env(job: &Job) -> BTreeMap<String, String> {
     job.env
         .iter()
         .map(|(name, value)| {
-            let shown = if is_secret_name(name) { REDACTED.to_owned() } else { redact_text(job, value) };
+            let shown = if is_secret_name(name) {
+                REDACTED.to_owned()
+            } else {
+                redact_text(job, value)
+            };
             (name.clone(), shown)
         })
         .collect()
@@ -196,11 +220,24 @@ mod tests {
         let torchrun = Launcher::Torchrun { nproc: 8 }.prefix("${MASTER_PORT}");
         assert_eq!(
             torchrun,
-            ["torchrun", "--nproc-per-node", "8", "--nnodes", "1", "--master-port", "${MASTER_PORT}"]
+            [
+                "torchrun",
+                "--nproc-per-node",
+                "8",
+                "--nnodes",
+                "1",
+                "--master-port",
+                "${MASTER_PORT}"
+            ]
         );
-        assert_eq!(Launcher::FtLauncher { nproc: 2 }.prefix("29500")[0], "ft_launcher");
+        assert_eq!(
+            Launcher::FtLauncher { nproc: 2 }.prefix("29500")[0],
+            "ft_launcher"
+        );
         assert!(Launcher::Direct.prefix("1").is_empty());
-        let run = RunSpec { entry_argv: vec!["fake-trainer".into(), "--x".into()] };
+        let run = RunSpec {
+            entry_argv: vec!["fake-trainer".into(), "--x".into()],
+        };
         assert_eq!(run.argv(&Launcher::Direct, "1"), ["fake-trainer", "--x"]);
     }
 
@@ -208,20 +245,39 @@ mod tests {
     fn dirs_follow_the_documented_layout() {
         let dirs = JobDirs::new(Path::new("/out"), "r1", "gpt/a", "allocator-gc80", 2, None);
         assert_eq!(dirs.job, Path::new("/out/r1/gpt/a/allocator-gc80/2"));
-        assert_eq!(dirs.checkpoints, Path::new("/out/r1/gpt/a/allocator-gc80/2/checkpoints"));
+        assert_eq!(
+            dirs.checkpoints,
+            Path::new("/out/r1/gpt/a/allocator-gc80/2/checkpoints")
+        );
         let vars = dirs.variables(2);
         assert_eq!(vars["CHECKPOINT_LOAD_PATH"], vars["CHECKPOINT_SAVE_PATH"]);
         assert_eq!(vars["REPEAT"], "2");
-        let fast = JobDirs::new(Path::new("/out"), "r1", "gpt/a", "default", 1, Some(Path::new("/nvme")));
+        let fast = JobDirs::new(
+            Path::new("/out"),
+            "r1",
+            "gpt/a",
+            "default",
+            1,
+            Some(Path::new("/nvme")),
+        );
         assert_eq!(fast.checkpoints, Path::new("/nvme/r1/gpt/a/default/1"));
     }
 
     #[test]
     fn secret_names() {
-        for name in ["HF_TOKEN", "WANDB_API_KEY", "aws_secret_access_key", "DB_PASSWORD"] {
+        for name in [
+            "HF_TOKEN",
+            "WANDB_API_KEY",
+            "aws_secret_access_key",
+            "DB_PASSWORD",
+        ] {
             assert!(is_secret_name(name), "{name}");
         }
-        for name in ["DATA_PATH", "PYTORCH_CUDA_ALLOC_CONF", "CUDA_DEVICE_MAX_CONNECTIONS"] {
+        for name in [
+            "DATA_PATH",
+            "PYTORCH_CUDA_ALLOC_CONF",
+            "CUDA_DEVICE_MAX_CONNECTIONS",
+        ] {
             assert!(!is_secret_name(name), "{name}");
         }
     }

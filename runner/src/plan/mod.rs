@@ -12,7 +12,9 @@ mod variant;
 
 pub use build::{DEFAULT_ENTRY, PlanInputs, plan_case};
 pub use error::PlanError;
-pub use job::{Job, JobDirs, Launcher, REDACTED, RunSpec, is_secret_name, redact_text, redacted_env};
+pub use job::{
+    Job, JobDirs, Launcher, REDACTED, RunSpec, is_secret_name, redact_text, redacted_env,
+};
 pub use program::resolve_program;
 pub use render::{PORT_PLACEHOLDER, render_plan_json, render_plan_text};
 pub use repro::{REPRO_DEFAULT_PORT, render_repro};

@@ -7,6 +7,8 @@
 
 use std::collections::BTreeMap;
 
+use crate::case::placeholders;
+
 /// Where names are looked up: the job's variables first, then the caller's environment.
 pub(crate) struct Lookup<'a> {
     pub(crate) job: &'a BTreeMap<String, String>,
@@ -30,56 +32,40 @@ pub(crate) struct Resolved {
     pub(crate) from_caller: Vec<FromCaller>,
 }
 
-/// Replaces every placeholder of `text`. Unresolved names are kept literally in `text` and
-/// listed in `missing`; a `$` not followed by a name is kept as is, as envsubst does.
+/// Replaces every placeholder of `text` (found by [`crate::case::placeholders`], envsubst's
+/// rules). Unresolved names stay literal in `text` and are listed in `missing`.
 pub(crate) fn resolve(text: &str, lookup: &Lookup<'_>) -> Resolved {
     let mut out = Resolved::default();
-    let mut rest = text;
-    while let Some(at) = rest.find('$') {
-        out.text.push_str(&rest[..at]);
-        let after = &rest[at + 1..];
-        let Some((name, len)) = parse_name(after) else {
-            out.text.push('$');
-            rest = after;
-            continue;
-        };
-        let whole = &rest[at..at + 1 + len];
-        if let Some(value) = lookup.job.get(name) {
+    let mut copied = 0;
+    for (name, range) in placeholders(text) {
+        out.text.push_str(&text[copied..range.start]);
+        if let Some(value) = lookup.job.get(&name) {
             out.text.push_str(value);
-        } else if let Some(value) = lookup.caller.get(name) {
+        } else if let Some(value) = lookup.caller.get(&name) {
             out.text.push_str(value);
-            let found = FromCaller { name: name.to_owned(), value: value.clone() };
+            let found = FromCaller {
+                name,
+                value: value.clone(),
+            };
             if !out.from_caller.contains(&found) {
                 out.from_caller.push(found);
             }
         } else {
-            out.text.push_str(whole);
-            out.missing.push(name.to_owned());
+            out.text.push_str(&text[range.clone()]);
+            out.missing.push(name);
         }
-        rest = &after[len..];
+        copied = range.end;
     }
-    out.text.push_str(rest);
+    out.text.push_str(&text[copied..]);
     out
-}
-
-/// The name after a `$` and how many bytes `${NAME}` or `NAME` take; `None` if there is none.
-fn parse_name(after: &str) -> Option<(&str, usize)> {
-    if let Some(inner) = after.strip_prefix('{') {
-        let end = inner.find('}')?;
-        let name = &inner[..end];
-        return is_name(name).then_some((name, end + 2));
-    }
-    let len = after
-        .char_indices()
-        .find(|&(i, c)| !(c == '_' || c.is_ascii_alphabetic() || (i > 0 && c.is_ascii_digit())))
-        .map_or(after.len(), |(i, _)| i);
-    (len > 0).then(|| (&after[..len], len))
 }
 
 /// Whether `name` is a shell variable name.
 pub(crate) fn is_name(name: &str) -> bool {
     let mut chars = name.chars();
-    chars.next().is_some_and(|c| c == '_' || c.is_ascii_alphabetic())
+    chars
+        .next()
+        .is_some_and(|c| c == '_' || c.is_ascii_alphabetic())
         && chars.all(|c| c == '_' || c.is_ascii_alphanumeric())
 }
 
@@ -90,7 +76,13 @@ mod tests {
     fn run(text: &str) -> Resolved {
         let job = BTreeMap::from([("DATA_PATH".to_owned(), "/data".to_owned())]);
         let caller = BTreeMap::from([("HF_TOKEN".to_owned(), "s3cret".to_owned())]);
-        resolve(text, &Lookup { job: &job, caller: &caller })
+        resolve(
+            text,
+            &Lookup {
+                job: &job,
+                caller: &caller,
+            },
+        )
     }
 
     #[test]
@@ -115,13 +107,29 @@ mod tests {
     fn job_values_win_over_the_callers() {
         let job = BTreeMap::from([("X".to_owned(), "job".to_owned())]);
         let caller = BTreeMap::from([("X".to_owned(), "caller".to_owned())]);
-        assert_eq!(resolve("$X", &Lookup { job: &job, caller: &caller }).text, "job");
+        assert_eq!(
+            resolve(
+                "$X",
+                &Lookup {
+                    job: &job,
+                    caller: &caller
+                }
+            )
+            .text,
+            "job"
+        );
     }
 
     #[test]
     fn lists_missing_names_and_caller_values() {
         let got = run("${DATA_BLEND} $TOKENIZER_MODEL ${HF_TOKEN}");
         assert_eq!(got.missing, ["DATA_BLEND", "TOKENIZER_MODEL"]);
-        assert_eq!(got.from_caller, [FromCaller { name: "HF_TOKEN".into(), value: "s3cret".into() }]);
+        assert_eq!(
+            got.from_caller,
+            [FromCaller {
+                name: "HF_TOKEN".into(),
+                value: "s3cret".into()
+            }]
+        );
     }
 }

@@ -8,7 +8,11 @@ use std::path::{Path, PathBuf};
 
 /// The file `name` runs: `name` itself when it holds a `/`, else the first executable file
 /// called `name` in `exe_dir`, then in the folders of `path_var`. `None` when there is none.
-pub fn resolve_program(name: &str, exe_dir: Option<&Path>, path_var: Option<&OsStr>) -> Option<PathBuf> {
+pub fn resolve_program(
+    name: &str,
+    exe_dir: Option<&Path>,
+    path_var: Option<&OsStr>,
+) -> Option<PathBuf> {
     if name.is_empty() {
         return None;
     }
@@ -50,15 +54,27 @@ mod tests {
         let on_path = executable(bin.path(), "fake-trainer");
         std::fs::write(bin.path().join("data-only"), "x").unwrap();
         let path_var = std::env::join_paths([bin.path()]).unwrap();
-        assert_eq!(resolve_program("fake-trainer", Some(exe.path()), Some(&path_var)), Some(next_to_goldgate));
-        assert_eq!(resolve_program("fake-trainer", None, Some(&path_var)), Some(on_path));
+        assert_eq!(
+            resolve_program("fake-trainer", Some(exe.path()), Some(&path_var)),
+            Some(next_to_goldgate)
+        );
+        assert_eq!(
+            resolve_program("fake-trainer", None, Some(&path_var)),
+            Some(on_path)
+        );
         assert_eq!(resolve_program("data-only", None, Some(&path_var)), None);
-        assert_eq!(resolve_program("missing", Some(exe.path()), Some(&path_var)), None);
+        assert_eq!(
+            resolve_program("missing", Some(exe.path()), Some(&path_var)),
+            None
+        );
     }
 
     #[test]
     fn names_with_a_slash_are_kept() {
-        assert_eq!(resolve_program("./run.sh", None, None), Some(PathBuf::from("./run.sh")));
+        assert_eq!(
+            resolve_program("./run.sh", None, None),
+            Some(PathBuf::from("./run.sh"))
+        );
         assert_eq!(resolve_program("", None, None), None);
     }
 }

@@ -20,7 +20,12 @@ pub fn render_plan_text(jobs: &[Job]) -> String {
         p
     };
     let noun = if jobs.len() == 1 { "job" } else { "jobs" };
-    let _ = writeln!(s, "{} {noun} on platform {}", jobs.len(), platforms.join(", "));
+    let _ = writeln!(
+        s,
+        "{} {noun} on platform {}",
+        jobs.len(),
+        platforms.join(", ")
+    );
     for job in jobs {
         let _ = writeln!(s, "\n{}", job.id);
         let launcher = job.launcher.kind().as_str();
@@ -43,12 +48,23 @@ pub fn render_plan_text(jobs: &[Job]) -> String {
         write_list(&mut s, "env", &shown);
         write_list(&mut s, "unset", &job.env_unset);
         for (i, run) in job.runs.iter().enumerate() {
-            let argv: Vec<String> =
-                run.argv(&job.launcher, PORT_PLACEHOLDER).iter().map(|w| shell_quote(&redact_text(job, w))).collect();
+            let argv: Vec<String> = run
+                .argv(&job.launcher, PORT_PLACEHOLDER)
+                .iter()
+                .map(|w| display_word(job, w))
+                .collect();
             let _ = writeln!(s, "  run {}    {}", i + 1, argv.join(" "));
         }
     }
     s
+}
+
+/// A word for display: the port placeholder as a shell reference, secrets redacted, quoted.
+fn display_word(job: &Job, word: &str) -> String {
+    if word == PORT_PLACEHOLDER {
+        return format!("\"{PORT_PLACEHOLDER}\"");
+    }
+    shell_quote(&redact_text(job, word))
 }
 
 fn write_list(s: &mut String, label: &str, items: &[String]) {
@@ -67,8 +83,11 @@ pub fn render_plan_json(jobs: &[Job]) -> String {
                 .runs
                 .iter()
                 .map(|run| {
-                    let argv: Vec<String> =
-                        run.argv(&job.launcher, PORT_PLACEHOLDER).iter().map(|w| redact_text(job, w)).collect();
+                    let argv: Vec<String> = run
+                        .argv(&job.launcher, PORT_PLACEHOLDER)
+                        .iter()
+                        .map(|w| redact_text(job, w))
+                        .collect();
                     json!({ "argv": argv })
                 })
                 .collect();

@@ -21,8 +21,11 @@ pub(crate) fn required_ref(name: &str) -> String {
 /// `text` as one bash word in which every secret value the job took from the caller's
 /// environment is replaced by a reference to its variable.
 pub(crate) fn quote_with_secrets(job: &Job, text: &str) -> String {
-    let secrets: Vec<_> =
-        job.from_caller.iter().filter(|c| is_secret_name(&c.name) && !c.value.is_empty()).collect();
+    let secrets: Vec<_> = job
+        .from_caller
+        .iter()
+        .filter(|c| is_secret_name(&c.name) && !c.value.is_empty())
+        .collect();
     let mut out = String::new();
     let mut rest = text;
     loop {

@@ -24,7 +24,11 @@ impl Variant {
         if self.choices.is_empty() {
             return "default".to_owned();
         }
-        let parts: Vec<String> = self.choices.iter().map(|(a, v)| format!("{a}={v}")).collect();
+        let parts: Vec<String> = self
+            .choices
+            .iter()
+            .map(|(a, v)| format!("{a}={v}"))
+            .collect();
         parts.join(",")
     }
 
@@ -33,20 +37,32 @@ impl Variant {
         if self.choices.is_empty() {
             return "default".to_owned();
         }
-        let parts: Vec<String> =
-            self.choices.iter().map(|(a, v)| format!("{}-{}", path_safe(a), path_safe(v))).collect();
+        let parts: Vec<String> = self
+            .choices
+            .iter()
+            .map(|(a, v)| format!("{}-{}", path_safe(a), path_safe(v)))
+            .collect();
         parts.join("+")
     }
 
     /// The value chosen for `axis`, if any.
     pub fn get(&self, axis: &str) -> Option<&str> {
-        self.choices.iter().find(|(a, _)| a == axis).map(|(_, v)| v.as_str())
+        self.choices
+            .iter()
+            .find(|(a, _)| a == axis)
+            .map(|(_, v)| v.as_str())
     }
 }
 
 fn path_safe(text: &str) -> String {
     text.chars()
-        .map(|c| if c.is_ascii_alphanumeric() || matches!(c, '_' | '.') { c } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '_' | '.') {
+                c
+            } else {
+                '_'
+            }
+        })
         .collect()
 }
 
@@ -61,7 +77,11 @@ pub struct VariantRequest {
 
 impl VariantRequest {
     /// Parses `--variant AXIS=VALUE` and `--matrix AXIS` arguments.
-    pub fn parse(config: &Config, variants: &[String], matrix: &[String]) -> Result<Self, PlanError> {
+    pub fn parse(
+        config: &Config,
+        variants: &[String],
+        matrix: &[String],
+    ) -> Result<Self, PlanError> {
         let mut request = VariantRequest::default();
         for text in variants {
             let (axis, value) = text
@@ -72,14 +92,22 @@ impl VariantRequest {
             if found.value(value).is_none() {
                 return Err(unknown_value(found, value));
             }
-            if request.fixed.insert(found.name.clone(), value.to_owned()).is_some() {
-                return Err(PlanError::AxisTwice { axis: found.name.clone() });
+            if request
+                .fixed
+                .insert(found.name.clone(), value.to_owned())
+                .is_some()
+            {
+                return Err(PlanError::AxisTwice {
+                    axis: found.name.clone(),
+                });
             }
         }
         for axis in matrix.iter().map(|a| a.trim()).filter(|a| !a.is_empty()) {
             let found = known_axis(config, axis)?;
             if request.fixed.contains_key(axis) || request.matrix.contains(&found.name) {
-                return Err(PlanError::AxisTwice { axis: found.name.clone() });
+                return Err(PlanError::AxisTwice {
+                    axis: found.name.clone(),
+                });
             }
             request.matrix.push(found.name.clone());
         }
@@ -108,7 +136,10 @@ pub(crate) fn check_case_variants(
     path: &str,
     allowed: &BTreeMap<String, Vec<String>>,
 ) -> Result<(), PlanError> {
-    let error = |message| PlanError::CaseVariants { path: path.to_owned(), message };
+    let error = |message| PlanError::CaseVariants {
+        path: path.to_owned(),
+        message,
+    };
     for (axis, values) in allowed {
         let Some(found) = config.axis(axis) else {
             let valid = config.axis_names();
@@ -119,7 +150,9 @@ pub(crate) fn check_case_variants(
         }
         if let Some(bad) = values.iter().find(|v| found.value(v).is_none()) {
             let valid = found.value_names();
-            return Err(error(format!("unknown value `{bad}` for axis `{axis}` (valid: {valid})")));
+            return Err(error(format!(
+                "unknown value `{bad}` for axis `{axis}` (valid: {valid})"
+            )));
         }
     }
     Ok(())
@@ -134,19 +167,30 @@ pub(crate) fn expand(
 ) -> Result<Vec<Variant>, PlanError> {
     let mut variants = vec![Variant::default()];
     for axis in &config.axes {
-        let case_allows = |value: &str| allowed.get(&axis.name).is_none_or(|vs| vs.iter().any(|v| v == value));
+        let case_allows = |value: &str| {
+            allowed
+                .get(&axis.name)
+                .is_none_or(|vs| vs.iter().any(|v| v == value))
+        };
         let values: Vec<&str> = if let Some(value) = request.fixed.get(&axis.name) {
             if !case_allows(value) {
                 return Err(PlanError::NotAllowed {
                     case: case.to_owned(),
                     axis: axis.name.clone(),
                     value: value.clone(),
-                    allowed: allowed.get(&axis.name).map(|v| v.join(", ")).unwrap_or_default(),
+                    allowed: allowed
+                        .get(&axis.name)
+                        .map(|v| v.join(", "))
+                        .unwrap_or_default(),
                 });
             }
             vec![value.as_str()]
         } else if request.matrix.contains(&axis.name) {
-            axis.values.iter().map(|v| v.name.as_str()).filter(|v| case_allows(v)).collect()
+            axis.values
+                .iter()
+                .map(|v| v.name.as_str())
+                .filter(|v| case_allows(v))
+                .collect()
         } else {
             continue;
         };
@@ -201,13 +245,18 @@ mod tests {
     #[test]
     fn names_and_slugs() {
         let v = Variant {
-            choices: vec![("allocator".into(), "gc80".into()), ("checkpoint".into(), "async".into())],
+            choices: vec![
+                ("allocator".into(), "gc80".into()),
+                ("checkpoint".into(), "async".into()),
+            ],
         };
         assert_eq!(v.name(), "allocator=gc80,checkpoint=async");
         assert_eq!(v.slug(), "allocator-gc80+checkpoint-async");
         assert_eq!(Variant::default().name(), "default");
         assert_eq!(Variant::default().slug(), "default");
-        let odd = Variant { choices: vec![("a/b".into(), "c d".into())] };
+        let odd = Variant {
+            choices: vec![("a/b".into(), "c d".into())],
+        };
         assert_eq!(odd.slug(), "a_b-c_d");
     }
 
@@ -215,7 +264,8 @@ mod tests {
     fn matrix_expands_in_axis_order_and_respects_the_case() {
         let config = config();
         let request =
-            VariantRequest::parse(&config, &["allocator=gc80".into()], &["checkpoint".into()]).unwrap();
+            VariantRequest::parse(&config, &["allocator=gc80".into()], &["checkpoint".into()])
+                .unwrap();
         let all = expand(&config, &request, "c", &BTreeMap::new()).unwrap();
         assert_eq!(
             names(&all),
@@ -234,11 +284,31 @@ mod tests {
     fn bad_requests_list_the_valid_choices() {
         let config = config();
         let cases: [(&[&str], &[&str], &str); 5] = [
-            (&["nope=1"], &[], "unknown variant axis `nope` (valid: allocator, checkpoint, empty_cache)"),
-            (&["allocator=big"], &[], "unknown value `big` for variant axis `allocator` (valid: default, expandable, gc80)"),
-            (&["allocator"], &[], "`--variant allocator` is not of the form AXIS=VALUE"),
-            (&["allocator=gc80"], &["allocator"], "variant axis `allocator` is given more than once"),
-            (&[], &["checkpoint", "nope"], "unknown variant axis `nope` (valid: allocator, checkpoint, empty_cache)"),
+            (
+                &["nope=1"],
+                &[],
+                "unknown variant axis `nope` (valid: allocator, checkpoint, empty_cache)",
+            ),
+            (
+                &["allocator=big"],
+                &[],
+                "unknown value `big` for variant axis `allocator` (valid: default, expandable, gc80)",
+            ),
+            (
+                &["allocator"],
+                &[],
+                "`--variant allocator` is not of the form AXIS=VALUE",
+            ),
+            (
+                &["allocator=gc80"],
+                &["allocator"],
+                "variant axis `allocator` is given more than once",
+            ),
+            (
+                &[],
+                &["checkpoint", "nope"],
+                "unknown variant axis `nope` (valid: allocator, checkpoint, empty_cache)",
+            ),
         ];
         for (variants, matrix, want) in cases {
             let variants: Vec<String> = variants.iter().map(|s| (*s).to_owned()).collect();
