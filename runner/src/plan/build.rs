@@ -123,6 +123,7 @@ fn plan_job(
             case: case.name.clone(),
         });
     }
+    let (env, env_unset) = job_env(inputs, case, &values, &job_vars, &mut resolver)?;
     let mut runs = Vec::new();
     for run in run_numbers(case.test_type) {
         let args = case
@@ -140,7 +141,6 @@ fn plan_job(
         );
         runs.push(RunSpec { entry_argv: words });
     }
-    let (env, env_unset) = job_env(inputs, case, &values, &job_vars, &mut resolver)?;
     if !resolver.missing.is_empty() {
         return Err(unresolved(case, &resolver.missing));
     }
