@@ -11,7 +11,7 @@ use serde_saphyr::Spanned;
 
 use super::error::ConfigError;
 use super::named::{Named, StringMap, string_pairs};
-use super::rules::{RawRule, Rules};
+use super::rules::{RuleOverride, Rules};
 
 /// The repository's `goldgate.yaml` as shipped: used when no file is found at the default path.
 pub const BUILTIN_CONFIG: &str = include_str!("../../../goldgate.yaml");
@@ -90,7 +90,10 @@ pub struct Config {
     pub default_platform: usize,
     pub platforms: Vec<Platform>,
     pub axes: Vec<Axis>,
+    /// Built-in rules with the file's rules in front.
     pub rules: Rules,
+    /// The file's `rules:` entries as written, in order (for `compare`'s own rule set).
+    pub rule_overrides: Vec<(String, RuleOverride)>,
 }
 
 #[derive(Deserialize)]
@@ -103,7 +106,7 @@ struct RawConfig {
     #[serde(default)]
     variants: Named<RawAxis>,
     #[serde(default)]
-    rules: Named<RawRule>,
+    rules: Named<RuleOverride>,
 }
 
 #[derive(Deserialize)]
@@ -247,14 +250,16 @@ impl Config {
                 values,
             });
         }
-        let rules = raw.rules.0.into_iter().map(|(k, v)| (k.value, v)).collect();
-        let rules = Rules::default().with_file_rules(rules);
+        let rule_overrides: Vec<(String, RuleOverride)> =
+            raw.rules.0.into_iter().map(|(k, v)| (k.value, v)).collect();
+        let rules = Rules::default().with_file_rules(rule_overrides.clone());
         Ok(Config {
             path: path.to_owned(),
             default_platform,
             platforms,
             axes,
             rules,
+            rule_overrides,
         })
     }
 }

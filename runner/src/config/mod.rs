@@ -3,10 +3,11 @@
 mod error;
 mod file;
 mod named;
-pub mod rules;
+mod rules;
 
 pub use error::ConfigError;
 pub use file::{Axis, AxisValue, BUILTIN_CONFIG, Config, LauncherChoice, Platform};
 pub use rules::{
-    Direction, FailAllowance, MetricKind, MetricRule, Rules, Statistic, StepRange, Window,
+    Direction, FailAllowance, MetricKind, MetricRule, RuleOverride, Rules, Statistic, StepRange,
+    Window,
 };

@@ -180,25 +180,25 @@ impl Default for MetricRule {
     }
 }
 
-/// A rule as written in `goldgate.yaml`: every field optional.
-#[derive(Clone, Debug, Default, Deserialize)]
+/// A rule as written in `goldgate.yaml`: every field optional (left out = the built-in value).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct RawRule {
-    kind: Option<MetricKind>,
-    rtol: Option<f64>,
-    atol: Option<f64>,
-    exact: Option<bool>,
-    direction: Option<Direction>,
-    max_cv: Option<f64>,
-    steps: Option<StepRange>,
-    window: Option<Window>,
-    skip_first_saves: Option<u32>,
-    fail_steps_allowance: Option<FailAllowance>,
+pub struct RuleOverride {
+    pub kind: Option<MetricKind>,
+    pub rtol: Option<f64>,
+    pub atol: Option<f64>,
+    pub exact: Option<bool>,
+    pub direction: Option<Direction>,
+    pub max_cv: Option<f64>,
+    pub steps: Option<StepRange>,
+    pub window: Option<Window>,
+    pub skip_first_saves: Option<u32>,
+    pub fail_steps_allowance: Option<FailAllowance>,
 }
 
-impl RawRule {
+impl RuleOverride {
     /// Fills the fields left out from `base`.
-    pub(crate) fn over(self, base: MetricRule) -> MetricRule {
+    pub fn over(self, base: MetricRule) -> MetricRule {
         MetricRule {
             kind: self.kind.unwrap_or(base.kind),
             rtol: self.rtol.unwrap_or(base.rtol),
@@ -233,7 +233,7 @@ impl Rules {
     }
 
     /// Puts `rules` from a file in front of these, completing each from the rule it overrides.
-    pub(crate) fn with_file_rules(self, rules: Vec<(String, RawRule)>) -> Rules {
+    pub fn with_file_rules(self, rules: Vec<(String, RuleOverride)>) -> Rules {
         let mut entries: Vec<(String, MetricRule)> = rules
             .into_iter()
             .map(|(pattern, raw)| {
@@ -247,17 +247,19 @@ impl Rules {
 }
 
 impl Default for Rules {
+    /// The same numbers as `compare::RuleSet::megatron` (the compare stage's built-in set).
     fn default() -> Self {
+        const MIB: f64 = 1024.0 * 1024.0;
         let loss = MetricRule {
             exact: true,
             ..MetricRule::default()
         };
-        let memory = MetricRule {
+        let lower = MetricRule {
             direction: Direction::LowerIsBetter,
             ..MetricRule::default()
         };
         let iteration_time = MetricRule {
-            direction: Direction::LowerIsBetter,
+            max_cv: Some(0.10),
             window: Some(Window {
                 statistic: Statistic::Median,
                 steps: StepRange { first: 5, last: 20 },
@@ -267,47 +269,37 @@ impl Default for Rules {
                 }),
                 long_run_after: 25,
             }),
-            ..MetricRule::default()
+            ..lower.clone()
         };
         let peak = MetricRule {
             kind: MetricKind::Scalar,
-            ..memory.clone()
+            atol: 64.0 * MIB,
+            max_cv: Some(0.10),
+            ..lower.clone()
         };
         let per_save = MetricRule {
             kind: MetricKind::PerSave,
-            rtol: 0.2,
+            rtol: 0.10,
             atol: 0.05,
-            direction: Direction::LowerIsBetter,
-            fail_steps_allowance: FailAllowance::NONE,
-            ..MetricRule::default()
+            max_cv: Some(0.25),
+            ..lower.clone()
         };
         let entries = vec![
             ("lm loss".to_owned(), loss.clone()),
+            ("total loss".to_owned(), loss.clone()),
             ("mtp_* loss".to_owned(), loss.clone()),
-            ("total loss".to_owned(), loss),
             (
                 "num-zeros".to_owned(),
                 MetricRule {
-                    exact: true,
                     rtol: 0.2,
-                    ..MetricRule::default()
+                    ..loss.clone()
                 },
             ),
-            ("mem-allocated-bytes".to_owned(), memory.clone()),
-            ("mem-max-allocated-bytes".to_owned(), memory),
+            ("mem-*-bytes".to_owned(), lower),
             ("iteration-time".to_owned(), iteration_time),
             ("gpu-peak-memory-bytes".to_owned(), peak.clone()),
-            (
-                "host-peak-rss-bytes".to_owned(),
-                MetricRule {
-                    rtol: 0.1,
-                    ..peak.clone()
-                },
-            ),
-            (
-                "shm-peak-bytes".to_owned(),
-                MetricRule { rtol: 0.1, ..peak },
-            ),
+            ("host-peak-rss-bytes".to_owned(), peak.clone()),
+            ("shm-peak-bytes".to_owned(), peak),
             // The first save of a run also starts the async worker and pays for it.
             (
                 "checkpoint-blocking-time".to_owned(),
@@ -317,6 +309,7 @@ impl Default for Rules {
                 },
             ),
             ("checkpoint-async-latency".to_owned(), per_save),
+            ("*loss".to_owned(), loss),
         ];
         Rules { entries }
     }
@@ -400,7 +393,7 @@ mod tests {
 
     #[test]
     fn file_rules_override_and_inherit() {
-        let raw: RawRule = serde_saphyr::from_str("rtol: 0.01\n").unwrap();
+        let raw: RuleOverride = serde_saphyr::from_str("rtol: 0.01\n").unwrap();
         let rules = Rules::default().with_file_rules(vec![("lm loss".into(), raw)]);
         let loss = rules.rule_for("lm loss");
         assert_eq!(loss.rtol, 0.01);

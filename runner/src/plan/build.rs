@@ -343,3 +343,141 @@ fn job_env(
     }
     Ok((env, unset))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::case::load_case;
+
+    const CONFIG: &str = r#"platforms:
+  plain: {gpus_per_node: 4, env: {SHARED: platform, ONLY_PLATFORM: p}}
+  direct:
+    gpus_per_node: 2
+    launcher: direct
+    megatron_lm_dir: /opt/megatron
+    data_root: /datasets
+    entry: [python, -u, tools/train.py]
+    checkpoint_root: /nvme
+variants:
+  allocator:
+    values:
+      default: {}
+      gc80: {env: {SHARED: variant}, unset: [ONLY_PLATFORM]}
+"#;
+
+    fn load(yaml: &str) -> (tempfile::TempDir, TestCase) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("m/c/model_config.yaml");
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, yaml).unwrap();
+        let case = load_case(dir.path(), &path).unwrap();
+        (dir, case)
+    }
+
+    fn plan(yaml: &str, platform: &str, variants: &[&str]) -> Result<Vec<Job>, PlanError> {
+        let config = Config::parse(CONFIG, Path::new("goldgate.yaml")).unwrap();
+        let platform = config.platform(Some(platform)).unwrap();
+        let variants: Vec<String> = variants.iter().map(|v| (*v).to_owned()).collect();
+        let request = VariantRequest::parse(&config, &variants, &[])?;
+        let caller =
+            BTreeMap::from([("MEGATRON_LM_DIR".to_owned(), "/caller/megatron".to_owned())]);
+        let (_dir, case) = load(yaml);
+        let inputs = PlanInputs {
+            config: &config,
+            platform,
+            out_dir: Path::new("/out"),
+            run_id: "r",
+            base_dir: Path::new("/repo"),
+            caller_env: &caller,
+        };
+        plan_case(&inputs, &case, &request, 1)
+    }
+
+    #[test]
+    fn entry_and_launcher_precedence() {
+        let yaml = "TEST_TYPE: regular\nMODEL_ARGS:\n  --data-path: ${DATA_PATH}\n";
+        let plain = "TEST_TYPE: regular\nMODEL_ARGS:\n  --lr: 1.0e-4\n";
+        let job = &plan(plain, "plain", &[]).unwrap()[0];
+        assert_eq!(job.launcher, Launcher::Torchrun { nproc: 4 });
+        assert_eq!(
+            job.runs[0].entry_argv,
+            ["/caller/megatron/pretrain_gpt.py", "--lr", "1.0e-4"]
+        );
+        assert!(
+            matches!(plan(yaml, "plain", &[]), Err(PlanError::Unresolved { .. })),
+            "no DATA_PATH anywhere"
+        );
+        let job = &plan(yaml, "direct", &[]).unwrap()[0];
+        assert_eq!(
+            job.launcher,
+            Launcher::Direct,
+            "the platform replaces Megatron's default launcher"
+        );
+        assert_eq!(
+            job.runs[0].entry_argv,
+            [
+                "python",
+                "-u",
+                "/repo/tools/train.py",
+                "--data-path",
+                "/datasets"
+            ]
+        );
+        assert_eq!(job.dirs.checkpoints, Path::new("/nvme/r/m/c/default/1"));
+        let own = "TEST_TYPE: regular\nLAUNCHER: ft_launcher\nMODEL_ARGS: {}\nGOLDGATE:\n  entry: [fake-trainer, --fast]\n  nproc: 3\n";
+        let job = &plan(own, "direct", &[]).unwrap()[0];
+        assert_eq!(
+            job.launcher,
+            Launcher::FtLauncher { nproc: 3 },
+            "the case's own launcher wins"
+        );
+        assert_eq!(job.runs[0].entry_argv, ["fake-trainer", "--fast"]);
+    }
+
+    #[test]
+    fn environment_layers_and_scalar_text() {
+        let yaml = "TEST_TYPE: regular\nENV_VARS:\n  SHARED: case\n  BOOL: True\n  NUM: 1e-8\n  EMPTY:\nMODEL_ARGS: {}\n";
+        let job = &plan(yaml, "plain", &[]).unwrap()[0];
+        let env = |k: &str| job.env.get(k).cloned();
+        assert_eq!(
+            env("SHARED").as_deref(),
+            Some("case"),
+            "ENV_VARS beat the platform"
+        );
+        assert_eq!(
+            env("BOOL").as_deref(),
+            Some("True"),
+            "exported as written, as Megatron's yq does"
+        );
+        assert_eq!(env("NUM").as_deref(), Some("1e-8"));
+        assert_eq!(env("EMPTY").as_deref(), Some(""));
+        assert_eq!(env("ONLY_PLATFORM").as_deref(), Some("p"));
+        assert_eq!(env("REPEAT").as_deref(), Some("1"));
+        let job = &plan(yaml, "plain", &["allocator=gc80"]).unwrap()[0];
+        assert_eq!(job.env["SHARED"], "variant", "the variant beats ENV_VARS");
+        assert!(!job.env.contains_key("ONLY_PLATFORM"));
+        assert_eq!(job.env_unset, ["ONLY_PLATFORM"]);
+        assert_eq!(job.id, "m/c@allocator=gc80#1");
+    }
+
+    #[test]
+    fn ckpt_resume_uses_model_args_2_for_the_second_run() {
+        let yaml = "TEST_TYPE: ckpt-resume\nMODEL_ARGS:\n  --train-iters: 100\nMODEL_ARGS_2:\n  --train-iters: 200\n";
+        let job = &plan(yaml, "plain", &[]).unwrap()[0];
+        assert_eq!(job.runs.len(), 2);
+        assert_eq!(job.runs[0].entry_argv[1..], ["--train-iters", "100"]);
+        assert_eq!(job.runs[1].entry_argv[1..], ["--train-iters", "200"]);
+    }
+
+    #[test]
+    fn unresolved_names_are_all_listed_with_their_place() {
+        let yaml = "TEST_TYPE: regular\nENV_VARS:\n  X: ${NOPE_A}\nMODEL_ARGS:\n  --a: ${NOPE_B}\n  --b: $NOPE_A\n";
+        let err = plan(yaml, "plain", &[]).unwrap_err();
+        let PlanError::Unresolved { names, list, .. } = &err else {
+            panic!("{err}")
+        };
+        assert_eq!(names, &["NOPE_A", "NOPE_B"]);
+        assert_eq!(list.lines().count(), 3, "{list}");
+        assert!(list.contains("model_config.yaml:5:8"), "{list}");
+    }
+}
