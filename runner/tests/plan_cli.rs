@@ -404,6 +404,7 @@ fn every_corpus_case_plans_or_names_its_unresolved_placeholders() {
     let request = VariantRequest::default();
     let (mut planned, mut failed, mut expected_failures) = (0, BTreeSet::new(), BTreeSet::new());
     let mut jobs_seen = 0;
+    let mut all_names: BTreeSet<String> = BTreeSet::new();
     for case_ref in discover(&root).unwrap() {
         let case = load_case(&root, &case_ref.config_path).unwrap();
         let unknown: BTreeSet<String> = planned_words(&case)
@@ -441,6 +442,18 @@ fn every_corpus_case_plans_or_names_its_unresolved_placeholders() {
                     list.contains(&case.config_path.display().to_string()),
                     "{list}"
                 );
+                for name in &names {
+                    let own = case.env_vars.iter().any(|(k, _)| k == name);
+                    let release = name == "DATA_BLEND"
+                        || name.starts_with("TOKENIZER")
+                        || name.starts_with("WANDB_");
+                    assert!(
+                        own || release,
+                        "{}: unexpected unresolved name {name}",
+                        case.name
+                    );
+                }
+                all_names.extend(names.iter().cloned());
                 failed.insert(case.name.clone());
             }
             Err(other) => panic!("{}: {other}", case.name),
@@ -461,7 +474,7 @@ fn every_corpus_case_plans_or_names_its_unresolved_placeholders() {
         .count();
     assert!(ckpt_resume > 0);
     eprintln!(
-        "corpus: {planned} planned, {} need release-only placeholders",
+        "corpus: {planned} planned, {} need release-only placeholders: {all_names:?}",
         failed.len()
     );
 }
