@@ -520,3 +520,11 @@ fn ckpt_resume_cases_get_two_runs() {
     }
     assert!(seen > 0);
 }
+
+#[test]
+fn plan_json_snapshot() {
+    let tree = Tree::new();
+    let out = tree.goldgate(&["plan", "--variant", "allocator=gc80", "--format", "json"]);
+    assert!(out.status.success(), "{}", tree.text(&out.stderr));
+    insta::assert_snapshot!(tree.text(&out.stdout));
+}

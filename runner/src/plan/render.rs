@@ -96,7 +96,12 @@ pub fn render_plan_json(jobs: &[Job]) -> String {
                 "case": job.case,
                 "variant": job.variant.name(),
                 "variant_slug": job.variant.slug(),
-                "choices": job.variant.choices,
+                "choices": job
+                    .variant
+                    .choices
+                    .iter()
+                    .map(|(axis, value)| (axis.clone(), json!(value)))
+                    .collect::<serde_json::Map<_, _>>(),
                 "repeat": job.repeat,
                 "test_type": job.test_type,
                 "launcher": job.launcher,
