@@ -205,6 +205,20 @@ mod tests {
     }
 
     #[test]
+    fn cut_body_snapshot() {
+        let mut report = String::from("## ❌ goldgate: regression\n\n### Regressions (40)\n\n");
+        report.push_str("| case | metric | verdict |\n|---|---|---|\n");
+        for i in 0..40 {
+            report.push_str(&format!(
+                "| gpt/case\\_{i:02} | lm loss | **regression** |\n"
+            ));
+        }
+        report.push_str("\n<details><summary>200 passing metrics</summary>\n\n| a |\n|---|\n| b |\n\n</details>\n");
+        let url = "https://github.com/o/r/actions/runs/77";
+        insta::assert_snapshot!(compose_within("dgx_h100", &report, Some(url), 1200));
+    }
+
+    #[test]
     fn cut_inside_a_fence_closes_it() {
         let mut report = String::from("```text\n");
         for i in 0..200 {
