@@ -14,6 +14,8 @@ use crate::report::error::ReportError;
 
 const WIDTH: u32 = 960;
 const HEIGHT: u32 = 440;
+/// Width of the legend column right of the plot.
+const LEGEND_WIDTH: u32 = 165;
 
 const GPU: RGBColor = RGBColor(31, 119, 180);
 const HOST: RGBColor = RGBColor(44, 160, 44);
@@ -128,14 +130,17 @@ fn draw(r: &RunRecord, buf: &mut String) -> Result<(), String> {
         .chain(tl.saves.iter().filter_map(|s| s.1))
         .filter(|t| t.is_finite())
         .fold(1.0_f64, f64::max);
-    // Headroom above the highest line keeps the legend (upper left) clear of the data.
-    let y_max = (max_bytes / scale * 1.35).max(1.0);
+    let y_max = (max_bytes / scale * 1.1).max(1.0);
     let err = |e: &dyn std::fmt::Display| e.to_string();
 
     let root = SVGBackend::with_string(buf, (WIDTH, HEIGHT)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| err(&e))?;
-    let mut chart = ChartBuilder::on(&root)
-        .caption(title(r), ("sans-serif", 21))
+    let body = root
+        .titled(&title(r), ("sans-serif", 21))
+        .map_err(|e| err(&e))?;
+    // The legend gets its own column so it never hides a line or a save.
+    let (plot, legend_area) = body.split_horizontally(WIDTH - LEGEND_WIDTH);
+    let mut chart = ChartBuilder::on(&plot)
         .margin(12)
         .x_label_area_size(42)
         .y_label_area_size(64)
@@ -152,18 +157,17 @@ fn draw(r: &RunRecord, buf: &mut String) -> Result<(), String> {
         .draw()
         .map_err(|e| err(&e))?;
 
-    draw_saves(&mut chart, tl, t_max, y_max)?;
+    let mut legend = Vec::new();
+    if draw_saves(&mut chart, tl, t_max, y_max)? {
+        legend.push(("checkpoint save", None));
+    }
     for (label, color, segs) in series(tl, scale) {
-        for (i, seg) in segs.into_iter().enumerate() {
-            let drawn = chart
+        for seg in segs {
+            chart
                 .draw_series(LineSeries::new(seg, color.stroke_width(2)))
                 .map_err(|e| err(&e))?;
-            if i == 0 {
-                drawn.label(label).legend(move |(x, y)| {
-                    PathElement::new([(x, y), (x + 18, y)], color.stroke_width(2))
-                });
-            }
         }
+        legend.push((label, Some(color)));
     }
     if tl.t_seconds.is_empty() {
         chart
@@ -174,15 +178,32 @@ fn draw(r: &RunRecord, buf: &mut String) -> Result<(), String> {
             )))
             .map_err(|e| err(&e))?;
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperLeft)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK.mix(0.4))
-        .label_font(("sans-serif", 16))
-        .draw()
-        .map_err(|e| err(&e))?;
+    draw_legend(&legend_area, &legend).map_err(|e| err(&e))?;
     root.present().map_err(|e| err(&e))
+}
+
+/// Legend entries top-down in the right-hand column: a line swatch per series (`Some`
+/// colour), a shaded box for checkpoint saves (`None`).
+fn draw_legend<DB: DrawingBackend>(
+    area: &DrawingArea<DB, plotters::coord::Shift>,
+    entries: &[(&str, Option<RGBColor>)],
+) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
+    for (i, (label, color)) in entries.iter().enumerate() {
+        let y = 24 + 26 * i as i32;
+        match color {
+            Some(c) => area.draw(&PathElement::new([(8, y), (32, y)], c.stroke_width(2)))?,
+            None => area.draw(&Rectangle::new(
+                [(8, y - 7), (32, y + 7)],
+                SAVE.mix(0.4).filled(),
+            ))?,
+        }
+        area.draw(&Text::new(
+            label.to_string(),
+            (40, y - 8),
+            ("sans-serif", 16),
+        ))?;
+    }
+    Ok(())
 }
 
 type Chart<'a, 'b> = ChartContext<
@@ -192,11 +213,9 @@ type Chart<'a, 'b> = ChartContext<
 >;
 
 /// Checkpoint saves as shaded spans (a save still running at the end reaches the right edge;
-/// one without an end is drawn as a thin span), each labelled with its iteration.
-fn draw_saves(chart: &mut Chart, tl: &Timeline, t_max: f64, y_max: f64) -> Result<(), String> {
-    if tl.saves.is_empty() {
-        return Ok(());
-    }
+/// one without an end is drawn as a thin span), each labelled with its iteration. Returns
+/// whether any save was drawn.
+fn draw_saves(chart: &mut Chart, tl: &Timeline, t_max: f64, y_max: f64) -> Result<bool, String> {
     let min_width = t_max * 0.004;
     let spans: Vec<(f64, f64, u64)> = tl
         .saves
@@ -226,7 +245,7 @@ fn draw_saves(chart: &mut Chart, tl: &Timeline, t_max: f64, y_max: f64) -> Resul
             )
         }))
         .map_err(|e| e.to_string())?;
-    Ok(())
+    Ok(true)
 }
 
 #[cfg(test)]
