@@ -170,6 +170,15 @@ fn bench(c: &mut Criterion) {
     let mut group = c.benchmark_group("compare");
     group.sample_size(10);
     group.bench_function("corpus", |b| b.iter(|| compare_all(&files, &opts)));
+    // The share of the above spent reading golden files (the `golden` module's parser).
+    group.bench_function("corpus-read-goldens-only", |b| {
+        b.iter(|| {
+            files
+                .iter()
+                .filter(|(p, _)| golden::read_golden(p).is_ok())
+                .count()
+        })
+    });
     group.finish();
 }
 

@@ -49,7 +49,8 @@ pub(crate) fn median(values: &[f64]) -> Option<f64> {
     median_sorted(&v)
 }
 
-fn median_sorted(v: &[f64]) -> Option<f64> {
+/// Median of sorted values.
+pub(crate) fn median_sorted(v: &[f64]) -> Option<f64> {
     let n = v.len();
     match n {
         0 => None,
@@ -115,12 +116,15 @@ pub(crate) fn bootstrap_median_ci(values: &[f64], level: f64, seed: u64) -> Opti
         sample.sort_by(f64::total_cmp);
         medians.extend(median_sorted(&sample));
     }
-    medians.sort_by(f64::total_cmp);
     let alpha = (1.0 - level) / 2.0;
     let last = medians.len() - 1;
     let lo = (alpha * last as f64).floor() as usize;
-    let hi = ((1.0 - alpha) * last as f64).ceil() as usize;
-    Some((medians[lo], medians[hi.min(last)]))
+    let hi = (((1.0 - alpha) * last as f64).ceil() as usize).min(last);
+    // Two order statistics: selection, not a full sort.
+    let (_, &mut high, _) = medians.select_nth_unstable_by(hi, f64::total_cmp);
+    let (_, &mut low, _) =
+        medians[..hi].select_nth_unstable_by(lo.min(hi.saturating_sub(1)), f64::total_cmp);
+    Some((low, high))
 }
 
 #[cfg(test)]
