@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::compare::Comparison;
 use crate::exit::{AppError, Exit};
 use crate::metrics::RunRecord;
 use crate::metrics::atomic::write_atomic;
@@ -48,6 +49,28 @@ pub fn write_svgs(dir: &Path, records: &[&RunRecord]) -> Result<Vec<PathBuf>, Re
         .collect()
 }
 
+/// Writes the timeline of each job's first repeat into `dir` and records it in
+/// `JobComparison::svg`, so the markdown links it. `records` are the loaded results
+/// (`metrics::record::load_results`); a job is matched by its `records` paths. For
+/// `goldgate compare --svg DIR` / `goldgate run`, which the integrator wires.
+pub fn attach_svgs(
+    comparison: &mut Comparison,
+    records: &[(PathBuf, RunRecord)],
+    dir: &Path,
+) -> Result<(), ReportError> {
+    for job in &mut comparison.jobs {
+        let first = job
+            .records
+            .iter()
+            .find_map(|p| records.iter().find(|(path, _)| path == p));
+        if let Some((_, record)) = first {
+            let written = write_svgs(dir, &[record])?;
+            job.svg = written.into_iter().next();
+        }
+    }
+    Ok(())
+}
+
 /// The SVG folder as a link prefix relative to the markdown file's folder when it lies
 /// inside it, else as given.
 fn svg_link_prefix(svg_dir: &Path, markdown: &Path) -> String {
@@ -80,6 +103,40 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn attach_svgs_links_each_job_to_its_first_repeat() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut records = Vec::new();
+        for repeat in [1, 2] {
+            let v = crate::report::fixtures::variant(&[]);
+            let r = crate::report::fixtures::record(v, repeat, crate::report::fixtures::SYNC, 0.0);
+            records.push((dir.path().join(r.rel_dir()).join("results.json"), r));
+        }
+        let job = crate::compare::JobComparison {
+            case: crate::report::fixtures::CASE.into(),
+            variant: "default".into(),
+            variant_slug: "default".into(),
+            job_ids: vec![],
+            outcome: "passed".into(),
+            failure_line: None,
+            verdict: crate::compare::Verdict::Pass,
+            golden_path: None,
+            config_path: None,
+            metrics: vec![],
+            records: records.iter().map(|(p, _)| p.clone()).collect(),
+            svg: None,
+        };
+        let mut orphan = job.clone();
+        orphan.records = vec![dir.path().join("elsewhere/results.json")];
+        let mut c = Comparison::new("dev_cpu".into(), vec![job, orphan], vec![]);
+        let svg_dir = dir.path().join("svg");
+        attach_svgs(&mut c, &records, &svg_dir).unwrap();
+        let want = svg_dir.join("gpt-gpt3_mcore_te_tp1_pp1_ckpt_resume__default__1.svg");
+        assert_eq!(c.jobs[0].svg.as_ref(), Some(&want));
+        assert!(want.is_file());
+        assert_eq!(c.jobs[1].svg, None);
+    }
 
     #[test]
     fn svg_links_are_relative_to_the_markdown_file() {

@@ -3,7 +3,7 @@
 pub mod annotations;
 pub mod error;
 #[cfg(test)]
-mod fixtures;
+pub(crate) mod fixtures;
 pub mod json;
 pub mod junit;
 pub mod markdown;
