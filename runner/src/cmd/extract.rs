@@ -1,22 +1,217 @@
-//! `goldgate extract`: runs the Megatron log parser over existing logs.
+//! `goldgate extract`: runs the Megatron log parser over existing logs (each streamed, never
+//! read whole) and prints a table per log or the [`LogSummary`] of each as JSON.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
 
 use crate::exit::{AppError, Exit};
+use crate::observe::log::{CheckpointSave, LogSummary, summarize_file};
 
 /// Arguments of `goldgate extract`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// Log files (e.g. downloaded from CI).
     #[arg(required = true)]
-    pub logs: Vec<std::path::PathBuf>,
+    pub logs: Vec<PathBuf>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = super::list::Format::Table)]
     pub format: super::list::Format,
 }
 
+/// One parsed log, as printed.
+#[derive(Debug, serde::Serialize)]
+pub struct Extracted {
+    /// The path as given on the command line.
+    pub log: String,
+    /// What the parser kept.
+    pub summary: LogSummary,
+}
+
 /// Runs the command.
+#[allow(clippy::print_stdout)]
 pub fn run(args: Args) -> Result<Exit, AppError> {
-    let _ = args;
-    Err(AppError::usage(
-        "`goldgate extract` is being built in this change",
-    ))
+    let mut out = Vec::with_capacity(args.logs.len());
+    for path in &args.logs {
+        let summary = summarize_file(path)?;
+        out.push(Extracted {
+            log: path.display().to_string(),
+            summary,
+        });
+    }
+    let text = match args.format {
+        super::list::Format::Table => render_table(&out),
+        super::list::Format::Json => render_json(&out)?,
+    };
+    print!("{text}");
+    Ok(Exit::Pass)
+}
+
+/// The summaries as a pretty JSON array, one object per log.
+pub fn render_json(logs: &[Extracted]) -> Result<String, AppError> {
+    let mut s = serde_json::to_string_pretty(logs)
+        .map_err(|e| AppError::failure(format!("cannot encode the summaries as json: {e}")))?;
+    s.push('\n');
+    Ok(s)
+}
+
+/// A block per log: steps, final losses, median iteration time, memory peaks, checkpoint
+/// saves (blocking time, async latency) and failures.
+pub fn render_table(logs: &[Extracted]) -> String {
+    let mut s = String::new();
+    for (i, e) in logs.iter().enumerate() {
+        if i > 0 {
+            s.push('\n');
+        }
+        let _ = writeln!(s, "{}", e.log);
+        table_body(&mut s, &e.summary);
+    }
+    s
+}
+
+fn table_body(s: &mut String, m: &LogSummary) {
+    let row = |s: &mut String, k: &str, v: &str| {
+        let _ = writeln!(s, "  {k:<16} {v}");
+    };
+    let steps = match (m.first_step, m.last_step) {
+        (Some(a), Some(b)) => {
+            let of = m
+                .train_iters
+                .map(|n| format!(" of {n}"))
+                .unwrap_or_default();
+            format!(
+                "{a}..{b}{of} ({} iteration lines, {} lines read)",
+                m.steps_seen, m.lines
+            )
+        }
+        _ => format!("none ({} lines read)", m.lines),
+    };
+    row(s, "steps", &steps);
+    if !m.ranks.is_empty() {
+        let ranks: Vec<String> = m.ranks.iter().map(u32::to_string).collect();
+        row(s, "ranks", &ranks.join(", "));
+    }
+    row(s, "final losses", &final_losses(m));
+    row(s, "iteration time", &iteration_time(m));
+    row(s, "memory peak", &memory_peak(m));
+    if m.long_lines > 0 {
+        row(s, "long lines", &format!("{} cut to 64 KiB", m.long_lines));
+    }
+    checkpoints(s, m);
+    failures(s, m);
+}
+
+fn final_losses(m: &LogSummary) -> String {
+    let losses: Vec<String> = m
+        .metrics
+        .iter()
+        .filter(|(k, _)| k.contains("loss") && k.as_str() != "loss-scale")
+        .filter_map(|(k, steps)| {
+            steps
+                .last_key_value()
+                .map(|(step, v)| format!("{k} {v} @{step}"))
+        })
+        .collect();
+    if losses.is_empty() {
+        "-".to_owned()
+    } else {
+        losses.join(", ")
+    }
+}
+
+fn iteration_time(m: &LogSummary) -> String {
+    let mut t: Vec<f64> = m
+        .metrics
+        .get("iteration-time")
+        .map(|s| s.values().copied().collect())
+        .unwrap_or_default();
+    t.retain(|v| v.is_finite());
+    if t.is_empty() {
+        return "-".to_owned();
+    }
+    t.sort_by(f64::total_cmp);
+    let n = t.len();
+    let median = if n % 2 == 1 {
+        t[n / 2]
+    } else {
+        (t[n / 2 - 1] + t[n / 2]) / 2.0
+    };
+    format!("median {median:.4} s over {n} steps")
+}
+
+fn memory_peak(m: &LogSummary) -> String {
+    if m.memory.is_empty() {
+        return "-".to_owned();
+    }
+    let alloc = m
+        .memory
+        .iter()
+        .map(|r| r.mb.max_allocated)
+        .fold(f64::MIN, f64::max);
+    let reserved = m
+        .memory
+        .iter()
+        .map(|r| r.mb.max_reserved)
+        .fold(f64::MIN, f64::max);
+    let n = m.memory.len();
+    format!("max allocated {alloc:.2} MB, max reserved {reserved:.2} MB ({n} reports)")
+}
+
+fn checkpoints(s: &mut String, m: &LogSummary) {
+    if m.checkpoints.is_empty() {
+        let _ = writeln!(s, "  {:<16} -", "checkpoints");
+        return;
+    }
+    let _ = writeln!(s, "  checkpoints");
+    let _ = writeln!(
+        s,
+        "    {:>9}  {:<5}  {:>19}  {:>14}  {:>15}",
+        "iteration", "mode", "blocking min/max s", "saving→saved s", "async latency s"
+    );
+    for c in &m.checkpoints {
+        let _ = writeln!(s, "    {}", checkpoint_row(c));
+    }
+    if m.overlapping_saves > 0 {
+        let _ = writeln!(
+            s,
+            "    {} save(s) started before the previous one finished",
+            m.overlapping_saves
+        );
+    }
+}
+
+fn checkpoint_row(c: &CheckpointSave) -> String {
+    let secs = |v: Option<f64>| v.map_or("-".to_owned(), |v| format!("{v:.3}"));
+    let blocking = match (c.blocking_min_s, c.blocking_max_s) {
+        (Some(a), Some(b)) => format!("{a:.3} / {b:.3}"),
+        _ => "-".to_owned(),
+    };
+    let mode = if c.is_async { "async" } else { "sync" };
+    let done = if c.completed { "" } else { "  (not completed)" };
+    format!(
+        "{:>9}  {:<5}  {:>19}  {:>14}  {:>15}{done}",
+        c.iteration,
+        mode,
+        blocking,
+        secs(c.wall_s),
+        secs(c.async_latency_s)
+    )
+}
+
+fn failures(s: &mut String, m: &LogSummary) {
+    if m.failure_counts.is_empty() {
+        let _ = writeln!(s, "  {:<16} none", "failures");
+        return;
+    }
+    let _ = writeln!(s, "  failures");
+    for (kind, n) in &m.failure_counts {
+        let retry = if kind.flaky() {
+            "Megatron CI would retry"
+        } else {
+            "not retried"
+        };
+        let _ = writeln!(s, "    {:<22} {n} line(s), {retry}", kind.name());
+    }
+    if let Some(first) = m.failures.first() {
+        let _ = writeln!(s, "    first: {}", first.line);
+    }
 }

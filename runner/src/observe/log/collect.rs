@@ -1,0 +1,79 @@
+//! Stage "observe", log parser: [`LogCollector`] = parser + summary for a live stream (feed
+//! it each line of a child's stdout), and [`summarize_file`] / [`summarize_reader`] for logs
+//! on disk, streamed through a [`LogReader`], never read whole.
+
+use std::fs::File;
+use std::io::Read;
+use std::path::Path;
+
+use super::error::LogError;
+use super::parser::LogParser;
+use super::reader::LogReader;
+use super::summary::{LogSummary, SummaryBuilder};
+
+/// Parses lines and accumulates them into a [`LogSummary`].
+#[derive(Default)]
+pub struct LogCollector {
+    parser: LogParser,
+    builder: SummaryBuilder,
+    lines: u64,
+    long_lines: u64,
+}
+
+impl LogCollector {
+    /// A collector at the start of a log.
+    pub fn new() -> LogCollector {
+        LogCollector::default()
+    }
+
+    /// Feeds one line (without `\n`).
+    pub fn feed(&mut self, line: &[u8]) {
+        self.lines += 1;
+        if let Some(parsed) = self.parser.feed(line) {
+            self.builder.add(&parsed);
+        }
+    }
+
+    /// Notes a line that was cut before being fed (for callers with their own line splitting).
+    pub fn note_long_line(&mut self) {
+        self.long_lines += 1;
+    }
+
+    /// The summary of everything fed.
+    pub fn finish(mut self) -> LogSummary {
+        self.builder.set_line_counts(self.lines, self.long_lines);
+        self.builder.finish()
+    }
+}
+
+/// Streams `input` through the parser. `path` names the input in errors.
+pub fn summarize_reader(input: impl Read, path: &Path) -> Result<LogSummary, LogError> {
+    let mut reader = LogReader::new(input);
+    let mut collector = LogCollector::new();
+    loop {
+        let line = match reader.next_line() {
+            Ok(Some(line)) => line,
+            Ok(None) => break,
+            Err(source) => {
+                let line = reader.lines();
+                return Err(LogError::Read {
+                    path: path.to_owned(),
+                    line,
+                    source,
+                });
+            }
+        };
+        collector.feed(line);
+    }
+    collector.long_lines = reader.long_lines();
+    Ok(collector.finish())
+}
+
+/// Streams the log file at `path` through the parser.
+pub fn summarize_file(path: &Path) -> Result<LogSummary, LogError> {
+    let file = File::open(path).map_err(|source| LogError::Open {
+        path: path.to_owned(),
+        source,
+    })?;
+    summarize_reader(file, path)
+}

@@ -1,0 +1,21 @@
+//! Stage "observe", log parser: streams Megatron-LM stdout (old and new formats, torchrun
+//! prefixes) into events and a [`LogSummary`] of metrics, memory, checkpoints and failures.
+
+mod collect;
+mod error;
+mod event;
+mod parser;
+mod reader;
+mod scan;
+mod series;
+mod summary;
+
+pub use collect::{LogCollector, summarize_file, summarize_reader};
+pub use error::LogError;
+pub use event::{
+    FailureKind, Fields, IterationLine, LogEvent, LogLine, MemoryMb, MemoryPoint, MemoryReport,
+    TimerLine, TimerValue,
+};
+pub use parser::LogParser;
+pub use reader::{LogReader, MAX_LINE};
+pub use summary::{CheckpointSave, Failure, LogSummary, SummaryBuilder, TimerStats};

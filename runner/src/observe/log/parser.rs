@@ -1,0 +1,631 @@
+//! Stage "observe", log parser: [`LogParser`] turns one Megatron stdout line into a
+//! [`LogLine`]. It is fed line by line as output arrives, keeps only the state a timer block
+//! needs, and dispatches on the first byte of the line so most lines cost one or two scans.
+
+use std::borrow::Cow;
+
+use aho_corasick::{AhoCorasick, MatchKind};
+
+use super::event::{
+    FailureKind, IterationLine, LogEvent, LogLine, MemoryMb, MemoryPoint, MemoryReport, TimerLine,
+    TimerValue,
+};
+use super::scan::{self, after, trim, trim_start, uint};
+
+/// Failure markers (megatron-format.md §4), searched for anywhere in a line that is not one
+/// of the structured kinds.
+const MARKERS: [(&str, FailureKind); 8] = [
+    (
+        "Some NCCL operations have failed or timed out",
+        FailureKind::NcclTimeout,
+    ),
+    ("illegal memory access", FailureKind::IllegalMemoryAccess),
+    ("Segmentation fault", FailureKind::Segfault),
+    ("found NaN in", FailureKind::Nan),
+    ("TimeoutError", FailureKind::Timeout),
+    ("OutOfMemoryError", FailureKind::Oom),
+    ("CUDA out of memory", FailureKind::Oom),
+    ("Cuda failure 2 'out of memory'", FailureKind::Oom),
+];
+
+/// Which timer block the parser is inside (the header line says which option printed it).
+#[derive(Clone, Debug, PartialEq)]
+enum TimerMode {
+    Off,
+    MinMax,
+    Max,
+    /// `all`: the timer whose `rank NN:` rows follow, once its `  name:` row was seen.
+    All(Option<String>),
+}
+
+/// What dispatching a line found.
+enum Found<'a> {
+    Event(LogEvent<'a>),
+    /// A line that is understood but yields no event (a timer header, an `all` name row).
+    Consumed,
+    Unknown,
+}
+
+/// Streaming parser of Megatron-LM training stdout. Feed it every line, in order.
+pub struct LogParser {
+    markers: AhoCorasick,
+    timer: TimerMode,
+    block: u64,
+}
+
+impl Default for LogParser {
+    fn default() -> Self {
+        LogParser::new()
+    }
+}
+
+impl LogParser {
+    /// A parser at the start of a log.
+    pub fn new() -> LogParser {
+        let markers = AhoCorasick::builder()
+            .match_kind(MatchKind::LeftmostFirst)
+            .build(MARKERS.iter().map(|(p, _)| p))
+            .expect("the failure markers are constant, valid patterns");
+        LogParser {
+            markers,
+            timer: TimerMode::Off,
+            block: 0,
+        }
+    }
+
+    /// Parses one line (without its `\n`; a trailing `\r` is ignored). Returns `None` for
+    /// lines that carry nothing goldgate keeps.
+    pub fn feed<'a>(&mut self, line: &'a [u8]) -> Option<LogLine<'a>> {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        let (rank, body) = torchrun_prefix(line);
+        if self.timer != TimerMode::Off {
+            match self.timer_row(body) {
+                Found::Event(event) => {
+                    return Some(LogLine {
+                        rank,
+                        time: None,
+                        event,
+                    });
+                }
+                Found::Consumed => return None,
+                Found::Unknown => self.timer = TimerMode::Off,
+            }
+        }
+        let body = trim_start(body);
+        let (time, body) = match body.first() {
+            Some(b'[') => match scan::timestamp(body) {
+                Some((t, rest)) => (Some(t), trim_start(rest)),
+                None => (None, body),
+            },
+            _ => (None, body),
+        };
+        let event = match self.dispatch(body) {
+            Found::Event(e) => e,
+            Found::Consumed => return None,
+            Found::Unknown => self.failure(line)?,
+        };
+        Some(LogLine { rank, time, event })
+    }
+
+    /// Structured kinds, chosen by the first byte.
+    fn dispatch<'a>(&mut self, s: &'a [u8]) -> Found<'a> {
+        let event = match s.first() {
+            Some(b'i') => iteration(s),
+            Some(b'[') => memory(s).or_else(|| training_done(s)),
+            Some(b's') => checkpoint(s),
+            Some(b'e') => after(s, b"exiting program at iteration")
+                .and_then(uint)
+                .map(|(iteration, _)| LogEvent::Exiting { iteration }),
+            Some(b'W') => after(
+                s,
+                b"WARNING: Starting a checkpoint save before previous has finished",
+            )
+            .map(|_| LogEvent::OverlappingSave),
+            Some(b'I' | b'(' | b'm' | b't') => return self.timer_header(s),
+            _ => None,
+        };
+        event.map_or(Found::Unknown, Found::Event)
+    }
+
+    /// `[INFO:megatron.core.timers:]` then one of the three timer headers.
+    fn timer_header<'a>(&mut self, s: &'a [u8]) -> Found<'a> {
+        let s = after(s, b"INFO:megatron.core.timers:").unwrap_or(s);
+        let mode = match scan::trim_end(s) {
+            b"(min, max) time across ranks (ms):" => TimerMode::MinMax,
+            b"max time across ranks (ms):" => TimerMode::Max,
+            b"times across ranks (ms):" => TimerMode::All(None),
+            _ => return Found::Unknown,
+        };
+        self.timer = mode;
+        self.block += 1;
+        Found::Consumed
+    }
+
+    /// An indented row inside a timer block.
+    fn timer_row<'a>(&mut self, s: &'a [u8]) -> Found<'a> {
+        if !matches!(s.first(), Some(b' ' | b'\t')) {
+            return Found::Unknown;
+        }
+        let s = trim(s);
+        let Some(colon) = memchr::memchr(b':', s) else {
+            return Found::Unknown;
+        };
+        let (head, value) = (&s[..colon], trim(&s[colon + 1..]));
+        let value = match &mut self.timer {
+            TimerMode::Off => None,
+            TimerMode::MinMax => min_max(value).map(|(min, max)| TimerValue::MinMax { min, max }),
+            TimerMode::Max => scan::float(value).map(TimerValue::Max),
+            TimerMode::All(current) => {
+                if value.is_empty() {
+                    *current = Some(String::from_utf8_lossy(head).into_owned());
+                    return Found::Consumed;
+                }
+                let rank = after(head, b"rank")
+                    .and_then(uint)
+                    .filter(|(_, r)| r.is_empty());
+                match (rank, scan::float(value), current.as_ref()) {
+                    (Some((rank, _)), Some(ms), Some(name)) => {
+                        let rank = u32::try_from(rank).unwrap_or(u32::MAX);
+                        let name = Cow::Owned(name.clone());
+                        let event = TimerLine {
+                            name,
+                            block: self.block,
+                            value: TimerValue::Rank { rank, ms },
+                        };
+                        return Found::Event(LogEvent::Timer(event));
+                    }
+                    _ => None,
+                }
+            }
+        };
+        match value {
+            Some(value) => {
+                let name = String::from_utf8_lossy(timer_name(head));
+                Found::Event(LogEvent::Timer(TimerLine {
+                    name,
+                    block: self.block,
+                    value,
+                }))
+            }
+            None => Found::Unknown,
+        }
+    }
+
+    /// A failure marker anywhere in the line.
+    fn failure<'a>(&self, line: &'a [u8]) -> Option<LogEvent<'a>> {
+        let m = self.markers.find(line)?;
+        let kind = MARKERS.get(m.pattern().as_usize())?.1;
+        Some(LogEvent::Failure { kind, line })
+    }
+}
+
+/// Strips up to two torchrun prefixes (`[default3]:`, `[rank3]:`); returns the last rank.
+fn torchrun_prefix(mut s: &[u8]) -> (Option<u32>, &[u8]) {
+    let mut rank = None;
+    for _ in 0..2 {
+        let Some(rest) = after(s, b"[default").or_else(|| after(s, b"[rank")) else {
+            break;
+        };
+        let Some((r, rest)) = uint(rest).filter(|(_, rest)| rest.starts_with(b"]:")) else {
+            break;
+        };
+        rank = u32::try_from(r).ok();
+        s = &rest[2..];
+    }
+    (rank, s)
+}
+
+/// `iteration N/M | fields...`.
+fn iteration(s: &[u8]) -> Option<LogEvent<'_>> {
+    let (iteration, rest) = uint(after(s, b"iteration")?)?;
+    let (train_iters, rest) = match after(trim_start(rest), b"/").and_then(uint) {
+        Some((m, rest)) => (Some(m), rest),
+        None => (None, rest),
+    };
+    let rest = trim_start(rest);
+    if !rest.is_empty() && rest[0] != b'|' {
+        return None;
+    }
+    Some(LogEvent::Iteration(IterationLine {
+        iteration,
+        train_iters,
+        rest,
+    }))
+}
+
+/// `[Rank R] (NAME) memory (MB) | allocated: a | max allocated: b | reserved: c | max reserved: d`.
+fn memory(s: &[u8]) -> Option<LogEvent<'_>> {
+    let (rank, rest) = uint(after(s, b"[Rank")?)?;
+    let rest = trim_start(after(rest, b"]")?);
+    let rest = after(rest, b"(")?;
+    let close = memchr::memchr(b')', rest)?;
+    let point = memory_point(&rest[..close]);
+    let rest = trim_start(&rest[close + 1..]);
+    let fields = after(rest, b"memory (MB)")?;
+    let mut mb = MemoryMb::default();
+    let mut total_used = None;
+    let mut seen = 0;
+    let line = IterationLine {
+        iteration: 0,
+        train_iters: None,
+        rest: fields,
+    };
+    for (name, v) in line.fields() {
+        match name {
+            b"allocated" => mb.allocated = v,
+            b"max allocated" => mb.max_allocated = v,
+            b"reserved" => mb.reserved = v,
+            b"max reserved" => mb.max_reserved = v,
+            b"total device memory used" => total_used = Some(v),
+            _ => continue,
+        }
+        seen += 1;
+    }
+    let rank = u32::try_from(rank).ok();
+    (seen >= 4).then_some(LogEvent::Memory(MemoryReport {
+        rank,
+        point,
+        mb,
+        total_used,
+    }))
+}
+
+/// The name inside a memory report's parentheses.
+fn memory_point(name: &[u8]) -> MemoryPoint {
+    let number = |rest: &[u8]| {
+        uint(rest)
+            .filter(|(_, r)| trim(r).is_empty())
+            .map(|(n, _)| n)
+    };
+    let known = if let Some(rest) = after(name, b"after ") {
+        match after(rest, b"save_checkpoint for iteration") {
+            Some(r) => number(r).map(MemoryPoint::AfterSave),
+            None => uint(rest)
+                .filter(|(_, r)| trim(r) == b"iterations")
+                .map(|(n, _)| MemoryPoint::AfterIterations(n)),
+        }
+    } else {
+        after(name, b"before save_checkpoint for iteration")
+            .and_then(number)
+            .map(MemoryPoint::BeforeSave)
+    };
+    known.unwrap_or_else(|| MemoryPoint::Other(String::from_utf8_lossy(name).into_owned()))
+}
+
+/// `[after training is done] datetime: ...`.
+fn training_done(s: &[u8]) -> Option<LogEvent<'_>> {
+    let rest = trim_start(after(s, b"[after training is done]")?);
+    let rest = after(rest, b"datetime:").unwrap_or(rest);
+    Some(LogEvent::TrainingDone {
+        datetime: String::from_utf8_lossy(trim(rest)),
+    })
+}
+
+/// The three checkpoint lines that start with `s`.
+fn checkpoint(s: &[u8]) -> Option<LogEvent<'_>> {
+    if let Some(rest) = after(s, b"saving checkpoint at iteration") {
+        let (iteration, rest) = uint(rest)?;
+        let rest = trim(after(trim_start(rest), b"to ").unwrap_or(rest));
+        let (dir, format) = match rest.strip_suffix(b" format").and_then(split_last_in) {
+            Some((dir, format)) => (dir, Some(String::from_utf8_lossy(format))),
+            None => (rest, None),
+        };
+        return Some(LogEvent::CheckpointSaving {
+            iteration,
+            dir: String::from_utf8_lossy(dir),
+            format,
+        });
+    }
+    if let Some(rest) = after(s, b"successfully saved checkpoint from iteration") {
+        return uint(rest).map(|(iteration, _)| LogEvent::CheckpointSaved { iteration });
+    }
+    let rest = after(s, b"scheduled an async checkpoint save at iteration")?;
+    uint(rest).map(|(iteration, _)| LogEvent::CheckpointScheduled { iteration })
+}
+
+/// `DIR in FORMAT` split at the last ` in `.
+fn split_last_in(s: &[u8]) -> Option<(&[u8], &[u8])> {
+    let i = memchr::memmem::rfind(s, b" in ")?;
+    Some((&s[..i], &s[i + 4..]))
+}
+
+/// `(a, b)` → (a, b).
+fn min_max(s: &[u8]) -> Option<(f64, f64)> {
+    let inner = s.strip_prefix(b"(")?.strip_suffix(b")")?;
+    let comma = memchr::memchr(b',', inner)?;
+    Some((
+        scan::float(&inner[..comma])?,
+        scan::float(&inner[comma + 1..])?,
+    ))
+}
+
+/// A timer row's name without the `....` padding.
+fn timer_name(head: &[u8]) -> &[u8] {
+    let n = head
+        .iter()
+        .rev()
+        .take_while(|b| **b == b'.' || **b == b' ')
+        .count();
+    trim(&head[..head.len() - n])
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn one(line: &str) -> Option<LogLine<'_>> {
+        LogParser::new().feed(line.as_bytes())
+    }
+
+    fn event(line: &str) -> Option<LogEvent<'_>> {
+        one(line).map(|l| l.event)
+    }
+
+    const NEW_ITER: &str = " [2026-11-29 20:16:15.066886] iteration       60/      60 | consumed samples:         1920 | elapsed time per iteration (ms): 321.2 | learning rate: 1.000000E-05 | global batch size:    32 | lm loss: 2.952633E+00 | loss scale: 1.0 | grad norm: 2.210 | num zeros: 27854.0 | params norm: 274.878 | number of skipped iterations:   0 | number of nan iterations:   0 |";
+
+    #[test]
+    fn iteration_lines_old_new_and_prefixed() {
+        let old = NEW_ITER.replacen(" [2026-11-29 20:16:15.066886]", "", 1);
+        let prefixed = format!("[default3]:{NEW_ITER}\r");
+        for line in [NEW_ITER, old.as_str(), prefixed.as_str()] {
+            let Some(LogLine {
+                event: LogEvent::Iteration(it),
+                ..
+            }) = one(line)
+            else {
+                panic!("{line}")
+            };
+            assert_eq!((it.iteration, it.train_iters), (60, Some(60)));
+            let fields: Vec<_> = it
+                .fields()
+                .map(|(n, v)| (String::from_utf8_lossy(n).into_owned(), v))
+                .collect();
+            assert_eq!(fields.len(), 11, "{fields:?}");
+            assert_eq!(fields[4], ("lm loss".to_owned(), 2.952633));
+            assert_eq!(fields[10], ("number of nan iterations".to_owned(), 0.0));
+        }
+        assert_eq!(one(&prefixed).unwrap().rank, Some(3));
+        assert_eq!(
+            one(NEW_ITER).unwrap().time.unwrap().to_string(),
+            "2026-11-29T20:16:15.066886"
+        );
+        assert_eq!(one(&old).unwrap().time, None);
+    }
+
+    #[test]
+    fn memory_reports_with_every_name() {
+        let cases = [
+            ("(after 50 iterations)", MemoryPoint::AfterIterations(50)),
+            (
+                "(before save_checkpoint for iteration 20)",
+                MemoryPoint::BeforeSave(20),
+            ),
+            (
+                "(after save_checkpoint for iteration 20)",
+                MemoryPoint::AfterSave(20),
+            ),
+            ("(on start)", MemoryPoint::Other("on start".into())),
+        ];
+        for (name, point) in cases {
+            let line = format!(
+                "[rank1]:[Rank 1] {name} memory (MB) | allocated: 3496.66 | max allocated: 15991.74 | reserved: 16668.00 | max reserved: 16668.00 | total device memory used: 17000.5"
+            );
+            let Some(LogEvent::Memory(m)) = event(&line) else {
+                panic!("{line}")
+            };
+            assert_eq!((m.rank, m.point), (Some(1), point));
+            assert_eq!(m.mb.max_allocated, 15991.74);
+            assert_eq!(m.total_used, Some(17000.5));
+        }
+        assert_eq!(
+            event("[Rank 0] (after 1 iterations) memory (MB) | allocated: 1"),
+            None
+        );
+    }
+
+    fn timers(lines: &[&str]) -> Vec<(String, u64, TimerValue)> {
+        let mut p = LogParser::new();
+        let mut out = Vec::new();
+        for l in lines {
+            if let Some(LogLine {
+                event: LogEvent::Timer(t),
+                ..
+            }) = p.feed(l.as_bytes())
+            {
+                out.push((t.name.into_owned(), t.block, t.value));
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn timer_blocks_in_every_option() {
+        let minmax = timers(&[
+            "INFO:megatron.core.timers:(min, max) time across ranks (ms):",
+            "    save-checkpoint ................................: (3485.51, 3485.52)",
+            "    save-checkpoint-non-persistent .................: (1.00, 2.00)",
+            " iteration        1/      60 | lm loss: 1.0 |",
+            "    not-a-timer ....: (1, 2)",
+        ]);
+        assert_eq!(
+            minmax,
+            vec![
+                (
+                    "save-checkpoint".into(),
+                    1,
+                    TimerValue::MinMax {
+                        min: 3485.51,
+                        max: 3485.52
+                    }
+                ),
+                (
+                    "save-checkpoint-non-persistent".into(),
+                    1,
+                    TimerValue::MinMax { min: 1.0, max: 2.0 }
+                ),
+            ]
+        );
+        let max = timers(&[
+            "max time across ranks (ms):",
+            "    save-checkpoint ........: 12.50",
+        ]);
+        assert_eq!(
+            max,
+            vec![("save-checkpoint".into(), 1, TimerValue::Max(12.5))]
+        );
+        let all = timers(&[
+            "[default0]:times across ranks (ms):",
+            "[default0]:  save-checkpoint:",
+            "[default0]:     rank  0: 3485.51",
+            "[default0]:     rank  1: 3490.00",
+            "[default0]:(min, max) time across ranks (ms):",
+            "[default0]:    forward-backward ...: (10.00, 11.00)",
+        ]);
+        assert_eq!(
+            all,
+            vec![
+                (
+                    "save-checkpoint".into(),
+                    1,
+                    TimerValue::Rank {
+                        rank: 0,
+                        ms: 3485.51
+                    }
+                ),
+                (
+                    "save-checkpoint".into(),
+                    1,
+                    TimerValue::Rank {
+                        rank: 1,
+                        ms: 3490.0
+                    }
+                ),
+                (
+                    "forward-backward".into(),
+                    2,
+                    TimerValue::MinMax {
+                        min: 10.0,
+                        max: 11.0
+                    }
+                ),
+            ]
+        );
+    }
+
+    #[test]
+    fn checkpoint_and_end_lines() {
+        let saving = event(
+            "[2026-11-29 20:16:15.068999] saving checkpoint at iteration      60 to /tmp/my ckpt in torch_dist format",
+        );
+        assert_eq!(
+            saving,
+            Some(LogEvent::CheckpointSaving {
+                iteration: 60,
+                dir: "/tmp/my ckpt".into(),
+                format: Some("torch_dist".into()),
+            })
+        );
+        let cases = [
+            (
+                "  [2026-11-29 20:16:18.552401] successfully saved checkpoint from iteration      60 to /tmp/ckpt [ t 1/1, gtp_remat 1/1, p 1/1 ]",
+                LogEvent::CheckpointSaved { iteration: 60 },
+            ),
+            (
+                "  successfully saved checkpoint from iteration      60 to /tmp/ckpt [ t 1/1, p 1/1 ]",
+                LogEvent::CheckpointSaved { iteration: 60 },
+            ),
+            (
+                "  [2026-11-29 20:17:13.665856] scheduled an async checkpoint save at iteration      40 to /tmp/ckpt",
+                LogEvent::CheckpointScheduled { iteration: 40 },
+            ),
+            (
+                "WARNING: Starting a checkpoint save before previous has finished.",
+                LogEvent::OverlappingSave,
+            ),
+            (
+                "[after training is done] datetime: 2026-11-29 20:16:19 ",
+                LogEvent::TrainingDone {
+                    datetime: "2026-11-29 20:16:19".into(),
+                },
+            ),
+            (
+                "exiting program at iteration 60",
+                LogEvent::Exiting { iteration: 60 },
+            ),
+        ];
+        for (line, want) in cases {
+            assert_eq!(event(line), Some(want), "{line}");
+        }
+        let ts = one(
+            "  [2026-11-29 20:17:13.665856] scheduled an async checkpoint save at iteration 40 to /c",
+        );
+        assert!(ts.unwrap().time.is_some());
+    }
+
+    #[test]
+    fn failure_markers_are_classified() {
+        let cases = [
+            (
+                "[rank0]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB",
+                FailureKind::Oom,
+            ),
+            ("NCCL WARN Cuda failure 2 'out of memory'", FailureKind::Oom),
+            (
+                "[E] Some NCCL operations have failed or timed out. Due to the asynchronous nature",
+                FailureKind::NcclTimeout,
+            ),
+            (
+                "RuntimeError: CUDA error: an illegal memory access was encountered",
+                FailureKind::IllegalMemoryAccess,
+            ),
+            (
+                "Fatal Python error: Segmentation fault",
+                FailureKind::Segfault,
+            ),
+            (
+                "Rank 0: found NaN in local grad norm for bucket #0",
+                FailureKind::Nan,
+            ),
+            ("TimeoutError: timed out after 600 s", FailureKind::Timeout),
+            (
+                "iteration is not a marker but TimeoutError is",
+                FailureKind::Timeout,
+            ),
+        ];
+        for (line, kind) in cases {
+            let got = event(line);
+            assert_eq!(
+                got,
+                Some(LogEvent::Failure {
+                    kind,
+                    line: line.as_bytes()
+                }),
+                "{line}"
+            );
+        }
+    }
+
+    #[test]
+    fn noise_and_broken_lines_yield_nothing() {
+        let lines: [&[u8]; 9] = [
+            b"",
+            b"\r",
+            b"using world size: 1, data-parallel size: 1",
+            b"iteration",
+            b" iteration 5 of something",
+            b"[Rank x] (after 1 iterations) memory (MB)",
+            b"saving checkpoint at iteration",
+            b"\xff\xfe[default0]:\xc3(",
+            b"[default99999999999999999999]: x",
+        ];
+        for l in lines {
+            assert_eq!(
+                LogParser::new().feed(l),
+                None,
+                "{}",
+                String::from_utf8_lossy(l)
+            );
+        }
+    }
+}

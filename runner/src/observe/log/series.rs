@@ -1,0 +1,147 @@
+//! Stage "observe", log parser: per-step metric series keyed by Megatron's golden names,
+//! filled from iteration lines and memory reports without allocating per line.
+
+use std::collections::BTreeMap;
+
+/// Bytes per MB in Megatron's memory report (`torch.cuda.memory_allocated() / 1024 / 1024`),
+/// used to turn the report back into the `mem-*-bytes` golden metrics.
+pub(crate) const BYTES_PER_MB: f64 = 1024.0 * 1024.0;
+
+/// An iteration-line field's golden key and the divisor that turns its printed unit into the
+/// golden one (ms → s).
+fn golden_key(raw: &str) -> (String, f64) {
+    let (key, divisor) = match raw {
+        "elapsed time per iteration (ms)" => ("iteration-time", 1000.0),
+        "num zeros" => ("num-zeros", 1.0),
+        "learning rate" => ("learning-rate", 1.0),
+        "grad norm" => ("grad-norm", 1.0),
+        "throughput per GPU (TFLOP/s/GPU)" => ("throughput", 1.0),
+        "loss scale" => ("loss-scale", 1.0),
+        "params norm" => ("params-norm", 1.0),
+        "global batch size" => ("batch-size", 1.0),
+        "consumed samples" => ("consumed-samples", 1.0),
+        "number of skipped iterations" => ("skipped-iterations", 1.0),
+        "number of nan iterations" => ("nan-iterations", 1.0),
+        // Losses (`lm loss`, `mtp_1 loss`, `total loss`, MoE losses) and unknown fields keep
+        // the name they are printed with, which is also their golden name.
+        other => (other, 1.0),
+    };
+    (key.to_owned(), divisor)
+}
+
+/// One metric: its printed name, golden key, unit divisor and (step, value) points in order.
+#[derive(Debug)]
+struct Series {
+    raw: Box<[u8]>,
+    key: String,
+    divisor: f64,
+    points: Vec<(u64, f64)>,
+}
+
+/// All per-step series of a log. Iteration lines print their fields in the same order every
+/// time, so the series for field position `i` is remembered and checked with one comparison.
+#[derive(Debug, Default)]
+pub(crate) struct SeriesSet {
+    series: Vec<Series>,
+    by_position: Vec<usize>,
+}
+
+impl SeriesSet {
+    /// Records field number `pos` of the iteration line for `step`.
+    pub(crate) fn push_field(&mut self, pos: usize, raw: &[u8], step: u64, value: f64) {
+        let idx = match self.by_position.get(pos) {
+            Some(&i) if *self.series[i].raw == *raw => i,
+            _ => {
+                let i = self.find_or_add(raw);
+                if pos < self.by_position.len() {
+                    self.by_position[pos] = i;
+                } else if pos == self.by_position.len() {
+                    self.by_position.push(i);
+                }
+                i
+            }
+        };
+        let s = &mut self.series[idx];
+        s.points.push((step, value / s.divisor));
+    }
+
+    /// Records a value under a golden key directly (memory metrics).
+    pub(crate) fn push_key(&mut self, key: &str, step: u64, value: f64) {
+        let idx = match self
+            .series
+            .iter()
+            .position(|s| s.key == key && s.raw.is_empty())
+        {
+            Some(i) => i,
+            None => {
+                let raw = Box::default();
+                self.series.push(Series {
+                    raw,
+                    key: key.to_owned(),
+                    divisor: 1.0,
+                    points: Vec::new(),
+                });
+                self.series.len() - 1
+            }
+        };
+        self.series[idx].points.push((step, value));
+    }
+
+    fn find_or_add(&mut self, raw: &[u8]) -> usize {
+        if let Some(i) = self
+            .series
+            .iter()
+            .position(|s| !s.raw.is_empty() && *s.raw == *raw)
+        {
+            return i;
+        }
+        let (key, divisor) = golden_key(&String::from_utf8_lossy(raw));
+        self.series.push(Series {
+            raw: raw.into(),
+            key,
+            divisor,
+            points: Vec::new(),
+        });
+        self.series.len() - 1
+    }
+
+    /// The series by golden key and step. A step printed twice keeps the later value; for
+    /// memory keys (several ranks report the same step) the largest.
+    pub(crate) fn finish(self) -> BTreeMap<String, BTreeMap<u64, f64>> {
+        let mut out: BTreeMap<String, BTreeMap<u64, f64>> = BTreeMap::new();
+        for s in self.series {
+            let by_rank_max = s.raw.is_empty();
+            let map = out.entry(s.key).or_default();
+            for (step, v) in s.points {
+                let slot = map.entry(step).or_insert(v);
+                *slot = if by_rank_max { slot.max(v) } else { v };
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fields_map_to_golden_names_and_units() {
+        let mut set = SeriesSet::default();
+        for step in 1..=2 {
+            set.push_field(0, b"elapsed time per iteration (ms)", step, 321.0);
+            set.push_field(1, b"lm loss", step, 2.5 + step as f64);
+            set.push_field(2, b"num zeros", step, 7.0);
+        }
+        set.push_field(1, b"mtp_1 loss", 3, 1.0);
+        set.push_key("mem-allocated-bytes", 2, 1.0);
+        set.push_key("mem-allocated-bytes", 2, 3.0);
+        let m = set.finish();
+        assert_eq!(m["iteration-time"][&1], 0.321);
+        assert_eq!(m["lm loss"][&2], 4.5);
+        assert_eq!(m["num-zeros"].len(), 2);
+        assert_eq!(m["mtp_1 loss"][&3], 1.0);
+        assert_eq!(m["mem-allocated-bytes"][&2], 3.0);
+    }
+}

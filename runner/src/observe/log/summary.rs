@@ -1,0 +1,347 @@
+//! Stage "observe", log parser: [`LogSummary`], everything goldgate keeps from one log —
+//! per-step metrics under golden names, memory reports, checkpoint saves with their blocking
+//! time and async latency, timers and failures — and [`SummaryBuilder`], which folds
+//! [`LogLine`]s into it.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use jiff::civil::DateTime;
+use serde::{Deserialize, Serialize};
+
+use super::event::{
+    FailureKind, LogEvent, LogLine, MemoryMb, MemoryPoint, MemoryReport, TimerLine,
+};
+use super::series::{BYTES_PER_MB, SeriesSet};
+
+/// Failures kept verbatim (all are counted).
+const MAX_FAILURES: usize = 100;
+/// Bytes of a failure line kept.
+const MAX_FAILURE_TEXT: usize = 400;
+
+/// Everything goldgate keeps from one Megatron log (`extract --format json` prints this).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct LogSummary {
+    /// Lines read.
+    pub lines: u64,
+    /// Lines longer than the reader's cap, cut to it.
+    pub long_lines: u64,
+    /// Ranks seen in torchrun `[defaultN]:` prefixes.
+    pub ranks: Vec<u32>,
+    /// Iteration lines seen.
+    pub steps_seen: u64,
+    /// First and last iteration printed.
+    pub first_step: Option<u64>,
+    pub last_step: Option<u64>,
+    /// M of `iteration N/M`.
+    pub train_iters: Option<u64>,
+    /// Golden name → step → value, in golden units (`iteration-time` in seconds,
+    /// `mem-*-bytes` in bytes = MB × 1024²). Non-finite values are written as `"nan"`/`"inf"`.
+    #[serde(with = "nan_text")]
+    pub metrics: BTreeMap<String, BTreeMap<u64, f64>>,
+    /// Every memory report, in order (MB as printed).
+    pub memory: Vec<MemoryReport>,
+    /// Checkpoint saves in the order they started.
+    pub checkpoints: Vec<CheckpointSave>,
+    /// Per timer name: blocks seen and the largest max, ms.
+    pub timers: BTreeMap<String, TimerStats>,
+    /// `WARNING: Starting a checkpoint save before previous has finished.` lines.
+    pub overlapping_saves: u64,
+    /// The text of `[after training is done] datetime: ...`.
+    pub training_done: Option<String>,
+    /// N of `exiting program at iteration N`.
+    pub exit_iteration: Option<u64>,
+    /// The first failures (lines cut to a sane length).
+    pub failures: Vec<Failure>,
+    /// Failure lines per kind (all of them).
+    pub failure_counts: BTreeMap<FailureKind, u64>,
+}
+
+/// One checkpoint save, from its log lines, the timer that follows it and memory reports.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CheckpointSave {
+    pub iteration: u64,
+    pub dir: Option<String>,
+    pub format: Option<String>,
+    /// `scheduled an async checkpoint save` was seen.
+    #[serde(rename = "async")]
+    pub is_async: bool,
+    /// `successfully saved` was seen.
+    pub completed: bool,
+    pub saving_at: Option<DateTime>,
+    pub scheduled_at: Option<DateTime>,
+    pub saved_at: Option<DateTime>,
+    /// The timer that gave the blocking time (`save-checkpoint`, `save-checkpoint-non-persistent`).
+    pub timer: Option<String>,
+    /// Blocking time of `save_checkpoint()`, min and max across ranks, seconds.
+    pub blocking_min_s: Option<f64>,
+    pub blocking_max_s: Option<f64>,
+    /// `saving` → `successfully saved`, seconds (timestamped logs only).
+    pub wall_s: Option<f64>,
+    /// `scheduled` → `successfully saved`, seconds (async saves in timestamped logs only).
+    pub async_latency_s: Option<f64>,
+    /// From `(before/after save_checkpoint for iteration N)`, max over ranks, MB.
+    pub memory_before: Option<MemoryMb>,
+    pub memory_after: Option<MemoryMb>,
+    #[serde(skip)]
+    timer_block: Option<u64>,
+}
+
+/// A timer's totals over the log.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct TimerStats {
+    /// Timer blocks that printed this timer.
+    pub blocks: u64,
+    /// The largest value, ms.
+    pub max_ms: f64,
+    #[serde(skip)]
+    last_block: u64,
+}
+
+/// A failure marker line.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Failure {
+    pub kind: FailureKind,
+    /// Whether Megatron's CI would retry the job.
+    pub flaky: bool,
+    pub rank: Option<u32>,
+    /// The line (lossy UTF-8, cut to 400 bytes).
+    pub line: String,
+}
+
+/// Folds parsed lines into a [`LogSummary`].
+#[derive(Debug, Default)]
+pub struct SummaryBuilder {
+    summary: LogSummary,
+    series: SeriesSet,
+    ranks: BTreeSet<u32>,
+}
+
+impl SummaryBuilder {
+    /// Adds one parsed line.
+    pub fn add(&mut self, line: &LogLine<'_>) {
+        if let Some(r) = line.rank {
+            self.ranks.insert(r);
+        }
+        let time = line.time;
+        match &line.event {
+            LogEvent::Iteration(it) => {
+                let s = &mut self.summary;
+                s.steps_seen += 1;
+                s.first_step.get_or_insert(it.iteration);
+                s.last_step = Some(it.iteration);
+                s.train_iters = it.train_iters.or(s.train_iters);
+                for (pos, (name, v)) in it.fields().enumerate() {
+                    self.series.push_field(pos, name, it.iteration, v);
+                }
+            }
+            LogEvent::Memory(m) => self.memory(m),
+            LogEvent::Timer(t) => self.timer(t),
+            LogEvent::CheckpointSaving {
+                iteration,
+                dir,
+                format,
+            } => {
+                let c = self.save_for(*iteration, |c| c.dir.is_none() && !c.completed);
+                c.dir = Some(dir.to_string());
+                c.format = format.as_ref().map(|f| f.to_string());
+                c.saving_at = time;
+            }
+            LogEvent::CheckpointScheduled { iteration } => {
+                let c = self.save_for(*iteration, |c| !c.is_async && !c.completed);
+                c.is_async = true;
+                c.scheduled_at = time;
+            }
+            LogEvent::CheckpointSaved { iteration } => {
+                let c = self.save_for(*iteration, |c| !c.completed);
+                c.completed = true;
+                c.saved_at = time;
+            }
+            LogEvent::OverlappingSave => self.summary.overlapping_saves += 1,
+            LogEvent::TrainingDone { datetime } => {
+                self.summary.training_done = Some(datetime.to_string())
+            }
+            LogEvent::Exiting { iteration } => self.summary.exit_iteration = Some(*iteration),
+            LogEvent::Failure { kind, line: text } => self.failure(*kind, line.rank, text),
+        }
+    }
+
+    /// Records how many lines were read and how many were cut.
+    pub fn set_line_counts(&mut self, lines: u64, long_lines: u64) {
+        self.summary.lines = lines;
+        self.summary.long_lines = long_lines;
+    }
+
+    /// The finished summary, with derived checkpoint durations.
+    pub fn finish(self) -> LogSummary {
+        let mut s = self.summary;
+        s.metrics = self.series.finish();
+        s.ranks = self.ranks.into_iter().collect();
+        for c in &mut s.checkpoints {
+            let secs = |a: Option<DateTime>, b: Option<DateTime>| {
+                Some(b?.duration_since(a?).as_secs_f64())
+            };
+            c.wall_s = secs(c.saving_at, c.saved_at);
+            c.async_latency_s = if c.is_async {
+                secs(c.scheduled_at, c.saved_at)
+            } else {
+                None
+            };
+        }
+        s
+    }
+
+    /// The latest save of `iteration` if `fits` it, else a new one.
+    fn save_for(
+        &mut self,
+        iteration: u64,
+        fits: impl Fn(&CheckpointSave) -> bool,
+    ) -> &mut CheckpointSave {
+        let saves = &mut self.summary.checkpoints;
+        let found = saves
+            .iter()
+            .rposition(|c| c.iteration == iteration)
+            .filter(|&i| fits(&saves[i]));
+        let i = match found {
+            Some(i) => i,
+            None => {
+                saves.push(CheckpointSave {
+                    iteration,
+                    ..CheckpointSave::default()
+                });
+                saves.len() - 1
+            }
+        };
+        &mut saves[i]
+    }
+
+    fn memory(&mut self, m: &MemoryReport) {
+        match m.point {
+            MemoryPoint::AfterIterations(step) => {
+                let metrics = [
+                    ("mem-allocated-bytes", m.mb.allocated),
+                    ("mem-max-allocated-bytes", m.mb.max_allocated),
+                    ("mem-reserved-bytes", m.mb.reserved),
+                    ("mem-max-reserved-bytes", m.mb.max_reserved),
+                ];
+                for (key, mb) in metrics {
+                    self.series.push_key(key, step, mb * BYTES_PER_MB);
+                }
+            }
+            MemoryPoint::BeforeSave(it) => {
+                let c = self.save_for(it, |_| true);
+                c.memory_before = Some(c.memory_before.map_or(m.mb, |b| b.max(m.mb)));
+            }
+            MemoryPoint::AfterSave(it) => {
+                let c = self.save_for(it, |_| true);
+                c.memory_after = Some(c.memory_after.map_or(m.mb, |b| b.max(m.mb)));
+            }
+            MemoryPoint::Other(_) => {}
+        }
+        self.summary.memory.push(m.clone());
+    }
+
+    fn timer(&mut self, t: &TimerLine<'_>) {
+        let (min_ms, max_ms) = t.value.range();
+        let stats = match self.summary.timers.get_mut(t.name.as_ref()) {
+            Some(s) => s,
+            None => self.summary.timers.entry(t.name.to_string()).or_default(),
+        };
+        if stats.last_block != t.block || stats.blocks == 0 {
+            stats.blocks += 1;
+            stats.last_block = t.block;
+        }
+        stats.max_ms = stats.max_ms.max(max_ms);
+        if !t.name.starts_with("save-checkpoint") {
+            return;
+        }
+        // The timer follows the save it measures: the latest save, unless an earlier timer
+        // block already measured it.
+        let Some(c) = self.summary.checkpoints.last_mut() else {
+            return;
+        };
+        let (min_s, max_s) = (min_ms / 1000.0, max_ms / 1000.0);
+        match c.timer_block {
+            None => {
+                c.timer_block = Some(t.block);
+                c.timer = Some(t.name.to_string());
+                c.blocking_min_s = Some(min_s);
+                c.blocking_max_s = Some(max_s);
+            }
+            Some(b) if b == t.block && c.timer.as_deref() == Some(t.name.as_ref()) => {
+                c.blocking_min_s = c.blocking_min_s.map(|v| v.min(min_s));
+                c.blocking_max_s = c.blocking_max_s.map(|v| v.max(max_s));
+            }
+            Some(_) => {}
+        }
+    }
+
+    fn failure(&mut self, kind: FailureKind, rank: Option<u32>, text: &[u8]) {
+        *self.summary.failure_counts.entry(kind).or_default() += 1;
+        if self.summary.failures.len() >= MAX_FAILURES {
+            return;
+        }
+        let text = &text[..text.len().min(MAX_FAILURE_TEXT)];
+        let line = String::from_utf8_lossy(super::scan::trim(text)).into_owned();
+        self.summary.failures.push(Failure {
+            kind,
+            flaky: kind.flaky(),
+            rank,
+            line,
+        });
+    }
+}
+
+/// Metric values as JSON numbers, with non-finite ones as the strings `"nan"`, `"inf"`,
+/// `"-inf"` (JSON has no NaN; Megatron's goldens use `"nan"` the same way).
+mod nan_text {
+    use std::collections::BTreeMap;
+
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    #[derive(Serialize, Deserialize)]
+    #[serde(untagged)]
+    enum Num {
+        F(f64),
+        S(String),
+    }
+
+    type Metrics = BTreeMap<String, BTreeMap<u64, f64>>;
+
+    pub(super) fn serialize<S: Serializer>(m: &Metrics, s: S) -> Result<S::Ok, S::Error> {
+        let text = |v: f64| match v {
+            v if v.is_finite() => Num::F(v),
+            v if v.is_nan() => Num::S("nan".into()),
+            v if v > 0.0 => Num::S("inf".into()),
+            _ => Num::S("-inf".into()),
+        };
+        let out: BTreeMap<&String, BTreeMap<u64, Num>> = m
+            .iter()
+            .map(|(k, steps)| (k, steps.iter().map(|(s, v)| (*s, text(*v))).collect()))
+            .collect();
+        out.serialize(s)
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Metrics, D::Error> {
+        let raw = BTreeMap::<String, BTreeMap<u64, Num>>::deserialize(d)?;
+        let value = |n: Num| match n {
+            Num::F(v) => Ok(v),
+            Num::S(s) => match s.as_str() {
+                "nan" => Ok(f64::NAN),
+                "inf" => Ok(f64::INFINITY),
+                "-inf" => Ok(f64::NEG_INFINITY),
+                other => Err(serde::de::Error::custom(format!("not a number: {other:?}"))),
+            },
+        };
+        raw.into_iter()
+            .map(|(k, steps)| {
+                Ok((
+                    k,
+                    steps
+                        .into_iter()
+                        .map(|(s, v)| Ok((s, value(v)?)))
+                        .collect::<Result<_, _>>()?,
+                ))
+            })
+            .collect()
+    }
+}
