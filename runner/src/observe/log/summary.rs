@@ -186,7 +186,10 @@ impl SummaryBuilder {
             } else {
                 None
             };
+            c.timer_block = None;
         }
+        // Block counters only group rows while parsing; a finished summary equals its JSON.
+        s.timers.values_mut().for_each(|t| t.last_block = 0);
         s
     }
 
