@@ -25,7 +25,7 @@ pub enum LogEvent<'a> {
     /// `iteration N/M | name: value | ...`.
     Iteration(IterationLine<'a>),
     /// `[Rank R] (NAME) memory (MB) | allocated: ... | ...`.
-    Memory(MemoryReport),
+    Memory(Box<MemoryReport>),
     /// One row of a timer block (`(min, max)`, `max` or `all` option).
     Timer(TimerLine<'a>),
     /// `saving checkpoint at iteration N to DIR in FORMAT format`.

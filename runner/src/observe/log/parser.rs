@@ -262,12 +262,15 @@ fn memory(s: &[u8]) -> Option<LogEvent<'_>> {
         seen += 1;
     }
     let rank = u32::try_from(rank).ok();
-    (seen >= 4).then_some(LogEvent::Memory(MemoryReport {
+    // Boxed: memory reports are rare and the largest event; a small `LogEvent` keeps the
+    // per-line moves cheap.
+    let report = MemoryReport {
         rank,
         point,
         mb,
         total_used,
-    }))
+    };
+    (seen >= 4).then(|| LogEvent::Memory(Box::new(report)))
 }
 
 /// The name inside a memory report's parentheses.

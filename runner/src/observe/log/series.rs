@@ -111,14 +111,35 @@ impl SeriesSet {
         let mut out: BTreeMap<String, BTreeMap<u64, f64>> = BTreeMap::new();
         for s in self.series {
             let by_rank_max = s.raw.is_empty();
-            let map = out.entry(s.key).or_default();
-            for (step, v) in s.points {
-                let slot = map.entry(step).or_insert(v);
-                *slot = if by_rank_max { slot.max(v) } else { v };
+            let points = dedup_steps(s.points, by_rank_max);
+            match out.get_mut(&s.key) {
+                // Two printed names with one golden key (rare): merge point by point.
+                Some(map) => map.extend(points),
+                // Sorted, unique steps: the map is bulk-built in linear time.
+                None => {
+                    out.insert(s.key, points.into_iter().collect());
+                }
             }
         }
         out
     }
+}
+
+/// Sorts points by step (only when out of order; stable) and keeps one per step: the last
+/// printed, or the largest when `max` (several ranks report the same step).
+fn dedup_steps(mut points: Vec<(u64, f64)>, max: bool) -> Vec<(u64, f64)> {
+    if !points.is_sorted_by_key(|p| p.0) {
+        points.sort_by_key(|p| p.0);
+    }
+    // `dedup_by` passes (later, earlier) and drops the later one: fold it into the earlier.
+    points.dedup_by(|later, earlier| {
+        let same = later.0 == earlier.0;
+        if same {
+            earlier.1 = if max { earlier.1.max(later.1) } else { later.1 };
+        }
+        same
+    });
+    points
 }
 
 #[cfg(test)]
@@ -135,11 +156,16 @@ mod tests {
             set.push_field(2, b"num zeros", step, 7.0);
         }
         set.push_field(1, b"mtp_1 loss", 3, 1.0);
+        set.push_field(1, b"lm loss", 2, 99.0);
         set.push_key("mem-allocated-bytes", 2, 1.0);
         set.push_key("mem-allocated-bytes", 2, 3.0);
         let m = set.finish();
         assert_eq!(m["iteration-time"][&1], 0.321);
-        assert_eq!(m["lm loss"][&2], 4.5);
+        assert_eq!(m["lm loss"][&1], 3.5);
+        assert_eq!(
+            m["lm loss"][&2], 99.0,
+            "a step printed again keeps the later value"
+        );
         assert_eq!(m["num-zeros"].len(), 2);
         assert_eq!(m["mtp_1 loss"][&3], 1.0);
         assert_eq!(m["mem-allocated-bytes"][&2], 3.0);

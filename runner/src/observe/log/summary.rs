@@ -348,3 +348,96 @@ mod nan_text {
             .collect()
     }
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::observe::log::LogParser;
+
+    fn summarize(lines: &[&str]) -> LogSummary {
+        let mut p = LogParser::new();
+        let mut b = SummaryBuilder::default();
+        for l in lines {
+            if let Some(parsed) = p.feed(l.as_bytes()) {
+                b.add(&parsed);
+            }
+        }
+        b.finish()
+    }
+
+    #[test]
+    fn all_option_rows_of_one_block_give_min_and_max() {
+        let s = summarize(&[
+            "saving checkpoint at iteration 5 to /c in torch format",
+            "successfully saved checkpoint from iteration 5 to /c [ t 1/1, p 1/1 ]",
+            "times across ranks (ms):",
+            "  save-checkpoint:",
+            "     rank  0: 2000.00",
+            "     rank  1: 1000.00",
+            "     rank  2: 1500.00",
+            "times across ranks (ms):",
+            "  save-checkpoint:",
+            "     rank  0: 9999.00",
+        ]);
+        let c = &s.checkpoints[0];
+        assert_eq!((c.blocking_min_s, c.blocking_max_s), (Some(1.0), Some(2.0)));
+        assert_eq!(
+            (
+                s.timers["save-checkpoint"].blocks,
+                s.timers["save-checkpoint"].max_ms
+            ),
+            (2, 9999.0)
+        );
+    }
+
+    #[test]
+    fn a_memory_report_before_the_saving_line_joins_that_save() {
+        let mem = |name: &str, a: f64| {
+            format!(
+                "[Rank 0] ({name}) memory (MB) | allocated: {a} | max allocated: {a} | reserved: 1 | max reserved: 1"
+            )
+        };
+        let s = summarize(&[
+            &mem("before save_checkpoint for iteration 5", 10.0),
+            "[2026-01-01 00:00:00.000000] saving checkpoint at iteration 5 to /c in torch format",
+            "[2026-01-01 00:00:02.500000] successfully saved checkpoint from iteration 5 to /c",
+            &mem("after save_checkpoint for iteration 5", 12.0),
+            "saving checkpoint at iteration 5 to /c in torch format",
+        ]);
+        assert_eq!(
+            s.checkpoints.len(),
+            2,
+            "a second save of the same iteration is a new save"
+        );
+        let c = &s.checkpoints[0];
+        assert_eq!(c.memory_before.unwrap().allocated, 10.0);
+        assert_eq!(c.memory_after.unwrap().allocated, 12.0);
+        assert_eq!(
+            (c.wall_s, c.async_latency_s, c.completed),
+            (Some(2.5), None, true)
+        );
+        assert!(!s.checkpoints[1].completed);
+    }
+
+    #[test]
+    fn failures_are_counted_past_the_kept_ones() {
+        let lines = vec!["TimeoutError: x"; MAX_FAILURES + 5];
+        let s = summarize(&lines);
+        assert_eq!(s.failures.len(), MAX_FAILURES);
+        assert_eq!(
+            s.failure_counts[&FailureKind::Timeout],
+            MAX_FAILURES as u64 + 5
+        );
+    }
+
+    #[test]
+    fn nan_values_round_trip_through_json_as_text() {
+        let s = summarize(&[" iteration 1/2 | lm loss: nan | grad norm: inf |"]);
+        let json = serde_json::to_string(&s).unwrap();
+        assert!(json.contains(r#""lm loss":{"1":"nan"}"#), "{json}");
+        let back: LogSummary = serde_json::from_str(&json).unwrap();
+        assert!(back.metrics["lm loss"][&1].is_nan());
+        assert_eq!(back.metrics["grad-norm"][&1], f64::INFINITY);
+    }
+}
