@@ -78,24 +78,24 @@ fn a_missing_log_is_a_usage_error_naming_the_file() {
 fn golden_metrics_use_megatron_names_and_units() {
     let s = summary("new_sync.log");
     assert_eq!(s.metrics["lm loss"].len(), 12);
-    assert!((s.metrics["iteration-time"][&1] - 0.3219).abs() < 1e-12);
-    assert_eq!(s.metrics["num-zeros"][&12], 27866.0);
+    assert!((s.metrics["iteration-time"][1] - 0.3219).abs() < 1e-12);
+    assert_eq!(s.metrics["num-zeros"][12], 27866.0);
     assert_eq!(
-        s.metrics["mem-allocated-bytes"][&1],
+        s.metrics["mem-allocated-bytes"][1],
         3496.66 * 1024.0 * 1024.0
     );
     assert_eq!(
-        s.metrics["mem-max-allocated-bytes"][&1],
+        s.metrics["mem-max-allocated-bytes"][1],
         15991.74 * 1024.0 * 1024.0
     );
     assert_eq!(s.exit_iteration, Some(12));
     let s = summary("torchrun_async.log");
     // Two ranks report step 1: the larger value is kept.
     assert_eq!(
-        s.metrics["mem-allocated-bytes"][&1],
+        s.metrics["mem-allocated-bytes"][1],
         5120.75 * 1024.0 * 1024.0
     );
-    assert_eq!(s.metrics["throughput"][&10], 412.5);
+    assert_eq!(s.metrics["throughput"][10], 412.5);
     assert!(s.metrics.contains_key("mtp_1 loss") && s.metrics.contains_key("load_balancing_loss"));
 }
 

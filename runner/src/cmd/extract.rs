@@ -105,11 +105,7 @@ fn final_losses(m: &LogSummary) -> String {
         .metrics
         .iter()
         .filter(|(k, _)| k.contains("loss") && k.as_str() != "loss-scale")
-        .filter_map(|(k, steps)| {
-            steps
-                .last_key_value()
-                .map(|(step, v)| format!("{k} {v} @{step}"))
-        })
+        .filter_map(|(k, steps)| steps.last().map(|(step, v)| format!("{k} {v} @{step}")))
         .collect();
     if losses.is_empty() {
         "-".to_owned()
@@ -122,7 +118,7 @@ fn iteration_time(m: &LogSummary) -> String {
     let mut t: Vec<f64> = m
         .metrics
         .get("iteration-time")
-        .map(|s| s.values().copied().collect())
+        .map(|s| s.values().collect())
         .unwrap_or_default();
     t.retain(|v| v.is_finite());
     if t.is_empty() {

@@ -77,21 +77,32 @@ impl<'a> Iterator for Fields<'a> {
     type Item = (&'a [u8], f64);
 
     fn next(&mut self) -> Option<Self::Item> {
-        while !self.rest.is_empty() {
-            let (seg, rest) = match memchr::memchr(b'|', self.rest) {
-                Some(i) => (&self.rest[..i], &self.rest[i + 1..]),
-                None => (self.rest, &b""[..]),
-            };
-            self.rest = rest;
-            let Some(colon) = memchr::memrchr(b':', seg) else {
+        // One `memchr2` per field: find the colon (or an empty `|` segment), then parse the
+        // number in place and step over the `|` after it.
+        loop {
+            let i = memchr::memchr2(b':', b'|', self.rest)?;
+            if self.rest[i] == b'|' {
+                self.rest = &self.rest[i + 1..];
                 continue;
-            };
-            let name = scan::trim(&seg[..colon]);
-            if let (false, Some(v)) = (name.is_empty(), scan::float(&seg[colon + 1..])) {
-                return Some((name, v));
+            }
+            let name = scan::trim(&self.rest[..i]);
+            let value = scan::trim_start(&self.rest[i + 1..]);
+            match scan::float_prefix(value).map(|(v, rest)| (v, scan::trim_start(rest))) {
+                Some((v, rest)) if rest.first().is_none_or(|b| *b == b'|') => {
+                    self.rest = rest.get(1..).unwrap_or_default();
+                    if !name.is_empty() {
+                        return Some((name, v));
+                    }
+                }
+                // Not a number (`note: text |`): skip to the next field.
+                _ => {
+                    self.rest = match memchr::memchr(b'|', value) {
+                        Some(j) => &value[j + 1..],
+                        None => &[],
+                    };
+                }
             }
         }
-        None
     }
 }
 

@@ -18,4 +18,5 @@ pub use event::{
 };
 pub use parser::LogParser;
 pub use reader::{LogReader, MAX_LINE};
+pub use series::Steps;
 pub use summary::{CheckpointSave, Failure, LogSummary, SummaryBuilder, TimerStats};

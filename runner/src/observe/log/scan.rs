@@ -54,101 +54,97 @@ pub(crate) fn uint(s: &[u8]) -> Option<(u64, &[u8])> {
     Some((v, &s[digits..]))
 }
 
-/// Parses a whole trimmed field as an f64: `321.2`, `1.000000E-05`, `-3`, `27854.0`,
-/// `nan`, `inf`. Exact for up to 15-16 significant digits with small exponents (Clinger's
-/// fast path); anything longer falls back to the standard library's correctly rounded parser.
+/// Parses a whole field (surrounding spaces allowed) as an f64: `321.2`, `1.000000E-05`,
+/// `-3`, `27854.0`, `nan`, `inf`.
 pub(crate) fn float(s: &[u8]) -> Option<f64> {
-    let s = trim(s);
-    let (neg, body) = match s.first() {
-        Some(b'-') => (true, &s[1..]),
-        Some(b'+') => (false, &s[1..]),
-        _ => (false, s),
-    };
-    let v = match fast_float(body) {
-        Some(v) => v,
-        None => slow_float(body)?,
-    };
-    Some(if neg { -v } else { v })
+    let (v, rest) = float_prefix(trim(s))?;
+    rest.is_empty().then_some(v)
 }
 
-/// The fast path: digits, optional `.digits`, optional `e±digits`; None when it cannot be
-/// exact (too many digits, big exponent) or the text is not a plain number.
-fn fast_float(s: &[u8]) -> Option<f64> {
-    let mut i = 0;
-    let mut mant: u64 = 0;
-    let mut digits = 0u32;
-    let mut frac = 0i32;
-    let mut seen_dot = false;
-    while i < s.len() {
-        let b = s[i];
-        if b.is_ascii_digit() {
-            if digits >= 19 {
-                return None;
-            }
-            mant = mant * 10 + u64::from(b - b'0');
-            if mant != 0 {
-                digits += 1;
-            }
-            if seen_dot {
-                frac += 1;
-            }
-        } else if b == b'.' && !seen_dot {
-            seen_dot = true;
+/// Parses the number at the start of `s` and returns it with the bytes after it. Exact:
+/// mantissas of up to 19 digits that fit 2^53 with exponents within ±22 take Clinger's fast
+/// path (one exact multiply or divide); anything else goes to the standard library's
+/// correctly rounded parser.
+pub(crate) fn float_prefix(s: &[u8]) -> Option<(f64, &[u8])> {
+    let (neg, start) = match s.first() {
+        Some(b'-') => (true, 1),
+        Some(b'+') => (false, 1),
+        _ => (false, 0),
+    };
+    let (mut mant, mut i) = digits(s, start, 0);
+    let int_digits = i - start;
+    let mut frac = 0;
+    if s.get(i) == Some(&b'.') {
+        let (m, j) = digits(s, i + 1, mant);
+        frac = j - (i + 1);
+        (mant, i) = (m, j);
+    }
+    if int_digits + frac == 0 {
+        return word(&s[start..]).map(|(v, rest)| (if neg { -v } else { v }, rest));
+    }
+    let mut exp = -(frac as i32);
+    if let Some(b'e' | b'E') = s.get(i) {
+        let (e, len) = exponent(&s[i + 1..])?;
+        exp += e;
+        i += 1 + len;
+    }
+    let exact = int_digits + frac <= 19 && mant <= MAX_EXACT && (-22..=22).contains(&exp);
+    let v = if exact {
+        let m = mant as f64;
+        if exp >= 0 {
+            m * POW10[exp as usize]
         } else {
+            m / POW10[(-exp) as usize]
+        }
+    } else {
+        std::str::from_utf8(&s[start..i])
+            .ok()?
+            .parse::<f64>()
+            .ok()?
+    };
+    Some((if neg { -v } else { v }, &s[i..]))
+}
+
+/// Accumulates decimal digits from `s[i..]` into `mant` (wrapping; callers check the digit
+/// count); returns the mantissa and the index after the digits.
+fn digits(s: &[u8], mut i: usize, mut mant: u64) -> (u64, usize) {
+    while let Some(&b) = s.get(i) {
+        let d = b.wrapping_sub(b'0');
+        if d > 9 {
             break;
         }
+        mant = mant.wrapping_mul(10).wrapping_add(u64::from(d));
         i += 1;
     }
-    if i == 0 || (i == 1 && seen_dot) {
-        return None;
-    }
-    let mut exp = -frac;
-    if i < s.len() {
-        if s[i] != b'e' && s[i] != b'E' {
-            return None;
-        }
-        exp += exponent(&s[i + 1..])?;
-    }
-    if mant > MAX_EXACT {
-        return None;
-    }
-    let m = mant as f64;
-    match exp {
-        0 => Some(m),
-        1..=22 => Some(m * POW10[exp as usize]),
-        -22..=-1 => Some(m / POW10[(-exp) as usize]),
-        _ => None,
-    }
+    (mant, i)
 }
 
-/// `±digits` of an exponent, the whole rest of the field.
-fn exponent(s: &[u8]) -> Option<i32> {
-    let (neg, s) = match s.first() {
-        Some(b'-') => (true, &s[1..]),
-        Some(b'+') => (false, &s[1..]),
-        _ => (false, s),
+/// `±digits` of an exponent (at most 4 digits); returns it and the bytes it took.
+fn exponent(s: &[u8]) -> Option<(i32, usize)> {
+    let (neg, start) = match s.first() {
+        Some(b'-') => (true, 1),
+        Some(b'+') => (false, 1),
+        _ => (false, 0),
     };
-    if s.is_empty() || s.len() > 4 || !s.iter().all(u8::is_ascii_digit) {
+    let n = s[start..].iter().take_while(|b| b.is_ascii_digit()).count();
+    if n == 0 || n > 4 {
         return None;
     }
-    let v = s.iter().fold(0i32, |acc, b| acc * 10 + i32::from(b - b'0'));
-    Some(if neg { -v } else { v })
+    let v = s[start..start + n]
+        .iter()
+        .fold(0i32, |acc, b| acc * 10 + i32::from(b - b'0'));
+    Some((if neg { -v } else { v }, start + n))
 }
 
-/// The rare path: `nan`, `inf`, long mantissas, large exponents.
-fn slow_float(s: &[u8]) -> Option<f64> {
-    let text = std::str::from_utf8(s).ok()?;
-    match text {
-        "nan" | "NaN" | "NAN" => Some(f64::NAN),
-        "inf" | "Inf" | "INF" | "infinity" => Some(f64::INFINITY),
-        _ if text
-            .bytes()
-            .all(|b| b.is_ascii_digit() || b"+-.eE".contains(&b)) =>
-        {
-            text.parse().ok()
-        }
-        _ => None,
-    }
+/// `nan`, `inf`, `infinity` (any case) at the start of `s`.
+fn word(s: &[u8]) -> Option<(f64, &[u8])> {
+    let n = s.iter().take_while(|b| b.is_ascii_alphabetic()).count();
+    let v = match s[..n].to_ascii_lowercase().as_slice() {
+        b"nan" => f64::NAN,
+        b"inf" | b"infinity" => f64::INFINITY,
+        _ => return None,
+    };
+    Some((v, &s[n..]))
 }
 
 /// Parses the `[YYYY-MM-DD HH:MM:SS(.f{1,9})?]` timestamp at the start of `s`; returns it
@@ -219,6 +215,11 @@ mod tests {
             "12345678901234567890.5",
             "0.1",
             "1920",
+            "1.",
+            "00000000000000000000001.5",
+            "9007199254740993",
+            "123456789.123456789e-3",
+            "-0.0",
         ];
         for c in cases {
             let want: f64 = c.trim().parse().unwrap();
@@ -228,11 +229,20 @@ mod tests {
 
     #[test]
     fn floats_reject_text_and_accept_nan() {
-        for bad in ["", ".", "abc", "1.2.3", "1e", "12 ms", "-", "1e+"] {
+        for bad in [
+            "", ".", "abc", "1.2.3", "1e", "12 ms", "-", "1e+", "nanx", "1e12345",
+        ] {
             assert_eq!(float(bad.as_bytes()), None, "{bad:?}");
         }
         assert!(float(b"nan").is_some_and(f64::is_nan));
         assert_eq!(float(b"-inf"), Some(f64::NEG_INFINITY));
+    }
+
+    #[test]
+    fn float_prefix_stops_after_the_number() {
+        assert_eq!(float_prefix(b"3.5 | x"), Some((3.5, &b" | x"[..])));
+        assert_eq!(float_prefix(b"-2E+01|"), Some((-20.0, &b"|"[..])));
+        assert_eq!(float_prefix(b"| 1"), None);
     }
 
     #[test]

@@ -3,6 +3,8 @@
 
 use std::collections::BTreeMap;
 
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
 /// Bytes per MB in Megatron's memory report (`torch.cuda.memory_allocated() / 1024 / 1024`),
 /// used to turn the report back into the `mem-*-bytes` golden metrics.
 pub(crate) const BYTES_PER_MB: f64 = 1024.0 * 1024.0;
@@ -105,23 +107,132 @@ impl SeriesSet {
         self.series.len() - 1
     }
 
-    /// The series by golden key and step. A step printed twice keeps the later value; for
-    /// memory keys (several ranks report the same step) the largest.
-    pub(crate) fn finish(self) -> BTreeMap<String, BTreeMap<u64, f64>> {
-        let mut out: BTreeMap<String, BTreeMap<u64, f64>> = BTreeMap::new();
+    /// The series by golden key. A step printed twice keeps the later value; for memory
+    /// keys (several ranks report the same step) the largest.
+    pub(crate) fn finish(self) -> BTreeMap<String, Steps> {
+        let mut out: BTreeMap<String, Steps> = BTreeMap::new();
         for s in self.series {
-            let by_rank_max = s.raw.is_empty();
-            let points = dedup_steps(s.points, by_rank_max);
-            match out.get_mut(&s.key) {
-                // Two printed names with one golden key (rare): merge point by point.
-                Some(map) => map.extend(points),
-                // Sorted, unique steps: the map is bulk-built in linear time.
-                None => {
-                    out.insert(s.key, points.into_iter().collect());
-                }
-            }
+            let max = s.raw.is_empty();
+            let points = match out.remove(&s.key) {
+                // Two printed names with one golden key (rare): the later series wins.
+                Some(prev) => [prev.0, s.points].concat(),
+                None => s.points,
+            };
+            out.insert(s.key, Steps::from_points(points, max));
         }
         out
+    }
+}
+
+/// One metric's values by step, in step order: a golden file's `values` map. Kept as a
+/// sorted vector (building and dropping millions of map nodes would cost more than parsing
+/// a long log). Serialized as `{"<step>": value}` with non-finite values as the strings
+/// `"nan"`, `"inf"`, `"-inf"` (JSON has no NaN; Megatron's goldens write `"nan"` alike).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Steps(Vec<(u64, f64)>);
+
+impl Steps {
+    /// The value at `step`.
+    pub fn get(&self, step: u64) -> Option<f64> {
+        let i = self.0.binary_search_by_key(&step, |p| p.0).ok()?;
+        Some(self.0[i].1)
+    }
+
+    /// (step, value) in step order.
+    pub fn iter(&self) -> impl Iterator<Item = (u64, f64)> + '_ {
+        self.0.iter().copied()
+    }
+
+    /// Values in step order.
+    pub fn values(&self) -> impl Iterator<Item = f64> + '_ {
+        self.0.iter().map(|p| p.1)
+    }
+
+    /// Number of steps.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// No steps.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The first (step, value).
+    pub fn first(&self) -> Option<(u64, f64)> {
+        self.0.first().copied()
+    }
+
+    /// The last (step, value).
+    pub fn last(&self) -> Option<(u64, f64)> {
+        self.0.last().copied()
+    }
+
+    fn from_points(points: Vec<(u64, f64)>, max: bool) -> Steps {
+        Steps(dedup_steps(points, max))
+    }
+}
+
+impl FromIterator<(u64, f64)> for Steps {
+    /// Points in any order; a step given twice keeps the later value.
+    fn from_iter<I: IntoIterator<Item = (u64, f64)>>(iter: I) -> Steps {
+        Steps::from_points(iter.into_iter().collect(), false)
+    }
+}
+
+impl std::ops::Index<u64> for Steps {
+    type Output = f64;
+
+    /// The value at `step`; panics when there is none (as `BTreeMap` indexing does).
+    fn index(&self, step: u64) -> &f64 {
+        match self.0.binary_search_by_key(&step, |p| p.0) {
+            Ok(i) => &self.0[i].1,
+            Err(_) => panic!("no value for step {step}"),
+        }
+    }
+}
+
+/// A value as JSON: a number, or the text of a non-finite one.
+#[derive(Serialize, Deserialize)]
+#[serde(untagged)]
+enum Json {
+    Number(f64),
+    Text(String),
+}
+
+impl Serialize for Steps {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = s.serialize_map(Some(self.0.len()))?;
+        for &(step, v) in &self.0 {
+            match v {
+                v if v.is_finite() => map.serialize_entry(&step, &v)?,
+                v if v.is_nan() => map.serialize_entry(&step, "nan")?,
+                v if v > 0.0 => map.serialize_entry(&step, "inf")?,
+                _ => map.serialize_entry(&step, "-inf")?,
+            }
+        }
+        map.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for Steps {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Steps, D::Error> {
+        let raw = BTreeMap::<u64, Json>::deserialize(d)?;
+        let value = |j: Json| match j {
+            Json::Number(v) => Ok(v),
+            Json::Text(t) => match t.as_str() {
+                "nan" => Ok(f64::NAN),
+                "inf" => Ok(f64::INFINITY),
+                "-inf" => Ok(f64::NEG_INFINITY),
+                other => Err(serde::de::Error::custom(format!("not a number: {other:?}"))),
+            },
+        };
+        let points = raw
+            .into_iter()
+            .map(|(s, j)| Ok((s, value(j)?)))
+            .collect::<Result<_, _>>()?;
+        Ok(Steps(points))
     }
 }
 
@@ -160,14 +271,14 @@ mod tests {
         set.push_key("mem-allocated-bytes", 2, 1.0);
         set.push_key("mem-allocated-bytes", 2, 3.0);
         let m = set.finish();
-        assert_eq!(m["iteration-time"][&1], 0.321);
-        assert_eq!(m["lm loss"][&1], 3.5);
+        assert_eq!(m["iteration-time"][1], 0.321);
+        assert_eq!(m["lm loss"][1], 3.5);
         assert_eq!(
-            m["lm loss"][&2], 99.0,
+            m["lm loss"][2], 99.0,
             "a step printed again keeps the later value"
         );
         assert_eq!(m["num-zeros"].len(), 2);
-        assert_eq!(m["mtp_1 loss"][&3], 1.0);
-        assert_eq!(m["mem-allocated-bytes"][&2], 3.0);
+        assert_eq!(m["mtp_1 loss"][3], 1.0);
+        assert_eq!(m["mem-allocated-bytes"][2], 3.0);
     }
 }

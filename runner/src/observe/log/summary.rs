@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use super::event::{
     FailureKind, LogEvent, LogLine, MemoryMb, MemoryPoint, MemoryReport, TimerLine,
 };
-use super::series::{BYTES_PER_MB, SeriesSet};
+use super::series::{BYTES_PER_MB, SeriesSet, Steps};
 
 /// Failures kept verbatim (all are counted).
 const MAX_FAILURES: usize = 100;
@@ -36,8 +36,7 @@ pub struct LogSummary {
     pub train_iters: Option<u64>,
     /// Golden name → step → value, in golden units (`iteration-time` in seconds,
     /// `mem-*-bytes` in bytes = MB × 1024²). Non-finite values are written as `"nan"`/`"inf"`.
-    #[serde(with = "nan_text")]
-    pub metrics: BTreeMap<String, BTreeMap<u64, f64>>,
+    pub metrics: BTreeMap<String, Steps>,
     /// Every memory report, in order (MB as printed).
     pub memory: Vec<MemoryReport>,
     /// Checkpoint saves in the order they started.
@@ -294,61 +293,6 @@ impl SummaryBuilder {
     }
 }
 
-/// Metric values as JSON numbers, with non-finite ones as the strings `"nan"`, `"inf"`,
-/// `"-inf"` (JSON has no NaN; Megatron's goldens use `"nan"` the same way).
-mod nan_text {
-    use std::collections::BTreeMap;
-
-    use serde::{Deserialize, Deserializer, Serialize, Serializer};
-
-    #[derive(Serialize, Deserialize)]
-    #[serde(untagged)]
-    enum Num {
-        F(f64),
-        S(String),
-    }
-
-    type Metrics = BTreeMap<String, BTreeMap<u64, f64>>;
-
-    pub(super) fn serialize<S: Serializer>(m: &Metrics, s: S) -> Result<S::Ok, S::Error> {
-        let text = |v: f64| match v {
-            v if v.is_finite() => Num::F(v),
-            v if v.is_nan() => Num::S("nan".into()),
-            v if v > 0.0 => Num::S("inf".into()),
-            _ => Num::S("-inf".into()),
-        };
-        let out: BTreeMap<&String, BTreeMap<u64, Num>> = m
-            .iter()
-            .map(|(k, steps)| (k, steps.iter().map(|(s, v)| (*s, text(*v))).collect()))
-            .collect();
-        out.serialize(s)
-    }
-
-    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Metrics, D::Error> {
-        let raw = BTreeMap::<String, BTreeMap<u64, Num>>::deserialize(d)?;
-        let value = |n: Num| match n {
-            Num::F(v) => Ok(v),
-            Num::S(s) => match s.as_str() {
-                "nan" => Ok(f64::NAN),
-                "inf" => Ok(f64::INFINITY),
-                "-inf" => Ok(f64::NEG_INFINITY),
-                other => Err(serde::de::Error::custom(format!("not a number: {other:?}"))),
-            },
-        };
-        raw.into_iter()
-            .map(|(k, steps)| {
-                Ok((
-                    k,
-                    steps
-                        .into_iter()
-                        .map(|(s, v)| Ok((s, value(v)?)))
-                        .collect::<Result<_, _>>()?,
-                ))
-            })
-            .collect()
-    }
-}
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -437,7 +381,7 @@ mod tests {
         let json = serde_json::to_string(&s).unwrap();
         assert!(json.contains(r#""lm loss":{"1":"nan"}"#), "{json}");
         let back: LogSummary = serde_json::from_str(&json).unwrap();
-        assert!(back.metrics["lm loss"][&1].is_nan());
-        assert_eq!(back.metrics["grad-norm"][&1], f64::INFINITY);
+        assert!(back.metrics["lm loss"][1].is_nan());
+        assert_eq!(back.metrics["grad-norm"][1], f64::INFINITY);
     }
 }
