@@ -30,17 +30,23 @@ impl Launcher {
             Launcher::FtLauncher { nproc } => ("ft_launcher", nproc),
             Launcher::Direct => return Vec::new(),
         };
-        [
-            program,
+        // The same words `launch` uses: a single-node rendezvous on 127.0.0.1 and `--tee 3`,
+        // so every rank's output reaches the log with a `[defaultN]:` prefix.
+        let nproc = nproc.to_string();
+        let words = [
             "--nproc-per-node",
-            &nproc.to_string(),
+            &nproc,
             "--nnodes",
             "1",
-            "--master-port",
-            master_port,
-        ]
-        .map(str::to_owned)
-        .to_vec()
+            "--master-addr",
+            "127.0.0.1",
+        ];
+        let mut prefix: Vec<String> = std::iter::once(program)
+            .chain(words)
+            .map(str::to_owned)
+            .collect();
+        prefix.extend(["--master-port", master_port, "--tee", "3"].map(str::to_owned));
+        prefix
     }
 
     /// The launcher's kind, as a case names it.
@@ -64,9 +70,20 @@ impl RunSpec {
     /// The full argv: launcher words, then the entry.
     pub fn argv(&self, launcher: &Launcher, master_port: &str) -> Vec<String> {
         let mut argv = launcher.prefix(master_port);
+        if needs_no_python(launcher, &self.entry_argv) {
+            argv.push("--no-python".to_owned());
+        }
         argv.extend(self.entry_argv.iter().cloned());
         argv
     }
+}
+
+/// torchrun runs a `.py` entry with Python; any other entry is a program and needs `--no-python`.
+pub(crate) fn needs_no_python(launcher: &Launcher, entry_argv: &[String]) -> bool {
+    *launcher != Launcher::Direct
+        && entry_argv
+            .first()
+            .is_some_and(|first| !first.ends_with(".py"))
 }
 
 /// The folders of one job: `OUT/<run-id>/<case>/<variant slug>/<repeat>/...`.
@@ -218,18 +235,8 @@ mod tests {
     #[test]
     fn launcher_words() {
         let torchrun = Launcher::Torchrun { nproc: 8 }.prefix("${MASTER_PORT}");
-        assert_eq!(
-            torchrun,
-            [
-                "torchrun",
-                "--nproc-per-node",
-                "8",
-                "--nnodes",
-                "1",
-                "--master-port",
-                "${MASTER_PORT}"
-            ]
-        );
+        let want = "torchrun --nproc-per-node 8 --nnodes 1 --master-addr 127.0.0.1 --master-port ${MASTER_PORT} --tee 3";
+        assert_eq!(torchrun.join(" "), want);
         assert_eq!(
             Launcher::FtLauncher { nproc: 2 }.prefix("29500")[0],
             "ft_launcher"
@@ -239,6 +246,15 @@ mod tests {
             entry_argv: vec!["fake-trainer".into(), "--x".into()],
         };
         assert_eq!(run.argv(&Launcher::Direct, "1"), ["fake-trainer", "--x"]);
+        let torchrun = Launcher::Torchrun { nproc: 1 };
+        assert_eq!(
+            run.argv(&torchrun, "1")[11..],
+            ["--no-python", "fake-trainer", "--x"]
+        );
+        let script = RunSpec {
+            entry_argv: vec!["/m/pretrain_gpt.py".into()],
+        };
+        assert_eq!(script.argv(&torchrun, "1")[11..], ["/m/pretrain_gpt.py"]);
     }
 
     #[test]

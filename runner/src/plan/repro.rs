@@ -5,7 +5,7 @@
 
 use std::fmt::Write as _;
 
-use super::job::{Job, Launcher, is_secret_name};
+use super::job::{Job, Launcher, is_secret_name, needs_no_python};
 use super::shell::{quote_with_secrets, required_ref, shell_quote};
 
 /// The port a repro script uses when `MASTER_PORT` is not set (torchrun's own default).
@@ -79,6 +79,11 @@ fn run_lines(job: &Job, entry_argv: &[String], entry_program: Option<&str>) -> S
         .collect();
     if !prefix.is_empty() {
         lines.push(prefix);
+    }
+    if needs_no_python(&job.launcher, entry_argv)
+        && let Some(line) = lines.last_mut()
+    {
+        line.push("--no-python".to_owned());
     }
     for (j, word) in entry_argv.iter().enumerate() {
         let word = if j == 0 {
