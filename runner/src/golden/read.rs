@@ -285,6 +285,17 @@ mod tests {
     }
 
     #[test]
+    fn large_values_parse_exactly() {
+        // Found by the write/read property test: best-effort float parsing was 1 ULP off
+        // here, which changes the 5-decimal text; serde_json's `float_roundtrip` fixes it.
+        let g = parse(r#"{"a": {"start_step": 0, "end_step": 0, "step_interval": 1, "values": {"0": -920482431760.6709}}}"#).unwrap();
+        assert_eq!(
+            g.metric("a").unwrap().values.get(&0),
+            Some(&Value::Float(-920482431760.6709))
+        );
+    }
+
+    #[test]
     fn empty_object_is_a_golden_without_metrics() {
         let g = parse("{}").unwrap();
         assert!(g.metrics.is_empty() && g.extra.is_empty());

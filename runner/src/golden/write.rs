@@ -203,8 +203,15 @@ pub fn py_float_repr(x: f64) -> String {
             "0.0".into()
         };
     }
-    // `{:e}` gives the shortest round-trip digits, like Python's repr: "-1.2345e4".
-    let sci = format!("{x:e}");
+    // `{:e}` gives the shortest round-trip digit count, like Python's repr; but where two
+    // such strings are equally close (an exact tie, e.g. ...959.25 → .2 or .3), Python takes
+    // the even one. Re-format with that many digits, correctly rounded (ties to even).
+    let shortest = format!("{x:e}");
+    let digit_count = shortest
+        .split('e')
+        .next()
+        .map_or(1, |m| m.bytes().filter(u8::is_ascii_digit).count());
+    let sci = format!("{x:.prec$e}", prec = digit_count.saturating_sub(1));
     let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
     let exp: i32 = exp.parse().unwrap_or(0);
     let (sign, mantissa) = match mantissa.strip_prefix('-') {
@@ -262,6 +269,10 @@ mod tests {
             (0.0, "0.0"),
             (123456789.125, "123456789.125"),
             (0.11905411764705882, "0.11905411764705882"),
+            // Exact ties between two shortest strings: Python takes the even last digit.
+            (957205523196959.25, "957205523196959.2"),
+            (19352384206741.0625, "19352384206741.062"),
+            (-1987057412007801.25, "-1987057412007801.2"),
         ];
         for (x, text) in cases {
             assert_eq!(py_float_repr(x), text, "{x}");
@@ -311,6 +322,31 @@ mod tests {
     fn compact_style_is_json_dumps_default() {
         let expected = "{\"lm loss\": {\"start_step\": 1, \"end_step\": 3, \"step_interval\": 1, \"values\": {\"1\": 10.0, \"2\": \"nan\", \"3\": 0.12346}}}";
         assert_eq!(render_golden(&sample(GoldenStyle::Compact)), expected);
+    }
+
+    proptest::proptest! {
+        /// Whatever goldgate writes, it reads back to the same series (values rounded to 5
+        /// decimals), in both styles, and a second write gives the same bytes.
+        #[test]
+        fn write_then_read_round_trips(
+            values in proptest::collection::btree_map(0u64..100_000, proptest::option::of(-1e12f64..1e12), 0..40),
+            compact in proptest::bool::ANY,
+            list_form in proptest::bool::ANY,
+        ) {
+            let values: BTreeMap<u64, Value> = values
+                .into_iter()
+                .map(|(k, v)| (k, v.map_or(Value::Nan, |x| Value::Float(round5(x)))))
+                .collect();
+            // The list form can only hold consecutive steps from 0 with interval 1.
+            let values = if list_form { values.into_values().enumerate().map(|(i, v)| (i as u64, v)).collect() } else { values };
+            let series = Series { start_step: 0, end_step: 99_999, step_interval: 1, values, list_form };
+            let style = if compact { GoldenStyle::Compact } else { GoldenStyle::Indented };
+            let file = GoldenFile { metrics: vec![("lm loss".into(), series)], extra: vec![], style, trailing_newline: false };
+            let text = render_golden(&file);
+            let back = crate::golden::parse_golden(Path::new("p.json"), &text).unwrap();
+            proptest::prop_assert_eq!(&back.metrics, &file.metrics);
+            proptest::prop_assert_eq!(render_golden(&back), text);
+        }
     }
 
     #[test]
