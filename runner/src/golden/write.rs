@@ -253,6 +253,7 @@ mod tests {
     use std::collections::BTreeMap;
 
     #[test]
+    #[allow(clippy::excessive_precision)] // the tie cases are exact binary values on purpose
     fn floats_print_like_python_repr() {
         let cases = [
             (10.0, "10.0"),
