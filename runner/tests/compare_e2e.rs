@@ -375,3 +375,29 @@ fn the_case_metrics_list_selects_what_is_compared() {
             .ends_with("model_config.yaml")
     );
 }
+
+#[test]
+fn calibrate_without_a_config_starts_from_the_shipped_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let runs: Vec<RunRecord> = [1.0, 1.04, 0.97]
+        .iter()
+        .enumerate()
+        .map(|(i, j)| record(i as u32 + 1, *j))
+        .collect();
+    write_records(&dir.path().join("reps"), &runs);
+    let out = goldgate(&["calibrate", "--results", "reps", "--write"], dir.path());
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    let written = std::fs::read_to_string(dir.path().join("goldgate.yaml")).unwrap();
+    assert!(written.contains("platforms:"), "{written}");
+    assert!(
+        written.contains("\"iteration-time\":\n    rtol: "),
+        "{written}"
+    );
+    // What calibrate wrote, compare reads.
+    let out = goldgate(
+        &["compare", "--results", "reps", "--root", "no-cases"],
+        dir.path(),
+    );
+    assert_eq!(code(&out), 2, "no golden yet: {}", text(&out));
+    assert!(text(&out).contains("missing-golden"), "{}", text(&out));
+}

@@ -1,6 +1,6 @@
 //! `goldgate bless`: writes golden files from recorded results, after printing what changes.
 
-use crate::compare::bless;
+use crate::compare::{RuleSet, bless};
 use crate::exit::{AppError, Exit};
 use crate::metrics::record::load_results;
 
@@ -18,6 +18,9 @@ pub struct Args {
     /// Print the diff, write nothing.
     #[arg(long)]
     pub dry_run: bool,
+    /// Repository configuration (its rules say how each metric is summarised in the diff).
+    #[arg(long, default_value = "goldgate.yaml")]
+    pub config: std::path::PathBuf,
     /// Platform in the golden file name (default: the one recorded in the results).
     #[arg(long)]
     pub platform: Option<String>,
@@ -26,6 +29,7 @@ pub struct Args {
 /// Runs the command: prints the per-metric diff, then writes (unless `--dry-run`).
 #[allow(clippy::print_stdout)]
 pub fn run(args: Args) -> Result<Exit, AppError> {
+    let rules = RuleSet::from_config(&crate::config::Config::load(&args.config)?.rules);
     let records = load_results(&args.from)?;
     let files = bless::plan(
         records,
@@ -34,10 +38,7 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
         &args.cases,
         &args.from,
     )?;
-    print!(
-        "{}",
-        bless::render_diff(&files, &crate::compare::RuleSet::megatron())
-    );
+    print!("{}", bless::render_diff(&files, &rules));
     if args.dry_run {
         println!("dry run: {} golden file(s) not written", files.len());
     } else {

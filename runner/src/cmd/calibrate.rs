@@ -1,6 +1,7 @@
 //! `goldgate calibrate`: measures per-metric spread over repeats and suggests tolerances.
 
 use crate::compare::{CompareError, RuleSet, calibrate, rules_yaml};
+use crate::config::{BUILTIN_CONFIG, Config};
 use crate::exit::{AppError, Exit};
 use crate::metrics::record::load_results;
 
@@ -27,7 +28,7 @@ pub struct Args {
 #[allow(clippy::print_stdout)]
 pub fn run(args: Args) -> Result<Exit, AppError> {
     let records = load_results(&args.results)?;
-    let rules = RuleSet::megatron();
+    let rules = RuleSet::from_config(&crate::config::Config::load(&args.config)?.rules);
     let cal = calibrate::calibrate(records, &rules, args.repeats);
     print!("{}", calibrate::render(&cal));
     if args.write {
@@ -49,16 +50,18 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
 fn write_rules(
     args: &Args,
     updates: &std::collections::BTreeMap<String, f64>,
-) -> Result<(), CompareError> {
+) -> Result<(), AppError> {
     let path = &args.config;
     let text = match std::fs::read_to_string(path) {
         Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        // No file yet: start from the shipped configuration, so the result is complete.
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => BUILTIN_CONFIG.to_string(),
         Err(source) => {
             return Err(CompareError::Read {
                 path: path.clone(),
                 source,
-            });
+            }
+            .into());
         }
     };
     let note = format!(
@@ -73,10 +76,13 @@ fn write_rules(
             line: e.line,
             message: e.message,
         })?;
+    // Never write a file goldgate cannot read back.
+    Config::parse(&edited, path)?;
     crate::metrics::atomic::write_atomic(path, edited.as_bytes()).map_err(|source| {
         CompareError::Write {
             path: path.clone(),
             source,
         }
-    })
+    })?;
+    Ok(())
 }

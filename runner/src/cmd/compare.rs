@@ -60,7 +60,7 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
         root: args.root.clone(),
         platform: args.platform.clone(),
         allow_env_mismatch: args.allow_env_mismatch,
-        rules: RuleSet::megatron(),
+        rules: RuleSet::from_config(&crate::config::Config::load(&args.config)?.rules),
     };
     let comparison = compare_dir(&args.results, &opts)?;
     let outputs = Outputs {

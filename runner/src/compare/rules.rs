@@ -271,6 +271,8 @@ impl RuleSet {
                 save("checkpoint-blocking-time").skip_first(1),
                 save("checkpoint-async-latency"),
                 loss("*loss"),
+                // Anything else: every step, 5 % either way (`config::MetricRule::default`).
+                Rule::new("*", PerStep, 0.05, Both, Unit::Plain),
             ],
         }
     }
@@ -287,27 +289,106 @@ impl Default for RuleSet {
     }
 }
 
-/// `*` matches any (possibly empty) run of characters; everything else matches itself.
-pub fn glob_match(pattern: &str, text: &str) -> bool {
-    let parts: Vec<&str> = pattern.split('*').collect();
-    if parts.len() == 1 {
-        return pattern == text;
-    }
-    let (first, last) = (parts[0], parts[parts.len() - 1]);
-    if !text.starts_with(first) || text.len() < first.len() + last.len() {
-        return false;
-    }
-    let mut rest = &text[first.len()..text.len() - last.len()];
-    if !text.ends_with(last) {
-        return false;
-    }
-    for mid in &parts[1..parts.len() - 1] {
-        match rest.find(mid) {
-            Some(i) => rest = &rest[i + mid.len()..],
-            None => return false,
+/// Whether `name` matches `pattern`: `*` any run of characters, `?` one character — the same
+/// language as `goldgate.yaml`'s rule patterns (`config::rules`).
+pub fn glob_match(pattern: &str, name: &str) -> bool {
+    let p: Vec<char> = pattern.chars().collect();
+    let n: Vec<char> = name.chars().collect();
+    // Iterative matcher with one backtrack point: the last `*` seen.
+    let (mut pi, mut ni, mut star, mut mark) = (0, 0, None, 0);
+    while ni < n.len() {
+        if pi < p.len() && (p[pi] == '?' || p[pi] == n[ni]) {
+            pi += 1;
+            ni += 1;
+        } else if pi < p.len() && p[pi] == '*' {
+            star = Some(pi);
+            mark = ni;
+            pi += 1;
+        } else if let Some(s) = star {
+            pi = s + 1;
+            mark += 1;
+            ni = mark;
+        } else {
+            return false;
         }
     }
-    true
+    p[pi..].iter().all(|&c| c == '*')
+}
+
+/// The display unit a metric name implies.
+pub fn unit_of(metric: &str) -> Unit {
+    if metric.ends_with("-bytes") {
+        Unit::Bytes
+    } else if metric.contains("time") || metric.contains("latency") {
+        Unit::Seconds
+    } else if metric == "num-zeros" {
+        Unit::Count
+    } else {
+        Unit::Plain
+    }
+}
+
+impl Rule {
+    /// The compare stage's form of a `goldgate.yaml` rule (`config::rules`).
+    pub fn from_config(pattern: &str, r: &crate::config::MetricRule) -> Rule {
+        use crate::config::{MetricKind, Statistic as S};
+        let range = |s: crate::config::StepRange| (s.first, s.last);
+        let kind = match (r.window, r.kind) {
+            (Some(w), _) => Kind::Window(Window {
+                statistic: match w.statistic {
+                    S::Median => Statistic::Median,
+                    S::Mean => Statistic::Mean,
+                    S::Min => Statistic::Min,
+                    S::Max => Statistic::Max,
+                },
+                steps: range(w.steps),
+                long_run_steps: w.long_run_steps.map(range),
+                long_run_after: w.long_run_after,
+            }),
+            (None, MetricKind::PerStep) => Kind::PerStep,
+            (None, MetricKind::Scalar) => Kind::Scalar,
+            (None, MetricKind::PerSave) => Kind::PerSave,
+        };
+        let a = r.fail_steps_allowance;
+        Rule {
+            pattern: pattern.to_string(),
+            kind,
+            rtol: r.rtol,
+            atol: r.atol,
+            exact: r.exact,
+            direction: match r.direction {
+                crate::config::Direction::LowerIsBetter => Direction::LowerIsBetter,
+                crate::config::Direction::HigherIsBetter => Direction::HigherIsBetter,
+                crate::config::Direction::Both => Direction::Both,
+            },
+            max_cv: r.max_cv,
+            skip_first_saves: r.skip_first_saves as usize,
+            fail_steps_allowance: Allowance {
+                fraction: a.fraction,
+                min: usize::try_from(a.min).unwrap_or(usize::MAX),
+                max: usize::try_from(a.max).unwrap_or(usize::MAX),
+            },
+            steps: r.steps.map(range),
+            unit: unit_of(pattern),
+        }
+    }
+}
+
+impl RuleSet {
+    /// The rules of a loaded `goldgate.yaml` (its `rules:` in front of the built-in ones), with
+    /// the config's catch-all for metrics no pattern names.
+    pub fn from_config(rules: &crate::config::Rules) -> RuleSet {
+        let mut out: Vec<Rule> = rules
+            .entries
+            .iter()
+            .map(|(p, r)| Rule::from_config(p, r))
+            .collect();
+        out.push(Rule::from_config(
+            "*",
+            &crate::config::MetricRule::default(),
+        ));
+        RuleSet { rules: out }
+    }
 }
 
 #[cfg(test)]
@@ -322,12 +403,28 @@ mod tests {
             ("mem-*-bytes", "mem-max-allocated-bytes", true),
             ("*loss", "load-balancing loss", true),
             ("*loss", "loss scale", false),
+            ("iteration-?ime", "iteration-time", true),
             ("a*b*c", "abc", true),
             ("a*b*c", "ac", false),
             ("ab*ba", "aba", false),
         ] {
             assert_eq!(glob_match(p, t), want, "{p} {t}");
         }
+    }
+
+    #[test]
+    fn builtin_rules_equal_the_config_defaults() {
+        let from_config = RuleSet::from_config(&crate::config::Rules::default());
+        assert_eq!(from_config, RuleSet::megatron());
+    }
+
+    #[test]
+    fn units_from_names() {
+        assert_eq!(unit_of("mem-max-allocated-bytes"), Unit::Bytes);
+        assert_eq!(unit_of("checkpoint-async-latency"), Unit::Seconds);
+        assert_eq!(unit_of("iteration-time"), Unit::Seconds);
+        assert_eq!(unit_of("num-zeros"), Unit::Count);
+        assert_eq!(unit_of("lm loss"), Unit::Plain);
     }
 
     #[test]
@@ -342,7 +439,7 @@ mod tests {
             r.find("checkpoint-blocking-time").unwrap().skip_first_saves,
             1
         );
-        assert!(r.find("throughput").is_none());
+        assert_eq!(r.find("throughput").unwrap().pattern, "*");
         let it = r.find("iteration-time").unwrap();
         assert_eq!(it.kind, Kind::Window(Window::MEGATRON));
         assert_eq!(Window::MEGATRON.range(25), (5, 20));
