@@ -14,6 +14,7 @@ use goldgate::launch::{
     LaunchError, LaunchEvent, LaunchReport, LaunchSpec, ProcessOutcome, StopFlag, Termination,
     group_alive, install_signal_handlers, launch,
 };
+use goldgate::observe::sample::{Sampler, SamplerConfig};
 use rustix::process::{Pid, Signal};
 
 fn helper_argv() -> Vec<String> {
@@ -119,6 +120,27 @@ fn helper() {
             sleep_forever();
         }
         "supervisor" => supervise_one_job(),
+        "alloc" => {
+            // Spawned from this (non-main) test thread, so only the /proc scan can find it.
+            let status = Command::new(std::env::current_exe().unwrap())
+                .args(&helper_argv()[1..])
+                .env("GG_HELPER", "alloc-child")
+                .status()
+                .unwrap();
+            std::process::exit(status.code().unwrap_or(1));
+        }
+        "alloc-child" => {
+            let held = vec![1u8; 64 << 20];
+            let shm = PathBuf::from(format!("/dev/shm/goldgate-test-{}", std::process::id()));
+            std::fs::write(&shm, vec![2u8; 32 << 20]).unwrap();
+            out("held");
+            std::thread::sleep(Duration::from_millis(500));
+            std::fs::remove_file(&shm).unwrap();
+            out(&format!(
+                "sum {}",
+                held.iter().map(|b| u64::from(*b)).sum::<u64>()
+            ));
+        }
         other => panic!("unknown helper mode {other}"),
     }
 }
@@ -404,4 +426,38 @@ fn missing_program_and_cwd_are_clear_errors() {
         err.to_string()
             .replace(&dir.path().display().to_string(), "[tmp]")
     );
+}
+
+#[test]
+fn samplers_see_the_whole_tree_and_shm_of_a_launched_job() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = helper_spec("alloc", dir.path());
+    let config = SamplerConfig {
+        gpu: false,
+        ..SamplerConfig::default()
+    };
+    let sampler = Sampler::start(&config).unwrap();
+    let report = launch(&spec, &StopFlag::new(), |event| {
+        if let LaunchEvent::Spawned { pgid, .. } = event {
+            sampler.attach(pgid);
+        }
+    })
+    .unwrap();
+    let summary = sampler.stop();
+    assert_eq!(report.outcome, ProcessOutcome::Exited(0));
+    let rss = summary.host.rss.as_ref().unwrap();
+    assert!(
+        rss.peak_bytes >= 64 << 20,
+        "rss peak {} < 64 MiB",
+        rss.peak_bytes
+    );
+    assert!(
+        summary.host.max_processes >= 2,
+        "{}",
+        summary.host.max_processes
+    );
+    let shm = summary.shm_peak_bytes().unwrap();
+    assert!(shm >= 32 << 20, "shm peak above baseline {shm} < 32 MiB");
+    assert!(rss.timeline.len() >= 10 && rss.timeline.len() <= 2000);
+    assert!(summary.warnings.is_empty(), "{:?}", summary.warnings);
 }

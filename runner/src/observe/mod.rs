@@ -2,3 +2,4 @@
 
 pub mod log;
 pub mod probe;
+pub mod sample;
