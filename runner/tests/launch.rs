@@ -121,7 +121,7 @@ fn helper() {
         }
         "supervisor" => supervise_one_job(),
         "alloc" => {
-            // Spawned from this (non-main) test thread, so only the /proc scan can find it.
+            // A child in the same group: the sampler must find it and add its RSS.
             let status = Command::new(std::env::current_exe().unwrap())
                 .args(&helper_argv()[1..])
                 .env("GG_HELPER", "alloc-child")

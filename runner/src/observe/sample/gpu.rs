@@ -4,7 +4,8 @@
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
-use std::sync::mpsc::{Receiver, Sender};
+use std::sync::atomic::AtomicBool;
+use std::sync::mpsc::Sender;
 use std::time::{Duration, Instant};
 
 use nvml_wrapper::Nvml;
@@ -79,7 +80,7 @@ pub(crate) fn sample_gpus(
     origin: Instant,
     job_pids: &Mutex<Vec<u32>>,
     ready: &Sender<()>,
-    stop: &Receiver<()>,
+    stop: &AtomicBool,
 ) -> GpuReport {
     let nvml = match Nvml::init() {
         Ok(nvml) => nvml,
