@@ -15,7 +15,7 @@ use super::timeline::{Point, Series, SeriesSummary};
 use crate::exit::{Classify, Exit};
 
 /// Default `--sample-interval` (see README, "How goldgate measures").
-pub const DEFAULT_INTERVAL: Duration = Duration::from_millis(10);
+pub const DEFAULT_INTERVAL: Duration = Duration::from_millis(20);
 
 /// What to sample and how often.
 #[derive(Clone, Debug, PartialEq, Eq)]
