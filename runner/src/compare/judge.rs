@@ -178,6 +178,16 @@ fn list(steps: &[u64]) -> String {
     s.join(", ")
 }
 
+/// A band edge for a detail line, in the metric's unit.
+fn number(v: f64, unit: super::verdict::Unit) -> String {
+    use super::verdict::Unit;
+    match unit {
+        Unit::Bytes => format!("{:.3} GiB", v / (1024.0 * 1024.0 * 1024.0)),
+        Unit::Seconds => format!("{v:.4} s"),
+        Unit::Count | Unit::Plain => format!("{v:.5}"),
+    }
+}
+
 /// Walks a series in step order alongside the golden steps (a merge join: no lookups).
 struct Cursor<'a> {
     it: std::iter::Peekable<std::collections::btree_map::Range<'a, u64, f64>>,
@@ -334,10 +344,8 @@ fn judge_distribution(rule: &Rule, golden: &Series, repeats: &[&Series], out: &m
             let cv_text = cv
                 .map(|c| format!("cv {:.1}%, ", c * 100.0))
                 .unwrap_or_default();
-            out.detail = format!(
-                "{cv_text}95% CI of the median vs band [{:.4}, {:.4}]; {how}",
-                band.0, band.1
-            );
+            let (lo, hi) = (number(band.0, rule.unit), number(band.1, rule.unit));
+            out.detail = format!("{cv_text}95% CI of the median vs band [{lo}, {hi}]; {how}");
         }
     }
 }
