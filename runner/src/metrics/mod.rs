@@ -2,7 +2,10 @@
 //! loading them back, and atomic writes.
 
 pub mod atomic;
+pub mod build;
+pub mod execute;
 pub mod record;
+pub mod sampling;
 
 pub use record::{
     Attempt, CheckpointRecord, Fingerprint, GpuDevicePeak, GpuMemory, JobEntry, MemoryRecord,

@@ -291,6 +291,12 @@ pub struct RunRecord {
     pub memory: MemoryRecord,
     /// Per-rank probe data (allocator statistics), when the probe ran.
     pub probe: Option<serde_json::Value>,
+    /// CPU seconds goldgate itself used while the job ran (samplers and log parsing).
+    #[serde(default)]
+    pub observer_cpu_seconds: Option<f64>,
+    /// Problems worth knowing about the measurement (e.g. no NVIDIA driver: GPU fields are null).
+    #[serde(default)]
+    pub warnings: Vec<String>,
 }
 
 impl RunRecord {
@@ -503,6 +509,8 @@ mod tests {
             checkpoints: vec![],
             memory: MemoryRecord::default(),
             probe: None,
+            observer_cpu_seconds: None,
+            warnings: vec![],
         }
     }
 

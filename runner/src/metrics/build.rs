@@ -1,0 +1,135 @@
+//! Stage "metrics": turns what was observed — the log summary, the memory samples, the probe
+//! files — into the metrics and checkpoint records of `results.json`. Pure functions.
+
+use std::collections::BTreeMap;
+
+use super::record::{CheckpointRecord, StepValues};
+use crate::observe::log::LogSummary;
+use crate::observe::probe::read::ProbeSummary;
+
+/// `checkpoint-blocking-time`: seconds `save_checkpoint()` blocked training, per save iteration.
+pub const CHECKPOINT_BLOCKING: &str = "checkpoint-blocking-time";
+/// `checkpoint-async-latency`: seconds from scheduling an async save to its completion.
+pub const CHECKPOINT_ASYNC_LATENCY: &str = "checkpoint-async-latency";
+/// `gpu-peak-memory-bytes`: NVML peak used memory above the pre-job baseline, max over devices.
+pub const GPU_PEAK: &str = "gpu-peak-memory-bytes";
+/// `host-peak-rss-bytes`: peak RSS of the job's process tree.
+pub const HOST_PEAK: &str = "host-peak-rss-bytes";
+/// `shm-peak-bytes`: peak `/dev/shm` usage above the pre-job baseline.
+pub const SHM_PEAK: &str = "shm-peak-bytes";
+
+/// Memory peaks measured by the samplers, in bytes (`None` when not measured).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Peaks {
+    pub gpu_above_baseline: Option<u64>,
+    pub host_rss: Option<u64>,
+    pub shm: Option<u64>,
+}
+
+/// Checkpoint records from the log, in save order. The blocking time is the
+/// `save-checkpoint` timer's max across ranks; logs without the timer fall back to the time
+/// between the `saving` and `successfully saved` lines of a synchronous save.
+pub fn checkpoints(summary: &LogSummary) -> Vec<CheckpointRecord> {
+    const MB: f64 = 1024.0 * 1024.0;
+    summary
+        .checkpoints
+        .iter()
+        .map(|c| CheckpointRecord {
+            iteration: c.iteration,
+            blocking_min_seconds: c.blocking_min_s,
+            blocking_max_seconds: c
+                .blocking_max_s
+                .or(if c.is_async { None } else { c.wall_s }),
+            saving_to_saved_seconds: c.wall_s,
+            asynchronous: c.is_async,
+            async_latency_seconds: c.async_latency_s,
+            memory_before_bytes: c.memory_before.map(|m| (m.allocated * MB) as u64),
+            memory_after_bytes: c.memory_after.map(|m| (m.allocated * MB) as u64),
+        })
+        .collect()
+}
+
+/// Every metric of the job: the log's per-step series under golden names, the checkpoint
+/// metrics per save iteration, and single-valued metrics (memory peaks, probe figures) keyed
+/// by the last step the log printed (0 when it printed none).
+pub fn metrics(
+    summary: &LogSummary,
+    saves: &[CheckpointRecord],
+    peaks: Peaks,
+    probe: Option<&ProbeSummary>,
+) -> BTreeMap<String, StepValues> {
+    let mut out: BTreeMap<String, StepValues> = summary
+        .metrics
+        .iter()
+        .map(|(name, values)| (name.clone(), StepValues(values.clone())))
+        .collect();
+    let per_save = |f: fn(&CheckpointRecord) -> Option<f64>| {
+        let values: BTreeMap<u64, f64> = saves
+            .iter()
+            .filter_map(|c| f(c).map(|v| (c.iteration, v)))
+            .collect();
+        (!values.is_empty()).then_some(StepValues(values))
+    };
+    if let Some(v) = per_save(|c| c.blocking_max_seconds) {
+        out.insert(CHECKPOINT_BLOCKING.into(), v);
+    }
+    if let Some(v) = per_save(|c| c.async_latency_seconds) {
+        out.insert(CHECKPOINT_ASYNC_LATENCY.into(), v);
+    }
+    let last = summary.last_step.unwrap_or(0);
+    let mut scalar = |name: &str, value: Option<f64>| {
+        if let Some(v) = value {
+            out.insert(name.to_string(), StepValues(BTreeMap::from([(last, v)])));
+        }
+    };
+    scalar(GPU_PEAK, peaks.gpu_above_baseline.map(|b| b as f64));
+    scalar(HOST_PEAK, peaks.host_rss.map(|b| b as f64));
+    scalar(SHM_PEAK, peaks.shm.map(|b| b as f64));
+    if let Some(p) = probe {
+        for (name, value) in p.metrics(saves.len()) {
+            scalar(&name, Some(value));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::observe::log::summarize_file;
+    use std::path::Path;
+
+    fn fixture(name: &str) -> LogSummary {
+        let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/h200").join(name);
+        summarize_file(&p).unwrap()
+    }
+
+    #[test]
+    fn real_h200_sync_log_gives_timer_blocking_per_save() {
+        let s = fixture("sync.log");
+        let saves = checkpoints(&s);
+        let iters: Vec<_> = saves.iter().map(|c| c.iteration).collect();
+        assert_eq!(iters, [10, 20, 30]);
+        let m = metrics(&s, &saves, Peaks::default(), None);
+        let blocking = &m[CHECKPOINT_BLOCKING].0;
+        assert!((blocking[&10] - 14.84221).abs() < 1e-9, "{blocking:?}");
+        assert!((blocking[&30] - 2.07113).abs() < 1e-9, "{blocking:?}");
+        assert!(!m.contains_key(CHECKPOINT_ASYNC_LATENCY));
+        assert!(!m.contains_key(GPU_PEAK), "no sampler, no GPU metric (never zero)");
+    }
+
+    #[test]
+    fn real_h200_async_log_gives_latency_from_timestamps() {
+        let s = fixture("async_mcore.log");
+        let saves = checkpoints(&s);
+        assert!(saves.iter().all(|c| c.asynchronous));
+        let peaks = Peaks { gpu_above_baseline: Some(7), host_rss: Some(5), shm: None };
+        let m = metrics(&s, &saves, peaks, None);
+        // scheduled 06:35:37.872833 -> saved 06:35:39.712286
+        let latency = m[CHECKPOINT_ASYNC_LATENCY].0[&10];
+        assert!((latency - 1.839453).abs() < 1e-6, "{latency}");
+        assert!((m[CHECKPOINT_BLOCKING].0[&20] - 0.1158).abs() < 1e-9);
+        assert_eq!(m[GPU_PEAK].0[&30], 7.0);
+        assert!(!m.contains_key(SHM_PEAK));
+    }
+}

@@ -1,0 +1,198 @@
+//! `goldgate run` end to end with the fake trainer: what is recorded, and that failures,
+//! timeouts and interrupts end with the documented exit code, no surviving process and
+//! nothing lost.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use goldgate::metrics::{Outcome, RunIndex, RunRecord};
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn goldgate(out: &Path, args: &[&str]) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_goldgate"));
+    cmd.current_dir(repo())
+        .arg("run")
+        .args(["--out", out.to_str().unwrap(), "--no-compare", "--sample-interval", "20ms"])
+        .args(args)
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::null());
+    cmd
+}
+
+fn fixture_root() -> &'static str {
+    "runner/tests/fixtures/cases"
+}
+
+fn records(out: &Path) -> Vec<RunRecord> {
+    goldgate::metrics::record::load_results(out)
+        .unwrap()
+        .into_iter()
+        .map(|(_, r)| r)
+        .collect()
+}
+
+fn text(o: &Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+}
+
+/// Processes whose command line mentions `needle` (the job folder is in every job's argv).
+fn processes_mentioning(needle: &str) -> Vec<u32> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else { continue };
+        if String::from_utf8_lossy(&cmdline).contains(needle) {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+#[test]
+fn demo_matrix_records_checkpoint_timing_and_host_memory_per_variant() {
+    let out = tempfile::tempdir().unwrap();
+    let o = goldgate(out.path(), &["demo/ckpt-demo", "--matrix", "checkpoint"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let rs = records(out.path());
+    assert_eq!(rs.len(), 3);
+    let by = |v: &str| rs.iter().find(|r| r.variant.name == format!("checkpoint={v}")).unwrap();
+    let (sync, asyn, shm) = (by("sync"), by("async"), by("async_shm"));
+    for r in [sync, asyn, shm] {
+        assert_eq!(r.outcome, Outcome::Passed, "{}", r.job_id);
+        assert_eq!(r.checkpoints.len(), 3, "{}", r.job_id);
+        assert!(r.memory.gpu.is_none() || r.fingerprint.gpu_model.is_some());
+        let rss = r.last_value("host-peak-rss-bytes").unwrap();
+        assert!(rss > 256.0 * 1024.0 * 1024.0, "{} rss {rss}", r.job_id);
+        assert!(r.metrics["lm loss"].0.len() >= 30);
+        assert!(r.argv[0].iter().any(|w| w == "--save-interval"));
+    }
+    assert!(asyn.metrics.contains_key("checkpoint-async-latency"));
+    assert!(!sync.metrics.contains_key("checkpoint-async-latency"));
+    let median_blocking = |r: &RunRecord| {
+        let mut v: Vec<f64> = r.metrics["checkpoint-blocking-time"].0.values().copied().collect();
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    assert!(
+        median_blocking(asyn) < median_blocking(sync),
+        "async {} vs sync {}",
+        median_blocking(asyn),
+        median_blocking(sync)
+    );
+    assert!(shm.last_value("shm-peak-bytes").unwrap() > 0.0, "async_shm stages through /dev/shm");
+    let run_dir = std::fs::read_dir(out.path()).unwrap().next().unwrap().unwrap().path();
+    let index: RunIndex =
+        serde_json::from_slice(&std::fs::read(run_dir.join("run.json")).unwrap()).unwrap();
+    assert!(index.finished_at.is_some());
+    assert!(index.jobs.iter().all(|j| j.outcome == Some(Outcome::Passed)));
+    // Checkpoints are deleted once recorded unless --keep-checkpoints.
+    assert!(!run_dir.join(sync.rel_dir()).join("checkpoints").exists());
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.contains("checkpoint=async_shm"), "{stdout}");
+}
+
+#[test]
+fn a_timed_out_job_is_killed_with_its_whole_process_group() {
+    let out = tempfile::tempdir().unwrap();
+    let start = Instant::now();
+    let o = goldgate(
+        out.path(),
+        &["--root", fixture_root(), "fake/hang", "--timeout", "2s", "--grace", "300ms"],
+    )
+    .output()
+    .unwrap();
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+    assert!(start.elapsed() < Duration::from_secs(30));
+    let rs = records(out.path());
+    assert!(matches!(rs[0].outcome, Outcome::TimedOut { .. }), "{:?}", rs[0].outcome);
+    // The log up to the hang is kept.
+    assert!(rs[0].metrics["lm loss"].0.len() >= 2);
+    let job_dir = out.path().display().to_string();
+    assert_eq!(processes_mentioning(&job_dir), Vec::<u32>::new(), "survivors");
+}
+
+#[test]
+fn crash_and_oom_are_failures_with_the_log_line_kept() {
+    let out = tempfile::tempdir().unwrap();
+    let o = goldgate(out.path(), &["demo/crash-demo"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+    let rs = records(out.path());
+    assert_eq!(rs[0].outcome, Outcome::Failed { exit_code: 1 });
+
+    let out = tempfile::tempdir().unwrap();
+    let o = goldgate(out.path(), &["--root", fixture_root(), "fake/oom"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+    let rs = records(out.path());
+    assert_eq!(rs[0].outcome, Outcome::OutOfMemory);
+    let line = rs[0].attempts[0].failure_line.clone().unwrap();
+    assert!(line.contains("CUDA out of memory"), "{line}");
+}
+
+#[test]
+fn retries_rerun_only_flaky_failures_and_record_every_attempt() {
+    let out = tempfile::tempdir().unwrap();
+    // An out-of-memory error is not one Megatron's CI retries: one attempt only.
+    let o = goldgate(out.path(), &["--root", fixture_root(), "fake/oom", "--retries", "2"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+    assert_eq!(records(out.path())[0].attempts.len(), 1);
+}
+
+#[test]
+fn ctrl_c_stops_the_job_and_records_it_as_interrupted() {
+    let out = tempfile::tempdir().unwrap();
+    let mut child = goldgate(
+        out.path(),
+        &["--root", fixture_root(), "fake/hang", "--grace", "300ms"],
+    )
+    .stdout(Stdio::null())
+    .stderr(Stdio::null())
+    .spawn()
+    .unwrap();
+    // Wait until the job has printed its first iterations (its console log grows).
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let started = loop {
+        let logs: Vec<_> = walk(out.path()).into_iter().filter(|p| p.ends_with("console.log")).collect();
+        if logs.iter().any(|p| {
+            std::fs::read_to_string(p).is_ok_and(|t| t.contains("iteration        2/"))
+        }) {
+            break true;
+        }
+        if Instant::now() > deadline {
+            break false;
+        }
+        std::thread::yield_now();
+    };
+    assert!(started, "the job never started");
+    rustix::process::kill_process(
+        rustix::process::Pid::from_raw(child.id() as i32).unwrap(),
+        rustix::process::Signal::INT,
+    )
+    .unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(3));
+    let rs = records(out.path());
+    assert_eq!(rs[0].outcome, Outcome::Interrupted);
+    assert_eq!(processes_mentioning(&out.path().display().to_string()), Vec::<u32>::new());
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for e in entries.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                out.extend(walk(&p));
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    out
+}
