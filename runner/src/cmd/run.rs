@@ -106,10 +106,10 @@ fn parse_probe(text: &str) -> Result<ProbeMode, String> {
     ProbeMode::parse(text)
 }
 
-/// `YYYYMMDD-HHMMSS-xxxx`: sortable, and unique enough for runs started the same second.
+/// `YYYYMMDD-HHMMSS-xxxx` (UTC): sortable, and unique enough for runs started the same second.
 fn new_run_id() -> String {
-    let now = jiff::Zoned::now();
-    let salt = (now.timestamp().subsec_nanosecond() as u32 ^ std::process::id()) & 0xffff;
+    let now = jiff::Timestamp::now();
+    let salt = (now.subsec_nanosecond() as u32 ^ std::process::id()) & 0xffff;
     format!("{}-{salt:04x}", now.strftime("%Y%m%d-%H%M%S"))
 }
 

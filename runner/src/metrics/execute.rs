@@ -6,16 +6,14 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use memchr::memmem;
-
 use super::build::{self, Peaks};
 use super::record::{
     Attempt, CheckpointRecord, Fingerprint, MemoryRecord, Outcome, RunRecord, SCHEMA_VERSION,
-    Timeline, VariantRecord,
+    VariantRecord,
 };
 use super::sampling::{self, Sampled};
 use crate::launch::{self, FailureSigns, JobStatus, LaunchEvent, LaunchSpec, StopFlag};
-use crate::observe::log::{LogCollector, LogSummary};
+use crate::observe::log::{LogEvent, LogParser, LogSummary, SummaryBuilder};
 use crate::observe::probe::install::{ProbeMode, install};
 use crate::plan::Job;
 
@@ -53,7 +51,7 @@ struct RunResult {
     sampled: Sampled,
     wall: Duration,
     log: PathBuf,
-    save_marks: Vec<(f64, Option<f64>)>,
+    save_marks: Vec<(f64, Option<f64>, u64)>,
     failure_line: Option<String>,
 }
 
@@ -171,7 +169,7 @@ fn run_attempt(
         };
         let log = job.dirs.logs.join(name);
         let port = launch::free_port().map_err(|e| e.to_string())?;
-        let argv = launch::command_line(job.launcher.into(), &run.entry_argv, port, &job.dirs.job)
+        let argv = launch::command_line(launcher_of(job), &run.entry_argv, port, &job.dirs.job)
             .map_err(|e| e.to_string())?;
         let mut spec = LaunchSpec::new(argv, job.dirs.job.clone(), log.clone());
         spec.env = env.clone();
@@ -187,6 +185,15 @@ fn run_attempt(
         }
     }
     result.ok_or_else(|| format!("job {} has no run", job.id))
+}
+
+/// The launcher in launch's terms.
+fn launcher_of(job: &Job) -> launch::Launcher {
+    match job.launcher {
+        crate::plan::Launcher::Torchrun { nproc } => launch::Launcher::Torchrun { nproc },
+        crate::plan::Launcher::FtLauncher { nproc } => launch::Launcher::FtLauncher { nproc },
+        crate::plan::Launcher::Direct => launch::Launcher::Direct,
+    }
 }
 
 /// The job's environment: the plan's, plus the probe for Python jobs.
@@ -221,38 +228,28 @@ fn is_python_job(job: &Job) -> bool {
         .unwrap_or(false)
 }
 
-/// Watches for the two checkpoint lines whose arrival times mark saves on the timeline.
-struct SaveMarks {
-    saving: memmem::Finder<'static>,
-    saved: memmem::Finder<'static>,
-    starts: Vec<f64>,
-    ends: Vec<f64>,
-}
+/// When each checkpoint save started and ended, in seconds since the launch, by iteration:
+/// the marks on the memory timeline.
+#[derive(Default)]
+struct SaveMarks(BTreeMap<u64, (f64, Option<f64>)>);
 
 impl SaveMarks {
-    fn new() -> SaveMarks {
-        SaveMarks {
-            saving: memmem::Finder::new(b"saving checkpoint at iteration"),
-            saved: memmem::Finder::new(b"successfully saved checkpoint"),
-            starts: Vec::new(),
-            ends: Vec::new(),
+    fn see(&mut self, event: &LogEvent<'_>, t: f64) {
+        match event {
+            LogEvent::CheckpointSaving { iteration, .. } => {
+                self.0.entry(*iteration).or_insert((t, None));
+            }
+            LogEvent::CheckpointSaved { iteration } => {
+                if let Some(mark) = self.0.get_mut(iteration) {
+                    mark.1.get_or_insert(t);
+                }
+            }
+            _ => {}
         }
     }
 
-    fn see(&mut self, line: &[u8], t: f64) {
-        if self.saving.find(line).is_some() {
-            self.starts.push(t);
-        } else if self.saved.find(line).is_some() {
-            self.ends.push(t);
-        }
-    }
-
-    fn pairs(&self) -> Vec<(f64, Option<f64>)> {
-        self.starts
-            .iter()
-            .enumerate()
-            .map(|(i, s)| (*s, self.ends.get(i).copied()))
-            .collect()
+    fn list(&self) -> Vec<(f64, Option<f64>, u64)> {
+        self.0.iter().map(|(it, (s, e))| (*s, *e, *it)).collect()
     }
 }
 
@@ -263,27 +260,28 @@ fn run_once(
     on_event: &mut dyn FnMut(JobEvent<'_>),
 ) -> Result<RunResult, String> {
     let sampler = sampling::start(opts.sample_interval, spec.cuda_visible_devices.as_deref());
-    let mut collector = LogCollector::new();
-    let mut marks = SaveMarks::new();
-    let mut last_step = 0u64;
+    let mut parser = LogParser::new();
+    let mut builder = SummaryBuilder::default();
+    let mut lines = 0u64;
+    let mut marks = SaveMarks::default();
     let t0 = Instant::now();
     let report = launch::launch(spec, stop, |event| match event {
         LaunchEvent::Spawned { pgid, .. } => sampler.watch(pgid),
         LaunchEvent::Line(line) => {
-            collector.feed(line);
-            marks.see(line, t0.elapsed().as_secs_f64());
+            lines += 1;
             on_event(JobEvent::Line(line));
-            if let Some((step, of)) = collector.progress()
-                && step != last_step
-            {
-                last_step = step;
-                on_event(JobEvent::Step { step, of });
+            let Some(parsed) = parser.feed(line) else { return };
+            if let LogEvent::Iteration(it) = &parsed.event {
+                on_event(JobEvent::Step { step: it.iteration, of: it.train_iters });
             }
+            marks.see(&parsed.event, t0.elapsed().as_secs_f64());
+            builder.add(&parsed);
         }
     });
     let sampled = sampler.stop();
     let report = report.map_err(|e| e.to_string())?;
-    let summary = collector.finish();
+    builder.set_line_counts(lines, 0);
+    let summary = builder.finish();
     let status = launch::classify(report.outcome, signs(&summary));
     let failure_line = (!status.passed())
         .then(|| summary.failures.first().map(|f| f.line.clone()))
@@ -294,7 +292,7 @@ fn run_once(
         sampled,
         wall: report.wall,
         log: report.log_path,
-        save_marks: marks.pairs(),
+        save_marks: marks.list(),
         failure_line,
     })
 }
@@ -323,12 +321,7 @@ fn assemble(
             };
             let metrics = build::metrics(&r.summary, &saves, peaks, probe.as_ref());
             let mut memory = r.sampled.memory_record();
-            memory.timeline.saves = r
-                .save_marks
-                .iter()
-                .zip(saves.iter().map(|s| s.iteration).chain(std::iter::repeat(0)))
-                .map(|((s, e), it)| (*s, *e, it))
-                .collect();
+            memory.timeline.saves = r.save_marks.clone();
             (metrics, saves, memory, r.sampled.fingerprint())
         }
         None => (BTreeMap::new(), Vec::new(), MemoryRecord::default(), Fingerprint::default()),
@@ -399,18 +392,21 @@ fn workload_commit(job: &Job, base_dir: &Path) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::observe::log::LogParser;
 
     #[test]
-    fn save_marks_pair_starts_with_ends_in_order() {
-        let mut m = SaveMarks::new();
-        m.see(b"[x] saving checkpoint at iteration 10 to /c in torch_dist format", 1.0);
-        m.see(b"  [x] successfully saved checkpoint from iteration 10 to /c", 2.5);
-        m.see(b"[x] saving checkpoint at iteration 20 to /c in torch_dist format", 4.0);
-        assert_eq!(m.pairs(), vec![(1.0, Some(2.5)), (4.0, None)]);
-    }
-
-    #[test]
-    fn timeline_type_is_default_constructible() {
-        assert!(Timeline::default().t_seconds.is_empty());
+    fn save_marks_pair_saving_and_saved_lines_by_iteration() {
+        let mut parser = LogParser::new();
+        let mut m = SaveMarks::default();
+        let lines: [(&[u8], f64); 3] = [
+            (b"[2026-11-29 20:16:15.068999] saving checkpoint at iteration      10 to /c in torch_dist format", 1.0),
+            (b"  [2026-11-29 20:16:18.552401] successfully saved checkpoint from iteration      10 to /c [ t 1/1, gtp_remat 1/1, p 1/1 ]", 2.5),
+            (b"[2026-11-29 20:16:19.068999] saving checkpoint at iteration      20 to /c in torch_dist format", 4.0),
+        ];
+        for (line, t) in lines {
+            let parsed = parser.feed(line).unwrap();
+            m.see(&parsed.event, t);
+        }
+        assert_eq!(m.list(), vec![(1.0, Some(2.5), 10), (4.0, None, 20)]);
     }
 }
