@@ -204,7 +204,9 @@ fn job_env(job: &Job, opts: &ExecOptions) -> Result<BTreeMap<String, String>, St
             .get("PYTHONPATH")
             .cloned()
             .or_else(|| std::env::var("PYTHONPATH").ok());
-        let interval = opts.sample_interval.as_secs_f64().max(1.0);
+        // The probe polls allocator statistics every 5 s at most: enough for a timeline of a
+        // training job, and cheap (see README, "The allocator probe").
+        let interval = opts.sample_interval.as_secs_f64().max(5.0);
         let extra = install(&job.dirs.job, opts.probe, interval, existing.as_deref())
             .map_err(|e| format!("cannot install the probe in {}: {e}", job.dirs.job.display()))?;
         env.extend(extra);

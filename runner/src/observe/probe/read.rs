@@ -71,8 +71,11 @@ pub struct RankProbe {
     pub allocator: BTreeMap<String, Option<String>>,
     /// Memory snapshot written on an out-of-memory error (file name in the probe folder).
     pub oom_snapshot: Option<String>,
-    /// Time the probe itself spent writing and polling (s).
+    /// Wall time the probe spent writing its file, waits for the GIL included (s).
     pub overhead_seconds: f64,
+    /// CPU time of the probe's polling thread (s): its real cost to the process.
+    #[serde(default)]
+    pub poller_cpu_seconds: f64,
 }
 
 /// Every rank's probe record of one job, with problems found while reading.
@@ -178,7 +181,7 @@ impl ProbeSummary {
             "inactive-split-peak-bytes",
             max(&mem(|s| s.peak_inactive_split_bytes)),
         );
-        put("probe-overhead-seconds", max(&|r| Some(r.overhead_seconds)));
+        put("probe-cpu-seconds", max(&|r| Some(r.poller_cpu_seconds)));
         m
     }
 }

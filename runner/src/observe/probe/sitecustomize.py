@@ -67,7 +67,10 @@ class _State:
         self.history = os.environ.get("GOLDGATE_PROBE_HISTORY") == "1"
         self.history_on = False
         self.last_write = 0.0
+        self.interval = float(os.environ.get("GOLDGATE_PROBE_INTERVAL_S", "5") or 5)
         self.overhead_seconds = 0.0
+        self.poller_cpu_seconds = 0.0
+        self.finalized = False
 
 
 _S = _State()
@@ -112,10 +115,14 @@ def _allocator_settings(torch):
     return settings
 
 
-def _write(torch, final=False):
-    """Writes this process's record atomically; cheap enough to call after every save."""
+def _write(torch, final=False, force=False):
+    """Writes this process's record atomically: at the polling interval, after each Megatron
+    save, on an out-of-memory error and at exit. Other calls within the interval are dropped,
+    so a checkpoint writer that calls ``torch.save`` thousands of times pays nothing."""
     if not _DIR:
         return
+    if _S.finalized or (not (final or force) and time.time() - _S.last_write < _S.interval):
+        return  # after the final record, a late poll must not replace it
     start = _now()
     try:
         stats = _memory_stats(torch)
@@ -124,10 +131,13 @@ def _write(torch, final=False):
     with _S.lock:
         if stats is not None:
             _S.last = stats
-            if len(_S.samples) < 2000:
-                _S.samples.append(stats)
+            _S.samples.append(stats)
+            if len(_S.samples) > 400:  # keep the file small: thin to every other sample
+                _S.samples = _S.samples[::2]
         if _S.last is None and not _S.saves and _S.empty_cache["calls"] == 0:
             return  # never used CUDA (e.g. torchrun's agent): leave no file
+        if final:
+            _S.finalized = True
         record = {
             "schema_version": SCHEMA_VERSION,
             "rank": _S.rank,
@@ -142,9 +152,10 @@ def _write(torch, final=False):
             "allocator": _allocator_settings(torch),
             "oom_snapshot": _S.oom_snapshot,
             "overhead_seconds": round(_S.overhead_seconds, 6),
+            "poller_cpu_seconds": round(_S.poller_cpu_seconds, 6),
         }
     path = os.path.join(_DIR, "probe-rank%d-pid%d.json" % (_S.rank, os.getpid()))
-    tmp = path + ".tmp"
+    tmp = "%s.%d.tmp" % (path, threading.get_ident())  # one temp file per writing thread
     try:
         with open(tmp, "w") as f:
             json.dump(record, f)
@@ -185,7 +196,7 @@ def _iteration_of(args, kwargs):
     return value if isinstance(value, int) else None
 
 
-def _save_wrapper(torch, name, original):
+def _save_wrapper(torch, name, original, write_after=False):
     def wrapper(*args, **kwargs):
         t0 = _now()
         started = round(time.time() - _S.started, 3)
@@ -201,31 +212,34 @@ def _save_wrapper(torch, name, original):
                 if outer and len(_S.saves) < 10000:
                     _S.saves.append({"function": name, "start": started, "seconds": round(dt, 6),
                                      "iteration": _iteration_of(args, kwargs)})
-            if outer:
-                _write(torch)
+            if outer and write_after:
+                _write(torch, force=True)
 
     wrapper.__wrapped__ = original
     wrapper.__doc__ = getattr(original, "__doc__", None)
     return wrapper
 
 
-def _patch_attr(module, attr, torch, label):
+def _patch_attr(module, attr, torch, label, write_after=False):
     original = getattr(module, attr, None)
     if original is None or getattr(original, "__wrapped__", None) is not None:
         return
-    setattr(module, attr, _save_wrapper(torch, label, original))
+    setattr(module, attr, _save_wrapper(torch, label, original, write_after))
 
 
 def _on_megatron_training(module):
+    # The training loop calls save_checkpoint_and_time(), which calls torch.cuda.empty_cache()
+    # before its timer starts and then save_checkpoint(): the outer function is the window.
     torch = sys.modules.get("torch")
     if torch is not None:
-        _patch_attr(module, "save_checkpoint", torch, "megatron.save_checkpoint")
+        _patch_attr(module, "save_checkpoint_and_time", torch, "megatron.save_checkpoint", True)
+        _patch_attr(module, "save_checkpoint", torch, "megatron.save_checkpoint", True)
 
 
 def _on_megatron_checkpointing(module):
     torch = sys.modules.get("torch")
     if torch is not None:
-        _patch_attr(module, "save_checkpoint", torch, "megatron.save_checkpoint")
+        _patch_attr(module, "save_checkpoint", torch, "megatron.save_checkpoint", True)
 
 
 def _on_dcp(module):
@@ -253,7 +267,7 @@ def _on_exception(torch, exc):
             _S.oom_snapshot = os.path.basename(path)
         except Exception as e:
             sys.stderr.write("goldgate probe: no memory snapshot: %s\n" % e)
-    _write(torch)
+    _write(torch, force=True)
 
 
 def _maybe_start_history(torch):
@@ -280,8 +294,10 @@ def _wrap_set_device(torch):
 def _poller(torch, interval):
     while True:
         time.sleep(interval)
+        t0 = time.thread_time()
         _maybe_start_history(torch)
-        _write(torch)
+        _write(torch, force=True)
+        _S.poller_cpu_seconds += time.thread_time() - t0
 
 
 def _on_torch(torch):
@@ -298,8 +314,7 @@ def _on_torch(torch):
 
     threading.excepthook = thread_hook
     atexit.register(lambda: _write(torch, final=True))
-    interval = float(os.environ.get("GOLDGATE_PROBE_INTERVAL_S", "5") or 5)
-    threading.Thread(target=_poller, args=(torch, max(interval, 0.05)),
+    threading.Thread(target=_poller, args=(torch, max(_S.interval, 0.05)),
                      name="goldgate-probe", daemon=True).start()
 
 
