@@ -108,6 +108,8 @@ fn record(
         checkpoints: vec![],
         memory: MemoryRecord::default(),
         probe: None,
+        observer_cpu_seconds: None,
+        warnings: Vec::new(),
     }
 }
 
@@ -161,6 +163,7 @@ fn bench(c: &mut Criterion) {
         platform: None,
         allow_env_mismatch: true,
         rules: RuleSet::megatron(),
+        axis_defaults: Default::default(),
     };
     let (compared, unsupported, verdicts) = compare_all(&files, &opts);
     println!(

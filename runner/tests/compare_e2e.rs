@@ -71,6 +71,8 @@ fn record(repeat: u32, jitter: f64) -> RunRecord {
         checkpoints: vec![],
         memory: MemoryRecord::default(),
         probe: None,
+        observer_cpu_seconds: None,
+        warnings: Vec::new(),
     }
 }
 

@@ -723,6 +723,8 @@ mod end_to_end {
             checkpoints: vec![],
             memory: MemoryRecord::default(),
             probe: None,
+            observer_cpu_seconds: None,
+            warnings: Vec::new(),
         }
     }
 

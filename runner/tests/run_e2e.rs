@@ -17,7 +17,13 @@ fn goldgate(out: &Path, args: &[&str]) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_goldgate"));
     cmd.current_dir(repo())
         .arg("run")
-        .args(["--out", out.to_str().unwrap(), "--no-compare", "--sample-interval", "20ms"])
+        .args([
+            "--out",
+            out.to_str().unwrap(),
+            "--no-compare",
+            "--sample-interval",
+            "20ms",
+        ])
         .args(args)
         .env("NO_COLOR", "1")
         .stdin(Stdio::null());
@@ -37,15 +43,23 @@ fn records(out: &Path) -> Vec<RunRecord> {
 }
 
 fn text(o: &Output) -> String {
-    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
 }
 
 /// Processes whose command line mentions `needle` (the job folder is in every job's argv).
 fn processes_mentioning(needle: &str) -> Vec<u32> {
     let mut found = Vec::new();
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
-        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else { continue };
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
         if String::from_utf8_lossy(&cmdline).contains(needle) {
             found.push(pid);
         }
@@ -56,11 +70,17 @@ fn processes_mentioning(needle: &str) -> Vec<u32> {
 #[test]
 fn demo_matrix_records_checkpoint_timing_and_host_memory_per_variant() {
     let out = tempfile::tempdir().unwrap();
-    let o = goldgate(out.path(), &["demo/ckpt-demo", "--matrix", "checkpoint"]).output().unwrap();
+    let o = goldgate(out.path(), &["demo/ckpt-demo", "--matrix", "checkpoint"])
+        .output()
+        .unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let rs = records(out.path());
     assert_eq!(rs.len(), 3);
-    let by = |v: &str| rs.iter().find(|r| r.variant.name == format!("checkpoint={v}")).unwrap();
+    let by = |v: &str| {
+        rs.iter()
+            .find(|r| r.variant.name == format!("checkpoint={v}"))
+            .unwrap()
+    };
     let (sync, asyn, shm) = (by("sync"), by("async"), by("async_shm"));
     for r in [sync, asyn, shm] {
         assert_eq!(r.outcome, Outcome::Passed, "{}", r.job_id);
@@ -74,7 +94,11 @@ fn demo_matrix_records_checkpoint_timing_and_host_memory_per_variant() {
     assert!(asyn.metrics.contains_key("checkpoint-async-latency"));
     assert!(!sync.metrics.contains_key("checkpoint-async-latency"));
     let median_blocking = |r: &RunRecord| {
-        let mut v: Vec<f64> = r.metrics["checkpoint-blocking-time"].0.values().copied().collect();
+        let mut v: Vec<f64> = r.metrics["checkpoint-blocking-time"]
+            .0
+            .values()
+            .copied()
+            .collect();
         v.sort_by(f64::total_cmp);
         v[v.len() / 2]
     };
@@ -84,12 +108,25 @@ fn demo_matrix_records_checkpoint_timing_and_host_memory_per_variant() {
         median_blocking(asyn),
         median_blocking(sync)
     );
-    assert!(shm.last_value("shm-peak-bytes").unwrap() > 0.0, "async_shm stages through /dev/shm");
-    let run_dir = std::fs::read_dir(out.path()).unwrap().next().unwrap().unwrap().path();
+    assert!(
+        shm.last_value("shm-peak-bytes").unwrap() > 0.0,
+        "async_shm stages through /dev/shm"
+    );
+    let run_dir = std::fs::read_dir(out.path())
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
     let index: RunIndex =
         serde_json::from_slice(&std::fs::read(run_dir.join("run.json")).unwrap()).unwrap();
     assert!(index.finished_at.is_some());
-    assert!(index.jobs.iter().all(|j| j.outcome == Some(Outcome::Passed)));
+    assert!(
+        index
+            .jobs
+            .iter()
+            .all(|j| j.outcome == Some(Outcome::Passed))
+    );
     // Checkpoints are deleted once recorded unless --keep-checkpoints.
     assert!(!run_dir.join(sync.rel_dir()).join("checkpoints").exists());
     let stdout = String::from_utf8_lossy(&o.stdout);
@@ -102,18 +139,34 @@ fn a_timed_out_job_is_killed_with_its_whole_process_group() {
     let start = Instant::now();
     let o = goldgate(
         out.path(),
-        &["--root", fixture_root(), "fake/hang", "--timeout", "2s", "--grace", "300ms"],
+        &[
+            "--root",
+            fixture_root(),
+            "fake/hang",
+            "--timeout",
+            "2s",
+            "--grace",
+            "300ms",
+        ],
     )
     .output()
     .unwrap();
     assert_eq!(o.status.code(), Some(3), "{}", text(&o));
     assert!(start.elapsed() < Duration::from_secs(30));
     let rs = records(out.path());
-    assert!(matches!(rs[0].outcome, Outcome::TimedOut { .. }), "{:?}", rs[0].outcome);
+    assert!(
+        matches!(rs[0].outcome, Outcome::TimedOut { .. }),
+        "{:?}",
+        rs[0].outcome
+    );
     // The log up to the hang is kept.
     assert!(rs[0].metrics["lm loss"].0.len() >= 2);
     let job_dir = out.path().display().to_string();
-    assert_eq!(processes_mentioning(&job_dir), Vec::<u32>::new(), "survivors");
+    assert_eq!(
+        processes_mentioning(&job_dir),
+        Vec::<u32>::new(),
+        "survivors"
+    );
 }
 
 #[test]
@@ -125,7 +178,9 @@ fn crash_and_oom_are_failures_with_the_log_line_kept() {
     assert_eq!(rs[0].outcome, Outcome::Failed { exit_code: 1 });
 
     let out = tempfile::tempdir().unwrap();
-    let o = goldgate(out.path(), &["--root", fixture_root(), "fake/oom"]).output().unwrap();
+    let o = goldgate(out.path(), &["--root", fixture_root(), "fake/oom"])
+        .output()
+        .unwrap();
     assert_eq!(o.status.code(), Some(3), "{}", text(&o));
     let rs = records(out.path());
     assert_eq!(rs[0].outcome, Outcome::OutOfMemory);
@@ -137,9 +192,12 @@ fn crash_and_oom_are_failures_with_the_log_line_kept() {
 fn retries_rerun_only_flaky_failures_and_record_every_attempt() {
     let out = tempfile::tempdir().unwrap();
     // An out-of-memory error is not one Megatron's CI retries: one attempt only.
-    let o = goldgate(out.path(), &["--root", fixture_root(), "fake/oom", "--retries", "2"])
-        .output()
-        .unwrap();
+    let o = goldgate(
+        out.path(),
+        &["--root", fixture_root(), "fake/oom", "--retries", "2"],
+    )
+    .output()
+    .unwrap();
     assert_eq!(o.status.code(), Some(3), "{}", text(&o));
     assert_eq!(records(out.path())[0].attempts.len(), 1);
 }
@@ -158,10 +216,14 @@ fn ctrl_c_stops_the_job_and_records_it_as_interrupted() {
     // Wait until the job has printed its first iterations (its console log grows).
     let deadline = Instant::now() + Duration::from_secs(20);
     let started = loop {
-        let logs: Vec<_> = walk(out.path()).into_iter().filter(|p| p.ends_with("console.log")).collect();
-        if logs.iter().any(|p| {
-            std::fs::read_to_string(p).is_ok_and(|t| t.contains("iteration        2/"))
-        }) {
+        let logs: Vec<_> = walk(out.path())
+            .into_iter()
+            .filter(|p| p.ends_with("console.log"))
+            .collect();
+        if logs
+            .iter()
+            .any(|p| std::fs::read_to_string(p).is_ok_and(|t| t.contains("iteration        2/")))
+        {
             break true;
         }
         if Instant::now() > deadline {
@@ -179,7 +241,10 @@ fn ctrl_c_stops_the_job_and_records_it_as_interrupted() {
     assert_eq!(status.code(), Some(3));
     let rs = records(out.path());
     assert_eq!(rs[0].outcome, Outcome::Interrupted);
-    assert_eq!(processes_mentioning(&out.path().display().to_string()), Vec::<u32>::new());
+    assert_eq!(
+        processes_mentioning(&out.path().display().to_string()),
+        Vec::<u32>::new()
+    );
 }
 
 fn walk(dir: &Path) -> Vec<PathBuf> {

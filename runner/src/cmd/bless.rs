@@ -18,7 +18,8 @@ pub struct Args {
     /// Print the diff, write nothing.
     #[arg(long)]
     pub dry_run: bool,
-    /// Repository configuration (its rules say how each metric is summarised in the diff).
+    /// Repository configuration (its rules say how each metric is summarised in the diff; its
+    /// variant axes say which variant is the default one).
     #[arg(long, default_value = "goldgate.yaml")]
     pub config: std::path::PathBuf,
     /// Platform in the golden file name (default: the one recorded in the results).
@@ -29,7 +30,8 @@ pub struct Args {
 /// Runs the command: prints the per-metric diff, then writes (unless `--dry-run`).
 #[allow(clippy::print_stdout)]
 pub fn run(args: Args) -> Result<Exit, AppError> {
-    let rules = RuleSet::from_config(&crate::config::Config::load(&args.config)?.rules);
+    let config = crate::config::Config::load(&args.config)?;
+    let rules = RuleSet::from_config(&config.rules);
     let records = load_results(&args.from)?;
     let files = bless::plan(
         records,
@@ -37,6 +39,7 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
         args.platform.as_deref(),
         &args.cases,
         &args.from,
+        &config.axis_defaults(),
     )?;
     print!("{}", bless::render_diff(&files, &rules));
     if args.dry_run {

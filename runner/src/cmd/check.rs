@@ -139,7 +139,11 @@ pub fn collect(root: &Path, golden_root: Option<&Path>) -> Result<CheckReport, A
     golden_dirs.dedup();
     let goldens: Vec<PathBuf> = golden_dirs
         .iter()
-        .flat_map(|d| golden::goldens_in(d))
+        .flat_map(|d| {
+            let mut g = golden::goldens_in(d);
+            g.extend(golden::variant_goldens(d));
+            g
+        })
         .map(|g| g.path)
         .collect();
     report.goldens = goldens.len();

@@ -3,7 +3,7 @@
 //! Loads the recorded run, compares it with the goldens, renders the markdown report, frames
 //! it (marker, run link, size limit) and creates or updates the comment for the key.
 
-use crate::compare::{CompareOptions, Comparison, RuleSet, Verdict, compare_dir};
+use crate::compare::{CompareOptions, Comparison, Verdict, compare_dir};
 use crate::exit::{AppError, Exit};
 use crate::github::{self, Action, Client, RetryPolicy, context};
 use crate::report;
@@ -68,13 +68,13 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
 
 /// Compares the run and builds the comment (no network).
 pub fn prepare(args: &Args, env: &dyn Fn(&str) -> Option<String>) -> Result<Prepared, AppError> {
-    let opts = CompareOptions {
-        golden_root: args.golden_root.clone(),
-        root: args.root.clone(),
-        platform: args.platform.clone(),
-        allow_env_mismatch: false,
-        rules: RuleSet::megatron(),
-    };
+    let opts = CompareOptions::from_config(
+        &crate::config::Config::load(&args.config)?,
+        args.golden_root.clone(),
+        args.root.clone(),
+        args.platform.clone(),
+        false,
+    );
     let comparison = compare_dir(&args.results, &opts)?;
     let key = args
         .key

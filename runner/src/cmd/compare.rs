@@ -3,7 +3,7 @@
 use std::io::{IsTerminal, Write as _};
 use std::path::{Path, PathBuf};
 
-use crate::compare::{CompareError, CompareOptions, Comparison, RuleSet, compare_dir};
+use crate::compare::{CompareError, CompareOptions, Comparison, compare_dir};
 use crate::exit::{AppError, Exit};
 use crate::report;
 
@@ -55,13 +55,13 @@ pub struct Outputs {
 
 /// Runs the command.
 pub fn run(args: Args) -> Result<Exit, AppError> {
-    let opts = CompareOptions {
-        golden_root: args.golden_root.clone(),
-        root: args.root.clone(),
-        platform: args.platform.clone(),
-        allow_env_mismatch: args.allow_env_mismatch,
-        rules: RuleSet::from_config(&crate::config::Config::load(&args.config)?.rules),
-    };
+    let opts = CompareOptions::from_config(
+        &crate::config::Config::load(&args.config)?,
+        args.golden_root.clone(),
+        args.root.clone(),
+        args.platform.clone(),
+        args.allow_env_mismatch,
+    );
     let comparison = compare_dir(&args.results, &opts)?;
     let outputs = Outputs {
         junit: args.junit.clone(),

@@ -45,7 +45,7 @@ pub struct Args {
     #[arg(long, default_value_t = 0)]
     pub retries: u32,
     /// Interval of the GPU and host memory samplers (e.g. `10ms`).
-    #[arg(long, value_parser = parse_duration, default_value = "10ms")]
+    #[arg(long, value_parser = parse_duration, default_value = "20ms")]
     pub sample_interval: Duration,
     /// Record only; do not compare with the golden files afterwards.
     #[arg(long)]
@@ -94,7 +94,11 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
         "" | "s" => value,
         "m" | "min" => value * 60.0,
         "h" => value * 3600.0,
-        other => return Err(format!("unknown unit `{other}` in `{text}` (use ms, s, m or h)")),
+        other => {
+            return Err(format!(
+                "unknown unit `{other}` in `{text}` (use ms, s, m or h)"
+            ));
+        }
     };
     if !(seconds.is_finite() && seconds > 0.0) {
         return Err(format!("`{text}` must be more than zero"));
@@ -118,10 +122,15 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
     // Before any child exists: a Ctrl-C must never orphan a job's process group.
     let stop = launch::install_signal_handlers()?;
     let cases = load_cases(&args.select.root, &args.cases)?;
-    let output = Output { out_dir: absolute(&args.out)?, run_id: new_run_id() };
+    let output = Output {
+        out_dir: absolute(&args.out)?,
+        run_id: new_run_id(),
+    };
     let jobs = plan_jobs(&args.select, &cases, args.repeat, &output)?;
     if jobs.is_empty() {
-        return Err(AppError::usage("nothing to run: the selection planned no job"));
+        return Err(AppError::usage(
+            "nothing to run: the selection planned no job",
+        ));
     }
     let run_dir = output.out_dir.join(&output.run_id);
     let slices = gpu_slices(&jobs, args.jobs)?;
@@ -156,7 +165,12 @@ fn new_index(run_id: &str, jobs: &[Job], run_dir: &Path) -> RunIndex {
             .iter()
             .map(|j| JobEntry {
                 job_id: j.id.clone(),
-                dir: j.dirs.job.strip_prefix(run_dir).unwrap_or(&j.dirs.job).to_path_buf(),
+                dir: j
+                    .dirs
+                    .job
+                    .strip_prefix(run_dir)
+                    .unwrap_or(&j.dirs.job)
+                    .to_path_buf(),
                 outcome: None,
             })
             .collect(),
@@ -165,7 +179,9 @@ fn new_index(run_id: &str, jobs: &[Job], run_dir: &Path) -> RunIndex {
 
 fn write_index(run_dir: &Path, index: &Mutex<RunIndex>) -> Result<(), AppError> {
     let text = {
-        let guard = index.lock().map_err(|_| AppError::failure("run index lock poisoned"))?;
+        let guard = index
+            .lock()
+            .map_err(|_| AppError::failure("run index lock poisoned"))?;
         serde_json::to_string_pretty(&*guard)
             .map_err(|e| AppError::failure(format!("cannot encode run.json: {e}")))?
     };
@@ -183,7 +199,10 @@ fn gpu_slices(jobs: &[Job], n: u32) -> Result<Vec<Option<String>>, AppError> {
     let per_node = jobs.first().map(|j| j.nproc).unwrap_or(1).max(nproc);
     let visible = std::env::var("CUDA_VISIBLE_DEVICES").ok();
     let gpus = launch::visible_gpus(per_node * n, visible.as_deref());
-    Ok(launch::gpu_slices(&gpus, nproc, n)?.into_iter().map(Some).collect())
+    Ok(launch::gpu_slices(&gpus, nproc, n)?
+        .into_iter()
+        .map(Some)
+        .collect())
 }
 
 /// Runs every job, `slices.len()` at a time, writing each result as soon as it exists.
@@ -290,13 +309,13 @@ fn finish(
     if args.no_compare || stop.is_requested() {
         return Ok(run_exit);
     }
-    let opts = crate::compare::CompareOptions {
-        golden_root: args.golden_root.clone(),
-        root: args.select.root.clone(),
-        platform: args.select.platform.clone(),
-        allow_env_mismatch: args.allow_env_mismatch,
-        rules: crate::compare::RuleSet::megatron(),
-    };
+    let opts = crate::compare::CompareOptions::from_config(
+        &crate::config::Config::load(&args.select.config)?,
+        args.golden_root.clone(),
+        args.select.root.clone(),
+        args.select.platform.clone(),
+        args.allow_env_mismatch,
+    );
     let comparison = crate::compare::compare_dir(run_dir, &opts)?;
     let outputs = super::compare::Outputs {
         junit: args.junit.clone(),
@@ -326,7 +345,11 @@ impl Progress {
             bar.enable_steady_tick(Duration::from_millis(200));
             bar
         });
-        Progress { bar, total, done: Mutex::new(0) }
+        Progress {
+            bar,
+            total,
+            done: Mutex::new(0),
+        }
     }
 
     fn start(&self, job: &Job) {
@@ -394,8 +417,16 @@ mod tests {
         assert_eq!(parse_duration("90").unwrap(), Duration::from_secs(90));
         assert_eq!(parse_duration("30m").unwrap(), Duration::from_secs(1800));
         assert!(parse_duration("0s").is_err());
-        assert!(parse_duration("ten").unwrap_err().contains("not a duration"));
-        assert!(parse_duration("5d").unwrap_err().contains("unknown unit `d`"));
+        assert!(
+            parse_duration("ten")
+                .unwrap_err()
+                .contains("not a duration")
+        );
+        assert!(
+            parse_duration("5d")
+                .unwrap_err()
+                .contains("unknown unit `d`")
+        );
     }
 
     #[test]

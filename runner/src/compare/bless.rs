@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use super::engine::{Group, group, read_golden};
+use super::engine::{Group, group, is_default_variant, read_golden};
 use super::error::CompareError;
 use super::golden_io;
 use super::judge::{Series, reduce};
@@ -33,11 +33,6 @@ pub struct BlessFile {
     pub old: Option<Result<BTreeMap<String, Series>, String>>,
 }
 
-/// Whether a record ran the case's default variant.
-pub fn is_default_variant(r: &RunRecord) -> bool {
-    r.variant.name == "default" || r.variant.choices.is_empty()
-}
-
 /// Decides what to write. `cases` empty = every case found.
 pub fn plan(
     records: Vec<(PathBuf, RunRecord)>,
@@ -45,6 +40,7 @@ pub fn plan(
     platform: Option<&str>,
     cases: &[String],
     results_dir: &Path,
+    axis_defaults: &BTreeMap<String, String>,
 ) -> Result<Vec<BlessFile>, CompareError> {
     let mut by_case: BTreeMap<String, Vec<Group>> = BTreeMap::new();
     for ((case, _), g) in group(records) {
@@ -63,20 +59,12 @@ pub fn plan(
         if !cases.is_empty() && !cases.contains(&case) {
             continue;
         }
-        let Some(g) = groups.iter().find(|g| is_default_variant(&g[0].1)) else {
-            let ran: Vec<&str> = groups
-                .iter()
-                .map(|g| g[0].1.variant.name.as_str())
-                .collect();
-            return Err(CompareError::BlessNothing {
-                case,
-                reason: format!(
-                    "it ran only under non-default variants ({})",
-                    ran.join("; ")
-                ),
-            });
-        };
-        files.push(bless_group(g, golden_root, platform)?);
+        // The default variant's golden is the case's own file (Megatron's layout); every
+        // other variant gets `variants/<slug>/` beside it.
+        for g in &groups {
+            let default = is_default_variant(&g[0].1, axis_defaults);
+            files.push(bless_group(g, golden_root, platform, default)?);
+        }
     }
     Ok(files)
 }
@@ -85,6 +73,7 @@ fn bless_group(
     g: &Group,
     golden_root: &Path,
     platform: Option<&str>,
+    default_variant: bool,
 ) -> Result<BlessFile, CompareError> {
     if let Some((_, r)) = g.iter().find(|(_, r)| !r.outcome.passed()) {
         return Err(CompareError::BlessFailed {
@@ -94,8 +83,8 @@ fn bless_group(
     }
     let first = &g[0].1;
     let platform = platform.unwrap_or(&first.platform);
-    let path = golden_root
-        .join(&first.case)
+    let variant = (!default_variant).then_some(first.variant.slug.as_str());
+    let path = golden_io::golden_dir(golden_root, &first.case, variant)
         .join(golden_io::golden_file_name("dev", platform));
     let old = path
         .is_file()

@@ -27,6 +27,37 @@ pub struct CompareOptions {
     /// Compare even when the GPU model does not match the golden platform (adds a warning).
     pub allow_env_mismatch: bool,
     pub rules: RuleSet,
+    /// Each variant axis's default value: a record whose every choice is a default is judged
+    /// against the case's golden file, any other against its variant's own.
+    pub axis_defaults: BTreeMap<String, String>,
+}
+
+impl CompareOptions {
+    /// Options with the rules and variant axes of `config`.
+    pub fn from_config(
+        config: &crate::config::Config,
+        golden_root: PathBuf,
+        root: PathBuf,
+        platform: Option<String>,
+        allow_env_mismatch: bool,
+    ) -> CompareOptions {
+        CompareOptions {
+            golden_root,
+            root,
+            platform,
+            allow_env_mismatch,
+            rules: RuleSet::from_config(&config.rules),
+            axis_defaults: config.axis_defaults(),
+        }
+    }
+}
+
+/// Whether a record ran its case's default variant: every chosen value is its axis's default.
+pub fn is_default_variant(r: &RunRecord, axis_defaults: &BTreeMap<String, String>) -> bool {
+    r.variant
+        .choices
+        .iter()
+        .all(|(axis, value)| axis_defaults.get(axis) == Some(value))
 }
 
 /// The repeats of one job, sorted by repeat.
@@ -105,8 +136,15 @@ pub(crate) fn compare_job(
     }
     let first = &group[0].1;
     let platform = opts.platform.as_deref().unwrap_or(&first.platform);
-    let Some(path) = golden_io::find_golden(&opts.golden_root, &opts.root, &first.case, platform)
-    else {
+    let variant =
+        (!is_default_variant(first, &opts.axis_defaults)).then_some(first.variant.slug.as_str());
+    let Some(path) = golden_io::find_golden(
+        &opts.golden_root,
+        &opts.root,
+        &first.case,
+        platform,
+        variant,
+    ) else {
         job.verdict = Verdict::MissingGolden;
         return Ok(job);
     };

@@ -41,6 +41,8 @@ pub(crate) fn record(
         checkpoints: vec![],
         memory: MemoryRecord::default(),
         probe: None,
+        observer_cpu_seconds: None,
+        warnings: Vec::new(),
     };
     (
         PathBuf::from(format!("{case}/default/{repeat}/results.json")),

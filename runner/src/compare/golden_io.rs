@@ -25,15 +25,34 @@ pub fn platform_of(path: &Path) -> Option<String> {
     GoldenName::parse(path.file_name()?.to_str()?)?.platform
 }
 
-/// The golden file for `case` on `platform`: env `dev` before `lts`, goldgate's golden tree
-/// (`<golden_root>/<case>/`) before the file beside the case (`<root>/<case>/`, Megatron's layout).
-pub fn find_golden(golden_root: &Path, root: &Path, case: &str, platform: &str) -> Option<PathBuf> {
+/// The folder holding the golden files of `case` under one variant: the case folder for the
+/// default variant (Megatron's layout), `<case>/variants/<variant slug>/` for any other.
+pub fn golden_dir(golden_root: &Path, case: &str, variant_slug: Option<&str>) -> PathBuf {
+    let dir = golden_root.join(case);
+    match variant_slug {
+        None => dir,
+        Some(slug) => dir.join(golden::VARIANTS_DIR).join(slug),
+    }
+}
+
+/// The golden file for `case` on `platform`: env `dev` before `lts`. The default variant
+/// (`variant_slug` `None`) looks in goldgate's golden tree (`<golden_root>/<case>/`), then
+/// beside the case (`<root>/<case>/`, Megatron's layout); another variant looks only in its
+/// own folder, so a variant is never judged against another variant's values.
+pub fn find_golden(
+    golden_root: &Path,
+    root: &Path,
+    case: &str,
+    platform: &str,
+    variant_slug: Option<&str>,
+) -> Option<PathBuf> {
+    let dirs = match variant_slug {
+        None => vec![golden_dir(golden_root, case, None), root.join(case)],
+        Some(_) => vec![golden_dir(golden_root, case, variant_slug)],
+    };
     ["dev", "lts"].iter().find_map(|env| {
         let name = golden_file_name(env, platform);
-        [golden_root, root]
-            .iter()
-            .map(|base| base.join(case).join(&name))
-            .find(|p| p.is_file())
+        dirs.iter().map(|d| d.join(&name)).find(|p| p.is_file())
     })
 }
 

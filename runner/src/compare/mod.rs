@@ -14,7 +14,7 @@ pub mod rules_yaml;
 pub(crate) mod stats;
 pub mod verdict;
 
-pub use engine::{CompareOptions, compare_dir, compare_records};
+pub use engine::{CompareOptions, compare_dir, compare_records, is_default_variant};
 pub use error::CompareError;
 pub use rules::{Direction, Kind, Rule, RuleSet};
 pub use verdict::{

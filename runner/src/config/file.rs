@@ -197,6 +197,14 @@ impl Config {
             })
     }
 
+    /// Each axis's default value (its first), by axis name.
+    pub fn axis_defaults(&self) -> std::collections::BTreeMap<String, String> {
+        self.axes
+            .iter()
+            .filter_map(|a| Some((a.name.clone(), a.values.first()?.name.clone())))
+            .collect()
+    }
+
     /// The axis called `name`.
     pub fn axis(&self, name: &str) -> Option<&Axis> {
         self.axes.iter().find(|a| a.name == name)

@@ -80,9 +80,28 @@ pub fn find_goldens(
         if dir != case_dir {
             found.extend(goldens_in(&dir));
         }
+        found.extend(variant_goldens(&dir));
     }
     found
 }
+
+/// Golden files of a case's variants: `<case golden dir>/variants/<variant slug>/` (goldgate's
+/// layout; the default variant's files sit in the case folder itself, as in Megatron's).
+pub fn variant_goldens(case_golden_dir: &Path) -> Vec<GoldenRef> {
+    let Ok(entries) = std::fs::read_dir(case_golden_dir.join(VARIANTS_DIR)) else {
+        return Vec::new();
+    };
+    let mut dirs: Vec<PathBuf> = entries
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.is_dir())
+        .collect();
+    dirs.sort();
+    dirs.iter().flat_map(|d| goldens_in(d)).collect()
+}
+
+/// Folder under a case's golden folder that holds one folder per non-default variant.
+pub const VARIANTS_DIR: &str = "variants";
 
 /// Golden files directly inside `dir`, sorted by path; an unreadable or missing folder has none.
 pub fn goldens_in(dir: &Path) -> Vec<GoldenRef> {

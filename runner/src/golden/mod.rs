@@ -8,7 +8,7 @@ mod types;
 mod write;
 
 pub use error::GoldenError;
-pub use find::{GoldenName, GoldenRef, find_goldens, goldens_in};
+pub use find::{GoldenName, GoldenRef, VARIANTS_DIR, find_goldens, goldens_in, variant_goldens};
 pub use read::{MAX_GOLDEN_BYTES, parse_golden, read_golden};
 pub use types::{GoldenFile, GoldenStyle, Series, Value};
 pub use write::{py_float_repr, render_golden, round5, write_atomic, write_golden};

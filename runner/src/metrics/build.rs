@@ -61,7 +61,7 @@ pub fn metrics(
     let mut out: BTreeMap<String, StepValues> = summary
         .metrics
         .iter()
-        .map(|(name, values)| (name.clone(), StepValues(values.clone())))
+        .map(|(name, values)| (name.clone(), StepValues(values.iter().collect())))
         .collect();
     let per_save = |f: fn(&CheckpointRecord) -> Option<f64>| {
         let values: BTreeMap<u64, f64> = saves
@@ -100,7 +100,9 @@ mod tests {
     use std::path::Path;
 
     fn fixture(name: &str) -> LogSummary {
-        let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/h200").join(name);
+        let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/h200")
+            .join(name);
         summarize_file(&p).unwrap()
     }
 
@@ -115,7 +117,10 @@ mod tests {
         assert!((blocking[&10] - 14.84221).abs() < 1e-9, "{blocking:?}");
         assert!((blocking[&30] - 2.07113).abs() < 1e-9, "{blocking:?}");
         assert!(!m.contains_key(CHECKPOINT_ASYNC_LATENCY));
-        assert!(!m.contains_key(GPU_PEAK), "no sampler, no GPU metric (never zero)");
+        assert!(
+            !m.contains_key(GPU_PEAK),
+            "no sampler, no GPU metric (never zero)"
+        );
     }
 
     #[test]
@@ -123,7 +128,11 @@ mod tests {
         let s = fixture("async_mcore.log");
         let saves = checkpoints(&s);
         assert!(saves.iter().all(|c| c.asynchronous));
-        let peaks = Peaks { gpu_above_baseline: Some(7), host_rss: Some(5), shm: None };
+        let peaks = Peaks {
+            gpu_above_baseline: Some(7),
+            host_rss: Some(5),
+            shm: None,
+        };
         let m = metrics(&s, &saves, peaks, None);
         // scheduled 06:35:37.872833 -> saved 06:35:39.712286
         let latency = m[CHECKPOINT_ASYNC_LATENCY].0[&10];

@@ -97,7 +97,9 @@ pub fn execute(
                 }
             }
             Err(message) => {
-                outcome = Outcome::LaunchError { message: message.clone() };
+                outcome = Outcome::LaunchError {
+                    message: message.clone(),
+                };
                 attempts.push(Attempt {
                     number,
                     started_at: attempt_start,
@@ -115,7 +117,16 @@ pub fn execute(
         // Checkpoints of a finished job are not evidence; a disk full of them breaks the next job.
         let _ = std::fs::remove_dir_all(&job.dirs.checkpoints);
     }
-    assemble(job, opts, started_at, start.elapsed(), outcome, attempts, last, probe)
+    assemble(
+        job,
+        opts,
+        started_at,
+        start.elapsed(),
+        outcome,
+        attempts,
+        last,
+        probe,
+    )
 }
 
 fn outcome_of(status: JobStatus) -> Outcome {
@@ -155,12 +166,16 @@ fn run_attempt(
     on_event: &mut dyn FnMut(JobEvent<'_>),
 ) -> Result<RunResult, String> {
     for dir in job.dirs.all() {
-        std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        std::fs::create_dir_all(dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     }
     let env = job_env(job, opts)?;
     let mut result = None;
     for (index, run) in job.runs.iter().enumerate() {
-        on_event(JobEvent::Started { attempt: number, run: index + 1 });
+        on_event(JobEvent::Started {
+            attempt: number,
+            run: index + 1,
+        });
         let name = match (job.runs.len(), number) {
             (1, 1) => "console.log".to_string(),
             (1, n) => format!("console.attempt{n}.log"),
@@ -207,8 +222,13 @@ fn job_env(job: &Job, opts: &ExecOptions) -> Result<BTreeMap<String, String>, St
         // The probe polls allocator statistics every 5 s at most: enough for a timeline of a
         // training job, and cheap (see README, "The allocator probe").
         let interval = opts.sample_interval.as_secs_f64().max(5.0);
-        let extra = install(&job.dirs.job, opts.probe, interval, existing.as_deref())
-            .map_err(|e| format!("cannot install the probe in {}: {e}", job.dirs.job.display()))?;
+        let extra =
+            install(&job.dirs.job, opts.probe, interval, existing.as_deref()).map_err(|e| {
+                format!(
+                    "cannot install the probe in {}: {e}",
+                    job.dirs.job.display()
+                )
+            })?;
         env.extend(extra);
     }
     Ok(env)
@@ -224,7 +244,10 @@ fn is_python_job(job: &Job) -> bool {
         .first()
         .and_then(|r| r.entry_argv.first())
         .map(|p| {
-            let name = Path::new(p).file_name().and_then(|n| n.to_str()).unwrap_or("");
+            let name = Path::new(p)
+                .file_name()
+                .and_then(|n| n.to_str())
+                .unwrap_or("");
             name.starts_with("python") || name.ends_with(".py")
         })
         .unwrap_or(false)
@@ -272,9 +295,14 @@ fn run_once(
         LaunchEvent::Line(line) => {
             lines += 1;
             on_event(JobEvent::Line(line));
-            let Some(parsed) = parser.feed(line) else { return };
+            let Some(parsed) = parser.feed(line) else {
+                return;
+            };
             if let LogEvent::Iteration(it) = &parsed.event {
-                on_event(JobEvent::Step { step: it.iteration, of: it.train_iters });
+                on_event(JobEvent::Step {
+                    step: it.iteration,
+                    of: it.train_iters,
+                });
             }
             marks.see(&parsed.event, t0.elapsed().as_secs_f64());
             builder.add(&parsed);
@@ -326,7 +354,12 @@ fn assemble(
             memory.timeline.saves = r.save_marks.clone();
             (metrics, saves, memory, r.sampled.fingerprint())
         }
-        None => (BTreeMap::new(), Vec::new(), MemoryRecord::default(), Fingerprint::default()),
+        None => (
+            BTreeMap::new(),
+            Vec::new(),
+            MemoryRecord::default(),
+            Fingerprint::default(),
+        ),
     };
     let mut fingerprint = fingerprint;
     fingerprint.host = hostname();
@@ -351,14 +384,26 @@ fn assemble(
         argv: job
             .runs
             .iter()
-            .map(|r| r.entry_argv.iter().map(|w| crate::plan::redact_text(job, w)).collect())
+            .map(|r| {
+                r.entry_argv
+                    .iter()
+                    .map(|w| crate::plan::redact_text(job, w))
+                    .collect()
+            })
             .collect(),
         env: crate::plan::redacted_env(job),
         env_unset: job.env_unset.clone(),
         fingerprint,
-        nondeterministic: ["NON_DETERMINSTIC_RESULTS", "NVTE_ALLOW_NONDETERMINISTIC_ALGO"]
-            .iter()
-            .any(|k| job.env.get(*k).is_some_and(|v| v == "1" || v.eq_ignore_ascii_case("true"))),
+        nondeterministic: [
+            "NON_DETERMINSTIC_RESULTS",
+            "NVTE_ALLOW_NONDETERMINISTIC_ALGO",
+        ]
+        .iter()
+        .any(|k| {
+            job.env
+                .get(*k)
+                .is_some_and(|v| v == "1" || v.eq_ignore_ascii_case("true"))
+        }),
         metrics,
         checkpoints,
         memory,
@@ -377,7 +422,12 @@ fn hostname() -> String {
 
 /// The git commit of the folder holding the job's entry script, when it is a git checkout.
 fn workload_commit(job: &Job, base_dir: &Path) -> Option<String> {
-    let entry = job.runs.first()?.entry_argv.iter().find(|w| w.ends_with(".py"))?;
+    let entry = job
+        .runs
+        .first()?
+        .entry_argv
+        .iter()
+        .find(|w| w.ends_with(".py"))?;
     let dir = base_dir.join(entry).parent()?.to_path_buf();
     let out = std::process::Command::new("git")
         .args(["rev-parse", "HEAD"])

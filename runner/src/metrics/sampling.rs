@@ -32,7 +32,11 @@ pub fn start(interval: Duration, cuda_visible_devices: Option<&str>) -> Running 
     };
     let cpu_at_start = own_cpu_seconds();
     match Sampler::start(&config) {
-        Ok(sampler) => Running { sampler: Some(sampler), error: None, cpu_at_start },
+        Ok(sampler) => Running {
+            sampler: Some(sampler),
+            error: None,
+            cpu_at_start,
+        },
         Err(e) => Running {
             sampler: None,
             error: Some(format!("memory samplers did not start: {e}")),
@@ -63,7 +67,11 @@ impl Running {
                 warnings.push(format!("no GPU memory figures: {why}"));
             }
         }
-        Sampled { summary, warnings, observer_cpu_seconds }
+        Sampled {
+            summary,
+            warnings,
+            observer_cpu_seconds,
+        }
     }
 }
 

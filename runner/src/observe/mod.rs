@@ -1,4 +1,5 @@
-//! Stage "observe": the streaming Megatron log parser and the GPU / host memory samplers.
+//! Stage "observe": the streaming Megatron log parser, the GPU / host memory samplers and the
+//! in-process allocator probe.
 
 pub mod log;
 pub mod probe;

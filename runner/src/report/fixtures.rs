@@ -163,6 +163,8 @@ pub(crate) fn record(v: VariantRecord, repeat: u32, shape: Shape, jitter: f64) -
         checkpoints,
         memory: memory(shape, j),
         probe: None,
+        observer_cpu_seconds: None,
+        warnings: Vec::new(),
     }
 }
 
