@@ -764,6 +764,11 @@ mod end_to_end {
                 golden,
             );
         }
+        std::fs::copy(
+            concat!(env!("CARGO_MANIFEST_DIR"), "/../goldgate.yaml"),
+            dir.join("goldgate.yaml"),
+        )
+        .unwrap();
         Args {
             results: dir.join("run"),
             pr: None,
