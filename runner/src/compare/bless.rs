@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use super::engine::{Group, group, is_default_variant, read_golden};
+use super::engine::{Group, golden_variant, group, read_golden};
 use super::error::CompareError;
 use super::golden_io;
 use super::judge::{Series, reduce};
@@ -62,8 +62,8 @@ pub fn plan(
         // The default variant's golden is the case's own file (Megatron's layout); every
         // other variant gets `variants/<slug>/` beside it.
         for g in &groups {
-            let default = is_default_variant(&g[0].1, axis_defaults);
-            files.push(bless_group(g, golden_root, platform, default)?);
+            let variant = golden_variant(&g[0].1, axis_defaults);
+            files.push(bless_group(g, golden_root, platform, variant.as_deref())?);
         }
     }
     Ok(files)
@@ -73,7 +73,7 @@ fn bless_group(
     g: &Group,
     golden_root: &Path,
     platform: Option<&str>,
-    default_variant: bool,
+    variant: Option<&str>,
 ) -> Result<BlessFile, CompareError> {
     if let Some((_, r)) = g.iter().find(|(_, r)| !r.outcome.passed()) {
         return Err(CompareError::BlessFailed {
@@ -83,7 +83,6 @@ fn bless_group(
     }
     let first = &g[0].1;
     let platform = platform.unwrap_or(&first.platform);
-    let variant = (!default_variant).then_some(first.variant.slug.as_str());
     let path = golden_io::golden_dir(golden_root, &first.case, variant)
         .join(golden_io::golden_file_name("dev", platform));
     let old = path

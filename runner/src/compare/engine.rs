@@ -54,10 +54,34 @@ impl CompareOptions {
 
 /// Whether a record ran its case's default variant: every chosen value is its axis's default.
 pub fn is_default_variant(r: &RunRecord, axis_defaults: &BTreeMap<String, String>) -> bool {
-    r.variant
+    golden_variant(r, axis_defaults).is_none()
+}
+
+/// The folder name of a record's variant golden files: its non-default choices, by axis name,
+/// as `axis-value+axis-value` (so `--variant allocator=gc80` and
+/// `--variant allocator=gc80 --variant checkpoint=sync` share one golden); `None` for the
+/// default variant, whose golden is the case's own file.
+pub fn golden_variant(r: &RunRecord, axis_defaults: &BTreeMap<String, String>) -> Option<String> {
+    let parts: Vec<String> = r
+        .variant
         .choices
         .iter()
-        .all(|(axis, value)| axis_defaults.get(axis) == Some(value))
+        .filter(|(axis, value)| axis_defaults.get(*axis) != Some(*value))
+        .map(|(axis, value)| format!("{}-{}", path_safe(axis), path_safe(value)))
+        .collect();
+    (!parts.is_empty()).then(|| parts.join("+"))
+}
+
+fn path_safe(text: &str) -> String {
+    text.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
 }
 
 /// The repeats of one job, sorted by repeat.
@@ -136,14 +160,13 @@ pub(crate) fn compare_job(
     }
     let first = &group[0].1;
     let platform = opts.platform.as_deref().unwrap_or(&first.platform);
-    let variant =
-        (!is_default_variant(first, &opts.axis_defaults)).then_some(first.variant.slug.as_str());
+    let variant = golden_variant(first, &opts.axis_defaults);
     let Some(path) = golden_io::find_golden(
         &opts.golden_root,
         &opts.root,
         &first.case,
         platform,
-        variant,
+        variant.as_deref(),
     ) else {
         job.verdict = Verdict::MissingGolden;
         return Ok(job);

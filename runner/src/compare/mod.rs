@@ -14,7 +14,9 @@ pub mod rules_yaml;
 pub(crate) mod stats;
 pub mod verdict;
 
-pub use engine::{CompareOptions, compare_dir, compare_records, is_default_variant};
+pub use engine::{
+    CompareOptions, compare_dir, compare_records, golden_variant, is_default_variant,
+};
 pub use error::CompareError;
 pub use rules::{Direction, Kind, Rule, RuleSet};
 pub use verdict::{

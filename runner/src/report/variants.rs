@@ -107,14 +107,18 @@ const FIXED: &[(&str, Kind, Extract)] = &[
 /// Groups records by case and variant and computes every row. Failed repeats are counted but
 /// contribute no values (a crashed job's peaks and timings describe a different run).
 pub fn build<'a>(records: impl IntoIterator<Item = &'a RunRecord>) -> VariantTable {
-    let mut grouped: BTreeMap<&str, BTreeMap<&str, Vec<&RunRecord>>> = BTreeMap::new();
+    // Variants keep the order they were run in (the plan puts each axis's default first);
+    // cases are sorted.
+    let mut grouped: BTreeMap<&str, Vec<(&str, Vec<&RunRecord>)>> = BTreeMap::new();
     for r in records {
-        grouped
-            .entry(r.case.as_str())
-            .or_default()
-            .entry(r.variant.name.as_str())
-            .or_default()
-            .push(r);
+        let variants = grouped.entry(r.case.as_str()).or_default();
+        match variants
+            .iter_mut()
+            .find(|(name, _)| *name == r.variant.name)
+        {
+            Some((_, rs)) => rs.push(r),
+            None => variants.push((r.variant.name.as_str(), vec![r])),
+        }
     }
     let cases = grouped
         .into_iter()
@@ -123,8 +127,8 @@ pub fn build<'a>(records: impl IntoIterator<Item = &'a RunRecord>) -> VariantTab
     VariantTable { cases }
 }
 
-fn build_case(case: &str, variants: BTreeMap<&str, Vec<&RunRecord>>) -> CaseVariants {
-    let mut ordered: Vec<(&str, Vec<&RunRecord>)> = variants.into_iter().collect();
+fn build_case(case: &str, variants: Vec<(&str, Vec<&RunRecord>)>) -> CaseVariants {
+    let mut ordered = variants;
     if let Some(pos) = ordered.iter().position(|(name, _)| *name == "default") {
         let default = ordered.remove(pos);
         ordered.insert(0, default);
@@ -177,12 +181,26 @@ fn row(label: &str, kind: Kind, passed: &[Vec<&RunRecord>], extract: Extract) ->
     }
 }
 
+/// Besides the fixed rows, the metrics that explain a memory or checkpoint trade-off: the
+/// probe's allocator figures. Log fields such as batch size or learning rate stay in
+/// `results.json`.
+const TRADE_OFF: [&str; 8] = [
+    "empty-cache",
+    "alloc-retries",
+    "cuda-ooms",
+    "torch-peak",
+    "reserved-minus-allocated",
+    "inactive-split",
+    "probe-",
+    "mem-max-reserved",
+];
+
 fn extra_metric_keys(passed: &[Vec<&RunRecord>]) -> BTreeSet<String> {
     passed
         .iter()
         .flatten()
         .flat_map(|r| r.metrics.keys())
-        .filter(|k| !COVERED.contains(&k.as_str()))
+        .filter(|k| !COVERED.contains(&k.as_str()) && TRADE_OFF.iter().any(|p| k.starts_with(p)))
         .cloned()
         .collect()
 }
