@@ -261,3 +261,69 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
     }
     out
 }
+
+/// The gate end to end on the demo case: run → bless → compare is 0; a golden made twice as
+/// fast on checkpoint blocking is 1 with a JUnit `<failure>`; a truncated golden is 2 naming
+/// the file. (A crashed job is 3: `crash_and_oom_are_failures_with_the_log_line_kept`.)
+#[test]
+fn demo_gate_exit_codes_bless_regression_and_corrupt_golden() {
+    let out = tempfile::tempdir().unwrap();
+    let o = goldgate(out.path(), &["demo/ckpt-demo"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let golden = out.path().join("golden");
+    let gg = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_goldgate"))
+            .current_dir(repo())
+            .args(args)
+            .env("NO_COLOR", "1")
+            .output()
+            .unwrap()
+    };
+    let (results, golden_s) = (
+        out.path().display().to_string(),
+        golden.display().to_string(),
+    );
+    let o = gg(&["bless", "--from", &results, "--golden-root", &golden_s]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let file = golden.join("demo/ckpt-demo/golden_values_dev_dev_cpu.json");
+    let o = gg(&["compare", "--results", &results, "--golden-root", &golden_s]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+
+    // Twice as fast on checkpoint blocking: the recorded runs are now a regression.
+    let mut g: serde_json::Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    for v in g["checkpoint-blocking-time"]["values"]
+        .as_object_mut()
+        .unwrap()
+        .values_mut()
+    {
+        *v = serde_json::json!(v.as_f64().unwrap() / 2.0 - 0.06);
+    }
+    std::fs::write(&file, serde_json::to_string_pretty(&g).unwrap()).unwrap();
+    let junit = out.path().join("junit.xml");
+    let o = gg(&[
+        "compare",
+        "--results",
+        &results,
+        "--golden-root",
+        &golden_s,
+        "--junit",
+        junit.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert!(
+        xml.contains("<failure") && xml.contains("checkpoint-blocking-time"),
+        "{xml}"
+    );
+
+    // A truncated golden is a configuration error that names the file.
+    let bytes = std::fs::read(&file).unwrap();
+    std::fs::write(&file, &bytes[..bytes.len() / 2]).unwrap();
+    let o = gg(&["compare", "--results", &results, "--golden-root", &golden_s]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains("golden_values_dev_dev_cpu.json"),
+        "{}",
+        text(&o)
+    );
+}
