@@ -289,31 +289,8 @@ impl Default for RuleSet {
     }
 }
 
-/// Whether `name` matches `pattern`: `*` any run of characters, `?` one character — the same
-/// language as `goldgate.yaml`'s rule patterns (`config::rules`).
-pub fn glob_match(pattern: &str, name: &str) -> bool {
-    let p: Vec<char> = pattern.chars().collect();
-    let n: Vec<char> = name.chars().collect();
-    // Iterative matcher with one backtrack point: the last `*` seen.
-    let (mut pi, mut ni, mut star, mut mark) = (0, 0, None, 0);
-    while ni < n.len() {
-        if pi < p.len() && (p[pi] == '?' || p[pi] == n[ni]) {
-            pi += 1;
-            ni += 1;
-        } else if pi < p.len() && p[pi] == '*' {
-            star = Some(pi);
-            mark = ni;
-            pi += 1;
-        } else if let Some(s) = star {
-            pi = s + 1;
-            mark += 1;
-            ni = mark;
-        } else {
-            return false;
-        }
-    }
-    p[pi..].iter().all(|&c| c == '*')
-}
+/// Rule patterns are matched as in `goldgate.yaml` (`*` any run of characters, `?` one).
+pub use crate::config::glob_match;
 
 /// The display unit a metric name implies.
 pub fn unit_of(metric: &str) -> Unit {

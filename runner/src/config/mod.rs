@@ -9,5 +9,5 @@ pub use error::ConfigError;
 pub use file::{Axis, AxisValue, BUILTIN_CONFIG, Config, LauncherChoice, Platform};
 pub use rules::{
     Direction, FailAllowance, MetricKind, MetricRule, RuleOverride, Rules, Statistic, StepRange,
-    Window,
+    Window, glob_match,
 };

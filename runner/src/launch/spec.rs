@@ -49,17 +49,8 @@ impl LaunchSpec {
     }
 }
 
-/// How the entry program is started.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Launcher {
-    /// `torchrun --nproc-per-node N ...` (PyTorch elastic, single node).
-    Torchrun { nproc: u32 },
-    /// NVIDIA's fault-tolerant launcher; takes torchrun's flags.
-    FtLauncher { nproc: u32 },
-    /// Exec the entry as is.
-    Direct,
-}
+/// How the entry program is started: the plan's launcher (`torchrun`, `ft_launcher`, direct).
+pub use crate::plan::Launcher;
 
 /// The full command line of a job: launcher words, then the entry and its arguments.
 ///

@@ -184,7 +184,7 @@ fn run_attempt(
         };
         let log = job.dirs.logs.join(name);
         let port = launch::free_port().map_err(|e| e.to_string())?;
-        let argv = launch::command_line(launcher_of(job), &run.entry_argv, port, &job.dirs.job)
+        let argv = launch::command_line(job.launcher, &run.entry_argv, port, &job.dirs.job)
             .map_err(|e| e.to_string())?;
         let mut spec = LaunchSpec::new(argv, job.dirs.job.clone(), log.clone());
         spec.env = env.clone();
@@ -200,15 +200,6 @@ fn run_attempt(
         }
     }
     result.ok_or_else(|| format!("job {} has no run", job.id))
-}
-
-/// The launcher in launch's terms.
-fn launcher_of(job: &Job) -> launch::Launcher {
-    match job.launcher {
-        crate::plan::Launcher::Torchrun { nproc } => launch::Launcher::Torchrun { nproc },
-        crate::plan::Launcher::FtLauncher { nproc } => launch::Launcher::FtLauncher { nproc },
-        crate::plan::Launcher::Direct => launch::Launcher::Direct,
-    }
 }
 
 /// The job's environment: the plan's, plus the probe for Python jobs.
