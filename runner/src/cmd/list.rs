@@ -149,16 +149,30 @@ pub fn render_table(rows: &[Row]) -> String {
     format!("{table}\n{} case(s)", rows.len())
 }
 
-/// `dev/dgx_h100`, `lts` (legacy, no platform), `dev/dgx_h100/2nd`.
+/// `dev/dgx_h100`, `lts` (legacy, no platform), `dev/dgx_h100/2nd`; a variant's golden
+/// (`variants/<choices>/`) is prefixed with its choices: `allocator-gc80:dev/h200`.
 fn golden_label(g: &GoldenRef) -> String {
     let mut label = g.name.environment.clone();
+    let variant = g
+        .path
+        .parent()
+        .filter(|d| {
+            d.parent()
+                .and_then(|p| p.file_name())
+                .is_some_and(|n| n == golden::VARIANTS_DIR)
+        })
+        .and_then(|d| d.file_name())
+        .map(|n| n.to_string_lossy().into_owned());
     if let Some(p) = &g.name.platform {
         label = format!("{label}/{p}");
     }
     if g.name.second {
         label.push_str("/2nd");
     }
-    label
+    match variant {
+        Some(v) => format!("{v}:{label}"),
+        None => label,
+    }
 }
 
 /// The JSON array scripts read: one object per case, each with `name`.
