@@ -130,20 +130,20 @@ pub fn resolve_program(
             })
         };
     }
-    let mut searched = Vec::new();
+    // The search itself is the plan's (next to goldgate's executable, then PATH), so
+    // `repro` and `run` always find the same program.
     let own_dir = std::env::current_exe()
         .ok()
         .and_then(|exe| exe.parent().map(Path::to_path_buf));
-    let path_dirs = path_var
-        .map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
-        .unwrap_or_default();
-    for dir in own_dir.into_iter().chain(path_dirs) {
-        let candidate = dir.join(name);
-        if is_executable(&candidate) {
-            return Ok(candidate);
-        }
-        searched.push(dir.display().to_string());
+    if let Some(found) = crate::plan::resolve_program(name, own_dir.as_deref(), path_var.as_deref())
+    {
+        return Ok(found);
     }
+    let searched: Vec<String> = own_dir
+        .into_iter()
+        .chain(path_var.iter().flat_map(std::env::split_paths))
+        .map(|d| d.display().to_string())
+        .collect();
     Err(LaunchError::ProgramNotFound {
         program: name.to_owned(),
         searched: if searched.is_empty() {
@@ -152,12 +152,6 @@ pub fn resolve_program(
             searched.join(":")
         },
     })
-}
-
-fn is_executable(path: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    path.metadata()
-        .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
 #[cfg(test)]

@@ -305,6 +305,19 @@ impl RunRecord {
         job_rel_dir(&self.case, &self.variant.slug, self.repeat)
     }
 
+    /// `gpu-peak-memory-bytes`, or (for records without it) the largest per-device NVML peak
+    /// above its baseline.
+    pub fn gpu_peak_bytes(&self) -> Option<f64> {
+        self.last_value("gpu-peak-memory-bytes").or_else(|| {
+            let gpu = self.memory.gpu.as_ref()?;
+            gpu.devices
+                .iter()
+                .map(|d| d.peak_bytes.saturating_sub(d.baseline_bytes))
+                .max()
+                .map(|b| b as f64)
+        })
+    }
+
     /// The last value of a metric (scalar metrics have one value).
     pub fn last_value(&self, metric: &str) -> Option<f64> {
         self.metrics

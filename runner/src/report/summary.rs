@@ -15,14 +15,7 @@ fn peak(v: Option<f64>) -> String {
 }
 
 fn gpu_peak(r: &RunRecord) -> Option<f64> {
-    r.last_value("gpu-peak-memory-bytes").or_else(|| {
-        let gpu = r.memory.gpu.as_ref()?;
-        gpu.devices
-            .iter()
-            .map(|d| d.peak_bytes.saturating_sub(d.baseline_bytes))
-            .max()
-            .map(|b| b as f64)
-    })
+    r.gpu_peak_bytes()
 }
 
 /// `it 20: 18.20 s` or, for async saves, `it 40: 342 ms (async 4.60 s)`.

@@ -259,14 +259,7 @@ fn async_latency(r: &RunRecord) -> Option<f64> {
 }
 
 fn gpu_peak(r: &RunRecord) -> Option<f64> {
-    r.last_value("gpu-peak-memory-bytes").or_else(|| {
-        let gpu = r.memory.gpu.as_ref()?;
-        gpu.devices
-            .iter()
-            .map(|d| d.peak_bytes.saturating_sub(d.baseline_bytes))
-            .max()
-            .map(|b| b as f64)
-    })
+    r.gpu_peak_bytes()
 }
 
 fn host_peak(r: &RunRecord) -> Option<f64> {
