@@ -2,19 +2,31 @@
 //! crash or a full disk never leaves a half-written results or golden file behind.
 
 use std::io::Write;
+use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
 /// Writes `bytes` to `path` atomically: readers see the old file or the new one, never a mix.
+/// A replaced file keeps its permissions; a new one gets the usual `0o666` less the umask, like
+/// any file a program creates (not the temp file's private `0o600`).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
     };
     std::fs::create_dir_all(dir)?;
+    let permissions = match std::fs::metadata(path) {
+        Ok(meta) => meta.permissions(),
+        Err(_) => std::fs::Permissions::from_mode(0o666),
+    };
     let mut tmp = tempfile::Builder::new()
         .prefix(".goldgate-")
         .suffix(".tmp")
+        .permissions(permissions.clone())
         .tempfile_in(dir)?;
+    // The umask applies at creation only; a replaced file's mode is restored exactly.
+    if std::fs::metadata(path).is_ok() {
+        tmp.as_file().set_permissions(permissions)?;
+    }
     tmp.write_all(bytes)?;
     tmp.as_file().sync_all()?;
     tmp.persist(path).map_err(|e| e.error)?;
@@ -41,5 +53,18 @@ mod tests {
             .map(|e| e.unwrap().file_name())
             .collect();
         assert_eq!(names, vec![std::ffi::OsString::from("results.json")]);
+    }
+
+    #[test]
+    fn new_files_are_readable_by_others_and_replaced_files_keep_their_mode() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("results.json");
+        write_atomic(&p, b"one").unwrap();
+        let mode = std::fs::metadata(&p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode & 0o044, 0o044, "group and others can read ({mode:o})");
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o640)).unwrap();
+        write_atomic(&p, b"two").unwrap();
+        let mode = std::fs::metadata(&p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o640);
     }
 }
