@@ -72,7 +72,7 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
     Ok(comparison.exit(args.strict, args.fail_on_improvement))
 }
 
-/// Prints the table (stdout), warnings (stderr) and, under GitHub Actions, annotations; writes
+/// Prints the table with its warnings (stdout) and, under GitHub Actions, annotations; writes
 /// the requested report files atomically and appends the markdown to `$GITHUB_STEP_SUMMARY`.
 /// `goldgate run` calls this after comparing.
 #[allow(clippy::print_stdout, clippy::print_stderr)]
@@ -82,9 +82,6 @@ pub fn emit(c: &Comparison, outputs: &Outputs) -> Result<(), AppError> {
         "{}",
         report::table::render(c, report::table::Style { color })
     );
-    for w in &c.warnings {
-        eprintln!("warning: {w}");
-    }
     if std::env::var("GITHUB_ACTIONS").is_ok_and(|v| v == "true") {
         print!("{}", report::annotations::render(c));
     }

@@ -22,6 +22,9 @@ pub struct Args {
     /// Write the markdown report here.
     #[arg(long)]
     pub markdown: Option<std::path::PathBuf>,
+    /// Repository configuration: its axes order the variant columns (baseline first).
+    #[arg(long, default_value = "goldgate.yaml")]
+    pub config: std::path::PathBuf,
 }
 
 fn write(path: &Path, text: &str) -> Result<(), ReportError> {
@@ -84,9 +87,10 @@ fn svg_link_prefix(svg_dir: &Path, markdown: &Path) -> String {
 pub fn run(args: Args) -> Result<Exit, AppError> {
     let loaded = load_results(&args.results)?;
     let records: Vec<&RunRecord> = loaded.iter().map(|(_, r)| r).collect();
+    let order = variants::VariantOrder::from_config(&crate::config::Config::load(&args.config)?);
     print!(
         "{}",
-        variants::render_terminal(&variants::build(records.iter().copied()))
+        variants::render_terminal(&variants::build(records.iter().copied(), &order))
     );
     if let Some(dir) = &args.svg {
         let written = write_svgs(dir, &records)?;
@@ -94,7 +98,7 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
     }
     if let Some(md) = &args.markdown {
         let prefix = args.svg.as_deref().map(|d| svg_link_prefix(d, md));
-        write(md, &summary::render(&records, prefix.as_deref()))?;
+        write(md, &summary::render(&records, &order, prefix.as_deref()))?;
         println!("wrote {}", md.display());
     }
     Ok(Exit::Pass)

@@ -301,7 +301,9 @@ fn finish(
         idx.finished_at = Some(jiff::Timestamp::now().to_string());
     }
     write_index(run_dir, index)?;
-    let table = crate::report::variants::build(records);
+    let config = crate::config::Config::load(&args.select.config)?;
+    let order = crate::report::variants::VariantOrder::from_config(&config);
+    let table = crate::report::variants::build(records, &order);
     print!("{}", crate::report::variants::render_terminal(&table));
     println!("results: {}", run_dir.display());
     let failed = records.iter().any(|r| !r.outcome.passed()) || stop.is_requested();
@@ -310,7 +312,7 @@ fn finish(
         return Ok(run_exit);
     }
     let opts = crate::compare::CompareOptions::from_config(
-        &crate::config::Config::load(&args.select.config)?,
+        &config,
         args.golden_root.clone(),
         args.select.root.clone(),
         args.select.platform.clone(),

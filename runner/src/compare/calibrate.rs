@@ -237,41 +237,42 @@ pub fn suggestions(c: &Calibration) -> BTreeMap<String, f64> {
     out
 }
 
-/// The terminal report: one line per job and metric.
+/// The terminal report: one line per job and metric, columns sized to their content (variant
+/// names such as `allocator=gc80,checkpoint=async` are long), numbers right-aligned.
 pub fn render(c: &Calibration) -> String {
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "{:<28} {:<16} {:<26} {:>3} {:>12} {:>12} {:>12} {:>6}  {:<24} {:>7} {:>9}",
-        "case",
-        "variant",
-        "metric",
-        "n",
-        "median",
-        "min",
-        "max",
-        "cv",
-        "current",
-        "alarms",
-        "suggest"
-    );
+    use tabled::settings::object::Columns;
+    use tabled::settings::{Alignment, Modify, Style};
+    let mut b = tabled::builder::Builder::default();
+    b.push_record([
+        "case", "variant", "metric", "n", "median", "min", "max", "cv", "current", "alarms",
+        "suggest",
+    ]);
     for m in &c.metrics {
-        let cv = m.cv.map_or("-".into(), |c| format!("{:.1}%", c * 100.0));
-        let _ = writeln!(
-            out,
-            "{:<28} {:<16} {:<26} {:>3} {:>12} {:>12} {:>12} {:>6}  {:<24} {:>7} {:>8.1}%",
-            m.case,
-            m.variant,
-            m.metric,
-            m.repeats,
+        b.push_record([
+            m.case.clone(),
+            m.variant.clone(),
+            m.metric.clone(),
+            m.repeats.to_string(),
             fmt(m.median, m.unit),
             fmt(m.min, m.unit),
             fmt(m.max, m.unit),
-            cv,
-            m.current,
+            m.cv.map_or("-".into(), |c| format!("{:.1}%", c * 100.0)),
+            m.current.clone(),
             format!("{}/{}", m.false_alarms, m.repeats),
-            m.suggested_rtol * 100.0,
-        );
+            format!("{:.1}%", m.suggested_rtol * 100.0),
+        ]);
+    }
+    let mut table = b.build();
+    table
+        .with(Style::blank())
+        .with(Modify::new(Columns::new(3..8)).with(Alignment::right()))
+        .with(Modify::new(Columns::new(9..11)).with(Alignment::right()));
+    let mut out = String::new();
+    // `Style::blank` pads each cell by one space on both sides and every line to the table's
+    // width: drop the margin and the trailing blanks.
+    for line in table.to_string().lines() {
+        let line = line.strip_prefix(' ').unwrap_or(line);
+        let _ = writeln!(out, "{}", line.trim_end());
     }
     let _ = writeln!(
         out,

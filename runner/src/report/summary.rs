@@ -101,8 +101,12 @@ pub fn jobs_markdown(records: &[&RunRecord], svg_dir: Option<&str>) -> String {
 }
 
 /// The whole markdown of `goldgate report`.
-pub fn render(records: &[&RunRecord], svg_dir: Option<&str>) -> String {
-    let table = variants::build(records.iter().copied());
+pub fn render(
+    records: &[&RunRecord],
+    order: &variants::VariantOrder,
+    svg_dir: Option<&str>,
+) -> String {
+    let table = variants::build(records.iter().copied(), order);
     format!(
         "# goldgate report\n\n{}\n{}",
         variants::render_markdown(&table),
@@ -139,7 +143,11 @@ mod tests {
     fn snapshot() {
         let records = sweep();
         let refs: Vec<&RunRecord> = records.iter().collect();
-        insta::assert_snapshot!(render(&refs, Some("svg")));
+        insta::assert_snapshot!(render(
+            &refs,
+            &variants::VariantOrder::default(),
+            Some("svg")
+        ));
     }
 
     #[test]

@@ -16,16 +16,21 @@ pub enum Kind {
 
 impl Kind {
     /// Guesses the kind from a metric name: `*-bytes` are bytes, `*-time`/`*-latency`/`*-seconds`
-    /// are seconds, `num-*` are counts.
+    /// and `*-seconds-per-*` are seconds, `num-*`, `*-calls`, `*-retries` and `*-ooms` are counts.
     pub fn of_metric(name: &str) -> Kind {
         if name.ends_with("-bytes") {
             Kind::Bytes
         } else if name.ends_with("-time")
             || name.ends_with("-latency")
             || name.ends_with("-seconds")
+            || name.contains("-seconds-per-")
         {
             Kind::Seconds
-        } else if name.starts_with("num-") {
+        } else if name.starts_with("num-")
+            || name.ends_with("-calls")
+            || name.ends_with("-retries")
+            || name.ends_with("-ooms")
+        {
             Kind::Count
         } else {
             Kind::Plain
@@ -228,6 +233,12 @@ mod tests {
         assert_eq!(Kind::of_metric("iteration-time"), Kind::Seconds);
         assert_eq!(Kind::of_metric("checkpoint-async-latency"), Kind::Seconds);
         assert_eq!(Kind::of_metric("num-zeros"), Kind::Count);
+        assert_eq!(
+            Kind::of_metric("empty-cache-seconds-per-checkpoint"),
+            Kind::Seconds
+        );
+        assert_eq!(Kind::of_metric("empty-cache-calls"), Kind::Count);
+        assert_eq!(Kind::of_metric("alloc-retries"), Kind::Count);
         assert_eq!(Kind::of_metric("lm loss"), Kind::Plain);
     }
 }

@@ -9,6 +9,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use crate::config::Config;
 use crate::metrics::{CheckpointRecord, RunRecord};
 use crate::report::markdown::escape_md;
 use crate::report::units::{self, Kind};
@@ -104,11 +105,64 @@ const FIXED: &[(&str, Kind, Extract)] = &[
     ("final lm loss", Kind::Plain, final_loss),
 ];
 
+/// The order of variant columns: the baseline (every axis at its default) first, then by how
+/// many axes differ from their default, then by the axes' and values' order in
+/// `goldgate.yaml` (the first axis varying first).
+/// Variants that tie keep the order they were run in, so a table built from several runs reads
+/// the same as one built from a single `--matrix` run. Without a configuration
+/// ([`VariantOrder::default`]) every chosen axis counts as away from its default.
+#[derive(Clone, Debug, Default)]
+pub struct VariantOrder {
+    axes: Vec<(String, Vec<String>)>,
+}
+
+impl VariantOrder {
+    /// The axes and values of a configuration, in the order they are written there.
+    pub fn from_config(config: &Config) -> VariantOrder {
+        VariantOrder {
+            axes: config
+                .axes
+                .iter()
+                .map(|a| {
+                    let values = a.values.iter().map(|v| v.name.clone()).collect();
+                    (a.name.clone(), values)
+                })
+                .collect(),
+        }
+    }
+
+    /// Sort key: (axes away from their default, each axis's value index). An axis that is
+    /// not chosen counts as its default; a value the configuration does not know sorts last.
+    fn key(&self, choices: &BTreeMap<String, String>) -> (usize, Vec<usize>) {
+        let indices: Vec<usize> = self
+            .axes
+            .iter()
+            .map(|(axis, values)| match choices.get(axis) {
+                None => 0,
+                Some(v) => values.iter().position(|x| x == v).unwrap_or(values.len()),
+            })
+            .collect();
+        let unknown_axes = choices
+            .keys()
+            .filter(|k| !self.axes.iter().any(|(axis, _)| axis == *k))
+            .count();
+        let away = indices.iter().filter(|&&i| i > 0).count() + unknown_axes;
+        // Among variants as far from the baseline, the first axis varies first: all the
+        // allocator values before an opt-in axis written after it.
+        let mut indices = indices;
+        indices.reverse();
+        (away, indices)
+    }
+}
+
 /// Groups records by case and variant and computes every row. Failed repeats are counted but
 /// contribute no values (a crashed job's peaks and timings describe a different run).
-pub fn build<'a>(records: impl IntoIterator<Item = &'a RunRecord>) -> VariantTable {
-    // Variants keep the order they were run in (the plan puts each axis's default first);
-    // cases are sorted.
+pub fn build<'a>(
+    records: impl IntoIterator<Item = &'a RunRecord>,
+    order: &VariantOrder,
+) -> VariantTable {
+    // Variants start in the order they were run in, then `order` sorts them (stably); cases
+    // are sorted.
     let mut grouped: BTreeMap<&str, Vec<(&str, Vec<&RunRecord>)>> = BTreeMap::new();
     for r in records {
         let variants = grouped.entry(r.case.as_str()).or_default();
@@ -122,7 +176,10 @@ pub fn build<'a>(records: impl IntoIterator<Item = &'a RunRecord>) -> VariantTab
     }
     let cases = grouped
         .into_iter()
-        .map(|(case, variants)| build_case(case, variants))
+        .map(|(case, mut variants)| {
+            variants.sort_by_cached_key(|(_, rs)| order.key(&rs[0].variant.choices));
+            build_case(case, variants)
+        })
         .collect();
     VariantTable { cases }
 }
@@ -421,7 +478,7 @@ mod tests {
     #[test]
     fn baseline_is_default_and_failed_repeats_give_no_values() {
         let records = fixtures::variant_sweep();
-        let t = build(&records);
+        let t = build(&records, &VariantOrder::default());
         let case = &t.cases[0];
         let names: Vec<_> = case.variants.iter().map(|v| v.name.as_str()).collect();
         assert_eq!(
@@ -440,6 +497,48 @@ mod tests {
     }
 
     #[test]
+    fn configured_order_puts_the_baseline_first_whatever_the_run_order() {
+        // As when `report` reads several runs whose folders sort gc80 before the default.
+        let mut records = fixtures::variant_sweep();
+        records.reverse();
+        let run_order = build(&records, &VariantOrder::default());
+        assert_eq!(
+            run_order.cases[0].variants[1].name, "allocator=gc80",
+            "without a configuration every chosen axis counts as away from its default"
+        );
+        let config = Config::parse(
+            "variants:\n  allocator: {values: {default: {}, expandable: {}, gc80: {}}}\n  \
+             checkpoint: {values: {sync: {}, async: {}}}\n",
+            std::path::Path::new("goldgate.yaml"),
+        )
+        .unwrap();
+        let mut explicit = fixtures::variant_sweep();
+        for r in &mut explicit {
+            if r.variant.choices.is_empty() {
+                r.variant.name = "allocator=default,checkpoint=sync".into();
+                r.variant.choices = [("allocator", "default"), ("checkpoint", "sync")]
+                    .map(|(a, v)| (a.to_string(), v.to_string()))
+                    .into();
+            }
+        }
+        explicit.reverse();
+        let t = build(&explicit, &VariantOrder::from_config(&config));
+        let names: Vec<_> = t.cases[0]
+            .variants
+            .iter()
+            .map(|v| v.name.as_str())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "allocator=default,checkpoint=sync",
+                "allocator=gc80",
+                "allocator=gc80,checkpoint=async"
+            ]
+        );
+    }
+
+    #[test]
     fn median_and_range_over_repeats() {
         let c = cell([3.0, 1.0, 2.0, 10.0].into_iter()).unwrap();
         assert_eq!((c.median, c.min, c.max, c.n), (2.5, 1.0, 10.0, 4));
@@ -448,19 +547,25 @@ mod tests {
 
     #[test]
     fn markdown_snapshot() {
-        insta::assert_snapshot!(render_markdown(&build(&fixtures::variant_sweep())));
+        insta::assert_snapshot!(render_markdown(&build(
+            &fixtures::variant_sweep(),
+            &VariantOrder::default()
+        )));
     }
 
     #[test]
     fn terminal_snapshot() {
-        insta::assert_snapshot!(render_terminal(&build(&fixtures::variant_sweep())));
+        insta::assert_snapshot!(render_terminal(&build(
+            &fixtures::variant_sweep(),
+            &VariantOrder::default()
+        )));
     }
 
     #[test]
     fn names_from_logs_are_escaped_in_markdown() {
         let mut records = fixtures::variant_sweep();
         records[0].case = "gpt/a|b<script>@team".into();
-        let md = render_markdown(&build(&records));
+        let md = render_markdown(&build(&records, &VariantOrder::default()));
         assert!(md.contains(r"a\|b&lt;script&gt;@&#8203;team"), "{md}");
     }
 }
