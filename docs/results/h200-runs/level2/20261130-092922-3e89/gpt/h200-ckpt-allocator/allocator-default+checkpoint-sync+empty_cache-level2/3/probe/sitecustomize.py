@@ -1,0 +1,380 @@
+"""goldgate's in-process allocator probe (written into each job folder by `goldgate run`).
+
+Python imports ``sitecustomize`` at start-up from the first folder on ``sys.path`` that has
+one; goldgate puts this file's folder first on ``PYTHONPATH`` for every rank. The probe:
+
+* chains to the ``sitecustomize`` that would otherwise have run, so nothing is lost;
+* does nothing until the workload itself imports ``torch`` (an import hook, so processes
+  that never touch torch pay nothing and torch is never imported on the workload's behalf);
+* never changes what the workload computes: wrappers call the original and re-raise;
+* records, per process that initialised CUDA, to ``$GOLDGATE_PROBE_DIR/probe-rank<R>-pid<P>.json``:
+  - every ``torch.cuda.empty_cache()`` call (count, total and longest wall time), and how many
+    of them fell inside a checkpoint save (Megatron's ``save_checkpoint``, ``torch.save``,
+    ``torch.distributed.checkpoint.save`` / ``async_save``);
+  - checkpoint save windows (function, start, wall time, iteration when known);
+  - ``torch.cuda.memory_stats()`` at an interval and at exit: peaks, alloc retries, OOMs,
+    device allocs/frees, segments, inactive split bytes; the allocator settings in force;
+  - on an out-of-memory error, with ``GOLDGATE_PROBE_HISTORY=1``, a memory snapshot pickle
+    that PyTorch's memory visualiser (pytorch.org/memory_viz) opens.
+Files are written atomically (temp file + rename) at every interval, after every save and at
+exit, so a rank that dies still leaves a valid, possibly partial, file.
+"""
+
+import atexit
+import importlib.abc
+import importlib.machinery
+import importlib.util
+import json
+import os
+import sys
+import threading
+import time
+
+_DIR = os.environ.get("GOLDGATE_PROBE_DIR", "")
+_HERE = os.path.dirname(os.path.abspath(__file__))
+SCHEMA_VERSION = 1
+
+
+def _chain_next_sitecustomize():
+    """Runs the sitecustomize that this one shadows, if there is one."""
+    for entry in sys.path:
+        if not entry or os.path.abspath(entry) == _HERE:
+            continue
+        candidate = os.path.join(entry, "sitecustomize.py")
+        if os.path.isfile(candidate):
+            spec = importlib.util.spec_from_file_location("_goldgate_chained_sitecustomize", candidate)
+            if spec is None or spec.loader is None:
+                return
+            module = importlib.util.module_from_spec(spec)
+            sys.modules["_goldgate_chained_sitecustomize"] = module
+            spec.loader.exec_module(module)
+            return
+
+
+class _State:
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.started = time.time()
+        self.rank = int(os.environ.get("RANK", "0") or 0)
+        self.local_rank = int(os.environ.get("LOCAL_RANK", "0") or 0)
+        self.empty_cache = {"calls": 0, "seconds": 0.0, "max_seconds": 0.0,
+                            "calls_in_checkpoint": 0, "seconds_in_checkpoint": 0.0}
+        self.saves = []
+        self.save_depth = 0
+        self.samples = []
+        self.last = None
+        self.oom_snapshot = None
+        self.history = os.environ.get("GOLDGATE_PROBE_HISTORY") == "1"
+        self.history_on = False
+        self.last_write = 0.0
+        self.interval = float(os.environ.get("GOLDGATE_PROBE_INTERVAL_S", "5") or 5)
+        self.overhead_seconds = 0.0
+        self.poller_cpu_seconds = 0.0
+        self.finalized = False
+
+
+_S = _State()
+
+
+def _now():
+    return time.perf_counter()
+
+
+def _memory_stats(torch):
+    if not torch.cuda.is_initialized():
+        return None
+    s = torch.cuda.memory_stats()
+    keys = {
+        "allocated_bytes.all.current": "allocated_bytes",
+        "allocated_bytes.all.peak": "peak_allocated_bytes",
+        "reserved_bytes.all.current": "reserved_bytes",
+        "reserved_bytes.all.peak": "peak_reserved_bytes",
+        "inactive_split_bytes.all.current": "inactive_split_bytes",
+        "inactive_split_bytes.all.peak": "peak_inactive_split_bytes",
+        "segment.all.current": "segments",
+        "segment.all.peak": "peak_segments",
+        "num_alloc_retries": "num_alloc_retries",
+        "num_ooms": "num_ooms",
+        "num_device_alloc": "num_device_alloc",
+        "num_device_free": "num_device_free",
+    }
+    out = {v: s.get(k) for k, v in keys.items()}
+    out["t"] = round(time.time() - _S.started, 3)
+    return out
+
+
+def _allocator_settings(torch):
+    settings = {
+        "PYTORCH_CUDA_ALLOC_CONF": os.environ.get("PYTORCH_CUDA_ALLOC_CONF"),
+        "PYTORCH_ALLOC_CONF": os.environ.get("PYTORCH_ALLOC_CONF"),
+    }
+    try:
+        settings["backend"] = torch.cuda.get_allocator_backend()
+    except Exception:  # older torch, or no CUDA
+        settings["backend"] = None
+    return settings
+
+
+def _write(torch, final=False, force=False):
+    """Writes this process's record atomically: at the polling interval, after each Megatron
+    save, on an out-of-memory error and at exit. Other calls within the interval are dropped,
+    so a checkpoint writer that calls ``torch.save`` thousands of times pays nothing."""
+    if not _DIR:
+        return
+    if _S.finalized or (not (final or force) and time.time() - _S.last_write < _S.interval):
+        return  # after the final record, a late poll must not replace it
+    start = _now()
+    try:
+        stats = _memory_stats(torch)
+    except Exception:
+        stats = None
+    with _S.lock:
+        if stats is not None:
+            _S.last = stats
+            _S.samples.append(stats)
+            if len(_S.samples) > 400:  # keep the file small: thin to every other sample
+                _S.samples = _S.samples[::2]
+        if _S.last is None and not _S.saves and _S.empty_cache["calls"] == 0:
+            return  # never used CUDA (e.g. torchrun's agent): leave no file
+        if final:
+            _S.finalized = True
+        record = {
+            "schema_version": SCHEMA_VERSION,
+            "rank": _S.rank,
+            "local_rank": _S.local_rank,
+            "pid": os.getpid(),
+            "final": final,
+            "wall_seconds": round(time.time() - _S.started, 3),
+            "empty_cache": dict(_S.empty_cache),
+            "saves": list(_S.saves),
+            "memory": _S.last,
+            "samples": list(_S.samples),
+            "allocator": _allocator_settings(torch),
+            "oom_snapshot": _S.oom_snapshot,
+            "overhead_seconds": round(_S.overhead_seconds, 6),
+            "poller_cpu_seconds": round(_S.poller_cpu_seconds, 6),
+        }
+    path = os.path.join(_DIR, "probe-rank%d-pid%d.json" % (_S.rank, os.getpid()))
+    tmp = "%s.%d.tmp" % (path, threading.get_ident())  # one temp file per writing thread
+    try:
+        with open(tmp, "w") as f:
+            json.dump(record, f)
+        os.replace(tmp, path)
+    except OSError as e:
+        sys.stderr.write("goldgate probe: cannot write %s: %s\n" % (path, e))
+    _S.last_write = time.time()
+    _S.overhead_seconds += _now() - start
+
+
+def _wrap_empty_cache(torch):
+    original = torch.cuda.empty_cache
+
+    def empty_cache():
+        t0 = _now()
+        try:
+            return original()
+        finally:
+            dt = _now() - t0
+            with _S.lock:
+                ec = _S.empty_cache
+                ec["calls"] += 1
+                ec["seconds"] += dt
+                ec["max_seconds"] = max(ec["max_seconds"], dt)
+                if _S.save_depth > 0:
+                    ec["calls_in_checkpoint"] += 1
+                    ec["seconds_in_checkpoint"] += dt
+
+    empty_cache.__wrapped__ = original
+    empty_cache.__doc__ = original.__doc__
+    torch.cuda.empty_cache = empty_cache
+    if hasattr(torch.cuda, "memory") and getattr(torch.cuda.memory, "empty_cache", None) is original:
+        torch.cuda.memory.empty_cache = empty_cache
+
+
+def _iteration_of(args, kwargs):
+    value = kwargs.get("iteration", args[0] if args and isinstance(args[0], int) else None)
+    return value if isinstance(value, int) else None
+
+
+def _save_wrapper(torch, name, original, write_after=False):
+    def wrapper(*args, **kwargs):
+        t0 = _now()
+        started = round(time.time() - _S.started, 3)
+        with _S.lock:
+            _S.save_depth += 1
+        try:
+            return original(*args, **kwargs)
+        finally:
+            dt = _now() - t0
+            with _S.lock:
+                _S.save_depth -= 1
+                outer = _S.save_depth == 0
+                if outer and len(_S.saves) < 10000:
+                    _S.saves.append({"function": name, "start": started, "seconds": round(dt, 6),
+                                     "iteration": _iteration_of(args, kwargs)})
+            if outer and write_after:
+                _write(torch, force=True)
+
+    wrapper.__wrapped__ = original
+    wrapper.__doc__ = getattr(original, "__doc__", None)
+    return wrapper
+
+
+def _patch_attr(module, attr, torch, label, write_after=False):
+    original = getattr(module, attr, None)
+    if original is None or getattr(original, "__wrapped__", None) is not None:
+        return
+    setattr(module, attr, _save_wrapper(torch, label, original, write_after))
+
+
+def _on_megatron_training(module):
+    # The training loop calls save_checkpoint_and_time(), which calls torch.cuda.empty_cache()
+    # before its timer starts and then save_checkpoint(): the outer function is the window.
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        _patch_attr(module, "save_checkpoint_and_time", torch, "megatron.save_checkpoint", True)
+        _patch_attr(module, "save_checkpoint", torch, "megatron.save_checkpoint", True)
+
+
+def _on_megatron_checkpointing(module):
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        _patch_attr(module, "save_checkpoint", torch, "megatron.save_checkpoint", True)
+
+
+def _on_dcp(module):
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        _patch_attr(module, "save", torch, "torch.distributed.checkpoint.save")
+        _patch_attr(module, "async_save", torch, "torch.distributed.checkpoint.async_save")
+
+
+def _excepthook_for(torch, previous):
+    def hook(exc_type, exc, tb):
+        _on_exception(torch, exc)
+        previous(exc_type, exc, tb)
+    return hook
+
+
+def _on_exception(torch, exc):
+    text = "%s: %s" % (type(exc).__name__, exc)
+    if "out of memory" not in text.lower():
+        return
+    if _S.history_on and _DIR:
+        path = os.path.join(_DIR, "oom-snapshot-rank%d-pid%d.pickle" % (_S.rank, os.getpid()))
+        try:
+            torch.cuda.memory._dump_snapshot(path)
+            _S.oom_snapshot = os.path.basename(path)
+        except Exception as e:
+            sys.stderr.write("goldgate probe: no memory snapshot: %s\n" % e)
+    _write(torch, force=True)
+
+
+def _maybe_start_history(torch):
+    if _S.history and not _S.history_on and torch.cuda.is_initialized():
+        try:
+            torch.cuda.memory._record_memory_history(max_entries=100000)
+            _S.history_on = True
+        except Exception as e:
+            sys.stderr.write("goldgate probe: memory history unavailable: %s\n" % e)
+
+
+def _wrap_set_device(torch):
+    original = torch.cuda.set_device
+
+    def set_device(device):
+        result = original(device)
+        _maybe_start_history(torch)
+        return result
+
+    set_device.__wrapped__ = original
+    torch.cuda.set_device = set_device
+
+
+def _poller(torch, interval):
+    while True:
+        time.sleep(interval)
+        t0 = time.thread_time()
+        _maybe_start_history(torch)
+        _write(torch, force=True)
+        _S.poller_cpu_seconds += time.thread_time() - t0
+
+
+def _on_torch(torch):
+    """Installs the probe once torch has been imported by the workload."""
+    _wrap_empty_cache(torch)
+    _wrap_set_device(torch)
+    _patch_attr(torch, "save", torch, "torch.save")
+    sys.excepthook = _excepthook_for(torch, sys.excepthook)
+    previous_thread_hook = threading.excepthook
+
+    def thread_hook(args):
+        _on_exception(torch, args.exc_value)
+        previous_thread_hook(args)
+
+    threading.excepthook = thread_hook
+    atexit.register(lambda: _write(torch, final=True))
+    threading.Thread(target=_poller, args=(torch, max(_S.interval, 0.05)),
+                     name="goldgate-probe", daemon=True).start()
+
+
+_HOOKS = {
+    "torch": _on_torch,
+    "megatron.training.training": _on_megatron_training,
+    "megatron.training.checkpointing": _on_megatron_checkpointing,
+    "torch.distributed.checkpoint": _on_dcp,
+}
+
+
+class _Finder(importlib.abc.MetaPathFinder):
+    """Runs a hook right after a watched module finishes executing."""
+
+    def find_spec(self, fullname, path, target=None):
+        hook = _HOOKS.get(fullname)
+        if hook is None:
+            return None
+        for finder in sys.meta_path:
+            if finder is self or not hasattr(finder, "find_spec"):
+                continue
+            spec = finder.find_spec(fullname, path, target)
+            if spec is not None and spec.loader is not None:
+                spec.loader = _Loader(spec.loader, hook)
+                return spec
+        return None
+
+
+class _Loader(importlib.abc.Loader):
+    def __init__(self, inner, hook):
+        self.inner = inner
+        self.hook = hook
+
+    def create_module(self, spec):
+        return self.inner.create_module(spec)
+
+    def exec_module(self, module):
+        self.inner.exec_module(module)
+        try:
+            self.hook(module)
+        except Exception as e:  # the probe must never break the workload
+            sys.stderr.write("goldgate probe: disabled for %s: %s\n" % (module.__name__, e))
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+
+def _install():
+    if not _DIR:
+        return
+    already = [name for name in _HOOKS if name in sys.modules]
+    for name in already:
+        _HOOKS[name](sys.modules[name])
+    sys.meta_path.insert(0, _Finder())
+
+
+try:
+    _chain_next_sitecustomize()
+finally:
+    try:
+        _install()
+    except Exception as e:  # never break start-up
+        sys.stderr.write("goldgate probe: not installed: %s\n" % e)
