@@ -1,22 +1,13 @@
-//! Stage "observe": the NVML side of a job — used device memory of the job's GPUs at the
-//! sampling interval, per-process use at a lower rate, and the driver facts for the
+//! Stage "observe": the NVML side of a job — used device memory of the job's GPUs at every
+//! tick of the sampler thread, per-process use at a lower rate, and the driver facts for the
 //! environment fingerprint. Without a driver it reports "unavailable", never zeros.
 
 use std::collections::BTreeMap;
-use std::sync::Mutex;
-use std::sync::atomic::AtomicBool;
-use std::sync::mpsc::Sender;
-use std::time::{Duration, Instant};
 
 use nvml_wrapper::Nvml;
 use nvml_wrapper::enums::device::UsedGpuMemory;
 
-use super::sampler::Ticker;
 use super::timeline::{Point, Series, SeriesSummary};
-
-/// Per-process memory is asked for at most this often (the query is costlier than
-/// `memory_info` and the numbers move slowly).
-const PROCESS_EVERY: Duration = Duration::from_millis(100);
 
 /// Driver facts for the environment fingerprint.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
@@ -58,76 +49,72 @@ pub struct GpuSummary {
     pub devices: Vec<DeviceSummary>,
 }
 
-/// The GPU thread's result: a summary, or why there is none, plus warnings.
-pub(crate) struct GpuReport {
-    pub(crate) summary: Result<GpuSummary, String>,
-    pub(crate) warnings: Vec<String>,
+/// Loads NVML, or says why it cannot be used (the reason becomes `gpu_unavailable`).
+pub(crate) fn init() -> Result<Nvml, String> {
+    Nvml::init().map_err(|e| format!("GPU memory not sampled: NVML unavailable ({e})"))
 }
 
+/// The job's GPUs being sampled; driven by the sampler thread's loop.
+pub(crate) struct Gpus<'n> {
+    environment: GpuEnvironment,
+    devs: Vec<Dev<'n>>,
+    warnings: Vec<String>,
+}
+
+impl<'n> Gpus<'n> {
+    /// Picks the job's devices and takes their baselines.
+    pub(crate) fn open(nvml: &'n Nvml, visible: Option<&str>) -> Gpus<'n> {
+        let mut warnings = Vec::new();
+        let devs = select_devices(nvml, visible, &mut warnings);
+        Gpus {
+            environment: environment(nvml),
+            devs,
+            warnings,
+        }
+    }
+
+    /// One `memory_info` query per device.
+    pub(crate) fn sample(&mut self, t_ms: u64) {
+        for d in &mut self.devs {
+            match d.device.memory_info() {
+                Ok(m) => d.series.push(Point {
+                    t_ms,
+                    bytes: m.used,
+                }),
+                Err(e) => warn_once(&mut d.failed, &mut self.warnings, || {
+                    format!("GPU {}: {e}", d.info.index)
+                }),
+            }
+        }
+    }
+
+    /// Per-process use of the job's `pids` (the query is costlier than `memory_info` and
+    /// the numbers move slowly: the caller asks at a lower rate).
+    pub(crate) fn sample_processes(&mut self, pids: &[u32], t_ms: u64) {
+        if pids.is_empty() {
+            return;
+        }
+        for d in &mut self.devs {
+            d.sample_processes(pids, t_ms);
+        }
+    }
+
+    pub(crate) fn finish(self) -> (GpuSummary, Vec<String>) {
+        let summary = GpuSummary {
+            environment: self.environment,
+            devices: self.devs.into_iter().map(Dev::finish).collect(),
+        };
+        (summary, self.warnings)
+    }
+}
+
+/// One device being sampled.
 struct Dev<'n> {
     device: nvml_wrapper::Device<'n>,
     info: DeviceSummary,
     series: Series,
     procs: BTreeMap<u32, ProcessPeak>,
     failed: bool,
-}
-
-/// Runs on the GPU sampler thread until `stop` fires. `ready` is sent once the baselines
-/// are taken (or NVML turned out to be unavailable).
-pub(crate) fn sample_gpus(
-    visible: Option<&str>,
-    interval: Duration,
-    origin: Instant,
-    job_pids: &Mutex<Vec<u32>>,
-    ready: &Sender<()>,
-    stop: &AtomicBool,
-) -> GpuReport {
-    let nvml = match Nvml::init() {
-        Ok(nvml) => nvml,
-        Err(e) => {
-            let _ = ready.send(());
-            let reason = format!("GPU memory not sampled: NVML unavailable ({e})");
-            return GpuReport {
-                summary: Err(reason),
-                warnings: Vec::new(),
-            };
-        }
-    };
-    let environment = environment(&nvml);
-    let mut warnings = Vec::new();
-    let mut devs = select_devices(&nvml, visible, &mut warnings);
-    let _ = ready.send(());
-    let proc_every = (PROCESS_EVERY.as_nanos() / interval.as_nanos().max(1)).max(1) as u64;
-    let mut ticker = Ticker::new(interval);
-    for tick in 0u64.. {
-        let t_ms = origin.elapsed().as_millis() as u64;
-        for d in &mut devs {
-            match d.device.memory_info() {
-                Ok(m) => d.series.push(Point {
-                    t_ms,
-                    bytes: m.used,
-                }),
-                Err(e) => warn_once(&mut d.failed, &mut warnings, || {
-                    format!("GPU {}: {e}", d.info.index)
-                }),
-            }
-        }
-        if tick % proc_every == 0 {
-            let pids = job_pids.lock().map(|p| p.clone()).unwrap_or_default();
-            sample_processes(&mut devs, &pids, t_ms);
-        }
-        if ticker.wait(stop) {
-            break;
-        }
-    }
-    let devices = devs.into_iter().map(Dev::finish).collect();
-    GpuReport {
-        summary: Ok(GpuSummary {
-            environment,
-            devices,
-        }),
-        warnings,
-    }
 }
 
 impl Dev<'_> {
@@ -138,22 +125,9 @@ impl Dev<'_> {
             ..self.info
         }
     }
-}
-
-fn warn_once(flag: &mut bool, warnings: &mut Vec<String>, msg: impl FnOnce() -> String) {
-    if !*flag {
-        *flag = true;
-        warnings.push(msg());
-    }
-}
-
-fn sample_processes(devs: &mut [Dev<'_>], pids: &[u32], t_ms: u64) {
-    if pids.is_empty() {
-        return;
-    }
-    for d in devs {
-        let Ok(list) = d.device.running_compute_processes() else {
-            continue;
+    fn sample_processes(&mut self, pids: &[u32], t_ms: u64) {
+        let Ok(list) = self.device.running_compute_processes() else {
+            return;
         };
         for p in list {
             let UsedGpuMemory::Used(bytes) = p.used_gpu_memory else {
@@ -162,7 +136,7 @@ fn sample_processes(devs: &mut [Dev<'_>], pids: &[u32], t_ms: u64) {
             if !pids.contains(&p.pid) {
                 continue;
             }
-            let peak = d.procs.entry(p.pid).or_insert(ProcessPeak {
+            let peak = self.procs.entry(p.pid).or_insert(ProcessPeak {
                 pid: p.pid,
                 peak_bytes: 0,
                 peak_at_ms: t_ms,
@@ -175,6 +149,13 @@ fn sample_processes(devs: &mut [Dev<'_>], pids: &[u32], t_ms: u64) {
                 };
             }
         }
+    }
+}
+
+fn warn_once(flag: &mut bool, warnings: &mut Vec<String>, msg: impl FnOnce() -> String) {
+    if !*flag {
+        *flag = true;
+        warnings.push(msg());
     }
 }
 

@@ -1,5 +1,10 @@
 //! Stage "observe": the host side of a job — resident memory summed over its process tree
-//! (read from `/proc` with files kept open and buffers reused) and `/dev/shm` usage.
+//! and `/dev/shm` usage, driven by the sampler thread's loop.
+//!
+//! A tick reads one open `statm` per member (`pread` at offset 0) and one `fstatvfs`; finding
+//! new members costs more and runs less often. On the 2-core VM where the benchmark ran each
+//! system call after a wakeup cost ~10 µs of CPU (cold caches), so the per-tick work is kept
+//! to those calls.
 
 use std::collections::HashSet;
 use std::fs::File;
@@ -8,12 +13,101 @@ use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use super::timeline::{Point, Series, SeriesSummary};
+
+/// How often the members' `children` files are read for new processes. A process is
+/// counted from its first refresh on: one that starts and exits between two refreshes
+/// is missed, which a training job's workers (dataloaders, checkpoint writers) do not do.
+const REFRESH_EVERY: Duration = Duration::from_millis(100);
+
 /// How often `/proc` is listed for new members of the job's process group. Only pids not
-/// seen before are read, but listing `/proc` is still the costliest part of sampling (it
-/// was ~1 % of a core at 100 ms), so it runs once a second. Between scans, children of
-/// members' main threads are found every tick through their `children` files; the scan
-/// catches processes started from other threads (and ones that changed parent).
+/// seen before are read, but the listing is the costliest step (~25 µs of CPU warm, more
+/// cold), so it runs once a second, and at the next tick after a member exits (its
+/// children, re-parented outside the tree, are found only this way). It catches processes
+/// started from threads other than a member's main thread, and ones whose parent left.
 const SCAN_EVERY: Duration = Duration::from_secs(1);
+
+/// The host side of one job.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct HostSummary {
+    /// RSS summed over the job's process tree (shared pages count once per process).
+    pub rss: Option<SeriesSummary>,
+    /// Used bytes of `/dev/shm`; the baseline is the value before the job.
+    pub shm: Option<SeriesSummary>,
+    /// Most processes seen in the job's tree at once.
+    pub max_processes: usize,
+}
+
+/// The host sampler's state for one job.
+pub(crate) struct Host {
+    read_rss: bool,
+    rss: Series,
+    tree: Option<ProcTree>,
+    max_processes: usize,
+    /// The shared-memory filesystem: an open handle spares `statvfs` its path lookup.
+    shm: Option<(File, Series)>,
+    warnings: Vec<String>,
+}
+
+impl Host {
+    /// Takes the `/dev/shm` baseline. With `read_rss` off the tree is still followed (at
+    /// the refresh rate), for the GPU sampler's per-process figures.
+    pub(crate) fn start(shm_path: Option<&Path>, read_rss: bool) -> Host {
+        let mut warnings = Vec::new();
+        let shm = shm_path.and_then(|p| match open_fs(p) {
+            Ok((dir, used)) => Some((dir, Series::new(used))),
+            Err(e) => {
+                warnings.push(format!("{} not sampled: {e}", p.display()));
+                None
+            }
+        });
+        Host {
+            read_rss,
+            rss: Series::new(0),
+            tree: None,
+            max_processes: 0,
+            shm,
+            warnings,
+        }
+    }
+
+    /// One tick. `pgid` is 0 until the job is spawned.
+    pub(crate) fn sample(&mut self, now: Instant, t_ms: u64, pgid: u32) {
+        if self.tree.is_none() && pgid != 0 {
+            self.tree = Some(ProcTree::new(pgid));
+        }
+        if let Some(tree) = &mut self.tree {
+            let refreshed = tree.refresh_if_due(now);
+            if self.read_rss || refreshed {
+                let bytes = tree.read_rss();
+                if self.read_rss && tree.len() > 0 {
+                    self.rss.push(Point { t_ms, bytes });
+                }
+            }
+            self.max_processes = self.max_processes.max(tree.len());
+        }
+        if let Some((dir, series)) = &mut self.shm
+            && let Ok(bytes) = fd_used_bytes(dir)
+        {
+            series.push(Point { t_ms, bytes });
+        }
+    }
+
+    /// The current members' pids when membership changed since the last call.
+    pub(crate) fn changed_pids(&mut self) -> Option<Vec<u32>> {
+        let tree = self.tree.as_mut()?;
+        tree.take_changed().then(|| tree.pids())
+    }
+
+    pub(crate) fn finish(self) -> (HostSummary, Vec<String>) {
+        let summary = HostSummary {
+            rss: self.rss.summary(),
+            shm: self.shm.and_then(|(_, s)| s.summary()),
+            max_processes: self.max_processes,
+        };
+        (summary, self.warnings)
+    }
+}
 
 struct Member {
     pid: u32,
@@ -35,7 +129,10 @@ pub(crate) struct ProcTree {
     /// Pids read once and found outside the group (forgotten when they leave `/proc`).
     outsiders: HashSet<u32>,
     present: HashSet<u32>,
+    last_refresh: Option<Instant>,
     last_scan: Option<Instant>,
+    /// A member exited since the last refresh.
+    lost: bool,
     /// Set when membership changed since the last [`ProcTree::take_changed`].
     changed: bool,
 }
@@ -51,21 +148,33 @@ impl ProcTree {
             found: Vec::new(),
             outsiders: HashSet::new(),
             present: HashSet::new(),
+            last_refresh: None,
             last_scan: None,
+            lost: false,
             changed: false,
         }
     }
 
-    /// Finds new members, drops dead ones and returns the summed RSS in bytes.
-    pub(crate) fn sample(&mut self, now: Instant) -> u64 {
-        if self
-            .last_scan
-            .is_none_or(|t| now.duration_since(t) >= SCAN_EVERY)
-        {
+    /// Looks for new members when [`REFRESH_EVERY`] has passed or a member exited (listing
+    /// `/proc` when [`SCAN_EVERY`] has passed or a member exited); true when it looked.
+    pub(crate) fn refresh_if_due(&mut self, now: Instant) -> bool {
+        let due =
+            |last: Option<Instant>, every| last.is_none_or(|t| now.duration_since(t) >= every);
+        if !(self.lost || due(self.last_refresh, REFRESH_EVERY)) {
+            return false;
+        }
+        if self.lost || due(self.last_scan, SCAN_EVERY) {
             self.last_scan = Some(now);
             self.scan_proc();
         }
+        self.last_refresh = Some(now);
+        self.lost = false;
         self.collect_children();
+        true
+    }
+
+    /// The members' summed RSS in bytes; members that are gone are dropped.
+    pub(crate) fn read_rss(&mut self) -> u64 {
         let mut total = 0;
         let before = self.members.len();
         let (buf, page) = (&mut self.buf, self.page_size);
@@ -76,7 +185,10 @@ impl ProcTree {
             }
             _ => false,
         });
-        self.changed |= self.members.len() != before;
+        if self.members.len() != before {
+            self.lost = true;
+            self.changed = true;
+        }
         total
     }
 
@@ -100,7 +212,7 @@ impl ProcTree {
             let Some(children) = &m.children else {
                 continue;
             };
-            if let Ok(n) = children.read_at(&mut self.buf, 0) {
+            if let Ok(n) = read_whole(children, &mut self.buf) {
                 let list = self.buf[..n]
                     .split(|b| b.is_ascii_whitespace())
                     .filter_map(parse_u32);
@@ -113,7 +225,6 @@ impl ProcTree {
         }
         self.found = found;
     }
-
     /// Adds every new process whose process group is the job's (the leader included).
     fn scan_proc(&mut self) {
         let Ok(dir) = std::fs::read_dir("/proc") else {
@@ -163,16 +274,29 @@ impl ProcTree {
     }
 }
 
-/// Used bytes of the filesystem at `path` (`/dev/shm`), from `statvfs`.
-pub(crate) fn fs_used_bytes(path: &Path) -> std::io::Result<u64> {
-    let st = rustix::fs::statvfs(path)?;
-    Ok(st.f_blocks.saturating_sub(st.f_bfree) * st.f_frsize)
+/// Opens the filesystem at `path` (`/dev/shm`) and reads its used bytes.
+fn open_fs(path: &Path) -> std::io::Result<(File, u64)> {
+    let dir = File::open(path)?;
+    let used = fd_used_bytes(&dir)?;
+    Ok((dir, used))
 }
 
 /// Used bytes of the filesystem an open directory handle is on (`fstatvfs`).
-pub(crate) fn fd_used_bytes(dir: &File) -> std::io::Result<u64> {
+fn fd_used_bytes(dir: &File) -> std::io::Result<u64> {
     let st = rustix::fs::fstatvfs(dir)?;
     Ok(st.f_blocks.saturating_sub(st.f_bfree) * st.f_frsize)
+}
+
+/// Reads all of a small procfs file from offset 0 into `buf`, growing it as needed (a
+/// `children` list can outgrow a page); returns the length.
+fn read_whole(file: &File, buf: &mut Vec<u8>) -> std::io::Result<usize> {
+    loop {
+        let n = file.read_at(buf, 0)?;
+        if n < buf.len() {
+            return Ok(n);
+        }
+        buf.resize(buf.len() * 2, 0);
+    }
 }
 
 /// Second field of `statm`: resident pages.
@@ -228,18 +352,86 @@ mod tests {
             .as_raw_nonzero()
             .get() as u32;
         let mut tree = ProcTree::new(pgid);
-        let rss = tree.sample(Instant::now());
+        assert!(tree.refresh_if_due(Instant::now()));
+        let rss = tree.read_rss();
         assert!(tree.pids().contains(&me));
         assert!(rss > 0, "{} members, {rss} bytes", tree.len());
         assert!(tree.take_changed() && !tree.take_changed());
     }
 
+    fn sleeper(group: i32) -> std::process::Child {
+        use std::os::unix::process::CommandExt;
+        std::process::Command::new("sleep")
+            .arg("30")
+            .process_group(group)
+            .spawn()
+            .unwrap()
+    }
+
+    #[test]
+    fn refreshes_on_schedule_and_after_a_member_exits() {
+        let mut leader = sleeper(0);
+        let mut tree = ProcTree::new(leader.id());
+        let t0 = Instant::now();
+        let at = |ms| t0 + Duration::from_millis(ms);
+        assert!(tree.refresh_if_due(t0), "the first tick refreshes");
+        assert!(tree.read_rss() > 0);
+        assert_eq!(tree.pids(), [leader.id()]);
+        assert!(!tree.refresh_if_due(at(50)), "not due within REFRESH_EVERY");
+        // Our child, not the leader's: only the /proc listing (once a second) finds it.
+        let mut other = sleeper(leader.id() as i32);
+        assert!(tree.refresh_if_due(at(150)));
+        assert_eq!(tree.len(), 1, "listing /proc is not due yet");
+        assert!(tree.refresh_if_due(at(1000)));
+        assert_eq!(tree.len(), 2);
+        leader.kill().unwrap();
+        leader.wait().unwrap();
+        tree.read_rss();
+        assert_eq!(tree.pids(), [other.id()]);
+        assert!(
+            tree.refresh_if_due(at(1010)),
+            "an exit refreshes at the next tick"
+        );
+        assert!(!tree.refresh_if_due(at(1020)));
+        other.kill().unwrap();
+        other.wait().unwrap();
+    }
+
+    #[test]
+    fn reads_whole_files_past_the_buffer() {
+        let mut buf = vec![0; 4];
+        let file = File::open("/proc/self/status").unwrap();
+        let n = read_whole(&file, &mut buf).unwrap();
+        assert!(n > 100 && n < buf.len(), "{n} of {}", buf.len());
+        assert!(buf[..n].ends_with(b"\n"));
+    }
+
     #[test]
     fn shm_usage_is_readable() {
-        let used = fs_used_bytes(Path::new("/dev/shm"));
-        assert!(used.is_ok(), "{used:?}");
-        assert!(fs_used_bytes(Path::new("/no/such/dir")).is_err());
-        let dir = File::open("/dev/shm").unwrap();
-        assert!(fd_used_bytes(&dir).is_ok());
+        assert!(open_fs(Path::new("/dev/shm")).is_ok());
+        assert!(open_fs(Path::new("/no/such/dir")).is_err());
+    }
+
+    #[test]
+    fn host_records_rss_only_when_asked() {
+        let pgid = rustix::process::getpgid(None)
+            .unwrap()
+            .as_raw_nonzero()
+            .get() as u32;
+        for read_rss in [true, false] {
+            let mut host = Host::start(Some(Path::new("/dev/shm")), read_rss);
+            let t0 = Instant::now();
+            host.sample(t0, 0, 0);
+            host.sample(t0 + Duration::from_millis(10), 10, pgid);
+            host.sample(t0 + Duration::from_millis(20), 20, pgid);
+            assert!(
+                host.changed_pids()
+                    .is_some_and(|p| p.contains(&std::process::id()))
+            );
+            let (summary, warnings) = host.finish();
+            assert_eq!(summary.rss.map(|r| r.samples), read_rss.then_some(2));
+            assert_eq!(summary.shm.map(|s| s.samples), Some(3));
+            assert!(summary.max_processes >= 1 && warnings.is_empty());
+        }
     }
 }

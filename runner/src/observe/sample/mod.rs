@@ -1,4 +1,4 @@
-//! Stage "observe": the GPU (NVML) and host (process-tree RSS, `/dev/shm`) memory samplers.
+//! Stage "observe": the memory sampler — GPU (NVML) and host (process-tree RSS, `/dev/shm`).
 
 mod gpu;
 mod host;
@@ -6,7 +6,6 @@ mod sampler;
 mod timeline;
 
 pub use gpu::{DeviceSummary, GpuEnvironment, GpuSummary, ProcessPeak};
-pub use sampler::{
-    DEFAULT_INTERVAL, HostSummary, SampleError, SampleSummary, Sampler, SamplerConfig,
-};
+pub use host::HostSummary;
+pub use sampler::{DEFAULT_INTERVAL, SampleError, SampleSummary, Sampler, SamplerConfig};
 pub use timeline::{MAX_BUCKETS, Point, SeriesSummary};

@@ -1,18 +1,21 @@
-//! Stage "observe": starts the GPU and host samplers for one job (each on its own thread,
-//! baselines taken before the job is spawned), attaches them to the job's process group and
-//! collects the [`SampleSummary`] when the job is over.
+//! Stage "observe": starts the sampler thread for one job (GPU and host memory on one
+//! schedule, baselines taken before the job is spawned), attaches it to the job's process
+//! group and collects the [`SampleSummary`] when the job is over.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::mpsc::{self, Sender};
-use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use super::gpu::{GpuReport, GpuSummary, sample_gpus};
-use super::host::{ProcTree, fd_used_bytes, fs_used_bytes};
-use super::timeline::{Point, Series, SeriesSummary};
+use super::gpu::{self, GpuSummary, Gpus};
+use super::host::{Host, HostSummary};
 use crate::exit::{Classify, Exit};
+
+/// Per-process GPU memory is asked for at most this often (the query is costlier than
+/// `memory_info` and the numbers move slowly).
+const PROCESS_EVERY: Duration = Duration::from_millis(100);
 
 /// Default `--sample-interval` (see README, "How goldgate measures").
 pub const DEFAULT_INTERVAL: Duration = Duration::from_millis(20);
@@ -23,6 +26,9 @@ pub struct SamplerConfig {
     pub interval: Duration,
     /// Sample GPUs through NVML.
     pub gpu: bool,
+    /// Read the RSS of the job's process tree every interval. Off (to measure NVML alone),
+    /// the tree is still followed for the per-process GPU figures.
+    pub rss: bool,
     /// The job's `CUDA_VISIBLE_DEVICES`; `None` samples every GPU.
     pub cuda_visible_devices: Option<String>,
     /// Shared-memory filesystem to watch; `None` skips it.
@@ -34,6 +40,7 @@ impl Default for SamplerConfig {
         SamplerConfig {
             interval: DEFAULT_INTERVAL,
             gpu: true,
+            rss: true,
             cuda_visible_devices: None,
             shm_path: Some(PathBuf::from("/dev/shm")),
         }
@@ -53,17 +60,6 @@ pub struct SampleSummary {
     pub host: HostSummary,
     /// Problems worth one line each on the terminal.
     pub warnings: Vec<String>,
-}
-
-/// The host side of one job.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
-pub struct HostSummary {
-    /// RSS summed over the job's process tree (shared pages count once per process).
-    pub rss: Option<SeriesSummary>,
-    /// Used bytes of `/dev/shm`; the baseline is the value before the job.
-    pub shm: Option<SeriesSummary>,
-    /// Most processes seen in the job's tree at once.
-    pub max_processes: usize,
 }
 
 impl SampleSummary {
@@ -91,9 +87,8 @@ impl SampleSummary {
 /// The samplers could not be started.
 #[derive(Debug, thiserror::Error, miette::Diagnostic)]
 pub enum SampleError {
-    #[error("cannot start the {which} sampler thread")]
+    #[error("cannot start the sampler thread")]
     Thread {
-        which: &'static str,
         #[source]
         source: std::io::Error,
     },
@@ -105,219 +100,166 @@ impl Classify for SampleError {
     }
 }
 
-struct HostReport {
-    rss: Series,
-    shm: Option<Series>,
-    max_processes: usize,
+/// What the sampler thread recorded.
+struct Report {
+    host: HostSummary,
+    /// The GPU summary, or why there is none.
+    gpu: Result<GpuSummary, String>,
     warnings: Vec<String>,
 }
 
-/// Running samplers for one job.
+/// Settings the sampler thread owns.
+struct Plan {
+    interval: Duration,
+    gpu: bool,
+    rss: bool,
+    cuda_visible_devices: Option<String>,
+    shm_path: Option<PathBuf>,
+}
+
+/// The running sampler thread of one job.
 pub struct Sampler {
     pgid: Arc<AtomicU32>,
     stop: Arc<AtomicBool>,
-    host: JoinHandle<HostReport>,
-    gpu: Option<JoinHandle<GpuReport>>,
+    thread: JoinHandle<Report>,
     origin: Instant,
     interval: Duration,
 }
 
 impl Sampler {
-    /// Starts the threads and returns once every baseline is taken: spawn the job after this.
+    /// Starts the thread and returns once every baseline is taken: spawn the job after this.
+    ///
+    /// One thread samples the GPUs and the host on one schedule: the wakeup, not the reads,
+    /// is most of what a tick costs, so a second thread would double the cost with GPUs.
     pub fn start(config: &SamplerConfig) -> Result<Sampler, SampleError> {
         let origin = Instant::now();
-        let interval = config.interval.max(Duration::from_millis(1));
+        let plan = Plan {
+            interval: config.interval.max(Duration::from_millis(1)),
+            gpu: config.gpu,
+            rss: config.rss,
+            cuda_visible_devices: config.cuda_visible_devices.clone(),
+            shm_path: config.shm_path.clone(),
+        };
+        let interval = plan.interval;
         let pgid = Arc::new(AtomicU32::new(0));
-        let job_pids = Arc::new(Mutex::new(Vec::new()));
         let stop = Arc::new(AtomicBool::new(false));
         let (ready_tx, ready_rx) = mpsc::channel();
-        let (shm, thread_pgid, thread_pids, ready, host_stop) = (
-            config.shm_path.clone(),
-            pgid.clone(),
-            job_pids.clone(),
-            ready_tx.clone(),
-            stop.clone(),
-        );
-        let host = std::thread::Builder::new()
-            .name("goldgate-host-sampler".to_owned())
-            .spawn(move || {
-                sample_host(
-                    shm,
-                    interval,
-                    origin,
-                    &thread_pgid,
-                    &thread_pids,
-                    &ready,
-                    &host_stop,
-                )
-            })
-            .map_err(|source| SampleError::Thread {
-                which: "host",
-                source,
-            })?;
-        let gpu = if config.gpu {
-            let (visible, gpu_stop) = (config.cuda_visible_devices.clone(), stop.clone());
-            let handle = std::thread::Builder::new()
-                .name("goldgate-gpu-sampler".to_owned())
-                .spawn(move || {
-                    sample_gpus(
-                        visible.as_deref(),
-                        interval,
-                        origin,
-                        &job_pids,
-                        &ready_tx,
-                        &gpu_stop,
-                    )
-                })
-                .map_err(|source| SampleError::Thread {
-                    which: "GPU",
-                    source,
-                })?;
-            Some(handle)
-        } else {
-            drop(ready_tx);
-            None
-        };
-        // Each thread sends once after its baseline; a thread that died drops its sender.
-        for _ in 0..1 + usize::from(gpu.is_some()) {
-            if ready_rx.recv().is_err() {
-                break;
-            }
-        }
+        let (thread_pgid, thread_stop) = (pgid.clone(), stop.clone());
+        let thread = std::thread::Builder::new()
+            .name("goldgate-sampler".to_owned())
+            .spawn(move || run(&plan, origin, &thread_pgid, &ready_tx, &thread_stop))
+            .map_err(|source| SampleError::Thread { source })?;
+        // The thread sends once after its baselines; if it died, its sender is dropped.
+        let _ = ready_rx.recv();
         Ok(Sampler {
             pgid,
             stop,
-            host,
-            gpu,
+            thread,
             origin,
             interval,
         })
     }
 
-    /// Tells the host sampler which process group is the job (`LaunchEvent::Spawned`).
+    /// Tells the sampler which process group is the job (`LaunchEvent::Spawned`).
     pub fn attach(&self, pgid: u32) {
         self.pgid.store(pgid, Ordering::SeqCst);
     }
 
-    /// Stops the threads and gathers what they recorded.
+    /// Stops the thread and gathers what it recorded.
     pub fn stop(self) -> SampleSummary {
         self.stop.store(true, Ordering::SeqCst);
-        self.host.thread().unpark();
-        if let Some(gpu) = &self.gpu {
-            gpu.thread().unpark();
-        }
+        self.thread.thread().unpark();
         let duration_ms = self.origin.elapsed().as_millis() as u64;
-        let mut warnings = Vec::new();
-        let host = match self.host.join() {
-            Ok(report) => {
-                warnings.extend(report.warnings);
-                HostSummary {
-                    rss: report.rss.summary(),
-                    shm: report.shm.and_then(|s| s.summary()),
-                    max_processes: report.max_processes,
-                }
-            }
-            Err(_) => {
-                warnings
-                    .push("the host sampler thread panicked; host memory not recorded".to_owned());
-                HostSummary {
+        let report = self.thread.join().unwrap_or_else(|_| {
+            let why = "the sampler thread panicked";
+            Report {
+                host: HostSummary {
                     rss: None,
                     shm: None,
                     max_processes: 0,
-                }
+                },
+                gpu: Err(why.to_owned()),
+                warnings: vec![format!("{why}; host memory not recorded")],
             }
+        });
+        let (gpu, gpu_unavailable) = match report.gpu {
+            Ok(summary) => (Some(summary), None),
+            Err(reason) => (None, Some(reason)),
         };
-        let (gpu, gpu_unavailable) = match self.gpu.map(JoinHandle::join) {
-            None => (None, Some("GPU sampling is off".to_owned())),
-            Some(Err(_)) => (None, Some("the GPU sampler thread panicked".to_owned())),
-            Some(Ok(report)) => {
-                warnings.extend(report.warnings);
-                match report.summary {
-                    Ok(summary) => (Some(summary), None),
-                    Err(reason) => {
-                        warnings.push(reason.clone());
-                        (None, Some(reason))
-                    }
-                }
-            }
-        };
-        let interval_ms = self.interval.as_secs_f64() * 1000.0;
         SampleSummary {
-            interval_ms,
+            interval_ms: self.interval.as_secs_f64() * 1000.0,
             duration_ms,
             gpu,
             gpu_unavailable,
-            host,
-            warnings,
+            host: report.host,
+            warnings: report.warnings,
         }
     }
 }
 
-fn sample_host(
-    shm_path: Option<PathBuf>,
-    interval: Duration,
+/// The sampler thread: baselines, `ready`, then one tick per interval until `stop`.
+fn run(
+    plan: &Plan,
     origin: Instant,
     pgid: &AtomicU32,
-    job_pids: &Mutex<Vec<u32>>,
     ready: &Sender<()>,
     stop: &AtomicBool,
-) -> HostReport {
-    let mut warnings = Vec::new();
-    let shm_baseline = shm_path.as_deref().and_then(|p| match fs_used_bytes(p) {
-        Ok(used) => Some(used),
-        Err(e) => {
-            warnings.push(format!("{} not sampled: {e}", p.display()));
-            None
-        }
-    });
-    let mut shm = shm_baseline.map(Series::new);
-    // An open handle spares the path lookup of `statvfs` on every tick.
-    let shm_dir = shm_path
-        .as_deref()
-        .and_then(|p| std::fs::File::open(p).ok());
+) -> Report {
+    let mut host = Host::start(plan.shm_path.as_deref(), plan.rss);
+    let nvml = plan.gpu.then(gpu::init);
+    let mut gpus = match &nvml {
+        Some(Ok(nvml)) => Some(Gpus::open(nvml, plan.cuda_visible_devices.as_deref())),
+        _ => None,
+    };
     let _ = ready.send(());
-    let (mut rss, mut tree, mut max_processes) = (Series::new(0), None::<ProcTree>, 0);
-    let mut ticker = Ticker::new(interval);
-    loop {
-        let now = Instant::now();
+    let proc_every = (PROCESS_EVERY.as_nanos() / plan.interval.as_nanos()).max(1) as u64;
+    let mut pids = Vec::new();
+    let mut ticker = Ticker::new(plan.interval);
+    let mut now = Instant::now();
+    for tick in 0u64.. {
         let t_ms = now.duration_since(origin).as_millis() as u64;
-        let job = pgid.load(Ordering::SeqCst);
-        if tree.is_none() && job != 0 {
-            tree = Some(ProcTree::new(job));
-        }
-        if let Some(tree) = &mut tree {
-            let bytes = tree.sample(now);
-            if tree.len() > 0 {
-                rss.push(Point { t_ms, bytes });
-                max_processes = max_processes.max(tree.len());
-            }
-            if tree.take_changed()
-                && let Ok(mut pids) = job_pids.lock()
-            {
-                *pids = tree.pids();
+        host.sample(now, t_ms, pgid.load(Ordering::SeqCst));
+        if let Some(gpus) = &mut gpus {
+            gpus.sample(t_ms);
+            if tick % proc_every == 0 {
+                if let Some(changed) = host.changed_pids() {
+                    pids = changed;
+                }
+                gpus.sample_processes(&pids, t_ms);
             }
         }
-        if let (Some(series), Some(dir)) = (&mut shm, &shm_dir)
-            && let Ok(bytes) = fd_used_bytes(dir)
-        {
-            series.push(Point { t_ms, bytes });
+        match ticker.wait(stop) {
+            Some(woke) => now = woke,
+            None => break,
         }
-        if ticker.wait(stop) {
-            return HostReport {
-                rss,
-                shm,
-                max_processes,
-                warnings,
-            };
+    }
+    let (host, mut warnings) = host.finish();
+    let gpu = match (gpus, &nvml) {
+        (Some(gpus), _) => {
+            let (summary, gpu_warnings) = gpus.finish();
+            warnings.extend(gpu_warnings);
+            Ok(summary)
         }
+        (None, Some(Err(reason))) => {
+            warnings.push(reason.clone());
+            Err(reason.clone())
+        }
+        (None, _) => Err("GPU sampling is off".to_owned()),
+    };
+    Report {
+        host,
+        gpu,
+        warnings,
     }
 }
 
 /// Fixed-rate schedule that skips ticks it is too late for instead of bursting.
 ///
-/// It parks the thread (woken early by `unpark` on stop): on the 2-core VM where the
-/// benchmark ran, a `park_timeout` wakeup cost ~25 µs of CPU against ~30–57 µs for an mpsc
-/// `recv_timeout`, and the wakeup is most of what a tick costs.
+/// It parks the thread (woken early by `unpark` on stop). std turns the timeout into an
+/// absolute `CLOCK_MONOTONIC` deadline (`FUTEX_WAIT_BITSET`), and the schedule advances by
+/// whole intervals, so ticks do not drift. On the 2-core VM where the benchmark ran, a wakeup
+/// cost ~29 µs of CPU, the same through `park_timeout`, a bare futex wait or
+/// `clock_nanosleep(TIMER_ABSTIME)`, and ~35 µs through `thread::sleep`.
 pub(crate) struct Ticker {
     interval: Duration,
     next: Instant,
@@ -331,22 +273,22 @@ impl Ticker {
         }
     }
 
-    /// Sleeps until the next tick; true when `stop` is set.
-    pub(crate) fn wait(&mut self, stop: &AtomicBool) -> bool {
-        let now = Instant::now();
+    /// Sleeps until the next tick and returns the time it woke; `None` once `stop` is set.
+    pub(crate) fn wait(&mut self, stop: &AtomicBool) -> Option<Instant> {
+        let mut now = Instant::now();
         self.next += self.interval;
         if self.next < now {
             self.next = now + self.interval;
         }
         loop {
             if stop.load(Ordering::SeqCst) {
-                return true;
+                return None;
             }
-            let now = Instant::now();
             if now >= self.next {
-                return false;
+                return Some(now);
             }
             std::thread::park_timeout(self.next - now);
+            now = Instant::now();
         }
     }
 }
@@ -415,13 +357,14 @@ mod tests {
     #[test]
     fn ticker_ticks_and_stops_when_unparked() {
         let mut ticker = Ticker::new(Duration::from_millis(1));
-        assert!(!ticker.wait(&AtomicBool::new(false)));
+        let woke = ticker.wait(&AtomicBool::new(false)).unwrap();
+        assert!(woke >= ticker.next);
         let stop = Arc::new(AtomicBool::new(false));
         let thread_stop = stop.clone();
         let waiter =
             std::thread::spawn(move || Ticker::new(Duration::from_secs(3600)).wait(&thread_stop));
         stop.store(true, Ordering::SeqCst);
         waiter.thread().unpark();
-        assert!(waiter.join().unwrap());
+        assert_eq!(waiter.join().unwrap(), None);
     }
 }
