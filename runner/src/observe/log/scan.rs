@@ -40,6 +40,46 @@ pub(crate) fn after<'a>(s: &'a [u8], prefix: &[u8]) -> Option<&'a [u8]> {
     s.strip_prefix(prefix)
 }
 
+/// [`after`] for a prefix whose length is not known at compile time, compared in a few word
+/// loads instead of a `memcmp` call (prefixes here are field leads of 8 to 40 bytes).
+#[inline]
+pub(crate) fn after_word<'a>(s: &'a [u8], prefix: &[u8]) -> Option<&'a [u8]> {
+    let (head, rest) = s.split_at_checked(prefix.len())?;
+    same(head, prefix).then_some(rest)
+}
+
+/// `a == b` for slices of equal length: two overlapping loads from each end for up to 16
+/// bytes, and 16 bytes at a time beyond that.
+#[inline]
+fn same(a: &[u8], b: &[u8]) -> bool {
+    let n = a.len();
+    if n != b.len() {
+        return false;
+    }
+    let word = |s: &[u8], at: usize| {
+        s.get(at..at + 8)
+            .map(|w| u64::from_le_bytes(w.try_into().unwrap_or_default()))
+    };
+    if n < 8 {
+        return a == b;
+    }
+    if n <= 16 {
+        return word(a, 0) == word(b, 0) && word(a, n - 8) == word(b, n - 8);
+    }
+    let wide = |s: &[u8], at: usize| {
+        s.get(at..at + 16)
+            .map(|w| u128::from_le_bytes(w.try_into().unwrap_or_default()))
+    };
+    let mut at = 0;
+    while at + 16 < n {
+        if wide(a, at) != wide(b, at) {
+            return false;
+        }
+        at += 16;
+    }
+    wide(a, n - 16) == wide(b, n - 16)
+}
+
 /// Reads an unsigned decimal integer after optional spaces; returns it and the rest.
 pub(crate) fn uint(s: &[u8]) -> Option<(u64, &[u8])> {
     let s = trim_start(s);
@@ -65,28 +105,24 @@ pub(crate) fn float(s: &[u8]) -> Option<f64> {
 /// mantissas of up to 19 digits that fit 2^53 with exponents within ±22 take Clinger's fast
 /// path (one exact multiply or divide); anything else goes to the standard library's
 /// correctly rounded parser.
+#[inline(always)]
 pub(crate) fn float_prefix(s: &[u8]) -> Option<(f64, &[u8])> {
-    let (neg, start) = match s.first() {
-        Some(b'-') => (true, 1),
-        Some(b'+') => (false, 1),
-        _ => (false, 0),
-    };
-    let (mut mant, mut i) = digits(s, start, 0);
-    let int_digits = i - start;
+    let (neg, body) = sign(s);
+    let (mut mant, int_digits) = digits(body, 0);
+    let mut rest = &body[int_digits..];
     let mut frac = 0;
-    if s.get(i) == Some(&b'.') {
-        let (m, j) = digits(s, i + 1, mant);
-        frac = j - (i + 1);
-        (mant, i) = (m, j);
+    if let [b'.', after @ ..] = rest {
+        (mant, frac) = digits(after, mant);
+        rest = &after[frac..];
     }
     if int_digits + frac == 0 {
-        return word(&s[start..]).map(|(v, rest)| (if neg { -v } else { v }, rest));
+        return word(body).map(|(v, rest)| (if neg { -v } else { v }, rest));
     }
     let mut exp = -(frac as i32);
-    if let Some(b'e' | b'E') = s.get(i) {
-        let (e, len) = exponent(&s[i + 1..])?;
+    if let [b'e' | b'E', after @ ..] = rest {
+        let (e, len) = exponent(after)?;
         exp += e;
-        i += 1 + len;
+        rest = &after[len..];
     }
     let exact = int_digits + frac <= 19 && mant <= MAX_EXACT && (-22..=22).contains(&exp);
     let v = if exact {
@@ -97,43 +133,100 @@ pub(crate) fn float_prefix(s: &[u8]) -> Option<(f64, &[u8])> {
             m / POW10[(-exp) as usize]
         }
     } else {
-        std::str::from_utf8(&s[start..i])
-            .ok()?
-            .parse::<f64>()
-            .ok()?
+        let text = &body[..body.len() - rest.len()];
+        std::str::from_utf8(text).ok()?.parse::<f64>().ok()?
     };
-    Some((if neg { -v } else { v }, &s[i..]))
+    Some((if neg { -v } else { v }, rest))
 }
 
-/// Accumulates decimal digits from `s[i..]` into `mant` (wrapping; callers check the digit
-/// count); returns the mantissa and the index after the digits.
-fn digits(s: &[u8], mut i: usize, mut mant: u64) -> (u64, usize) {
-    while let Some(&b) = s.get(i) {
+/// A leading `-` or `+`: whether it was `-`, and the bytes after it.
+#[inline]
+fn sign(s: &[u8]) -> (bool, &[u8]) {
+    match s {
+        [b'-', rest @ ..] => (true, rest),
+        [b'+', rest @ ..] => (false, rest),
+        _ => (false, s),
+    }
+}
+
+/// Accumulates the decimal digits at the start of `s` into `mant` (wrapping; callers check
+/// the digit count); returns the mantissa and the number of digits. The first eight bytes
+/// are read as one word (numbers in logs are short); longer runs go on one byte at a time.
+#[inline(always)]
+fn digits(s: &[u8], mant: u64) -> (u64, usize) {
+    match s.first_chunk::<8>() {
+        Some(&chunk) => {
+            let (v, n) = leading_digits8(chunk);
+            let mant = mant.wrapping_mul(POW10_U64[n]).wrapping_add(v);
+            if n < 8 {
+                (mant, n)
+            } else {
+                bytewise_digits(&s[8..], mant, 8)
+            }
+        }
+        None => bytewise_digits(s, mant, 0),
+    }
+}
+
+/// [`digits`] one byte at a time, with `n` digits already taken.
+fn bytewise_digits(s: &[u8], mut mant: u64, mut n: usize) -> (u64, usize) {
+    for &b in s {
         let d = b.wrapping_sub(b'0');
         if d > 9 {
             break;
         }
         mant = mant.wrapping_mul(10).wrapping_add(u64::from(d));
-        i += 1;
+        n += 1;
     }
-    (mant, i)
+    (mant, n)
+}
+
+/// 10^0 ..= 10^8 as integers.
+const POW10_U64: [u64; 9] = [
+    1,
+    10,
+    100,
+    1_000,
+    10_000,
+    100_000,
+    1_000_000,
+    10_000_000,
+    100_000_000,
+];
+
+/// The value and count of the leading ASCII digits of `chunk` (0 to 8), in a few word
+/// operations instead of a loop (the SWAR method of simdjson and fast_float).
+#[inline(always)]
+fn leading_digits8(chunk: [u8; 8]) -> (u64, usize) {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    // First byte in the low lane. A lane's top bit is set when its byte is not a digit: below
+    // b'0' the subtraction borrows, above b'9' the addition carries into bit 7. Lanes below
+    // the first non-digit neither borrow nor carry, so the lowest set bit is exact.
+    let v = u64::from_le_bytes(chunk);
+    let non_digit = (v.wrapping_add(0x46 * ONES) | v.wrapping_sub(0x30 * ONES)) & (0x80 * ONES);
+    let n = (non_digit.trailing_zeros() / 8) as usize;
+    if n == 0 {
+        return (0, 0);
+    }
+    // The n digits as lane values 0-9, moved to the top lanes (the lanes below become
+    // leading zeros), then combined pairwise: 8 × 1 digit → 4 × 2 → 2 × 4 → 1 × 8.
+    let d = v.wrapping_sub(0x30 * ONES) << (8 * (8 - n));
+    let d = d.wrapping_mul(10).wrapping_add(d >> 8);
+    const MASK: u64 = 0x0000_00ff_0000_00ff;
+    let hi = (d & MASK).wrapping_mul(100 + (1_000_000 << 32));
+    let lo = ((d >> 16) & MASK).wrapping_mul(1 + (10_000 << 32));
+    (u64::from((hi.wrapping_add(lo) >> 32) as u32), n)
 }
 
 /// `±digits` of an exponent (at most 4 digits); returns it and the bytes it took.
 fn exponent(s: &[u8]) -> Option<(i32, usize)> {
-    let (neg, start) = match s.first() {
-        Some(b'-') => (true, 1),
-        Some(b'+') => (false, 1),
-        _ => (false, 0),
-    };
-    let n = s[start..].iter().take_while(|b| b.is_ascii_digit()).count();
+    let (neg, body) = sign(s);
+    let (v, n) = digits(body, 0);
     if n == 0 || n > 4 {
         return None;
     }
-    let v = s[start..start + n]
-        .iter()
-        .fold(0i32, |acc, b| acc * 10 + i32::from(b - b'0'));
-    Some((if neg { -v } else { v }, start + n))
+    let v = v as i32;
+    Some((if neg { -v } else { v }, s.len() - body.len() + n))
 }
 
 /// `nan`, `inf`, `infinity` (any case) at the start of `s`.
@@ -150,47 +243,38 @@ fn word(s: &[u8]) -> Option<(f64, &[u8])> {
 /// Parses the `[YYYY-MM-DD HH:MM:SS(.f{1,9})?]` timestamp at the start of `s`; returns it
 /// and the rest of the line after `]`.
 pub(crate) fn timestamp(s: &[u8]) -> Option<(DateTime, &[u8])> {
-    let close = memchr::memchr(b']', s.get(..40).unwrap_or(s))?;
-    let t = s.get(1..close)?;
-    if t.len() < 19 || t[4] != b'-' || t[7] != b'-' || t[10] != b' ' || t[13] != b':' {
+    let t = s.strip_prefix(b"[")?.get(..19)?;
+    if t[4] != b'-' || t[7] != b'-' || t[10] != b' ' || t[13] != b':' || t[16] != b':' {
         return None;
     }
-    let year = fixed(&t[0..4])?;
-    let month = fixed(&t[5..7])?;
-    let day = fixed(&t[8..10])?;
-    let hour = fixed(&t[11..13])?;
-    let minute = fixed(&t[14..16])?;
-    if t[16] != b':' {
-        return None;
-    }
-    let second = fixed(&t[17..19])?;
-    let nanos = match &t[19..] {
-        [] => 0,
-        [b'.', frac @ ..] if !frac.is_empty() && frac.len() <= 9 => {
-            let v = fixed(frac)?;
-            v * 10i32.pow(9 - frac.len() as u32)
+    let mut rest = &s[20..];
+    let mut nanos = 0;
+    if let [b'.', frac @ ..] = rest {
+        let (v, n) = digits(frac, 0);
+        if n == 0 || n > 9 {
+            return None;
         }
-        _ => return None,
-    };
+        nanos = i32::try_from(v).ok()? * 10i32.pow(9 - n as u32);
+        rest = &frac[n..];
+    }
+    let rest = rest.strip_prefix(b"]")?;
     let dt = DateTime::new(
-        i16::try_from(year).ok()?,
-        i8::try_from(month).ok()?,
-        i8::try_from(day).ok()?,
-        i8::try_from(hour).ok()?,
-        i8::try_from(minute).ok()?,
-        i8::try_from(second).ok()?,
+        i16::try_from(fixed(&t[0..4])?).ok()?,
+        i8::try_from(fixed(&t[5..7])?).ok()?,
+        i8::try_from(fixed(&t[8..10])?).ok()?,
+        i8::try_from(fixed(&t[11..13])?).ok()?,
+        i8::try_from(fixed(&t[14..16])?).ok()?,
+        i8::try_from(fixed(&t[17..19])?).ok()?,
         nanos,
     )
     .ok()?;
-    Some((dt, &s[close + 1..]))
+    Some((dt, rest))
 }
 
-/// All-digit field of known width as i32 (at most 9 digits).
+/// All-digit field of known width (at most 4 digits) as i32.
 fn fixed(s: &[u8]) -> Option<i32> {
-    if s.is_empty() || s.len() > 9 || !s.iter().all(u8::is_ascii_digit) {
-        return None;
-    }
-    Some(s.iter().fold(0i32, |acc, b| acc * 10 + i32::from(b - b'0')))
+    let (v, n) = digits(s, 0);
+    (n == s.len()).then_some(v as i32)
 }
 
 #[cfg(test)]
@@ -227,6 +311,31 @@ mod tests {
         }
     }
 
+    proptest::proptest! {
+        #[test]
+        fn floats_match_the_standard_parser_on_any_decimal(
+            s in "[+-]?[0-9]{0,24}(\\.[0-9]{0,24})?([eE][+-]?[0-9]{1,3})?"
+        ) {
+            let want = s.parse::<f64>().ok();
+            let got = float(s.as_bytes());
+            proptest::prop_assert_eq!(got.map(f64::to_bits), want.map(f64::to_bits), "{}", s);
+        }
+
+        #[test]
+        fn word_digits_match_one_at_a_time(s in proptest::collection::vec(
+            proptest::prop_oneof![b'0'..=b'9', proptest::num::u8::ANY], 0..30
+        )) {
+            let mut want = (0u64, 0usize);
+            for &b in &s {
+                if !b.is_ascii_digit() {
+                    break;
+                }
+                want = (want.0.wrapping_mul(10).wrapping_add(u64::from(b - b'0')), want.1 + 1);
+            }
+            proptest::prop_assert_eq!(digits(&s, 0), want);
+        }
+    }
+
     #[test]
     fn floats_reject_text_and_accept_nan() {
         for bad in [
@@ -259,10 +368,20 @@ mod tests {
         assert_eq!(rest, b" saving");
         let (dt, _) = timestamp(b"[2026-01-02 03:04:05]").unwrap();
         assert_eq!(dt.to_string(), "2026-01-02T03:04:05");
+        let (dt, rest) = timestamp(b"[2026-01-02 03:04:05.5]]").unwrap();
+        assert_eq!(
+            (dt.to_string().as_str(), rest),
+            ("2026-01-02T03:04:05.5", &b"]"[..])
+        );
         for bad in [
             "[Rank 0] (after",
             "[2026-13-01 00:00:00]",
             "[2026-11-29 20:16:15.]",
+            "[2026-11-29 20:16:15.1234567890]",
+            "[2026-11-29 20:16:15 ]",
+            "[2026-11-29 20:16:1]",
+            "[2026-11-29T20:16:15]",
+            "[2026-11-29 20:16:15",
             "[x",
         ] {
             assert!(timestamp(bad.as_bytes()).is_none(), "{bad}");

@@ -129,9 +129,7 @@ impl SummaryBuilder {
                 s.first_step.get_or_insert(it.iteration);
                 s.last_step = Some(it.iteration);
                 s.train_iters = it.train_iters.or(s.train_iters);
-                for (pos, (name, v)) in it.fields().enumerate() {
-                    self.series.push_field(pos, name, it.iteration, v);
-                }
+                self.series.push_line(it.iteration, it.fields());
             }
             LogEvent::Memory(m) => self.memory(m),
             LogEvent::Timer(t) => self.timer(t),
