@@ -3,7 +3,7 @@
 //! time and async latency, timers and failures — and [`SummaryBuilder`], which folds
 //! [`LogLine`]s into it.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use jiff::civil::DateTime;
 use serde::{Deserialize, Serialize};
@@ -118,6 +118,9 @@ pub struct SummaryBuilder {
     /// always timer `i + 1`: one name comparison instead of a map lookup.
     timers: Vec<(String, TimerStats)>,
     next_timer: usize,
+    /// Iteration → index of its latest save in `summary.checkpoints` (a long run saves
+    /// thousands of times; searching the list for every save line would be quadratic).
+    latest_save: HashMap<u64, usize>,
 }
 
 impl SummaryBuilder {
@@ -209,9 +212,10 @@ impl SummaryBuilder {
         fits: impl Fn(&CheckpointSave) -> bool,
     ) -> &mut CheckpointSave {
         let saves = &mut self.summary.checkpoints;
-        let found = saves
-            .iter()
-            .rposition(|c| c.iteration == iteration)
+        let found = self
+            .latest_save
+            .get(&iteration)
+            .copied()
             .filter(|&i| fits(&saves[i]));
         let i = match found {
             Some(i) => i,
@@ -220,6 +224,7 @@ impl SummaryBuilder {
                     iteration,
                     ..CheckpointSave::default()
                 });
+                self.latest_save.insert(iteration, saves.len() - 1);
                 saves.len() - 1
             }
         };
