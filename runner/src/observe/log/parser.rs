@@ -234,6 +234,9 @@ impl LogParser {
 fn torchrun_prefix(mut s: &[u8]) -> (Option<u32>, &[u8]) {
     let mut rank = None;
     for _ in 0..2 {
+        if s.first() != Some(&b'[') {
+            break;
+        }
         let Some(rest) = after(s, b"[default").or_else(|| after(s, b"[rank")) else {
             break;
         };

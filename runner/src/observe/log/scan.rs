@@ -20,6 +20,19 @@ pub(crate) fn trim_start(s: &[u8]) -> &[u8] {
     &s[n..]
 }
 
+/// [`trim_start`] for column padding: runs of spaces are skipped eight at a time.
+fn trim_padding(mut s: &[u8]) -> &[u8] {
+    while let Some(&chunk) = s.first_chunk::<8>() {
+        // Spaces become zero bytes; the count of trailing zero bytes is the run's length.
+        let n = (u64::from_le_bytes(chunk) ^ 0x2020_2020_2020_2020).trailing_zeros() / 8;
+        s = &s[n as usize..];
+        if n < 8 {
+            break;
+        }
+    }
+    trim_start(s)
+}
+
 /// `s` without trailing ASCII spaces and tabs.
 pub(crate) fn trim_end(s: &[u8]) -> &[u8] {
     let n = s
@@ -82,14 +95,10 @@ fn same(a: &[u8], b: &[u8]) -> bool {
 
 /// Reads an unsigned decimal integer after optional spaces; returns it and the rest.
 pub(crate) fn uint(s: &[u8]) -> Option<(u64, &[u8])> {
-    let s = trim_start(s);
-    let digits = s.iter().take_while(|b| b.is_ascii_digit()).count();
+    let s = trim_padding(s);
+    let (v, digits) = digits(s, 0);
     if digits == 0 || digits > 19 {
         return None;
-    }
-    let mut v: u64 = 0;
-    for &b in &s[..digits] {
-        v = v * 10 + u64::from(b - b'0');
     }
     Some((v, &s[digits..]))
 }
