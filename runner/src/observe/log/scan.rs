@@ -117,13 +117,7 @@ pub(crate) fn float(s: &[u8]) -> Option<f64> {
 #[inline(always)]
 pub(crate) fn float_prefix(s: &[u8]) -> Option<(f64, &[u8])> {
     let (neg, body) = sign(s);
-    let (mut mant, int_digits) = digits(body, 0);
-    let mut rest = &body[int_digits..];
-    let mut frac = 0;
-    if let [b'.', after @ ..] = rest {
-        (mant, frac) = digits(after, mant);
-        rest = &after[frac..];
-    }
+    let (mant, int_digits, frac, mut rest) = mantissa(body);
     if int_digits + frac == 0 {
         return word(body).map(|(v, rest)| (if neg { -v } else { v }, rest));
     }
@@ -146,6 +140,42 @@ pub(crate) fn float_prefix(s: &[u8]) -> Option<(f64, &[u8])> {
         std::str::from_utf8(text).ok()?.parse::<f64>().ok()?
     };
     Some((if neg { -v } else { v }, rest))
+}
+
+/// The decimal mantissa at the start of `s` (`27854`, `321.5`, `.5`, `1.`): its digits as
+/// one integer (wrapping; callers check the counts), the digit counts before and after the
+/// point, and the bytes after it. A mantissa that ends within the first eight bytes, as
+/// nearly all printed numbers do, is read as one word with the point squeezed out.
+#[inline(always)]
+fn mantissa(s: &[u8]) -> (u64, usize, usize, &[u8]) {
+    if let Some(&chunk) = s.first_chunk::<8>() {
+        let non_digit = non_digit_lanes(chunk);
+        let k = first_lane(non_digit);
+        if k < 8 && chunk[k] != b'.' {
+            return (lane_digits(chunk, k), k, 0, &s[k..]);
+        }
+        let j = first_lane(non_digit & non_digit.wrapping_sub(1));
+        if k < 8 && j < 8 {
+            // Lanes above the point move down one, over it.
+            let below = (1u64 << (8 * k)) - 1;
+            let w = u64::from_le_bytes(chunk);
+            let squeezed = (w & below) | ((w >> 8) & !below);
+            return (
+                lane_digits(squeezed.to_le_bytes(), j - 1),
+                k,
+                j - k - 1,
+                &s[j..],
+            );
+        }
+    }
+    let (mut mant, int_digits) = digits(s, 0);
+    let mut rest = &s[int_digits..];
+    let mut frac = 0;
+    if let [b'.', after @ ..] = rest {
+        (mant, frac) = digits(after, mant);
+        rest = &after[frac..];
+    }
+    (mant, int_digits, frac, rest)
 }
 
 /// A leading `-` or `+`: whether it was `-`, and the bytes after it.
@@ -207,28 +237,60 @@ const POW10_U64: [u64; 9] = [
 /// operations instead of a loop (the SWAR method of simdjson and fast_float).
 #[inline(always)]
 fn leading_digits8(chunk: [u8; 8]) -> (u64, usize) {
+    let n = first_lane(non_digit_lanes(chunk));
+    (lane_digits(chunk, n), n)
+}
+
+/// Bit 7 of each byte lane of `chunk` (first byte lowest) set where the byte is not an ASCII
+/// digit. Each lane is tested on its own (its top bit is masked off before the additions),
+/// so no carry crosses lanes.
+#[inline(always)]
+fn non_digit_lanes(chunk: [u8; 8]) -> u64 {
     const ONES: u64 = 0x0101_0101_0101_0101;
-    // First byte in the low lane. A lane's top bit is set when its byte is not a digit: below
-    // b'0' the subtraction borrows, above b'9' the addition carries into bit 7. Lanes below
-    // the first non-digit neither borrow nor carry, so the lowest set bit is exact.
-    let v = u64::from_le_bytes(chunk);
-    let non_digit = (v.wrapping_add(0x46 * ONES) | v.wrapping_sub(0x30 * ONES)) & (0x80 * ONES);
-    let n = (non_digit.trailing_zeros() / 8) as usize;
+    let w = u64::from_le_bytes(chunk);
+    let low7 = w & (0x7f * ONES);
+    let at_least_0 = low7.wrapping_add(0x50 * ONES); // bit 7 set: low7 >= b'0'
+    let above_9 = low7.wrapping_add(0x46 * ONES); // bit 7 set: low7 > b'9'
+    (!at_least_0 | above_9 | w) & (0x80 * ONES)
+}
+
+/// The lane of the lowest set bit 7 in `lanes` (8 when none is set).
+#[inline(always)]
+fn first_lane(lanes: u64) -> usize {
+    (lanes.trailing_zeros() / 8) as usize
+}
+
+/// The number written by the first `n` (at most 8) bytes of `chunk`, all ASCII digits.
+#[inline(always)]
+fn lane_digits(chunk: [u8; 8], n: usize) -> u64 {
     if n == 0 {
-        return (0, 0);
+        return 0;
     }
-    // The n digits as lane values 0-9, moved to the top lanes (the lanes below become
-    // leading zeros), then combined pairwise: 8 × 1 digit → 4 × 2 → 2 × 4 → 1 × 8.
-    let d = v.wrapping_sub(0x30 * ONES) << (8 * (8 - n));
+    // Digit values (the low nibble of b'0'..=b'9') moved to the top `n` lanes, the lanes
+    // below becoming leading zeros, then combined pairwise: 8 × 1 digit → 4 × 2 → 2 × 4 → 1 × 8.
+    let d = (u64::from_le_bytes(chunk) & 0x0f0f_0f0f_0f0f_0f0f) << (8 * (8 - n));
     let d = d.wrapping_mul(10).wrapping_add(d >> 8);
     const MASK: u64 = 0x0000_00ff_0000_00ff;
     let hi = (d & MASK).wrapping_mul(100 + (1_000_000 << 32));
     let lo = ((d >> 16) & MASK).wrapping_mul(1 + (10_000 << 32));
-    (u64::from((hi.wrapping_add(lo) >> 32) as u32), n)
+    u64::from((hi.wrapping_add(lo) >> 32) as u32)
 }
 
 /// `±digits` of an exponent (at most 4 digits); returns it and the bytes it took.
+#[inline(always)]
 fn exponent(s: &[u8]) -> Option<(i32, usize)> {
+    // `+01`, `-05`: how `%E` prints it.
+    if let [
+        sign @ (b'+' | b'-'),
+        a @ b'0'..=b'9',
+        b @ b'0'..=b'9',
+        rest @ ..,
+    ] = s
+        && !rest.first().is_some_and(u8::is_ascii_digit)
+    {
+        let v = i32::from(a - b'0') * 10 + i32::from(b - b'0');
+        return Some((if *sign == b'-' { -v } else { v }, 3));
+    }
     let (neg, body) = sign(s);
     let (v, n) = digits(body, 0);
     if n == 0 || n > 4 {
@@ -252,10 +314,18 @@ fn word(s: &[u8]) -> Option<(f64, &[u8])> {
 /// Parses the `[YYYY-MM-DD HH:MM:SS(.f{1,9})?]` timestamp at the start of `s`; returns it
 /// and the rest of the line after `]`.
 pub(crate) fn timestamp(s: &[u8]) -> Option<(DateTime, &[u8])> {
-    let t = s.strip_prefix(b"[")?.get(..19)?;
+    let t = s.strip_prefix(b"[")?.first_chunk::<19>()?;
     if t[4] != b'-' || t[7] != b'-' || t[10] != b' ' || t[13] != b':' || t[16] != b':' {
         return None;
     }
+    // The fourteen digits of `YYYY-MM-DD HH:MM:SS`, checked together, then combined.
+    let d = |i: usize| t[i].wrapping_sub(b'0');
+    const DIGITS: [usize; 14] = [0, 1, 2, 3, 5, 6, 8, 9, 11, 12, 14, 15, 17, 18];
+    if DIGITS.iter().any(|&i| d(i) > 9) {
+        return None;
+    }
+    let two = |i: usize| (d(i) * 10 + d(i + 1)) as i8;
+    let year = i16::from(two(0)) * 100 + i16::from(two(2));
     let mut rest = &s[20..];
     let mut nanos = 0;
     if let [b'.', frac @ ..] = rest {
@@ -267,29 +337,88 @@ pub(crate) fn timestamp(s: &[u8]) -> Option<(DateTime, &[u8])> {
         rest = &frac[n..];
     }
     let rest = rest.strip_prefix(b"]")?;
-    let dt = DateTime::new(
-        i16::try_from(fixed(&t[0..4])?).ok()?,
-        i8::try_from(fixed(&t[5..7])?).ok()?,
-        i8::try_from(fixed(&t[8..10])?).ok()?,
-        i8::try_from(fixed(&t[11..13])?).ok()?,
-        i8::try_from(fixed(&t[14..16])?).ok()?,
-        i8::try_from(fixed(&t[17..19])?).ok()?,
-        nanos,
-    )
-    .ok()?;
+    let dt = DateTime::new(year, two(5), two(8), two(11), two(14), two(17), nanos).ok()?;
     Some((dt, rest))
-}
-
-/// All-digit field of known width (at most 4 digits) as i32.
-fn fixed(s: &[u8]) -> Option<i32> {
-    let (v, n) = digits(s, 0);
-    (n == s.len()).then_some(v as i32)
 }
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    /// The number parser as first written, one byte at a time: the word-at-a-time version
+    /// must agree with it on every input.
+    mod reference {
+        use super::super::{MAX_EXACT, POW10, word};
+
+        pub(super) fn float_prefix(s: &[u8]) -> Option<(f64, &[u8])> {
+            let (neg, start) = match s.first() {
+                Some(b'-') => (true, 1),
+                Some(b'+') => (false, 1),
+                _ => (false, 0),
+            };
+            let (mut mant, mut i) = digits(s, start, 0);
+            let int_digits = i - start;
+            let mut frac = 0;
+            if s.get(i) == Some(&b'.') {
+                let (m, j) = digits(s, i + 1, mant);
+                frac = j - (i + 1);
+                (mant, i) = (m, j);
+            }
+            if int_digits + frac == 0 {
+                return word(&s[start..]).map(|(v, rest)| (if neg { -v } else { v }, rest));
+            }
+            let mut exp = -(frac as i32);
+            if let Some(b'e' | b'E') = s.get(i) {
+                let (e, len) = exponent(&s[i + 1..])?;
+                exp += e;
+                i += 1 + len;
+            }
+            let exact = int_digits + frac <= 19 && mant <= MAX_EXACT && (-22..=22).contains(&exp);
+            let v = if exact {
+                let m = mant as f64;
+                if exp >= 0 {
+                    m * POW10[exp as usize]
+                } else {
+                    m / POW10[(-exp) as usize]
+                }
+            } else {
+                std::str::from_utf8(&s[start..i])
+                    .ok()?
+                    .parse::<f64>()
+                    .ok()?
+            };
+            Some((if neg { -v } else { v }, &s[i..]))
+        }
+
+        fn digits(s: &[u8], mut i: usize, mut mant: u64) -> (u64, usize) {
+            while let Some(&b) = s.get(i) {
+                let d = b.wrapping_sub(b'0');
+                if d > 9 {
+                    break;
+                }
+                mant = mant.wrapping_mul(10).wrapping_add(u64::from(d));
+                i += 1;
+            }
+            (mant, i)
+        }
+
+        fn exponent(s: &[u8]) -> Option<(i32, usize)> {
+            let (neg, start) = match s.first() {
+                Some(b'-') => (true, 1),
+                Some(b'+') => (false, 1),
+                _ => (false, 0),
+            };
+            let n = s[start..].iter().take_while(|b| b.is_ascii_digit()).count();
+            if n == 0 || n > 4 {
+                return None;
+            }
+            let v = s[start..start + n]
+                .iter()
+                .fold(0i32, |acc, b| acc * 10 + i32::from(b - b'0'));
+            Some((if neg { -v } else { v }, start + n))
+        }
+    }
 
     #[test]
     fn floats_match_the_standard_parser() {
@@ -328,6 +457,18 @@ mod tests {
             let want = s.parse::<f64>().ok();
             let got = float(s.as_bytes());
             proptest::prop_assert_eq!(got.map(f64::to_bits), want.map(f64::to_bits), "{}", s);
+        }
+
+        #[test]
+        fn float_prefix_matches_a_byte_at_a_time_reference(
+            s in proptest::collection::vec(proptest::sample::select(
+                b"0123456789.eE+- |xn\xff".to_vec()
+            ), 0..24)
+        ) {
+            proptest::prop_assert_eq!(
+                float_prefix(&s).map(|(v, r)| (v.to_bits(), r)),
+                reference::float_prefix(&s).map(|(v, r)| (v.to_bits(), r))
+            );
         }
 
         #[test]
