@@ -20,19 +20,6 @@ pub(crate) fn trim_start(s: &[u8]) -> &[u8] {
     &s[n..]
 }
 
-/// [`trim_start`] for column padding: runs of spaces are skipped eight at a time.
-fn trim_padding(mut s: &[u8]) -> &[u8] {
-    while let Some(&chunk) = s.first_chunk::<8>() {
-        // Spaces become zero bytes; the count of trailing zero bytes is the run's length.
-        let n = (u64::from_le_bytes(chunk) ^ 0x2020_2020_2020_2020).trailing_zeros() / 8;
-        s = &s[n as usize..];
-        if n < 8 {
-            break;
-        }
-    }
-    trim_start(s)
-}
-
 /// `s` without trailing ASCII spaces and tabs.
 pub(crate) fn trim_end(s: &[u8]) -> &[u8] {
     let n = s
@@ -93,10 +80,12 @@ fn same(a: &[u8], b: &[u8]) -> bool {
     wide(a, n - 16) == wide(b, n - 16)
 }
 
-/// Reads an unsigned decimal integer after optional spaces; returns it and the rest.
+/// Reads an unsigned decimal integer after optional spaces; returns it and the rest. (Byte
+/// at a time: these are short, and a word-at-a-time read would lengthen each line's chain of
+/// dependent operations.)
 pub(crate) fn uint(s: &[u8]) -> Option<(u64, &[u8])> {
-    let s = trim_padding(s);
-    let (v, digits) = digits(s, 0);
+    let s = trim_start(s);
+    let (v, digits) = bytewise_digits(s, 0, 0);
     if digits == 0 || digits > 19 {
         return None;
     }
@@ -318,13 +307,16 @@ pub(crate) fn timestamp(s: &[u8]) -> Option<(DateTime, &[u8])> {
     if t[4] != b'-' || t[7] != b'-' || t[10] != b' ' || t[13] != b':' || t[16] != b':' {
         return None;
     }
-    // The fourteen digits of `YYYY-MM-DD HH:MM:SS`, checked together, then combined.
-    let d = |i: usize| t[i].wrapping_sub(b'0');
-    const DIGITS: [usize; 14] = [0, 1, 2, 3, 5, 6, 8, 9, 11, 12, 14, 15, 17, 18];
-    if DIGITS.iter().any(|&i| d(i) > 9) {
+    // The fourteen digits of `YYYY-MM-DD HH:MM:SS`, checked together (no branch per digit),
+    // then combined in pairs.
+    let d = t.map(|b| b.wrapping_sub(b'0'));
+    let bad = [0, 1, 2, 3, 5, 6, 8, 9, 11, 12, 14, 15, 17, 18]
+        .iter()
+        .fold(false, |bad, &i| bad | (d[i] > 9));
+    if bad {
         return None;
     }
-    let two = |i: usize| (d(i) * 10 + d(i + 1)) as i8;
+    let two = |i: usize| (d[i] * 10 + d[i + 1]) as i8;
     let year = i16::from(two(0)) * 100 + i16::from(two(2));
     let mut rest = &s[20..];
     let mut nanos = 0;
