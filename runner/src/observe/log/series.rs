@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+use super::chunked::Chunked;
 use super::event::Fields;
 
 /// Bytes per MB in Megatron's memory report (`torch.cuda.memory_allocated() / 1024 / 1024`),
@@ -41,7 +42,7 @@ struct Series {
     raw: Box<[u8]>,
     key: String,
     divisor: f64,
-    values: Vec<f64>,
+    values: Chunked<f64>,
     steps: Column,
 }
 
@@ -54,7 +55,7 @@ enum Column {
     Rows { first: usize },
     /// One step per value: a series that skipped an iteration line or was printed twice on
     /// one, and every memory key.
-    Own(Vec<u64>),
+    Own(Chunked<u64>),
 }
 
 impl Series {
@@ -63,27 +64,29 @@ impl Series {
             raw,
             key,
             divisor,
-            values: Vec::new(),
+            values: Chunked::default(),
             steps,
         }
     }
 
-    /// Appends the value printed for `step` on iteration line `row` (`rows[row] == step`).
-    fn push_row(&mut self, rows: &[u64], row: usize, value: f64) {
+    /// Appends the value printed for `step` on iteration line `row`.
+    #[inline]
+    fn push_row(&mut self, rows: &Chunked<u64>, row: usize, step: u64, value: f64) {
         match &mut self.steps {
             Column::Rows { first } if *first + self.values.len() == row => {}
             Column::Rows { first } => {
-                let mut own = rows[*first..*first + self.values.len()].to_vec();
-                own.push(rows[row]);
+                let mut own: Chunked<u64> =
+                    rows.iter_from(*first).take(self.values.len()).collect();
+                own.push(step);
                 self.steps = Column::Own(own);
             }
-            Column::Own(steps) => steps.push(rows[row]),
+            Column::Own(steps) => steps.push(step),
         }
         self.values.push(value / self.divisor);
     }
 
     /// The series by step, sharing `rows` when it can.
-    fn finish(self, rows: &Arc<Vec<u64>>, rows_ordered: bool) -> Steps {
+    fn finish(self, rows: &Arc<Chunked<u64>>, rows_ordered: bool) -> Steps {
         let max = self.raw.is_empty();
         match self.steps {
             Column::Rows { first } if rows_ordered => Steps {
@@ -92,16 +95,24 @@ impl Series {
                 values: self.values,
             },
             Column::Rows { first } => {
-                let points = rows[first..].iter().copied().zip(self.values).collect();
-                Steps::from_points(points, max)
+                let points = rows.iter_from(first).zip(self.values.iter_from(0));
+                Steps::from_points(points.collect(), max)
             }
-            Column::Own(steps) if steps.is_sorted_by(|a, b| a < b) => Steps {
-                steps: Arc::new(steps),
-                start: 0,
-                values: self.values,
-            },
+            Column::Own(steps)
+                if steps
+                    .iter_from(0)
+                    .zip(steps.iter_from(1))
+                    .all(|(a, b)| a < b) =>
+            {
+                Steps {
+                    steps: Arc::new(steps),
+                    start: 0,
+                    values: self.values,
+                }
+            }
             Column::Own(steps) => {
-                Steps::from_points(steps.into_iter().zip(self.values).collect(), max)
+                let points = steps.iter_from(0).zip(self.values.iter_from(0));
+                Steps::from_points(points.collect(), max)
             }
         }
     }
@@ -116,7 +127,7 @@ pub(crate) struct SeriesSet {
     series: Vec<Series>,
     layout: Vec<Slot>,
     /// The step of every iteration line, in order.
-    rows: Vec<u64>,
+    rows: Chunked<u64>,
     /// `rows` is strictly increasing (no step printed twice, as after a restart).
     rows_ordered: bool,
 }
@@ -133,7 +144,7 @@ impl Default for SeriesSet {
         SeriesSet {
             series: Vec::new(),
             layout: Vec::new(),
-            rows: Vec::new(),
+            rows: Chunked::default(),
             rows_ordered: true,
         }
     }
@@ -157,7 +168,7 @@ impl SeriesSet {
                     None => break,
                 },
             };
-            self.series[idx].push_row(&self.rows, row, value);
+            self.series[idx].push_row(&self.rows, row, step, value);
         }
     }
 
@@ -185,7 +196,7 @@ impl SeriesSet {
         {
             Some(i) => i,
             None => {
-                let own = Column::Own(Vec::new());
+                let own = Column::Own(Chunked::default());
                 self.series
                     .push(Series::new(Box::default(), key.to_owned(), 1.0, own));
                 self.series.len() - 1
@@ -236,36 +247,35 @@ impl SeriesSet {
 }
 
 /// One metric's values by step, in step order: a golden file's `values` map. Kept as two
-/// sorted columns, not a map (building and dropping millions of map nodes would cost more
-/// than parsing a long log); the series of one log's iteration lines share one step column.
+/// columns, not a map (building and dropping millions of map nodes would cost more than
+/// parsing a long log); the series of one log's iteration lines share one step column.
 /// Serialized as `{"<step>": value}` with non-finite values as the strings `"nan"`, `"inf"`,
 /// `"-inf"` (JSON has no NaN; Megatron's goldens write `"nan"` alike).
 #[derive(Clone, Default)]
 pub struct Steps {
-    /// `steps[start..start + values.len()]` are this series' steps, strictly increasing.
-    steps: Arc<Vec<u64>>,
+    /// Entries `start..start + values.len()` of `steps` are this series' steps, strictly
+    /// increasing.
+    steps: Arc<Chunked<u64>>,
     start: usize,
-    values: Vec<f64>,
+    values: Chunked<f64>,
 }
 
 impl Steps {
     /// The value at `step`.
     pub fn get(&self, step: u64) -> Option<f64> {
-        let i = self.steps().binary_search(&step).ok()?;
-        Some(self.values[i])
+        self.values.get(self.index_of(step)?).copied()
     }
 
     /// (step, value) in step order.
     pub fn iter(&self) -> impl Iterator<Item = (u64, f64)> + '_ {
-        self.steps()
-            .iter()
-            .copied()
-            .zip(self.values.iter().copied())
+        self.steps
+            .iter_from(self.start)
+            .zip(self.values.iter_from(0))
     }
 
     /// Values in step order.
     pub fn values(&self) -> impl Iterator<Item = f64> + '_ {
-        self.values.iter().copied()
+        self.values.iter_from(0)
     }
 
     /// Number of steps.
@@ -275,7 +285,7 @@ impl Steps {
 
     /// No steps.
     pub fn is_empty(&self) -> bool {
-        self.values.is_empty()
+        self.values.len() == 0
     }
 
     /// The first (step, value).
@@ -285,27 +295,42 @@ impl Steps {
 
     /// The last (step, value).
     pub fn last(&self) -> Option<(u64, f64)> {
-        Some((*self.steps().last()?, *self.values.last()?))
+        let i = self.len().checked_sub(1)?;
+        Some((self.step(i)?, *self.values.get(i)?))
     }
 
-    /// This series' steps.
-    fn steps(&self) -> &[u64] {
-        &self.steps[self.start..self.start + self.values.len()]
+    /// The step of entry `i`.
+    fn step(&self, i: usize) -> Option<u64> {
+        self.steps.get(self.start + i).copied()
+    }
+
+    /// The entry of `step` (a binary search).
+    fn index_of(&self, step: u64) -> Option<usize> {
+        let (mut lo, mut hi) = (0, self.len());
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            match self.step(mid)?.cmp(&step) {
+                std::cmp::Ordering::Less => lo = mid + 1,
+                std::cmp::Ordering::Greater => hi = mid,
+                std::cmp::Ordering::Equal => return Some(mid),
+            }
+        }
+        None
     }
 
     fn from_points(points: Vec<(u64, f64)>, max: bool) -> Steps {
-        let (steps, values) = dedup_steps(points, max).into_iter().unzip();
+        let points = dedup_steps(points, max);
         Steps {
-            steps: Arc::new(steps),
+            steps: Arc::new(points.iter().map(|p| p.0).collect()),
             start: 0,
-            values,
+            values: points.iter().map(|p| p.1).collect(),
         }
     }
 }
 
 impl PartialEq for Steps {
     fn eq(&self, other: &Steps) -> bool {
-        self.steps() == other.steps() && self.values == other.values
+        self.len() == other.len() && self.iter().eq(other.iter())
     }
 }
 
@@ -328,9 +353,9 @@ impl std::ops::Index<u64> for Steps {
 
     /// The value at `step`; panics when there is none (as `BTreeMap` indexing does).
     fn index(&self, step: u64) -> &f64 {
-        match self.steps().binary_search(&step) {
-            Ok(i) => &self.values[i],
-            Err(_) => panic!("no value for step {step}"),
+        match self.index_of(step).and_then(|i| self.values.get(i)) {
+            Some(v) => v,
+            None => panic!("no value for step {step}"),
         }
     }
 }
