@@ -73,10 +73,11 @@ pub struct Fields<'a> {
     rest: &'a [u8],
 }
 
-impl<'a> Iterator for Fields<'a> {
-    type Item = (&'a [u8], f64);
-
-    fn next(&mut self) -> Option<Self::Item> {
+impl<'a> Fields<'a> {
+    /// Like [`Iterator::next`], and also returns the field's *lead*: the text from where the
+    /// iterator stood up to the value (`| lm loss: `, with any skipped fields before it).
+    pub(crate) fn next_with_lead(&mut self) -> Option<(&'a [u8], f64, &'a [u8])> {
+        let start = self.rest;
         // One `memchr2` per field: find the colon (or an empty `|` segment), then parse the
         // number in place and step over the `|` after it.
         loop {
@@ -91,7 +92,8 @@ impl<'a> Iterator for Fields<'a> {
                 Some((v, rest)) if rest.first().is_none_or(|b| *b == b'|') => {
                     self.rest = rest.get(1..).unwrap_or_default();
                     if !name.is_empty() {
-                        return Some((name, v));
+                        let lead = &start[..start.len() - value.len()];
+                        return Some((name, v, lead));
                     }
                 }
                 // Not a number (`note: text |`): skip to the next field.
@@ -103,6 +105,38 @@ impl<'a> Iterator for Fields<'a> {
                 }
             }
         }
+    }
+
+    /// The next field's value if the text before it is exactly `lead`, the lead that field
+    /// had on an earlier line; otherwise `None`, with the iterator unchanged. Iteration lines
+    /// repeat their fields in the same order, so this skips finding and comparing the name.
+    ///
+    /// A hit returns what [`Iterator::next`] would: on the lead's bytes `next` makes the same
+    /// decisions as it did on the earlier line (it searches for `:` and `|` and parses numbers,
+    /// and none of that reads past the `:` that ends a lead), so it arrives at the same value
+    /// under the same name. The value must not start with a blank, which would mean the lead
+    /// (its padding) is longer on this line.
+    #[inline]
+    pub(crate) fn next_after(&mut self, lead: &[u8]) -> Option<f64> {
+        let value = scan::after_word(self.rest, lead)?;
+        if matches!(value.first(), Some(b' ' | b'\t')) {
+            return None;
+        }
+        let (v, rest) = scan::float_prefix(value)?;
+        self.rest = match scan::trim_start(rest) {
+            [] => &[],
+            [b'|', tail @ ..] => tail,
+            _ => return None,
+        };
+        Some(v)
+    }
+}
+
+impl<'a> Iterator for Fields<'a> {
+    type Item = (&'a [u8], f64);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.next_with_lead().map(|(name, v, _)| (name, v))
     }
 }
 

@@ -1,6 +1,7 @@
 //! Stage "observe", log parser: streams Megatron-LM stdout (old and new formats, torchrun
 //! prefixes) into events and a [`LogSummary`] of metrics, memory, checkpoints and failures.
 
+mod chunked;
 mod collect;
 mod error;
 mod event;

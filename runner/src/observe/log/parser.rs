@@ -4,7 +4,7 @@
 
 use std::borrow::Cow;
 
-use aho_corasick::{AhoCorasick, MatchKind};
+use aho_corasick::{AhoCorasick, MatchKind, packed};
 
 use super::event::{
     FailureKind, IterationLine, LogEvent, LogLine, MemoryMb, MemoryPoint, MemoryReport, TimerLine,
@@ -48,9 +48,45 @@ enum Found<'a> {
 
 /// Streaming parser of Megatron-LM training stdout. Feed it every line, in order.
 pub struct LogParser {
-    markers: AhoCorasick,
+    markers: Markers,
     timer: TimerMode,
     block: u64,
+}
+
+/// The failure-marker search. Most lines are searched and few match, so the per-call cost
+/// counts: the packed (Teddy, SIMD) searcher alone costs less per line than the full
+/// automaton, which remains for CPUs Teddy does not support.
+enum Markers {
+    Packed(packed::Searcher),
+    Automaton(AhoCorasick),
+}
+
+impl Markers {
+    fn new() -> Markers {
+        let packed = packed::Config::new()
+            .match_kind(packed::MatchKind::LeftmostFirst)
+            .builder()
+            .extend(MARKERS.iter().map(|(p, _)| p))
+            .build();
+        match packed {
+            Some(searcher) => Markers::Packed(searcher),
+            None => Markers::Automaton(
+                AhoCorasick::builder()
+                    .match_kind(MatchKind::LeftmostFirst)
+                    .build(MARKERS.iter().map(|(p, _)| p))
+                    .expect("the failure markers are constant, valid patterns"),
+            ),
+        }
+    }
+
+    /// The kind of the leftmost marker in `line`.
+    fn find(&self, line: &[u8]) -> Option<FailureKind> {
+        let pattern = match self {
+            Markers::Packed(s) => s.find(line)?.pattern(),
+            Markers::Automaton(a) => a.find(line)?.pattern(),
+        };
+        MARKERS.get(pattern.as_usize()).map(|m| m.1)
+    }
 }
 
 impl Default for LogParser {
@@ -62,12 +98,8 @@ impl Default for LogParser {
 impl LogParser {
     /// A parser at the start of a log.
     pub fn new() -> LogParser {
-        let markers = AhoCorasick::builder()
-            .match_kind(MatchKind::LeftmostFirst)
-            .build(MARKERS.iter().map(|(p, _)| p))
-            .expect("the failure markers are constant, valid patterns");
         LogParser {
-            markers,
+            markers: Markers::new(),
             timer: TimerMode::Off,
             block: 0,
         }
@@ -180,7 +212,7 @@ impl LogParser {
         };
         match value {
             Some(value) => {
-                let name = String::from_utf8_lossy(timer_name(head));
+                let name = text(timer_name(head));
                 Found::Event(LogEvent::Timer(TimerLine {
                     name,
                     block: self.block,
@@ -193,8 +225,7 @@ impl LogParser {
 
     /// A failure marker anywhere in the line.
     fn failure<'a>(&self, line: &'a [u8]) -> Option<LogEvent<'a>> {
-        let m = self.markers.find(line)?;
-        let kind = MARKERS.get(m.pattern().as_usize())?.1;
+        let kind = self.markers.find(line)?;
         Some(LogEvent::Failure { kind, line })
     }
 }
@@ -203,6 +234,9 @@ impl LogParser {
 fn torchrun_prefix(mut s: &[u8]) -> (Option<u32>, &[u8]) {
     let mut rank = None;
     for _ in 0..2 {
+        if s.first() != Some(&b'[') {
+            break;
+        }
         let Some(rest) = after(s, b"[default").or_else(|| after(s, b"[rank")) else {
             break;
         };
@@ -342,14 +376,28 @@ fn min_max(s: &[u8]) -> Option<(f64, f64)> {
     ))
 }
 
-/// A timer row's name without the `....` padding.
+/// A timer row's name without the `....` padding (skipped eight dots at a time: Megatron
+/// pads names to 48 columns).
 fn timer_name(head: &[u8]) -> &[u8] {
+    let mut head = head;
+    while let Some(rest) = head.strip_suffix(b"........") {
+        head = rest;
+    }
     let n = head
         .iter()
         .rev()
         .take_while(|b| **b == b'.' || **b == b' ')
         .count();
     trim(&head[..head.len() - n])
+}
+
+/// `s` as text: borrowed when it is valid UTF-8 (checked with the standard library's ASCII
+/// fast path), else lossily converted.
+fn text(s: &[u8]) -> Cow<'_, str> {
+    match std::str::from_utf8(s) {
+        Ok(t) => Cow::Borrowed(t),
+        Err(_) => String::from_utf8_lossy(s),
+    }
 }
 
 #[cfg(test)]

@@ -2,8 +2,12 @@
 //! filled from iteration lines and memory reports without allocating per line.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use super::chunked::Chunked;
+use super::event::Fields;
 
 /// Bytes per MB in Megatron's memory report (`torch.cuda.memory_allocated() / 1024 / 1024`),
 /// used to turn the report back into the `mem-*-bytes` golden metrics.
@@ -31,40 +35,156 @@ fn golden_key(raw: &str) -> (String, f64) {
     (key.to_owned(), divisor)
 }
 
-/// One metric: its printed name, golden key, unit divisor and (step, value) points in order.
+/// One metric while the log is read: its printed name (empty for memory keys), golden key,
+/// unit divisor and values in the order they were printed.
 #[derive(Debug)]
 struct Series {
     raw: Box<[u8]>,
     key: String,
     divisor: f64,
-    points: Vec<(u64, f64)>,
+    values: Chunked<f64>,
+    steps: Column,
+}
+
+/// Where a series' steps are kept.
+#[derive(Debug)]
+enum Column {
+    /// `values[i]` was printed on iteration line `first + i`: the series has been on every
+    /// iteration line since its first, so its steps are the shared [`SeriesSet::rows`]. This
+    /// is the common case, and it stores 8 bytes per value instead of 16.
+    Rows { first: usize },
+    /// One step per value: a series that skipped an iteration line or was printed twice on
+    /// one, and every memory key.
+    Own(Chunked<u64>),
+}
+
+impl Series {
+    fn new(raw: Box<[u8]>, key: String, divisor: f64, steps: Column) -> Series {
+        Series {
+            raw,
+            key,
+            divisor,
+            values: Chunked::default(),
+            steps,
+        }
+    }
+
+    /// Appends the value printed for `step` on iteration line `row`.
+    #[inline]
+    fn push_row(&mut self, rows: &Chunked<u64>, row: usize, step: u64, value: f64) {
+        match &mut self.steps {
+            Column::Rows { first } if *first + self.values.len() == row => {}
+            Column::Rows { first } => {
+                let mut own: Chunked<u64> =
+                    rows.iter_from(*first).take(self.values.len()).collect();
+                own.push(step);
+                self.steps = Column::Own(own);
+            }
+            Column::Own(steps) => steps.push(step),
+        }
+        self.values.push(value / self.divisor);
+    }
+
+    /// The series by step, sharing `rows` when it can.
+    fn finish(self, rows: &Arc<Chunked<u64>>, rows_ordered: bool) -> Steps {
+        let max = self.raw.is_empty();
+        match self.steps {
+            Column::Rows { first } if rows_ordered => Steps {
+                steps: Arc::clone(rows),
+                start: first,
+                values: self.values,
+            },
+            Column::Rows { first } => {
+                let points = rows.iter_from(first).zip(self.values.iter_from(0));
+                Steps::from_points(points.collect(), max)
+            }
+            Column::Own(steps)
+                if steps
+                    .iter_from(0)
+                    .zip(steps.iter_from(1))
+                    .all(|(a, b)| a < b) =>
+            {
+                Steps {
+                    steps: Arc::new(steps),
+                    start: 0,
+                    values: self.values,
+                }
+            }
+            Column::Own(steps) => {
+                let points = steps.iter_from(0).zip(self.values.iter_from(0));
+                Steps::from_points(points.collect(), max)
+            }
+        }
+    }
 }
 
 /// All per-step series of a log. Iteration lines print their fields in the same order every
-/// time, so the series for field position `i` is remembered and checked with one comparison.
-#[derive(Debug, Default)]
+/// time, so for each field position the set remembers the series and the field's lead (the
+/// text before its value), and reads the next line's field at that position with one
+/// comparison and a number parse.
+#[derive(Debug)]
 pub(crate) struct SeriesSet {
     series: Vec<Series>,
-    by_position: Vec<usize>,
+    layout: Vec<Slot>,
+    /// The step of every iteration line, in order.
+    rows: Chunked<u64>,
+    /// `rows` is strictly increasing (no step printed twice, as after a restart).
+    rows_ordered: bool,
+}
+
+/// What field position `i` of the last iteration line held.
+#[derive(Debug)]
+struct Slot {
+    series: usize,
+    lead: Vec<u8>,
+}
+
+impl Default for SeriesSet {
+    fn default() -> SeriesSet {
+        SeriesSet {
+            series: Vec::new(),
+            layout: Vec::new(),
+            rows: Chunked::default(),
+            rows_ordered: true,
+        }
+    }
 }
 
 impl SeriesSet {
-    /// Records field number `pos` of the iteration line for `step`.
-    pub(crate) fn push_field(&mut self, pos: usize, raw: &[u8], step: u64, value: f64) {
-        let idx = match self.by_position.get(pos) {
-            Some(&i) if *self.series[i].raw == *raw => i,
-            _ => {
-                let i = self.find_or_add(raw);
-                if pos < self.by_position.len() {
-                    self.by_position[pos] = i;
-                } else if pos == self.by_position.len() {
-                    self.by_position.push(i);
-                }
-                i
-            }
+    /// Records every field of the iteration line for `step`.
+    pub(crate) fn push_line(&mut self, step: u64, mut fields: Fields<'_>) {
+        let row = self.rows.len();
+        self.rows_ordered &= self.rows.last().is_none_or(|&last| last < step);
+        self.rows.push(step);
+        for pos in 0.. {
+            let known = self
+                .layout
+                .get(pos)
+                .and_then(|slot| Some((slot.series, fields.next_after(&slot.lead)?)));
+            let (idx, value) = match known {
+                Some(hit) => hit,
+                None => match fields.next_with_lead() {
+                    Some((raw, v, lead)) => (self.remember(pos, raw, lead), v),
+                    None => break,
+                },
+            };
+            self.series[idx].push_row(&self.rows, row, step, value);
+        }
+    }
+
+    /// The series named `raw`, remembered with `lead` for field position `pos`.
+    fn remember(&mut self, pos: usize, raw: &[u8], lead: &[u8]) -> usize {
+        let series = self.find_or_add(raw);
+        let slot = Slot {
+            series,
+            lead: lead.to_vec(),
         };
-        let s = &mut self.series[idx];
-        s.points.push((step, value / s.divisor));
+        if pos < self.layout.len() {
+            self.layout[pos] = slot;
+        } else if pos == self.layout.len() {
+            self.layout.push(slot);
+        }
+        series
     }
 
     /// Records a value under a golden key directly (memory metrics).
@@ -76,17 +196,17 @@ impl SeriesSet {
         {
             Some(i) => i,
             None => {
-                let raw = Box::default();
-                self.series.push(Series {
-                    raw,
-                    key: key.to_owned(),
-                    divisor: 1.0,
-                    points: Vec::new(),
-                });
+                let own = Column::Own(Chunked::default());
+                self.series
+                    .push(Series::new(Box::default(), key.to_owned(), 1.0, own));
                 self.series.len() - 1
             }
         };
-        self.series[idx].points.push((step, value));
+        let s = &mut self.series[idx];
+        if let Column::Own(steps) = &mut s.steps {
+            steps.push(step);
+        }
+        s.values.push(value);
     }
 
     fn find_or_add(&mut self, raw: &[u8]) -> usize {
@@ -98,78 +218,126 @@ impl SeriesSet {
             return i;
         }
         let (key, divisor) = golden_key(&String::from_utf8_lossy(raw));
-        self.series.push(Series {
-            raw: raw.into(),
-            key,
-            divisor,
-            points: Vec::new(),
-        });
+        let rows = Column::Rows {
+            first: self.rows.len() - 1,
+        };
+        self.series
+            .push(Series::new(raw.into(), key, divisor, rows));
         self.series.len() - 1
     }
 
     /// The series by golden key. A step printed twice keeps the later value; for memory
     /// keys (several ranks report the same step) the largest.
     pub(crate) fn finish(self) -> BTreeMap<String, Steps> {
+        let rows = Arc::new(self.rows);
         let mut out: BTreeMap<String, Steps> = BTreeMap::new();
         for s in self.series {
             let max = s.raw.is_empty();
-            let points = match out.remove(&s.key) {
+            let key = s.key.clone();
+            let steps = s.finish(&rows, self.rows_ordered);
+            let steps = match out.remove(&key) {
                 // Two printed names with one golden key (rare): the later series wins.
-                Some(prev) => [prev.0, s.points].concat(),
-                None => s.points,
+                Some(prev) => Steps::from_points(prev.iter().chain(steps.iter()).collect(), max),
+                None => steps,
             };
-            out.insert(s.key, Steps::from_points(points, max));
+            out.insert(key, steps);
         }
         out
     }
 }
 
-/// One metric's values by step, in step order: a golden file's `values` map. Kept as a
-/// sorted vector (building and dropping millions of map nodes would cost more than parsing
-/// a long log). Serialized as `{"<step>": value}` with non-finite values as the strings
-/// `"nan"`, `"inf"`, `"-inf"` (JSON has no NaN; Megatron's goldens write `"nan"` alike).
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Steps(Vec<(u64, f64)>);
+/// One metric's values by step, in step order: a golden file's `values` map. Kept as two
+/// columns, not a map (building and dropping millions of map nodes would cost more than
+/// parsing a long log); the series of one log's iteration lines share one step column.
+/// Serialized as `{"<step>": value}` with non-finite values as the strings `"nan"`, `"inf"`,
+/// `"-inf"` (JSON has no NaN; Megatron's goldens write `"nan"` alike).
+#[derive(Clone, Default)]
+pub struct Steps {
+    /// Entries `start..start + values.len()` of `steps` are this series' steps, strictly
+    /// increasing.
+    steps: Arc<Chunked<u64>>,
+    start: usize,
+    values: Chunked<f64>,
+}
 
 impl Steps {
     /// The value at `step`.
     pub fn get(&self, step: u64) -> Option<f64> {
-        let i = self.0.binary_search_by_key(&step, |p| p.0).ok()?;
-        Some(self.0[i].1)
+        self.values.get(self.index_of(step)?).copied()
     }
 
     /// (step, value) in step order.
     pub fn iter(&self) -> impl Iterator<Item = (u64, f64)> + '_ {
-        self.0.iter().copied()
+        self.steps
+            .iter_from(self.start)
+            .zip(self.values.iter_from(0))
     }
 
     /// Values in step order.
     pub fn values(&self) -> impl Iterator<Item = f64> + '_ {
-        self.0.iter().map(|p| p.1)
+        self.values.iter_from(0)
     }
 
     /// Number of steps.
     pub fn len(&self) -> usize {
-        self.0.len()
+        self.values.len()
     }
 
     /// No steps.
     pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        self.values.len() == 0
     }
 
     /// The first (step, value).
     pub fn first(&self) -> Option<(u64, f64)> {
-        self.0.first().copied()
+        self.iter().next()
     }
 
     /// The last (step, value).
     pub fn last(&self) -> Option<(u64, f64)> {
-        self.0.last().copied()
+        let i = self.len().checked_sub(1)?;
+        Some((self.step(i)?, *self.values.get(i)?))
+    }
+
+    /// The step of entry `i`.
+    fn step(&self, i: usize) -> Option<u64> {
+        self.steps.get(self.start + i).copied()
+    }
+
+    /// The entry of `step` (a binary search).
+    fn index_of(&self, step: u64) -> Option<usize> {
+        let (mut lo, mut hi) = (0, self.len());
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            match self.step(mid)?.cmp(&step) {
+                std::cmp::Ordering::Less => lo = mid + 1,
+                std::cmp::Ordering::Greater => hi = mid,
+                std::cmp::Ordering::Equal => return Some(mid),
+            }
+        }
+        None
     }
 
     fn from_points(points: Vec<(u64, f64)>, max: bool) -> Steps {
-        Steps(dedup_steps(points, max))
+        let points = dedup_steps(points, max);
+        Steps {
+            steps: Arc::new(points.iter().map(|p| p.0).collect()),
+            start: 0,
+            values: points.iter().map(|p| p.1).collect(),
+        }
+    }
+}
+
+impl PartialEq for Steps {
+    fn eq(&self, other: &Steps) -> bool {
+        self.len() == other.len() && self.iter().eq(other.iter())
+    }
+}
+
+impl std::fmt::Debug for Steps {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let points: Vec<(u64, f64)> = self.iter().collect();
+        f.debug_tuple("Steps").field(&points).finish()
     }
 }
 
@@ -185,9 +353,9 @@ impl std::ops::Index<u64> for Steps {
 
     /// The value at `step`; panics when there is none (as `BTreeMap` indexing does).
     fn index(&self, step: u64) -> &f64 {
-        match self.0.binary_search_by_key(&step, |p| p.0) {
-            Ok(i) => &self.0[i].1,
-            Err(_) => panic!("no value for step {step}"),
+        match self.index_of(step).and_then(|i| self.values.get(i)) {
+            Some(v) => v,
+            None => panic!("no value for step {step}"),
         }
     }
 }
@@ -203,8 +371,8 @@ enum Json {
 impl Serialize for Steps {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeMap;
-        let mut map = s.serialize_map(Some(self.0.len()))?;
-        for &(step, v) in &self.0 {
+        let mut map = s.serialize_map(Some(self.len()))?;
+        for (step, v) in self.iter() {
             match v {
                 v if v.is_finite() => map.serialize_entry(&step, &v)?,
                 v if v.is_nan() => map.serialize_entry(&step, "nan")?,
@@ -232,7 +400,7 @@ impl<'de> Deserialize<'de> for Steps {
             .into_iter()
             .map(|(s, j)| Ok((s, value(j)?)))
             .collect::<Result<_, _>>()?;
-        Ok(Steps(points))
+        Ok(Steps::from_points(points, false))
     }
 }
 
@@ -258,16 +426,36 @@ fn dedup_steps(mut points: Vec<(u64, f64)>, max: bool) -> Vec<(u64, f64)> {
 mod tests {
     use super::*;
 
+    use crate::observe::log::IterationLine;
+
+    fn line(set: &mut SeriesSet, step: u64, rest: &str) {
+        let it = IterationLine {
+            iteration: step,
+            train_iters: None,
+            rest: rest.as_bytes(),
+        };
+        set.push_line(step, it.fields());
+    }
+
+    fn points(s: &Steps) -> Vec<(u64, f64)> {
+        s.iter().collect()
+    }
+
     #[test]
     fn fields_map_to_golden_names_and_units() {
         let mut set = SeriesSet::default();
         for step in 1..=2 {
-            set.push_field(0, b"elapsed time per iteration (ms)", step, 321.0);
-            set.push_field(1, b"lm loss", step, 2.5 + step as f64);
-            set.push_field(2, b"num zeros", step, 7.0);
+            let loss = 2.5 + step as f64;
+            line(
+                &mut set,
+                step,
+                &format!(
+                    " | elapsed time per iteration (ms): 321.0 | lm loss: {loss} | num zeros: 7.0 |"
+                ),
+            );
         }
-        set.push_field(1, b"mtp_1 loss", 3, 1.0);
-        set.push_field(1, b"lm loss", 2, 99.0);
+        line(&mut set, 3, " | mtp_1 loss: 1.0 |");
+        line(&mut set, 2, " | lm loss: 99.0 |");
         set.push_key("mem-allocated-bytes", 2, 1.0);
         set.push_key("mem-allocated-bytes", 2, 3.0);
         let m = set.finish();
@@ -280,5 +468,50 @@ mod tests {
         assert_eq!(m["num-zeros"].len(), 2);
         assert_eq!(m["mtp_1 loss"][3], 1.0);
         assert_eq!(m["mem-allocated-bytes"][2], 3.0);
+    }
+
+    #[test]
+    fn series_that_skip_repeat_or_reorder_fields_keep_their_own_steps() {
+        let mut set = SeriesSet::default();
+        line(&mut set, 10, " | a: 1 | b: 2 | c: 3 |");
+        line(&mut set, 20, " | a: 4 | c: 6 |");
+        line(&mut set, 30, " | c: 9 | a: 7 | b: 8 | a: 70 |");
+        line(&mut set, 40, " | a: 10 | note: text | | b: 11 | c: 12 |");
+        line(&mut set, 50, "");
+        line(&mut set, 60, " | d: 1 | a: 13 |");
+        let m = set.finish();
+        assert_eq!(
+            points(&m["a"]),
+            vec![(10, 1.0), (20, 4.0), (30, 70.0), (40, 10.0), (60, 13.0)]
+        );
+        assert_eq!(points(&m["b"]), vec![(10, 2.0), (30, 8.0), (40, 11.0)]);
+        assert_eq!(
+            points(&m["c"]),
+            vec![(10, 3.0), (20, 6.0), (30, 9.0), (40, 12.0)]
+        );
+        assert_eq!(points(&m["d"]), vec![(60, 1.0)]);
+        assert_eq!(m["a"].first(), Some((10, 1.0)));
+        assert_eq!(m["d"].last(), Some((60, 1.0)));
+        assert_eq!(m["b"].get(20), None);
+    }
+
+    #[test]
+    fn shared_steps_compare_and_serialize_like_owned_ones() {
+        let mut set = SeriesSet::default();
+        line(&mut set, 1, " | x: 1 |");
+        line(&mut set, 2, " | x: 2 | y: 5 |");
+        line(&mut set, 3, " | x: nan | y: 6 |");
+        let m = set.finish();
+        let y: Steps = [(3, 6.0), (2, 5.0)].into_iter().collect();
+        assert_eq!(m["y"], y);
+        assert_eq!(format!("{:?}", m["y"]), "Steps([(2, 5.0), (3, 6.0)])");
+        let json = serde_json::to_string(&m).unwrap();
+        assert_eq!(
+            json,
+            r#"{"x":{"1":1.0,"2":2.0,"3":"nan"},"y":{"2":5.0,"3":6.0}}"#
+        );
+        let back: BTreeMap<String, Steps> = serde_json::from_str(&json).unwrap();
+        assert_eq!(back["y"], m["y"]);
+        assert_eq!(back["x"].values().count(), 3);
     }
 }
