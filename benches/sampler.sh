@@ -3,10 +3,12 @@
 #
 #   benches/sampler.sh                 build the bench in release and run it here
 #   benches/sampler.sh --binary-only   only build it and copy it to target/bench-bin/sampler
-#                                      (carry that folder to a GPU machine and run the same
-#                                      commands there: the "host + nvml" row then samples GPUs)
+#                                      (carry that one file to a GPU machine and run the same
+#                                      commands there: the "nvml" and "host + nvml" rows, which
+#                                      say "unavailable" without a driver, then sample its GPUs)
 #
-# SECONDS_PER_RUN (default 60) and INTERVALS (default 10ms,20ms) override the defaults.
+# SECONDS_PER_RUN (default 60), INTERVALS (default 10ms,20ms) and REPEAT (runs per row,
+# interleaved; default 1, README's figures use 5) override the defaults.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -17,7 +19,8 @@ cp "$exe" target/bench-bin/sampler
 [[ "${1:-}" == "--binary-only" ]] && exit 0
 
 target/bench-bin/sampler overhead --runs 21
-target/bench-bin/sampler cost --seconds "${SECONDS_PER_RUN:-60}" --interval "${INTERVALS:-10ms,20ms}"
+target/bench-bin/sampler cost --seconds "${SECONDS_PER_RUN:-60}" --interval "${INTERVALS:-10ms,20ms}" \
+    --repeat "${REPEAT:-1}"
 # On a GPU machine with PyTorch, also check the NVML peak against a workload of known shape:
 if python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
     target/bench-bin/sampler job --interval 10ms,1ms -- python3 workloads/spike/spike.py \
