@@ -4,7 +4,8 @@
 //! process, exited ones included) while a `sleep` job of `--seconds` runs, as a share of one
 //! core, for each row of `--rows` (default all): no sampler (the launch supervisor only),
 //! `host` (process-tree RSS and `/dev/shm`), `nvml` (GPU memory alone: no RSS reads, no
-//! `/dev/shm`) and `host+nvml` (what `goldgate run` does). `--repeat N` runs every row N
+//! `/dev/shm`), `nvml-v2` (the same through `nvmlDeviceGetMemoryInfo_v2`, the call goldgate
+//! made before) and `host+nvml` (what `goldgate run` does). `--repeat N` runs every row N
 //! times, interleaving rows and intervals round by round so that noise on a shared machine
 //! falls on all of them, and prints each run as it ends, then the median, min and max. The
 //! NVML rows sample the GPUs of `CUDA_VISIBLE_DEVICES` (all when unset); without a driver
@@ -20,7 +21,7 @@
 //!
 //! `job`: runs any command with both samplers and prints what they recorded (used on the
 //! H200 with `workloads/spike/spike.py`, whose printed `expected_nvml_peak` the GPU peak
-//! should match).
+//! should match), once per `--query` (`v1`, `v2` or both: `v1,v2`) and interval.
 
 // A benchmark is a program whose output is its result.
 #![allow(clippy::print_stdout, clippy::unwrap_used)]
@@ -29,12 +30,12 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use goldgate::launch::{LaunchEvent, LaunchSpec, StopFlag, launch};
-use goldgate::observe::sample::{SampleSummary, Sampler, SamplerConfig};
+use goldgate::observe::sample::{MemoryQuery, SampleSummary, Sampler, SamplerConfig};
 
 const USAGE: &str = "usage: sampler cost [--seconds 60] [--interval 10ms[,20ms...]] [--repeat 1] \
-[--rows none,host,nvml,host+nvml]
+[--rows none,host,nvml,nvml-v2,host+nvml]
        sampler overhead [--runs 21]
-       sampler job [--interval 10ms] -- PROGRAM ARGS...";
+       sampler job [--interval 10ms] [--query v1[,v2]] -- PROGRAM ARGS...";
 
 fn main() {
     let args: Vec<String> = std::env::args()
@@ -65,7 +66,7 @@ fn main() {
         })
         .collect();
     let rows: Vec<Row> = flag("--rows")
-        .unwrap_or_else(|| "none,host,nvml,host+nvml".to_owned())
+        .unwrap_or_else(|| "none,host,nvml,nvml-v2,host+nvml".to_owned())
         .split(',')
         .map(|r| Row::parse(r).unwrap_or_else(|| exit_usage(&format!("unknown row `{r}`"))))
         .collect();
@@ -79,8 +80,19 @@ fn main() {
                 .skip(1)
                 .cloned()
                 .collect();
-            for &interval in &intervals {
-                job(argv.clone(), interval);
+            let queries: Vec<MemoryQuery> = flag("--query")
+                .unwrap_or_else(|| "v1".to_owned())
+                .split(',')
+                .map(|q| match q.trim() {
+                    "v1" => MemoryQuery::V1,
+                    "v2" => MemoryQuery::V2,
+                    _ => exit_usage(&format!("--query {q}: expected v1 or v2")),
+                })
+                .collect();
+            for &query in &queries {
+                for &interval in &intervals {
+                    job(argv.clone(), interval, query);
+                }
             }
         }
         _ => exit_usage("expected cost, overhead or job"),
@@ -120,6 +132,7 @@ enum Row {
     None,
     Host,
     Nvml,
+    NvmlV2,
     HostNvml,
 }
 
@@ -129,6 +142,7 @@ impl Row {
             "none" => Some(Row::None),
             "host" => Some(Row::Host),
             "nvml" => Some(Row::Nvml),
+            "nvml-v2" => Some(Row::NvmlV2),
             "host+nvml" => Some(Row::HostNvml),
             _ => None,
         }
@@ -139,12 +153,13 @@ impl Row {
             Row::None => "none (launch only)",
             Row::Host => "host",
             Row::Nvml => "nvml",
+            Row::NvmlV2 => "nvml (v2 query)",
             Row::HostNvml => "host + nvml",
         }
     }
 
     fn gpu(self) -> bool {
-        matches!(self, Row::Nvml | Row::HostNvml)
+        matches!(self, Row::Nvml | Row::NvmlV2 | Row::HostNvml)
     }
 
     /// The sampler settings, `None` for no sampler.
@@ -156,6 +171,11 @@ impl Row {
             rss: host,
             cuda_visible_devices: std::env::var("CUDA_VISIBLE_DEVICES").ok(),
             shm_path: host.then(|| "/dev/shm".into()),
+            memory_query: if self == Row::NvmlV2 {
+                MemoryQuery::V2
+            } else {
+                MemoryQuery::V1
+            },
         })
     }
 }
@@ -329,7 +349,7 @@ fn overhead(runs: usize) {
     );
 }
 
-fn job(argv: Vec<String>, interval: Duration) {
+fn job(argv: Vec<String>, interval: Duration, query: MemoryQuery) {
     let dir = tempfile::tempdir().unwrap();
     let spec = LaunchSpec::new(
         argv,
@@ -338,6 +358,7 @@ fn job(argv: Vec<String>, interval: Duration) {
     );
     let config = SamplerConfig {
         interval,
+        memory_query: query,
         ..Default::default()
     };
     let cpu0 = cpu_seconds();
@@ -349,7 +370,7 @@ fn job(argv: Vec<String>, interval: Duration) {
     .unwrap();
     let s = sampler.stop();
     println!(
-        "interval {} ms: {:?} in {:.2} s, goldgate cpu {:.3} s",
+        "interval {} ms, query {query:?}: {:?} in {:.2} s, goldgate cpu {:.3} s",
         interval.as_millis(),
         report.outcome,
         report.wall.as_secs_f64(),

@@ -1,11 +1,20 @@
 //! Stage "observe": the NVML side of a job — used device memory of the job's GPUs at every
 //! tick of the sampler thread, per-process use at a lower rate, and the driver facts for the
 //! environment fingerprint. Without a driver it reports "unavailable", never zeros.
+//!
+//! The tick's query is NVML's first memory call, `nvmlDeviceGetMemoryInfo`, made through
+//! the loaded library (the one `unsafe` block of the crate): `nvml-wrapper`'s
+//! `memory_info()` calls `nvmlDeviceGetMemoryInfo_v2`, which costs more CPU per call (README,
+//! "How goldgate measures"). The first call's `used` also counts the memory the driver
+//! reserves; that reserve is read once through the second call when a device is opened and
+//! subtracted, so every recorded value means what the second call's `used` means.
 
 use std::collections::BTreeMap;
 
-use nvml_wrapper::Nvml;
 use nvml_wrapper::enums::device::UsedGpuMemory;
+use nvml_wrapper::error::{NvmlError, nvml_sym, nvml_try};
+use nvml_wrapper::{Device, Nvml};
+use nvml_wrapper_sys::bindings::nvmlMemory_t;
 
 use super::timeline::{Point, Series, SeriesSummary};
 
@@ -49,6 +58,17 @@ pub struct GpuSummary {
     pub devices: Vec<DeviceSummary>,
 }
 
+/// Which NVML call reads used memory at each tick.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum MemoryQuery {
+    /// `nvmlDeviceGetMemoryInfo`, less the driver's reserve read once at the start.
+    #[default]
+    V1,
+    /// `nvmlDeviceGetMemoryInfo_v2` at every tick (`nvml-wrapper`'s `memory_info()`); kept to
+    /// measure the two against each other (`benches/sampler.rs`, row `nvml-v2`).
+    V2,
+}
+
 /// Loads NVML, or says why it cannot be used (the reason becomes `gpu_unavailable`).
 pub(crate) fn init() -> Result<Nvml, String> {
     Nvml::init().map_err(|e| format!("GPU memory not sampled: NVML unavailable ({e})"))
@@ -63,9 +83,9 @@ pub(crate) struct Gpus<'n> {
 
 impl<'n> Gpus<'n> {
     /// Picks the job's devices and takes their baselines.
-    pub(crate) fn open(nvml: &'n Nvml, visible: Option<&str>) -> Gpus<'n> {
+    pub(crate) fn open(nvml: &'n Nvml, visible: Option<&str>, query: MemoryQuery) -> Gpus<'n> {
         let mut warnings = Vec::new();
-        let devs = select_devices(nvml, visible, &mut warnings);
+        let devs = select_devices(nvml, visible, query, &mut warnings);
         Gpus {
             environment: environment(nvml),
             devs,
@@ -73,14 +93,11 @@ impl<'n> Gpus<'n> {
         }
     }
 
-    /// One `memory_info` query per device.
+    /// One memory query per device.
     pub(crate) fn sample(&mut self, t_ms: u64) {
         for d in &mut self.devs {
-            match d.device.memory_info() {
-                Ok(m) => d.series.push(Point {
-                    t_ms,
-                    bytes: m.used,
-                }),
+            match d.used() {
+                Ok(bytes) => d.series.push(Point { t_ms, bytes }),
                 Err(e) => warn_once(&mut d.failed, &mut self.warnings, || {
                     format!("GPU {}: {e}", d.info.index)
                 }),
@@ -110,7 +127,11 @@ impl<'n> Gpus<'n> {
 
 /// One device being sampled.
 struct Dev<'n> {
-    device: nvml_wrapper::Device<'n>,
+    device: Device<'n>,
+    query: MemoryQuery,
+    /// What the driver reserves on this device: in `nvmlDeviceGetMemoryInfo`'s `used`, not in
+    /// `nvmlDeviceGetMemoryInfo_v2`'s.
+    reserved: u64,
     info: DeviceSummary,
     series: Series,
     procs: BTreeMap<u32, ProcessPeak>,
@@ -118,6 +139,14 @@ struct Dev<'n> {
 }
 
 impl Dev<'_> {
+    /// Used memory as `nvmlDeviceGetMemoryInfo_v2` counts it.
+    fn used(&self) -> Result<u64, NvmlError> {
+        match self.query {
+            MemoryQuery::V1 => used_v1(&self.device).map(|used| used.saturating_sub(self.reserved)),
+            MemoryQuery::V2 => self.device.memory_info().map(|m| m.used),
+        }
+    }
+
     fn finish(self) -> DeviceSummary {
         DeviceSummary {
             used: self.series.summary(),
@@ -187,6 +216,7 @@ fn cuda_version(v: i32) -> String {
 fn select_devices<'n>(
     nvml: &'n Nvml,
     visible: Option<&str>,
+    query: MemoryQuery,
     warnings: &mut Vec<String>,
 ) -> Vec<Dev<'n>> {
     let tokens: Vec<String> = match visible {
@@ -210,14 +240,30 @@ fn select_devices<'n>(
             }
         };
         match device {
-            Ok(device) => devs.push(open(device)),
+            Ok(device) => devs.push(open(device, query)),
             Err(e) => warnings.push(format!("GPU `{token}` from CUDA_VISIBLE_DEVICES: {e}")),
         }
     }
     devs
 }
 
-fn open(device: nvml_wrapper::Device<'_>) -> Dev<'_> {
+/// `used` from `nvmlDeviceGetMemoryInfo`: total minus free, the driver's reserve included.
+#[allow(unsafe_code)]
+fn used_v1(device: &Device<'_>) -> Result<u64, NvmlError> {
+    let query = nvml_sym(device.nvml().lib().nvmlDeviceGetMemoryInfo.as_ref())?;
+    let mut memory = nvmlMemory_t {
+        total: 0,
+        free: 0,
+        used: 0,
+    };
+    // SAFETY: the handle belongs to a device of the `Nvml` that `device` borrows, so the
+    // library is initialised and the handle valid for this call; `memory` is the struct this
+    // entry point writes, and lives across the call.
+    nvml_try(unsafe { query(device.handle(), &mut memory) })?;
+    Ok(memory.used)
+}
+
+fn open(device: Device<'_>, query: MemoryQuery) -> Dev<'_> {
     let memory = device.memory_info().ok();
     let info = DeviceSummary {
         index: device.index().unwrap_or(u32::MAX),
@@ -227,14 +273,18 @@ fn open(device: nvml_wrapper::Device<'_>) -> Dev<'_> {
         used: None,
         processes: Vec::new(),
     };
-    let baseline = memory.map_or(0, |m| m.used);
-    Dev {
+    let mut dev = Dev {
         device,
+        query,
+        reserved: memory.map_or(0, |m| m.reserved),
         info,
-        series: Series::new(baseline),
+        series: Series::new(0),
         procs: BTreeMap::new(),
         failed: false,
-    }
+    };
+    // The baseline comes from the call every tick makes, so that the reserve cancels.
+    dev.series = Series::new(dev.used().unwrap_or(0));
+    dev
 }
 
 #[cfg(test)]

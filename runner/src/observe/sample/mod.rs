@@ -5,7 +5,7 @@ mod host;
 mod sampler;
 mod timeline;
 
-pub use gpu::{DeviceSummary, GpuEnvironment, GpuSummary, ProcessPeak};
+pub use gpu::{DeviceSummary, GpuEnvironment, GpuSummary, MemoryQuery, ProcessPeak};
 pub use host::HostSummary;
 pub use sampler::{DEFAULT_INTERVAL, SampleError, SampleSummary, Sampler, SamplerConfig};
 pub use timeline::{MAX_BUCKETS, Point, SeriesSummary};

@@ -14,7 +14,7 @@ use rustix::io::Errno;
 use rustix::thread::futex;
 use rustix::time::{ClockId, Timespec, clock_gettime};
 
-use super::gpu::{self, GpuSummary, Gpus};
+use super::gpu::{self, GpuSummary, Gpus, MemoryQuery};
 use super::host::{Host, HostSummary};
 use crate::exit::{Classify, Exit};
 
@@ -38,6 +38,8 @@ pub struct SamplerConfig {
     pub cuda_visible_devices: Option<String>,
     /// Shared-memory filesystem to watch; `None` skips it.
     pub shm_path: Option<PathBuf>,
+    /// The NVML call each tick makes.
+    pub memory_query: MemoryQuery,
 }
 
 impl Default for SamplerConfig {
@@ -48,6 +50,7 @@ impl Default for SamplerConfig {
             rss: true,
             cuda_visible_devices: None,
             shm_path: Some(PathBuf::from("/dev/shm")),
+            memory_query: MemoryQuery::default(),
         }
     }
 }
@@ -120,6 +123,7 @@ struct Plan {
     rss: bool,
     cuda_visible_devices: Option<String>,
     shm_path: Option<PathBuf>,
+    memory_query: MemoryQuery,
 }
 
 /// The running sampler thread of one job.
@@ -144,6 +148,7 @@ impl Sampler {
             rss: config.rss,
             cuda_visible_devices: config.cuda_visible_devices.clone(),
             shm_path: config.shm_path.clone(),
+            memory_query: config.memory_query,
         };
         let interval = plan.interval;
         let pgid = Arc::new(AtomicU32::new(0));
@@ -212,7 +217,11 @@ fn run(
     let mut host = Host::start(plan.shm_path.as_deref(), plan.rss);
     let nvml = plan.gpu.then(gpu::init);
     let mut gpus = match &nvml {
-        Some(Ok(nvml)) => Some(Gpus::open(nvml, plan.cuda_visible_devices.as_deref())),
+        Some(Ok(nvml)) => Some(Gpus::open(
+            nvml,
+            plan.cuda_visible_devices.as_deref(),
+            plan.memory_query,
+        )),
         _ => None,
     };
     let _ = ready.send(());
@@ -407,5 +416,32 @@ mod tests {
         let waiter = std::thread::spawn(move || Ticker::new(Duration::MAX).wait(&thread_stop));
         stop.request();
         assert_eq!(waiter.join().unwrap(), None);
+    }
+    #[test]
+    fn both_nvml_queries_read_the_same_used_memory() {
+        if nvml_wrapper::Nvml::init().is_err() {
+            eprintln!("skipped: no NVML driver here (this test needs a GPU)");
+            return;
+        }
+        let baselines = |memory_query| {
+            let config = SamplerConfig {
+                shm_path: None,
+                rss: false,
+                memory_query,
+                ..SamplerConfig::default()
+            };
+            let summary = Sampler::start(&config).unwrap().stop();
+            let gpu = summary.gpu.unwrap();
+            gpu.devices
+                .iter()
+                .map(|d| d.used.as_ref().unwrap().baseline_bytes)
+                .collect::<Vec<_>>()
+        };
+        let (v1, v2) = (baselines(MemoryQuery::V1), baselines(MemoryQuery::V2));
+        assert_eq!(v1.len(), v2.len());
+        for (a, b) in v1.iter().zip(&v2) {
+            // Another process may allocate in between; 64 MiB is far below what a job uses.
+            assert!(a.abs_diff(*b) < 64 << 20, "v1 {a} B, v2 {b} B");
+        }
     }
 }
