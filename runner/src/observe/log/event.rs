@@ -116,7 +116,7 @@ impl<'a> Fields<'a> {
     /// and none of that reads past the `:` that ends a lead), so it arrives at the same value
     /// under the same name. The value must not start with a blank, which would mean the lead
     /// (its padding) is longer on this line.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn next_after(&mut self, lead: &[u8]) -> Option<f64> {
         let value = scan::after_word(self.rest, lead)?;
         if matches!(value.first(), Some(b' ' | b'\t')) {

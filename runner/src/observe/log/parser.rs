@@ -276,15 +276,37 @@ fn memory(s: &[u8]) -> Option<LogEvent<'_>> {
     let point = memory_point(&rest[..close]);
     let rest = trim_start(&rest[close + 1..]);
     let fields = after(rest, b"memory (MB)")?;
-    let mut mb = MemoryMb::default();
-    let mut total_used = None;
-    let mut seen = 0;
     let line = IterationLine {
         iteration: 0,
         train_iters: None,
         rest: fields,
     };
-    for (name, v) in line.fields() {
+    // The four numbers as Megatron prints them, each read after its known lead (what
+    // `Fields::next` would read); any other layout goes through the general loop from the
+    // start.
+    let mut fields = line.fields();
+    let (mut mb, mut seen) = match MEMORY_LEADS.map(|lead| fields.next_after(lead)) {
+        [
+            Some(allocated),
+            Some(max_allocated),
+            Some(reserved),
+            Some(max_reserved),
+        ] => {
+            let mb = MemoryMb {
+                allocated,
+                max_allocated,
+                reserved,
+                max_reserved,
+            };
+            (mb, 4)
+        }
+        _ => {
+            fields = line.fields();
+            (MemoryMb::default(), 0)
+        }
+    };
+    let mut total_used = None;
+    for (name, v) in fields {
         match name {
             b"allocated" => mb.allocated = v,
             b"max allocated" => mb.max_allocated = v,
@@ -306,6 +328,14 @@ fn memory(s: &[u8]) -> Option<LogEvent<'_>> {
     };
     (seen >= 4).then(|| LogEvent::Memory(Box::new(report)))
 }
+
+/// The leads of a memory report's four numbers (see `Fields::next_after`).
+const MEMORY_LEADS: [&[u8]; 4] = [
+    b" | allocated: ",
+    b" max allocated: ",
+    b" reserved: ",
+    b" max reserved: ",
+];
 
 /// The name inside a memory report's parentheses.
 fn memory_point(name: &[u8]) -> MemoryPoint {
@@ -368,12 +398,12 @@ fn split_last_in(s: &[u8]) -> Option<(&[u8], &[u8])> {
 
 /// `(a, b)` → (a, b).
 fn min_max(s: &[u8]) -> Option<(f64, f64)> {
-    let inner = s.strip_prefix(b"(")?.strip_suffix(b")")?;
-    let comma = memchr::memchr(b',', inner)?;
-    Some((
-        scan::float(&inner[..comma])?,
-        scan::float(&inner[comma + 1..])?,
-    ))
+    // Read in one pass: a number cannot hold `,` or `)`, so the first number ends before the
+    // first `,`, and the second one must be followed by nothing but the closing `)`.
+    let (min, rest) = scan::float_prefix(trim_start(s.strip_prefix(b"(")?))?;
+    let rest = trim_start(rest).strip_prefix(b",")?;
+    let (max, rest) = scan::float_prefix(trim_start(rest))?;
+    (trim_start(rest) == b")").then_some((min, max))
 }
 
 /// A timer row's name without the `....` padding (skipped eight dots at a time: Megatron

@@ -125,6 +125,8 @@ impl Series {
 #[derive(Debug)]
 pub(crate) struct SeriesSet {
     series: Vec<Series>,
+    /// The series of `push_key` (no printed name).
+    keyed: Vec<usize>,
     layout: Vec<Slot>,
     /// The step of every iteration line, in order.
     rows: Chunked<u64>,
@@ -143,6 +145,7 @@ impl Default for SeriesSet {
     fn default() -> SeriesSet {
         SeriesSet {
             series: Vec::new(),
+            keyed: Vec::new(),
             layout: Vec::new(),
             rows: Chunked::default(),
             rows_ordered: true,
@@ -189,16 +192,14 @@ impl SeriesSet {
 
     /// Records a value under a golden key directly (memory metrics).
     pub(crate) fn push_key(&mut self, key: &str, step: u64, value: f64) {
-        let idx = match self
-            .series
-            .iter()
-            .position(|s| s.key == key && s.raw.is_empty())
-        {
+        let keyed = self.keyed.iter().copied();
+        let idx = match keyed.clone().find(|&i| self.series[i].key == key) {
             Some(i) => i,
             None => {
                 let own = Column::Own(Chunked::default());
                 self.series
                     .push(Series::new(Box::default(), key.to_owned(), 1.0, own));
+                self.keyed.push(self.series.len() - 1);
                 self.series.len() - 1
             }
         };
