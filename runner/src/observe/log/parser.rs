@@ -3,8 +3,10 @@
 //! needs, and dispatches on the first byte of the line so most lines cost one or two scans.
 
 use std::borrow::Cow;
+use std::ops::Range;
 
 use aho_corasick::{AhoCorasick, MatchKind, packed};
+use jiff::civil::{Date, DateTime};
 
 use super::event::{
     FailureKind, IterationLine, LogEvent, LogLine, MemoryMb, MemoryPoint, MemoryReport, TimerLine,
@@ -51,6 +53,21 @@ pub struct LogParser {
     markers: Markers,
     timer: TimerMode,
     block: u64,
+    /// The first bytes of the last timestamp (`[YYYY-MM-DD HH:MM`) and what they say:
+    /// consecutive lines mostly differ from the second on.
+    minute: Option<([u8; scan::MINUTE_LEN], (Date, i8, i8))>,
+    /// The heads of the last `(min, max)` or `max` block's rows, in order, and the index of
+    /// the row to come: blocks print the same timers in the same order.
+    row_heads: Vec<RowHead>,
+    next_row: usize,
+}
+
+/// A timer row up to its first `:` (`    save-checkpoint ......:`), and where the timer's
+/// name lies in it. A row that starts with these bytes splits at the same place.
+#[derive(Debug)]
+struct RowHead {
+    bytes: Vec<u8>,
+    name: Range<usize>,
 }
 
 /// The failure-marker search. Most lines are searched and few match, so the per-call cost
@@ -102,7 +119,25 @@ impl LogParser {
             markers: Markers::new(),
             timer: TimerMode::Off,
             block: 0,
+            minute: None,
+            row_heads: Vec::new(),
+            next_row: 0,
         }
+    }
+
+    /// The timestamp at the start of `s` and the rest after it; the date and time up to the
+    /// minute are parsed again only when those bytes changed.
+    fn timestamp<'a>(&mut self, s: &'a [u8]) -> Option<(DateTime, &'a [u8])> {
+        let head = *s.first_chunk::<{ scan::MINUTE_LEN }>()?;
+        let minute = match self.minute {
+            Some((seen, minute)) if seen == head => minute,
+            _ => {
+                let minute = scan::timestamp_minute(s)?;
+                self.minute = Some((head, minute));
+                minute
+            }
+        };
+        scan::timestamp_at(minute, s)
     }
 
     /// Parses one line (without its `\n`; a trailing `\r` is ignored). Returns `None` for
@@ -125,7 +160,7 @@ impl LogParser {
         }
         let body = trim_start(body);
         let (time, body) = match body.first() {
-            Some(b'[') => match scan::timestamp(body) {
+            Some(b'[') => match self.timestamp(body) {
                 Some((t, rest)) => (Some(t), trim_start(rest)),
                 None => (None, body),
             },
@@ -170,11 +205,64 @@ impl LogParser {
         };
         self.timer = mode;
         self.block += 1;
+        self.next_row = 0;
         Found::Consumed
+    }
+
+    /// A `(min, max)` or `max` row's name and value text.
+    fn min_max_row<'a>(&mut self, s: &'a [u8]) -> Option<(&'a [u8], &'a [u8])> {
+        let i = self.next_row;
+        self.next_row += 1;
+        if let Some(head) = self.row_heads.get(i)
+            && let Some(rest) = scan::after_word(s, &head.bytes)
+        {
+            return Some((&s[head.name.clone()], trim(rest)));
+        }
+        if !matches!(s.first(), Some(b' ' | b'\t')) {
+            return None;
+        }
+        let blanks = s.len() - trim_start(s).len();
+        let colon = blanks + memchr::memchr(b':', trim(s))?;
+        let name = timer_name(&s[blanks..colon]);
+        let head = RowHead {
+            bytes: s[..=colon].to_vec(),
+            name: blanks + name.start..blanks + name.end,
+        };
+        let found = (&s[head.name.clone()], trim(&s[colon + 1..]));
+        match i.cmp(&self.row_heads.len()) {
+            std::cmp::Ordering::Less => self.row_heads[i] = head,
+            std::cmp::Ordering::Equal => self.row_heads.push(head),
+            std::cmp::Ordering::Greater => {}
+        }
+        Some(found)
     }
 
     /// An indented row inside a timer block.
     fn timer_row<'a>(&mut self, s: &'a [u8]) -> Found<'a> {
+        let value = match self.timer {
+            TimerMode::Off => return Found::Unknown,
+            TimerMode::All(_) => return self.rank_row(s),
+            TimerMode::MinMax => self.min_max_row(s).and_then(|(name, value)| {
+                let (min, max) = min_max(value)?;
+                Some((name, TimerValue::MinMax { min, max }))
+            }),
+            TimerMode::Max => self
+                .min_max_row(s)
+                .and_then(|(name, value)| Some((name, TimerValue::Max(scan::float(value)?)))),
+        };
+        match value {
+            Some((name, value)) => Found::Event(LogEvent::Timer(TimerLine {
+                name: text(name),
+                block: self.block,
+                value,
+            })),
+            None => Found::Unknown,
+        }
+    }
+
+    /// A row of an `all` block: `  name:` (the timer of the rows that follow) or
+    /// `rank NN: t`.
+    fn rank_row<'a>(&mut self, s: &'a [u8]) -> Found<'a> {
         if !matches!(s.first(), Some(b' ' | b'\t')) {
             return Found::Unknown;
         }
@@ -183,43 +271,26 @@ impl LogParser {
             return Found::Unknown;
         };
         let (head, value) = (&s[..colon], trim(&s[colon + 1..]));
-        let value = match &mut self.timer {
-            TimerMode::Off => None,
-            TimerMode::MinMax => min_max(value).map(|(min, max)| TimerValue::MinMax { min, max }),
-            TimerMode::Max => scan::float(value).map(TimerValue::Max),
-            TimerMode::All(current) => {
-                if value.is_empty() {
-                    *current = Some(String::from_utf8_lossy(head).into_owned());
-                    return Found::Consumed;
-                }
-                let rank = after(head, b"rank")
-                    .and_then(uint)
-                    .filter(|(_, r)| r.is_empty());
-                match (rank, scan::float(value), current.as_ref()) {
-                    (Some((rank, _)), Some(ms), Some(name)) => {
-                        let rank = u32::try_from(rank).unwrap_or(u32::MAX);
-                        let name = Cow::Owned(name.clone());
-                        let event = TimerLine {
-                            name,
-                            block: self.block,
-                            value: TimerValue::Rank { rank, ms },
-                        };
-                        return Found::Event(LogEvent::Timer(event));
-                    }
-                    _ => None,
-                }
-            }
+        let TimerMode::All(current) = &mut self.timer else {
+            return Found::Unknown;
         };
-        match value {
-            Some(value) => {
-                let name = text(timer_name(head));
+        if value.is_empty() {
+            *current = Some(String::from_utf8_lossy(head).into_owned());
+            return Found::Consumed;
+        }
+        let rank = after(head, b"rank")
+            .and_then(uint)
+            .filter(|(_, r)| r.is_empty());
+        match (rank, scan::float(value), current.as_ref()) {
+            (Some((rank, _)), Some(ms), Some(name)) => {
+                let rank = u32::try_from(rank).unwrap_or(u32::MAX);
                 Found::Event(LogEvent::Timer(TimerLine {
-                    name,
+                    name: Cow::Owned(name.clone()),
                     block: self.block,
-                    value,
+                    value: TimerValue::Rank { rank, ms },
                 }))
             }
-            None => Found::Unknown,
+            _ => Found::Unknown,
         }
     }
 
@@ -406,19 +477,21 @@ fn min_max(s: &[u8]) -> Option<(f64, f64)> {
     (trim_start(rest) == b")").then_some((min, max))
 }
 
-/// A timer row's name without the `....` padding (skipped eight dots at a time: Megatron
-/// pads names to 48 columns).
-fn timer_name(head: &[u8]) -> &[u8] {
-    let mut head = head;
-    while let Some(rest) = head.strip_suffix(b"........") {
-        head = rest;
+/// Where a timer row's name lies in its head (the row up to `:`), without the `....`
+/// padding (skipped eight dots at a time: Megatron pads names to 48 columns) and blanks.
+fn timer_name(head: &[u8]) -> Range<usize> {
+    let mut kept = head;
+    while let Some(rest) = kept.strip_suffix(b"........") {
+        kept = rest;
     }
-    let n = head
+    let n = kept
         .iter()
         .rev()
         .take_while(|b| **b == b'.' || **b == b' ')
         .count();
-    trim(&head[..head.len() - n])
+    let kept = &kept[..kept.len() - n];
+    let start = kept.len() - trim_start(kept).len();
+    start..start + trim(kept).len()
 }
 
 /// `s` as text: borrowed when it is valid UTF-8 (checked with the standard library's ASCII
@@ -472,6 +545,42 @@ mod tests {
             "2026-11-29T20:16:15.066886"
         );
         assert_eq!(one(&old).unwrap().time, None);
+    }
+
+    #[test]
+    fn timestamps_of_one_minute_reuse_its_date_and_stay_exact() {
+        let mut p = LogParser::new();
+        let lines = [
+            (
+                "[2026-11-29 20:16:15.066886] exiting program at iteration 1",
+                Some("2026-11-29T20:16:15.066886"),
+            ),
+            (
+                "[2026-11-29 20:16:59] exiting program at iteration 1",
+                Some("2026-11-29T20:16:59"),
+            ),
+            ("[2026-11-29 20:16:60] exiting program at iteration 1", None),
+            ("[2026-11-29 20:16:1x] exiting program at iteration 1", None),
+            (
+                "[2026-11-29 20:17:00.5] exiting program at iteration 1",
+                Some("2026-11-29T20:17:00.5"),
+            ),
+            (
+                "[2026-02-30 20:17:00.5] exiting program at iteration 1",
+                None,
+            ),
+            (
+                "[2026-11-29 20:17:01.1234567891] exiting program at iteration 1",
+                None,
+            ),
+        ];
+        for (line, want) in lines {
+            let got = p
+                .feed(line.as_bytes())
+                .and_then(|l| l.time)
+                .map(|t| t.to_string());
+            assert_eq!(got.as_deref(), want, "{line}");
+        }
     }
 
     #[test]
@@ -590,6 +699,39 @@ mod tests {
                         max: 11.0
                     }
                 ),
+            ]
+        );
+    }
+
+    #[test]
+    fn timer_rows_are_read_alike_whether_or_not_they_repeat_the_last_block() {
+        let header = "(min, max) time across ranks (ms):";
+        let got = timers(&[
+            header,
+            "    a ....: (1, 2)",
+            "    b ....: (3, 4)",
+            header,
+            "    a ....: (5, 6)",
+            "    b ......: (7, 8)",
+            header,
+            "    b ....: (9, 10)",
+            "    a ....: (11, 12) ",
+            "    a ....: (13, x)",
+            "    a ....: (14, 15)",
+        ]);
+        let rows: Vec<(&str, u64, f64, f64)> = got
+            .iter()
+            .map(|(name, block, v)| (name.as_str(), *block, v.range().0, v.range().1))
+            .collect();
+        assert_eq!(
+            rows,
+            vec![
+                ("a", 1, 1.0, 2.0),
+                ("b", 1, 3.0, 4.0),
+                ("a", 2, 5.0, 6.0),
+                ("b", 2, 7.0, 8.0),
+                ("b", 3, 9.0, 10.0),
+                ("a", 3, 11.0, 12.0),
             ]
         );
     }

@@ -2,7 +2,7 @@
 //! matching, hand-written integer and float parsing, and the `[YYYY-MM-DD HH:MM:SS.ffffff]`
 //! timestamp. Nothing here allocates.
 
-use jiff::civil::DateTime;
+use jiff::civil::{Date, DateTime, Time};
 
 /// Powers of ten that are exact in an f64 (10^0 ..= 10^22): the fast float path multiplies
 /// or divides an exact integer mantissa by one of these, which rounds correctly.
@@ -303,14 +303,20 @@ fn word(s: &[u8]) -> Option<(f64, &[u8])> {
 /// Parses the `[YYYY-MM-DD HH:MM:SS(.f{1,9})?]` timestamp at the start of `s`; returns it
 /// and the rest of the line after `]`.
 pub(crate) fn timestamp(s: &[u8]) -> Option<(DateTime, &[u8])> {
-    let t = s.strip_prefix(b"[")?.first_chunk::<19>()?;
-    if t[4] != b'-' || t[7] != b'-' || t[10] != b' ' || t[13] != b':' || t[16] != b':' {
+    let minute = timestamp_minute(s)?;
+    timestamp_at(minute, s)
+}
+
+/// The date, hour and minute of the timestamp at the start of `s`, from its first
+/// [`MINUTE_LEN`] bytes (`[YYYY-MM-DD HH:MM`).
+pub(crate) fn timestamp_minute(s: &[u8]) -> Option<(Date, i8, i8)> {
+    let t = s.strip_prefix(b"[")?.first_chunk::<16>()?;
+    if t[4] != b'-' || t[7] != b'-' || t[10] != b' ' || t[13] != b':' {
         return None;
     }
-    // The fourteen digits of `YYYY-MM-DD HH:MM:SS`, checked together (no branch per digit),
-    // then combined in pairs.
+    // The twelve digits, checked together (no branch per digit), then combined in pairs.
     let d = t.map(|b| b.wrapping_sub(b'0'));
-    let bad = [0, 1, 2, 3, 5, 6, 8, 9, 11, 12, 14, 15, 17, 18]
+    let bad = [0, 1, 2, 3, 5, 6, 8, 9, 11, 12, 14, 15]
         .iter()
         .fold(false, |bad, &i| bad | (d[i] > 9));
     if bad {
@@ -318,7 +324,25 @@ pub(crate) fn timestamp(s: &[u8]) -> Option<(DateTime, &[u8])> {
     }
     let two = |i: usize| (d[i] * 10 + d[i + 1]) as i8;
     let year = i16::from(two(0)) * 100 + i16::from(two(2));
-    let mut rest = &s[20..];
+    let date = Date::new(year, two(5), two(8)).ok()?;
+    Some((date, two(11), two(14)))
+}
+
+/// Bytes of a timestamp up to its minute: `[YYYY-MM-DD HH:MM`.
+pub(crate) const MINUTE_LEN: usize = 17;
+
+/// The timestamp at the start of `s` whose first [`MINUTE_LEN`] bytes gave `minute`: reads
+/// the `:SS(.f{1,9})?]` after them.
+pub(crate) fn timestamp_at(
+    (date, hour, minute): (Date, i8, i8),
+    s: &[u8],
+) -> Option<(DateTime, &[u8])> {
+    let rest = s.get(MINUTE_LEN..)?;
+    let [b':', s1 @ b'0'..=b'9', s2 @ b'0'..=b'9', rest @ ..] = rest else {
+        return None;
+    };
+    let second = ((s1 - b'0') * 10 + (s2 - b'0')) as i8;
+    let mut rest = rest;
     let mut nanos = 0;
     if let [b'.', frac @ ..] = rest {
         let (v, n) = digits(frac, 0);
@@ -329,8 +353,8 @@ pub(crate) fn timestamp(s: &[u8]) -> Option<(DateTime, &[u8])> {
         rest = &frac[n..];
     }
     let rest = rest.strip_prefix(b"]")?;
-    let dt = DateTime::new(year, two(5), two(8), two(11), two(14), two(17), nanos).ok()?;
-    Some((dt, rest))
+    let time = Time::new(hour, minute, second, nanos).ok()?;
+    Some((DateTime::from_parts(date, time), rest))
 }
 
 #[cfg(test)]
