@@ -300,14 +300,8 @@ fn word(s: &[u8]) -> Option<(f64, &[u8])> {
     Some((v, &s[n..]))
 }
 
-/// Parses the `[YYYY-MM-DD HH:MM:SS(.f{1,9})?]` timestamp at the start of `s`; returns it
-/// and the rest of the line after `]`.
-pub(crate) fn timestamp(s: &[u8]) -> Option<(DateTime, &[u8])> {
-    let minute = timestamp_minute(s)?;
-    timestamp_at(minute, s)
-}
-
-/// The date, hour and minute of the timestamp at the start of `s`, from its first
+/// The date, hour and minute of the `[YYYY-MM-DD HH:MM:SS(.f{1,9})?]` timestamp at the
+/// start of `s`, from its first
 /// [`MINUTE_LEN`] bytes (`[YYYY-MM-DD HH:MM`).
 pub(crate) fn timestamp_minute(s: &[u8]) -> Option<(Date, i8, i8)> {
     let t = s.strip_prefix(b"[")?.first_chunk::<16>()?;
@@ -332,7 +326,7 @@ pub(crate) fn timestamp_minute(s: &[u8]) -> Option<(Date, i8, i8)> {
 pub(crate) const MINUTE_LEN: usize = 17;
 
 /// The timestamp at the start of `s` whose first [`MINUTE_LEN`] bytes gave `minute`: reads
-/// the `:SS(.f{1,9})?]` after them.
+/// the `:SS(.f{1,9})?]` after them; returns it and the rest of the line after `]`.
 pub(crate) fn timestamp_at(
     (date, hour, minute): (Date, i8, i8),
     s: &[u8],
@@ -525,6 +519,11 @@ mod tests {
         assert_eq!(uint(b"      60/"), Some((60, &b"/"[..])));
         assert_eq!(uint(b"x"), None);
         assert_eq!(uint(b"99999999999999999999"), None);
+    }
+
+    /// The whole timestamp at the start of `s` and the rest of the line after `]`.
+    fn timestamp(s: &[u8]) -> Option<(DateTime, &[u8])> {
+        timestamp_at(timestamp_minute(s)?, s)
     }
 
     #[test]

@@ -82,7 +82,14 @@ impl Series {
             }
             Column::Own(steps) => steps.push(step),
         }
-        self.values.push(value / self.divisor);
+        // Most series are kept in the unit they are printed in: skip dividing by 1 (exact
+        // either way, and a division is slow).
+        let value = if self.divisor == 1.0 {
+            value
+        } else {
+            value / self.divisor
+        };
+        self.values.push(value);
     }
 
     /// The series by step, sharing `rows` when it can.
