@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use super::chunked::Chunked;
+use super::chunked::{StepColumn, Values};
 use super::event::Fields;
 
 /// Bytes per MB in Megatron's memory report (`torch.cuda.memory_allocated() / 1024 / 1024`),
@@ -42,7 +42,7 @@ struct Series {
     raw: Box<[u8]>,
     key: String,
     divisor: f64,
-    values: Chunked<f64>,
+    values: Values,
     steps: Column,
 }
 
@@ -55,7 +55,7 @@ enum Column {
     Rows { first: usize },
     /// One step per value: a series that skipped an iteration line or was printed twice on
     /// one, and every memory key.
-    Own(Chunked<u64>),
+    Own(StepColumn),
 }
 
 impl Series {
@@ -64,19 +64,18 @@ impl Series {
             raw,
             key,
             divisor,
-            values: Chunked::default(),
+            values: Values::default(),
             steps,
         }
     }
 
     /// Appends the value printed for `step` on iteration line `row`.
     #[inline]
-    fn push_row(&mut self, rows: &Chunked<u64>, row: usize, step: u64, value: f64) {
+    fn push_row(&mut self, rows: &StepColumn, row: usize, step: u64, value: f64) {
         match &mut self.steps {
             Column::Rows { first } if *first + self.values.len() == row => {}
             Column::Rows { first } => {
-                let mut own: Chunked<u64> =
-                    rows.iter_from(*first).take(self.values.len()).collect();
+                let mut own: StepColumn = rows.iter_from(*first).take(self.values.len()).collect();
                 own.push(step);
                 self.steps = Column::Own(own);
             }
@@ -93,7 +92,7 @@ impl Series {
     }
 
     /// The series by step, sharing `rows` when it can.
-    fn finish(self, rows: &Arc<Chunked<u64>>, rows_ordered: bool) -> Steps {
+    fn finish(self, rows: &Arc<StepColumn>, rows_ordered: bool) -> Steps {
         let max = self.raw.is_empty();
         match self.steps {
             Column::Rows { first } if rows_ordered => Steps {
@@ -136,7 +135,7 @@ pub(crate) struct SeriesSet {
     keyed: Vec<usize>,
     layout: Vec<Slot>,
     /// The step of every iteration line, in order.
-    rows: Chunked<u64>,
+    rows: StepColumn,
     /// `rows` is strictly increasing (no step printed twice, as after a restart).
     rows_ordered: bool,
 }
@@ -154,7 +153,7 @@ impl Default for SeriesSet {
             series: Vec::new(),
             keyed: Vec::new(),
             layout: Vec::new(),
-            rows: Chunked::default(),
+            rows: StepColumn::default(),
             rows_ordered: true,
         }
     }
@@ -164,7 +163,7 @@ impl SeriesSet {
     /// Records every field of the iteration line for `step`.
     pub(crate) fn push_line(&mut self, step: u64, mut fields: Fields<'_>) {
         let row = self.rows.len();
-        self.rows_ordered &= self.rows.last().is_none_or(|&last| last < step);
+        self.rows_ordered &= self.rows.last().is_none_or(|last| last < step);
         self.rows.push(step);
         for pos in 0.. {
             let known = self
@@ -203,7 +202,7 @@ impl SeriesSet {
         let idx = match keyed.clone().find(|&i| self.series[i].key == key) {
             Some(i) => i,
             None => {
-                let own = Column::Own(Chunked::default());
+                let own = Column::Own(StepColumn::default());
                 self.series
                     .push(Series::new(Box::default(), key.to_owned(), 1.0, own));
                 self.keyed.push(self.series.len() - 1);
@@ -263,9 +262,9 @@ impl SeriesSet {
 pub struct Steps {
     /// Entries `start..start + values.len()` of `steps` are this series' steps, strictly
     /// increasing.
-    steps: Arc<Chunked<u64>>,
+    steps: Arc<StepColumn>,
     start: usize,
-    values: Chunked<f64>,
+    values: Values,
 }
 
 impl Steps {
@@ -309,7 +308,7 @@ impl Steps {
 
     /// The step of entry `i`.
     fn step(&self, i: usize) -> Option<u64> {
-        self.steps.get(self.start + i).copied()
+        self.steps.get(self.start + i)
     }
 
     /// The entry of `step` (a binary search).
@@ -501,6 +500,27 @@ mod tests {
         assert_eq!(m["a"].first(), Some((10, 1.0)));
         assert_eq!(m["d"].last(), Some((60, 1.0)));
         assert_eq!(m["b"].get(20), None);
+    }
+
+    #[test]
+    fn a_value_repeated_on_every_line_reads_back_at_every_step() {
+        let mut set = SeriesSet::default();
+        for step in 1..=3 {
+            line(&mut set, step, " | loss scale: 1.0 | z: -0.0 | n: nan |");
+        }
+        line(&mut set, 4, " | loss scale: 2.0 | z: 0.0 | n: nan |");
+        let m = set.finish();
+        let same: Steps = (1..=4)
+            .map(|s| (s, if s < 4 { 1.0 } else { 2.0 }))
+            .collect();
+        assert_eq!(m["loss-scale"], same);
+        assert_eq!(m["loss-scale"][2], 1.0);
+        let zeros: Vec<u64> = m["z"].values().map(f64::to_bits).collect();
+        let want = [(-0.0f64).to_bits(); 3].into_iter().chain([0]);
+        assert_eq!(zeros, want.collect::<Vec<_>>());
+        assert!(m["n"].values().all(f64::is_nan) && m["n"].len() == 4);
+        let json = serde_json::to_string(&m["n"]).unwrap();
+        assert_eq!(json, r#"{"1":"nan","2":"nan","3":"nan","4":"nan"}"#);
     }
 
     #[test]
