@@ -1,8 +1,8 @@
 //! Stage "observe", log parser: streams Megatron-LM stdout (old and new formats, torchrun
 //! prefixes) into events and a [`LogSummary`] of metrics, memory, checkpoints and failures.
 
-mod chunked;
 mod collect;
+mod column;
 mod error;
 mod event;
 mod parser;

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use super::chunked::{StepColumn, Values};
+use super::column::{StepColumn, Values};
 use super::event::Fields;
 
 /// Bytes per MB in Megatron's memory report (`torch.cuda.memory_allocated() / 1024 / 1024`),
