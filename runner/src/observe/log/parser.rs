@@ -1,6 +1,8 @@
 //! Stage "observe", log parser: [`LogParser`] turns one Megatron stdout line into a
-//! [`LogLine`]. It is fed line by line as output arrives, keeps only the state a timer block
-//! needs, and dispatches on the first byte of the line so most lines cost one or two scans.
+//! [`LogLine`]. It is fed line by line as output arrives, and dispatches on the first byte of
+//! the line so most lines cost one or two scans. Its state is what a timer block needs plus
+//! what repeating text parsed to last time (a timestamp's minute, a timer block's row heads),
+//! reused only when the same bytes come again.
 
 use std::borrow::Cow;
 use std::ops::Range;
@@ -209,7 +211,8 @@ impl LogParser {
         Found::Consumed
     }
 
-    /// A `(min, max)` or `max` row's name and value text.
+    /// A `(min, max)` or `max` row's name and value text. A row that starts with the head
+    /// the same row had in the last block is split there without searching.
     fn min_max_row<'a>(&mut self, s: &'a [u8]) -> Option<(&'a [u8], &'a [u8])> {
         let i = self.next_row;
         self.next_row += 1;
@@ -229,10 +232,10 @@ impl LogParser {
             name: blanks + name.start..blanks + name.end,
         };
         let found = (&s[head.name.clone()], trim(&s[colon + 1..]));
-        match i.cmp(&self.row_heads.len()) {
-            std::cmp::Ordering::Less => self.row_heads[i] = head,
-            std::cmp::Ordering::Equal => self.row_heads.push(head),
-            std::cmp::Ordering::Greater => {}
+        if i < self.row_heads.len() {
+            self.row_heads[i] = head;
+        } else if i == self.row_heads.len() {
+            self.row_heads.push(head);
         }
         Some(found)
     }
