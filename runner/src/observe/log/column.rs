@@ -59,11 +59,6 @@ impl<T: Copy> Chunked<T> {
         self.chunks.get(i / CHUNK)?.get(i % CHUNK)
     }
 
-    /// The last entry.
-    pub(crate) fn last(&self) -> Option<&T> {
-        self.chunks.last()?.last()
-    }
-
     /// The entries from `start` on, in order.
     pub(crate) fn iter_from(&self, start: usize) -> impl Iterator<Item = T> + '_ {
         let chunks = self.chunks.get(start / CHUNK..).unwrap_or_default();
@@ -254,11 +249,10 @@ mod tests {
             assert_eq!(column.get(i), Some(&i));
         }
         assert_eq!(column.get(n), None);
-        assert_eq!(column.last(), Some(&(n - 1)));
         for start in [0, 5, CHUNK, CHUNK + 3, n - 1, n, n + 10] {
             assert!(column.iter_from(start).eq(start..n), "from {start}");
         }
-        assert_eq!(Chunked::<u8>::default().last(), None);
+        assert_eq!(Chunked::<u8>::default().get(0), None);
     }
 
     #[test]
