@@ -133,8 +133,8 @@ pub(crate) fn float_prefix(s: &[u8]) -> Option<(f64, &[u8])> {
 
 /// The decimal mantissa at the start of `s` (`27854`, `321.5`, `.5`, `1.`): its digits as
 /// one integer (wrapping; callers check the counts), the digit counts before and after the
-/// point, and the bytes after it. A mantissa that ends within the first eight bytes, as
-/// nearly all printed numbers do, is read as one word with the point squeezed out.
+/// point, and the bytes after it. A mantissa with its point in the first eight bytes, as
+/// nearly all printed numbers have, is read as one word with the point squeezed out.
 #[inline(always)]
 fn mantissa(s: &[u8]) -> (u64, usize, usize, &[u8]) {
     if let Some(&chunk) = s.first_chunk::<8>() {
@@ -143,18 +143,18 @@ fn mantissa(s: &[u8]) -> (u64, usize, usize, &[u8]) {
         if k < 8 && chunk[k] != b'.' {
             return (lane_digits(chunk, k), k, 0, &s[k..]);
         }
-        let j = first_lane(non_digit & non_digit.wrapping_sub(1));
-        if k < 8 && j < 8 {
+        if k < 8 {
             // Lanes above the point move down one, over it.
             let below = (1u64 << (8 * k)) - 1;
             let w = u64::from_le_bytes(chunk);
-            let squeezed = (w & below) | ((w >> 8) & !below);
-            return (
-                lane_digits(squeezed.to_le_bytes(), j - 1),
-                k,
-                j - k - 1,
-                &s[j..],
-            );
+            let squeezed = ((w & below) | ((w >> 8) & !below)).to_le_bytes();
+            let j = first_lane(non_digit & non_digit.wrapping_sub(1));
+            if j < 8 {
+                return (lane_digits(squeezed, j - 1), k, j - k - 1, &s[j..]);
+            }
+            // The fraction goes on past these eight bytes (`9.999947E-06`).
+            let (mant, more) = digits(&s[8..], lane_digits(squeezed, 7));
+            return (mant, k, 7 - k + more, &s[8 + more..]);
         }
     }
     let (mut mant, int_digits) = digits(s, 0);
