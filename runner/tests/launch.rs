@@ -300,6 +300,32 @@ fn stop_request_interrupts_after_the_grace_period() {
 }
 
 #[test]
+fn stop_request_from_another_thread_wakes_a_supervisor_without_timeout() {
+    // The supervisor sleeps until something happens; a silent job with no timeout gives it
+    // nothing but the stop request. Were the wake-up lost, this would last the full 20 s.
+    let dir = tempfile::tempdir().unwrap();
+    let spec = LaunchSpec::new(
+        vec!["sleep".to_owned(), "20".to_owned()],
+        dir.path().to_path_buf(),
+        dir.path().join("job.log"),
+    );
+    let stop = StopFlag::new();
+    let requester = stop.clone();
+    let report = launch(&spec, &stop, |event| {
+        if let LaunchEvent::Spawned { .. } = event {
+            let requester = requester.clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(200));
+                requester.request();
+            });
+        }
+    })
+    .unwrap();
+    assert_eq!(report.outcome, ProcessOutcome::Interrupted);
+    assert!(report.wall < Duration::from_secs(10), "{:?}", report.wall);
+}
+
+#[test]
 fn second_stop_request_kills_at_once() {
     let dir = tempfile::tempdir().unwrap();
     let mut spec = helper_spec("stubborn", dir.path());

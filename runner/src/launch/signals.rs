@@ -1,14 +1,32 @@
 //! Stage "launch": Ctrl-C and SIGTERM to goldgate. The first signal asks every running job
 //! to stop (SIGTERM, grace period, SIGKILL) and marks it interrupted; the second kills at once.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use super::error::LaunchError;
 
-/// Shared count of stop requests; cheap to clone and to poll.
-#[derive(Clone, Debug, Default)]
-pub struct StopFlag(Arc<AtomicU32>);
+/// Shared count of stop requests; cheap to clone and to poll. Supervisors that sleep until
+/// something happens register a wake-up ([`StopFlag::on_request`]) instead of polling it.
+#[derive(Clone, Default)]
+pub struct StopFlag(Arc<Shared>);
+
+#[derive(Default)]
+struct Shared {
+    requests: AtomicU32,
+    next_id: AtomicU64,
+    wakers: Mutex<Vec<(u64, Waker)>>,
+}
+
+type Waker = Box<dyn Fn() + Send>;
+
+impl std::fmt::Debug for StopFlag {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StopFlag")
+            .field("requests", &self.0.requests.load(Ordering::SeqCst))
+            .finish_non_exhaustive()
+    }
+}
 
 impl StopFlag {
     /// A flag nobody has raised yet.
@@ -16,19 +34,53 @@ impl StopFlag {
         StopFlag::default()
     }
 
-    /// Records one stop request (what a SIGINT/SIGTERM does).
+    /// Records one stop request (what a SIGINT/SIGTERM does) and wakes whoever registered.
     pub fn request(&self) {
-        self.0.fetch_add(1, Ordering::SeqCst);
+        self.0.requests.fetch_add(1, Ordering::SeqCst);
+        for (_, wake) in self.wakers().iter() {
+            wake();
+        }
     }
 
     /// True after the first request: stop jobs gracefully, start no new ones.
     pub fn is_requested(&self) -> bool {
-        self.0.load(Ordering::SeqCst) >= 1
+        self.0.requests.load(Ordering::SeqCst) >= 1
     }
 
     /// True after the second request: SIGKILL at once, no grace period.
     pub fn is_forced(&self) -> bool {
-        self.0.load(Ordering::SeqCst) >= 2
+        self.0.requests.load(Ordering::SeqCst) >= 2
+    }
+
+    /// Calls `wake` at every request from now until the guard is dropped. Register before
+    /// the first look at [`StopFlag::is_requested`], and no request can go unnoticed.
+    pub(crate) fn on_request(&self, wake: impl Fn() + Send + 'static) -> WakeOnStop {
+        let id = self.0.next_id.fetch_add(1, Ordering::SeqCst);
+        self.wakers().push((id, Box::new(wake)));
+        WakeOnStop {
+            flag: self.clone(),
+            id,
+        }
+    }
+
+    fn wakers(&self) -> std::sync::MutexGuard<'_, Vec<(u64, Waker)>> {
+        // A waker that panicked leaves the list itself intact.
+        self.0
+            .wakers
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// A registration made by [`StopFlag::on_request`]; dropping it unregisters.
+pub(crate) struct WakeOnStop {
+    flag: StopFlag,
+    id: u64,
+}
+
+impl Drop for WakeOnStop {
+    fn drop(&mut self) {
+        self.flag.wakers().retain(|(id, _)| *id != self.id);
     }
 }
 
@@ -101,5 +153,20 @@ mod tests {
         assert!(flag.is_requested() && !flag.is_forced());
         other.request();
         assert!(flag.is_forced());
+    }
+
+    #[test]
+    fn requests_wake_registered_sleepers_until_they_unregister() {
+        let flag = StopFlag::new();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let guard = flag.on_request(move || {
+            let _ = tx.send(());
+        });
+        let other = flag.clone();
+        std::thread::spawn(move || other.request()).join().unwrap();
+        assert_eq!(rx.recv_timeout(std::time::Duration::from_secs(5)), Ok(()));
+        drop(guard);
+        flag.request();
+        assert!(rx.recv().is_err(), "the waker (and its sender) is dropped");
     }
 }
