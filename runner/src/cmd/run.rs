@@ -45,7 +45,7 @@ pub struct Args {
     #[arg(long, default_value_t = 0)]
     pub retries: u32,
     /// Interval of the GPU and host memory samplers (e.g. `10ms`).
-    #[arg(long, value_parser = parse_duration, default_value = "20ms")]
+    #[arg(long, value_parser = parse_duration, default_value = "10ms")]
     pub sample_interval: Duration,
     /// Record only; do not compare with the golden files afterwards.
     #[arg(long)]
@@ -428,6 +428,20 @@ mod tests {
             parse_duration("5d")
                 .unwrap_err()
                 .contains("unknown unit `d`")
+        );
+    }
+
+    #[test]
+    fn the_cli_default_interval_is_the_samplers() {
+        let cmd = <Args as clap::Args>::augment_args(clap::Command::new("run"));
+        let arg = cmd
+            .get_arguments()
+            .find(|a| a.get_id() == "sample_interval")
+            .unwrap();
+        let default = arg.get_default_values()[0].to_str().unwrap();
+        assert_eq!(
+            parse_duration(default).unwrap(),
+            crate::observe::sample::DEFAULT_INTERVAL
         );
     }
 

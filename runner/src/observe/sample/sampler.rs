@@ -23,7 +23,7 @@ use crate::exit::{Classify, Exit};
 const PROCESS_EVERY: Duration = Duration::from_millis(100);
 
 /// Default `--sample-interval` (see README, "How goldgate measures").
-pub const DEFAULT_INTERVAL: Duration = Duration::from_millis(20);
+pub const DEFAULT_INTERVAL: Duration = Duration::from_millis(10);
 
 /// What to sample and how often.
 #[derive(Clone, Debug, PartialEq, Eq)]
