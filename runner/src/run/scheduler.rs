@@ -396,15 +396,17 @@ mod tests {
 
     #[test]
     fn retries_only_flaky_failures_within_budget() {
-        let out = |outcome: Outcome, flaky: bool| AttemptOutput {
-            signs: FailureSigns {
-                nccl_timeout: true,
-                flaky,
-                ..FailureSigns::default()
-            },
-            ..AttemptOutput::launch_error(String::new(), String::new())
-        }
-        .with_outcome(outcome);
+        let out = |outcome: Outcome, flaky: bool| {
+            AttemptOutput {
+                signs: FailureSigns {
+                    nccl_timeout: true,
+                    flaky,
+                    ..FailureSigns::default()
+                },
+                ..AttemptOutput::launch_error(String::new(), String::new())
+            }
+            .with_outcome(outcome)
+        };
         let failed = out(Outcome::NcclTimeout, true);
         assert!(may_retry(&failed, 1, 2));
         assert!(may_retry(&failed, 2, 2));
