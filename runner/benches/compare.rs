@@ -19,6 +19,7 @@ use goldgate::metrics::{
 };
 
 // The tests' corpus lookup: `$GOLDGATE_MEGATRON_CORPUS`, else `../shared/megatron_corpus`.
+#[allow(dead_code)] // the bench needs only the corpus root, not the case root
 #[path = "../tests/common/corpus.rs"]
 mod corpus;
 

@@ -37,12 +37,15 @@ impl RunSelection {
     }
 }
 
+/// `(results.json path, record)` pairs, as `load_results` gives them.
+pub type Records = Vec<(PathBuf, RunRecord)>;
+
 /// The records of the selected runs, and a line saying what was left out (none when the folder
 /// held only the runs taken).
 pub fn select_runs(
-    records: Vec<(PathBuf, RunRecord)>,
+    records: Records,
     selection: &RunSelection,
-) -> Result<(Vec<(PathBuf, RunRecord)>, Option<String>), CompareError> {
+) -> Result<(Records, Option<String>), CompareError> {
     let starts = run_starts(&records);
     let keep: Vec<String> = match selection {
         RunSelection::All => return Ok((records, None)),
