@@ -11,6 +11,7 @@ pub mod judge;
 pub mod platform;
 pub mod rules;
 pub mod rules_yaml;
+pub mod runs;
 pub(crate) mod stats;
 pub mod verdict;
 
@@ -19,6 +20,7 @@ pub use engine::{
 };
 pub use error::CompareError;
 pub use rules::{Direction, Kind, Rule, RuleSet};
+pub use runs::{RunSelection, select_runs};
 pub use verdict::{
     COMPARISON_SCHEMA_VERSION, Comparison, Counts, JobComparison, MetricResult, Unit, Verdict,
 };
