@@ -117,7 +117,7 @@ fn final_losses(m: &LogSummary) -> String {
 fn iteration_time(m: &LogSummary) -> String {
     let mut t: Vec<f64> = m
         .metrics
-        .get("iteration-time")
+        .get(crate::metric_names::ITERATION_TIME)
         .map(|s| s.values().collect())
         .unwrap_or_default();
     t.retain(|v| v.is_finite());

@@ -13,6 +13,7 @@ use super::judge::{self, Series};
 use super::platform;
 use super::rules::RuleSet;
 use super::verdict::{Comparison, JobComparison, Verdict};
+use crate::metric_names::GOLDGATE_METRICS;
 use crate::metrics::{RunRecord, record::load_results};
 
 /// Where to look and how to judge.
@@ -178,16 +179,6 @@ pub(crate) fn compare_job(
     };
     judge_against(job, group, &path, selected.as_deref(), opts, warnings)
 }
-
-/// goldgate's own metric keys: compared whenever the golden file has them (only goldgate
-/// writes them), whatever the case's `METRICS` says.
-pub const GOLDGATE_METRICS: [&str; 5] = [
-    "gpu-peak-memory-bytes",
-    "host-peak-rss-bytes",
-    "shm-peak-bytes",
-    "checkpoint-blocking-time",
-    "checkpoint-async-latency",
-];
 
 /// The metrics a case compares: its `METRICS` (default `lm loss`, `num-zeros`), as Megatron
 /// does, plus goldgate's own keys.

@@ -87,11 +87,11 @@ pub fn jobs_markdown(records: &[&RunRecord], svg_dir: Option<&str>) -> String {
             units::value(Kind::Seconds, r.wall_seconds),
             peak(gpu_peak(r)),
             peak(
-                r.last_value("host-peak-rss-bytes")
+                r.last_value(crate::metric_names::HOST_PEAK)
                     .or(r.memory.host_peak_rss_bytes.map(|b| b as f64))
             ),
             peak(
-                r.last_value("shm-peak-bytes")
+                r.last_value(crate::metric_names::SHM_PEAK)
                     .or(r.memory.shm_peak_bytes.map(|b| b as f64))
             ),
             saves(r),

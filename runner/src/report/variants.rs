@@ -9,7 +9,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use crate::compare::stats::{median, median_sorted};
 use crate::config::Config;
+use crate::metric_names as names;
 use crate::metrics::{CheckpointRecord, RunRecord};
 use crate::report::markdown::escape_md;
 use crate::report::units::{self, Kind};
@@ -17,13 +19,13 @@ use crate::report::units::{self, Kind};
 /// Metric keys that have their own rows; every other key in `RunRecord.metrics` gets a row
 /// of its final value.
 const COVERED: &[&str] = &[
-    "lm loss",
-    "iteration-time",
-    "gpu-peak-memory-bytes",
-    "host-peak-rss-bytes",
-    "shm-peak-bytes",
-    "checkpoint-blocking-time",
-    "checkpoint-async-latency",
+    names::LM_LOSS,
+    names::ITERATION_TIME,
+    names::GPU_PEAK,
+    names::HOST_PEAK,
+    names::SHM_PEAK,
+    names::CHECKPOINT_BLOCKING,
+    names::CHECKPOINT_ASYNC_LATENCY,
 ];
 
 /// All cases of a results folder, each with its variants side by side.
@@ -268,7 +270,8 @@ fn finite(v: Option<f64>) -> Option<f64> {
 
 fn cell(values: impl Iterator<Item = f64>) -> Option<Cell> {
     let mut v: Vec<f64> = values.collect();
-    let median = median(&mut v)?;
+    v.sort_by(f64::total_cmp);
+    let median = median_sorted(&v)?;
     Some(Cell {
         median,
         min: v.first().copied()?,
@@ -277,29 +280,18 @@ fn cell(values: impl Iterator<Item = f64>) -> Option<Cell> {
     })
 }
 
-/// Median of finite values (sorts `v`); `None` when empty.
-pub(crate) fn median(v: &mut [f64]) -> Option<f64> {
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    match n {
-        0 => None,
-        _ if n % 2 == 1 => Some(v[n / 2]),
-        _ => Some((v[n / 2 - 1] + v[n / 2]) / 2.0),
-    }
-}
-
 fn save_blocking(c: &CheckpointRecord) -> Option<f64> {
     c.blocking_max_seconds.or(c.saving_to_saved_seconds)
 }
 
 fn blocking_after_first(r: &RunRecord) -> Option<f64> {
-    let mut v: Vec<f64> = r
+    let v: Vec<f64> = r
         .checkpoints
         .iter()
         .skip(1)
         .filter_map(save_blocking)
         .collect();
-    median(&mut v)
+    median(&v)
 }
 
 fn blocking_first(r: &RunRecord) -> Option<f64> {
@@ -307,12 +299,12 @@ fn blocking_first(r: &RunRecord) -> Option<f64> {
 }
 
 fn async_latency(r: &RunRecord) -> Option<f64> {
-    let mut v: Vec<f64> = r
+    let v: Vec<f64> = r
         .checkpoints
         .iter()
         .filter_map(|c| c.async_latency_seconds)
         .collect();
-    median(&mut v)
+    median(&v)
 }
 
 fn gpu_peak(r: &RunRecord) -> Option<f64> {
@@ -320,19 +312,19 @@ fn gpu_peak(r: &RunRecord) -> Option<f64> {
 }
 
 fn host_peak(r: &RunRecord) -> Option<f64> {
-    r.last_value("host-peak-rss-bytes")
+    r.last_value(names::HOST_PEAK)
         .or(r.memory.host_peak_rss_bytes.map(|b| b as f64))
 }
 
 fn shm_peak(r: &RunRecord) -> Option<f64> {
-    r.last_value("shm-peak-bytes")
+    r.last_value(names::SHM_PEAK)
         .or(r.memory.shm_peak_bytes.map(|b| b as f64))
 }
 
 /// Median iteration time over Megatron's window (steps 5–20 for runs of ≤ 25 steps, else
 /// 30–45); runs too short for the window use every step after the first (warm-up).
 fn iteration_time(r: &RunRecord) -> Option<f64> {
-    let series = &r.metrics.get("iteration-time")?.0;
+    let series = &r.metrics.get(names::ITERATION_TIME)?.0;
     let last = *series.keys().next_back()?;
     let window = if last <= 25 { 5..=20 } else { 30..=45 };
     let mut v: Vec<f64> = series
@@ -348,11 +340,11 @@ fn iteration_time(r: &RunRecord) -> Option<f64> {
             .filter(|v| v.is_finite())
             .collect();
     }
-    median(&mut v)
+    median(&v)
 }
 
 fn final_loss(r: &RunRecord) -> Option<f64> {
-    r.last_value("lm loss")
+    r.last_value(names::LM_LOSS)
 }
 
 impl Cell {
