@@ -11,9 +11,10 @@
 
 use std::collections::BTreeMap;
 
-use super::rules::{Direction, Kind, Rule};
+use super::rules::{Direction, Rule, collapse};
 use super::stats::{self, Tolerance};
 use super::verdict::{MetricResult, Verdict};
+use crate::config::MetricKind;
 
 /// Per-step values of one metric (NaN for a `"nan"` golden entry).
 pub type Series = BTreeMap<u64, f64>;
@@ -94,7 +95,7 @@ fn judge_steps(
     let tol = rule.tolerance();
     let (mut bad, mut good, mut differ) = (Vec::new(), Vec::new(), Vec::new());
     let mut worst: Option<(f64, u64)> = None;
-    let (first, last) = rule.steps.unwrap_or((0, u64::MAX));
+    let (first, last) = rule.steps.map_or((0, u64::MAX), |r| (r.first, r.last));
     let checked = || golden.range(first..=last);
     let mut cursors: Vec<Cursor> = repeats.iter().map(|r| Cursor::new(r, first)).collect();
     let mut n = 0;
@@ -259,29 +260,32 @@ fn step_median(repeats: &[&Series], step: u64) -> f64 {
 /// Reduces a series to the one value the rule judges, with a note on how.
 pub(crate) fn reduce(rule: &Rule, series: &Series, last_golden_step: u64) -> Option<(f64, String)> {
     let finite = |(s, v): (&u64, &f64)| v.is_finite().then_some((*s, *v));
-    match rule.kind {
-        Kind::PerStep | Kind::Scalar => series
-            .iter()
-            .rev()
-            .find_map(finite)
-            .map(|(s, v)| (v, format!("value at step {s}"))),
-        Kind::Window(w) => {
-            let (from, to) = w.range(last_golden_step);
+    match (rule.window, rule.kind) {
+        (Some(w), _) => {
+            let range = w.steps_for(last_golden_step);
+            let (from, to) = (range.first, range.last);
+            let name = w.statistic.name();
             let inside: Vec<f64> = series
                 .range(from..=to)
                 .filter_map(finite)
                 .map(|(_, v)| v)
                 .collect();
-            if let Some(m) = stats::median(&inside) {
-                return Some((m, format!("median over steps {from}-{to}")));
+            if let Some(m) = collapse(w.statistic, &inside) {
+                return Some((m, format!("{name} over steps {from}-{to}")));
             }
             let all: Vec<f64> = series.iter().filter_map(finite).map(|(_, v)| v).collect();
-            stats::median(&all).map(|m| (m, format!("median over all steps (none in {from}-{to})")))
+            collapse(w.statistic, &all)
+                .map(|m| (m, format!("{name} over all steps (none in {from}-{to})")))
         }
-        Kind::PerSave => {
+        (None, MetricKind::PerStep | MetricKind::Scalar) => series
+            .iter()
+            .rev()
+            .find_map(finite)
+            .map(|(s, v)| (v, format!("value at step {s}"))),
+        (None, MetricKind::PerSave) => {
             let saves: Vec<f64> = series.iter().filter_map(finite).map(|(_, v)| v).collect();
-            let skip = if saves.len() > rule.skip_first_saves {
-                rule.skip_first_saves
+            let skip = if saves.len() > rule.skipped_saves() {
+                rule.skipped_saves()
             } else {
                 0
             };

@@ -43,6 +43,18 @@ pub enum Statistic {
     Max,
 }
 
+impl Statistic {
+    /// Its name as `goldgate.yaml` writes it (`median`), for reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Statistic::Median => "median",
+            Statistic::Mean => "mean",
+            Statistic::Min => "min",
+            Statistic::Max => "max",
+        }
+    }
+}
+
 /// An inclusive range of steps, written `5-20` in `goldgate.yaml`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(try_from = "String", into = "String")]
@@ -249,7 +261,8 @@ impl Rules {
 }
 
 impl Default for Rules {
-    /// The same numbers as `compare::RuleSet::megatron` (the compare stage's built-in set).
+    /// Megatron's checks (`docs/megatron-format.md` §3) and goldgate's metric rules: the
+    /// built-in set `compare` uses without a `goldgate.yaml`.
     fn default() -> Self {
         const MIB: f64 = 1024.0 * 1024.0;
         let loss = MetricRule {
