@@ -12,7 +12,9 @@ use goldgate::case::{TestCase, discover, load_case, placeholders};
 use goldgate::config::Config;
 use goldgate::plan::{PlanError, PlanInputs, VariantRequest, plan_case};
 
-const CORPUS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/megatron_corpus");
+mod common;
+
+use common::corpus;
 
 /// A case whose MODEL_ARGS hold every character a shell could trip on.
 const TRICKY_CASE: &str = r#"ENV_VARS:
@@ -384,7 +386,9 @@ fn planned_words(case: &TestCase) -> Vec<String> {
 
 #[test]
 fn every_corpus_case_plans_or_names_its_unresolved_placeholders() {
-    let root = Path::new(CORPUS).join("tests/functional_tests/test_cases");
+    let Some(root) = corpus::test_cases() else {
+        return;
+    };
     let config = Config::builtin().unwrap();
     let platform = config.platform(Some("dgx_h100")).unwrap();
     let caller: BTreeMap<String, String> = [
@@ -481,7 +485,9 @@ fn every_corpus_case_plans_or_names_its_unresolved_placeholders() {
 
 #[test]
 fn ckpt_resume_cases_get_two_runs() {
-    let root = Path::new(CORPUS).join("tests/functional_tests/test_cases");
+    let Some(root) = corpus::test_cases() else {
+        return;
+    };
     let config = Config::builtin().unwrap();
     let caller: BTreeMap<String, String> = [("DATA_PATH", "/data"), ("MEGATRON_LM_DIR", "/m")]
         .map(|(k, v)| (k.to_owned(), v.to_owned()))

@@ -3,16 +3,25 @@
 use std::io::{IsTerminal, Write as _};
 use std::path::{Path, PathBuf};
 
-use crate::compare::{CompareError, CompareOptions, Comparison, compare_dir};
+use crate::compare::{
+    CompareError, CompareOptions, Comparison, RunSelection, compare_records, select_runs,
+};
 use crate::exit::{AppError, Exit};
 use crate::report;
 
 /// Arguments of `goldgate compare`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// A run directory (`OUT/<run-id>`) or a folder holding several.
+    /// A run directory (`OUT/<run-id>`) or a folder holding several (then the newest run is
+    /// judged; see `--all-runs` and `--run`).
     #[arg(long)]
     pub results: std::path::PathBuf,
+    /// Judge only these runs of the results folder (run ids, repeatable); their repeats merge.
+    #[arg(long = "run", value_name = "RUN_ID")]
+    pub runs: Vec<String>,
+    /// Judge every run in the results folder, repeats of the same job merged across runs.
+    #[arg(long, conflicts_with = "runs")]
+    pub all_runs: bool,
     /// Where golden files live (goldens beside the case are found too).
     #[arg(long, default_value = "golden")]
     pub golden_root: std::path::PathBuf,
@@ -45,6 +54,22 @@ pub struct Args {
     pub allow_env_mismatch: bool,
 }
 
+/// Loads the results folder, keeps the selected runs (saying on stderr which when others were
+/// left out) and compares them.
+#[allow(clippy::print_stderr)]
+pub fn compare_selected(
+    results: &Path,
+    opts: &CompareOptions,
+    selection: &RunSelection,
+) -> Result<Comparison, AppError> {
+    let records = crate::metrics::record::load_results(results).map_err(CompareError::from)?;
+    let (records, note) = select_runs(records, selection)?;
+    if let Some(note) = note {
+        eprintln!("goldgate: {note}");
+    }
+    Ok(compare_records(records, opts)?)
+}
+
 /// Where `compare` writes its reports besides the terminal.
 #[derive(Clone, Debug, Default)]
 pub struct Outputs {
@@ -62,7 +87,8 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
         args.platform.clone(),
         args.allow_env_mismatch,
     );
-    let comparison = compare_dir(&args.results, &opts)?;
+    let selection = RunSelection::from_flags(&args.runs, args.all_runs);
+    let comparison = compare_selected(&args.results, &opts, &selection)?;
     let outputs = Outputs {
         junit: args.junit.clone(),
         markdown: args.markdown.clone(),

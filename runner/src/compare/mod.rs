@@ -13,6 +13,7 @@ pub mod judge_two_sample;
 pub mod platform;
 pub mod rules;
 pub mod rules_yaml;
+pub mod runs;
 pub(crate) mod stats;
 pub(crate) mod twosample;
 pub mod verdict;
@@ -22,6 +23,7 @@ pub use engine::{
 };
 pub use error::CompareError;
 pub use rules::{Direction, Kind, Rule, RuleSet};
+pub use runs::{RunSelection, select_runs};
 pub use verdict::{
     COMPARISON_SCHEMA_VERSION, Comparison, Counts, JobComparison, MetricResult, Unit, Verdict,
 };
