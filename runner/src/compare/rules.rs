@@ -8,7 +8,7 @@ use std::ops::Deref;
 
 use super::stats::Tolerance;
 use super::verdict::Unit;
-pub use crate::config::{Direction, Statistic, Window, glob_match};
+pub use crate::config::{Direction, Statistic, TestKind, Window, glob_match};
 use crate::config::{MetricKind, MetricRule, Rules};
 
 /// A rule in force: a `goldgate.yaml` (or built-in) rule with its pattern and display unit.
@@ -38,6 +38,14 @@ impl Rule {
             unit: Unit::of_metric(pattern),
             rule,
         }
+    }
+
+    /// A copy with `edit` applied to its rule (tests vary one field of a built-in rule).
+    #[cfg(test)]
+    pub(crate) fn edited(&self, edit: impl FnOnce(&mut MetricRule)) -> Rule {
+        let mut rule = self.rule.clone();
+        edit(&mut rule);
+        Rule::new(&self.pattern, rule)
     }
 
     pub(crate) fn tolerance(&self) -> Tolerance {
@@ -75,6 +83,20 @@ impl Rule {
             parts.push(format!("atol {}", atol_text(self.atol, self.unit)));
         }
         parts.join(" + ")
+    }
+
+    /// `"two-sample: min effect 2%, alpha 1%"`: the two-sample test's tolerance, for reports.
+    pub fn describe_two_sample(&self) -> String {
+        format!(
+            "two-sample: min effect {}%, alpha {}%",
+            trim(self.min_effect * 100.0),
+            trim(self.alpha * 100.0)
+        )
+    }
+
+    /// Whether the two-sample test is asked for and applies (not to per-step metrics).
+    pub fn wants_two_sample(&self) -> bool {
+        self.test == TestKind::TwoSample && self.is_distribution()
     }
 }
 
