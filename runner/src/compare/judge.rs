@@ -11,7 +11,7 @@
 
 use std::collections::BTreeMap;
 
-use super::rules::{Direction, Rule, collapse};
+use super::rules::{Direction, Rule, Statistic, collapse};
 use super::stats::{self, Tolerance};
 use super::verdict::{MetricResult, Verdict};
 use crate::config::MetricKind;
@@ -257,8 +257,22 @@ fn step_median(repeats: &[&Series], step: u64) -> f64 {
     stats::median(&vals).unwrap_or(f64::INFINITY)
 }
 
-/// Reduces a series to the one value the rule judges, with a note on how.
+/// Reduces a series to the one value the rule judges, with a note on how: the window's
+/// statistic (by default the median) or the median of its [`samples`].
 pub(crate) fn reduce(rule: &Rule, series: &Series, last_golden_step: u64) -> Option<(f64, String)> {
+    let (values, how) = samples(rule, series, last_golden_step)?;
+    let statistic = rule.window.map_or(Statistic::Median, |w| w.statistic);
+    collapse(statistic, &values).map(|m| (m, how))
+}
+
+/// The finite values of a series that the rule's one value is taken over — the saves after the
+/// skipped warm-up ones, the steps of the window, or the last value — with a note on how the
+/// value is taken. `None` when there is none.
+pub(crate) fn samples(
+    rule: &Rule,
+    series: &Series,
+    last_golden_step: u64,
+) -> Option<(Vec<f64>, String)> {
     let finite = |(s, v): (&u64, &f64)| v.is_finite().then_some((*s, *v));
     match (rule.window, rule.kind) {
         (Some(w), _) => {
@@ -270,18 +284,18 @@ pub(crate) fn reduce(rule: &Rule, series: &Series, last_golden_step: u64) -> Opt
                 .filter_map(finite)
                 .map(|(_, v)| v)
                 .collect();
-            if let Some(m) = collapse(w.statistic, &inside) {
-                return Some((m, format!("{name} over steps {from}-{to}")));
+            if !inside.is_empty() {
+                return Some((inside, format!("{name} over steps {from}-{to}")));
             }
             let all: Vec<f64> = series.iter().filter_map(finite).map(|(_, v)| v).collect();
-            collapse(w.statistic, &all)
-                .map(|m| (m, format!("{name} over all steps (none in {from}-{to})")))
+            let how = format!("{name} over all steps (none in {from}-{to})");
+            (!all.is_empty()).then_some((all, how))
         }
         (None, MetricKind::PerStep | MetricKind::Scalar) => series
             .iter()
             .rev()
             .find_map(finite)
-            .map(|(s, v)| (v, format!("value at step {s}"))),
+            .map(|(s, v)| (vec![v], format!("value at step {s}"))),
         (None, MetricKind::PerSave) => {
             let saves: Vec<f64> = series.iter().filter_map(finite).map(|(_, v)| v).collect();
             let skip = if saves.len() > rule.skipped_saves() {
@@ -297,7 +311,7 @@ pub(crate) fn reduce(rule: &Rule, series: &Series, last_golden_step: u64) -> Opt
                     saves.len()
                 ),
             };
-            stats::median(&saves[skip..]).map(|m| (m, how))
+            (saves.len() > skip).then(|| (saves[skip..].to_vec(), how))
         }
     }
 }

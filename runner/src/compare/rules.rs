@@ -40,8 +40,7 @@ impl Rule {
         }
     }
 
-    /// A copy with `edit` applied to its rule (tests vary one field of a built-in rule).
-    #[cfg(test)]
+    /// A copy with `edit` applied to its rule (the same rule under another test or tolerance).
     pub(crate) fn edited(&self, edit: impl FnOnce(&mut MetricRule)) -> Rule {
         let mut rule = self.rule.clone();
         edit(&mut rule);
@@ -64,6 +63,11 @@ impl Rule {
     /// Saves at the start of a per-save metric that are not counted.
     pub fn skipped_saves(&self) -> usize {
         self.skip_first_saves as usize
+    }
+
+    /// Whether the rule reads one value per checkpoint save (and no window).
+    pub fn is_per_save(&self) -> bool {
+        self.window.is_none() && self.kind == MetricKind::PerSave
     }
 
     /// Whether a metric with this rule is judged on the distribution of repeats (one value
