@@ -211,9 +211,18 @@ pub fn judge_against(
 ) -> Result<JobComparison, CompareError> {
     let first = &group[0].1;
     job.golden_path = Some(path.to_path_buf());
-    let golden = read_golden(path)?;
+    let file = crate::golden::read_golden(path)?;
+    let golden = golden_io::to_series(&file);
     let nondeterministic = group.iter().any(|(_, r)| r.nondeterministic);
     let wanted = |m: &String| selected.is_none_or(|list| list.contains(m));
+    for (metric, shape) in file.unsupported.iter().filter(|(m, _)| wanted(m)) {
+        warnings.push(format!(
+            "{} ({}): `{metric}` not compared: unsupported shape in {} ({shape})",
+            job.case,
+            job.variant,
+            path.display()
+        ));
+    }
     for (metric, series) in golden.iter().filter(|(m, _)| wanted(m)) {
         let Some(rule) = opts.rules.find(metric) else {
             warnings.push(format!(
@@ -234,7 +243,12 @@ pub fn judge_against(
             nondeterministic,
         ));
     }
-    for metric in first.metrics.keys().filter(|m| !golden.contains_key(*m)) {
+    let unsupported = |m: &String| file.unsupported.iter().any(|(u, _)| u == m);
+    for metric in first
+        .metrics
+        .keys()
+        .filter(|m| !golden.contains_key(*m) && !unsupported(m))
+    {
         warnings.push(format!(
             "{}: `{metric}` was recorded but {} has no golden value for it",
             job.case,

@@ -112,6 +112,7 @@ pub fn to_golden_file(metrics: &BTreeMap<String, Series>) -> GoldenFile {
     GoldenFile {
         metrics,
         extra: Vec::new(),
+        unsupported: Vec::new(),
         style: GoldenStyle::Indented,
         trailing_newline: false,
     }
