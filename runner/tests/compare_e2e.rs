@@ -266,6 +266,7 @@ fn crashed_job_is_an_infrastructure_failure() {
         outcome: crashed.outcome.clone(),
         failure_line: Some("Segmentation fault (core dumped)".into()),
         log: "logs/attempt-1.log".into(),
+        queued_seconds: None,
     }];
     write_records(&s.path("crash"), &[crashed]);
     let out = goldgate(

@@ -51,6 +51,7 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
         &args.cases,
         &args.from,
         &config.axis_defaults(),
+        &rules,
     )?;
     print!("{}", bless::render_diff(&files, &rules));
     if args.dry_run {

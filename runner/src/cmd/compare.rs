@@ -34,24 +34,8 @@ pub struct Args {
     /// Platform of the golden files (default: the one recorded in the results).
     #[arg(long)]
     pub platform: Option<String>,
-    /// Write JUnit XML here.
-    #[arg(long)]
-    pub junit: Option<std::path::PathBuf>,
-    /// Write the markdown report here.
-    #[arg(long)]
-    pub markdown: Option<std::path::PathBuf>,
-    /// Write the JSON report here.
-    #[arg(long)]
-    pub json: Option<std::path::PathBuf>,
-    /// Unstable metrics fail the gate (exit 1).
-    #[arg(long)]
-    pub strict: bool,
-    /// Improvements beyond tolerance fail the gate, so goldens get refreshed.
-    #[arg(long)]
-    pub fail_on_improvement: bool,
-    /// Compare even when the GPU model or driver differs from the golden platform.
-    #[arg(long)]
-    pub allow_env_mismatch: bool,
+    #[command(flatten)]
+    pub gate: super::args::GateArgs,
 }
 
 /// Loads the results folder, keeps the selected runs (saying on stderr which when others were
@@ -85,17 +69,22 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
         args.golden_root.clone(),
         args.root.clone(),
         args.platform.clone(),
-        args.allow_env_mismatch,
+        args.gate.allow_env_mismatch,
     );
     let selection = RunSelection::from_flags(&args.runs, args.all_runs);
     let comparison = compare_selected(&args.results, &opts, &selection)?;
+    gate(&comparison, &args.gate)
+}
+
+/// Shows and writes the comparison, then gives its exit code (`compare`, and `run` after it).
+pub fn gate(comparison: &Comparison, gate: &super::args::GateArgs) -> Result<Exit, AppError> {
     let outputs = Outputs {
-        junit: args.junit.clone(),
-        markdown: args.markdown.clone(),
-        json: args.json.clone(),
+        junit: gate.junit.clone(),
+        markdown: gate.markdown.clone(),
+        json: gate.json.clone(),
     };
-    emit(&comparison, &outputs)?;
-    Ok(comparison.exit(args.strict, args.fail_on_improvement))
+    emit(comparison, &outputs)?;
+    Ok(comparison.exit(gate.strict, gate.fail_on_improvement))
 }
 
 /// Prints the table with its warnings (stdout) and, under GitHub Actions, annotations; writes
@@ -128,11 +117,9 @@ pub fn emit(c: &Comparison, outputs: &Outputs) -> Result<(), AppError> {
 }
 
 fn write_file(path: &Path, text: &str) -> Result<(), CompareError> {
-    crate::metrics::atomic::write_atomic(path, text.as_bytes()).map_err(|source| {
-        CompareError::Write {
-            path: path.to_path_buf(),
-            source,
-        }
+    crate::fsio::write_atomic(path, text.as_bytes()).map_err(|source| CompareError::Write {
+        path: path.to_path_buf(),
+        source,
     })
 }
 

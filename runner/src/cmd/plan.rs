@@ -35,7 +35,8 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
         out_dir: absolute(&args.out)?,
         run_id: args.run_id,
     };
-    let jobs = plan_jobs(&args.select, &cases, args.repeat, &output)?;
+    let config = crate::config::Config::load(&args.select.config)?;
+    let jobs = plan_jobs(&config, &args.select, &cases, args.repeat, &output)?;
     let text = match args.format {
         super::list::Format::Table => render_plan_text(&jobs),
         super::list::Format::Json => render_plan_json(&jobs),

@@ -29,7 +29,8 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
         out_dir: absolute(&args.out)?,
         run_id: args.run_id,
     };
-    let jobs = plan_jobs(&args.select, &cases, 1, &output)?;
+    let config = crate::config::Config::load(&args.select.config)?;
+    let jobs = plan_jobs(&config, &args.select, &cases, 1, &output)?;
     let [job] = jobs.as_slice() else {
         let names: Vec<String> = jobs.iter().map(|j| j.variant.name()).collect();
         return Err(AppError::usage(format!(

@@ -72,21 +72,22 @@ pub fn caller_env() -> BTreeMap<String, String> {
         .collect()
 }
 
-/// Plans every job of `cases` under the selection, `repeats` times each.
+/// Plans every job of `cases` under the selection and `config` (the selection's goldgate.yaml,
+/// loaded once by the caller), `repeats` times each.
 pub fn plan_jobs(
+    config: &Config,
     selection: &Selection,
     cases: &[TestCase],
     repeats: u32,
     output: &Output,
 ) -> Result<Vec<Job>, AppError> {
-    let config = Config::load(&selection.config)?;
     let platform = config.platform(selection.platform.as_deref())?;
-    let request = VariantRequest::parse(&config, &selection.variants, &selection.matrix)?;
+    let request = VariantRequest::parse(config, &selection.variants, &selection.matrix)?;
     let base_dir = std::env::current_dir()
         .map_err(|e| AppError::failure(format!("cannot read the current directory: {e}")))?;
     let caller_env = caller_env();
     let inputs = PlanInputs {
-        config: &config,
+        config,
         platform,
         out_dir: &output.out_dir,
         run_id: &output.run_id,

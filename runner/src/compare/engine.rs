@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use super::error::CompareError;
 use super::golden_io;
 use super::judge::{self, Series};
+use super::judge_two_sample;
 use super::platform;
 use super::rules::RuleSet;
 use super::verdict::{Comparison, JobComparison, Verdict};
@@ -211,7 +212,10 @@ pub fn judge_against(
 ) -> Result<JobComparison, CompareError> {
     let first = &group[0].1;
     job.golden_path = Some(path.to_path_buf());
+    // One read gives the series, the per-job samples (two-sample test) and the metrics of a
+    // shape goldgate cannot compare.
     let file = crate::golden::read_golden(path)?;
+    let samples = super::golden_samples::from_golden(path, &file)?;
     let golden = golden_io::to_series(&file);
     let nondeterministic = group.iter().any(|(_, r)| r.nondeterministic);
     let wanted = |m: &String| selected.is_none_or(|list| list.contains(m));
@@ -235,13 +239,11 @@ pub fn judge_against(
             .iter()
             .map(|(_, r)| r.metrics.get(metric).map(|s| &s.0))
             .collect();
-        job.metrics.push(judge::judge(
-            metric,
-            rule,
-            series,
-            &repeats,
-            nondeterministic,
-        ));
+        job.metrics.push(if rule.wants_two_sample() {
+            judge_two_sample::judge(metric, rule, series, &samples, &repeats, nondeterministic)
+        } else {
+            judge::judge(metric, rule, series, &repeats, nondeterministic)
+        });
     }
     let unsupported = |m: &String| file.unsupported.iter().any(|(u, _)| u == m);
     for metric in first

@@ -8,6 +8,6 @@ mod rules;
 pub use error::ConfigError;
 pub use file::{Axis, AxisValue, BUILTIN_CONFIG, Config, LauncherChoice, Platform};
 pub use rules::{
-    Direction, FailAllowance, MetricKind, MetricRule, RuleOverride, Rules, Statistic, StepRange,
-    Window, glob_match,
+    Alpha, DEFAULT_ALPHA, DEFAULT_MIN_EFFECT, Direction, Effect, FailAllowance, MetricKind,
+    MetricRule, RuleOverride, Rules, Statistic, StepRange, TestKind, Window, glob_match,
 };

@@ -8,7 +8,7 @@ mod slice;
 mod spec;
 
 pub use error::LaunchError;
-pub use outcome::{FailureSigns, JobStatus, classify, should_retry};
+pub use outcome::{FailureSigns, JobStatus, classify};
 pub use process::{
     LaunchEvent, LaunchReport, MAX_LINE, ProcessOutcome, Termination, group_alive, launch,
 };

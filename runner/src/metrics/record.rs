@@ -148,6 +148,10 @@ pub struct Attempt {
     pub failure_line: Option<String>,
     /// Log file, relative to the job folder.
     pub log: PathBuf,
+    /// Seconds the attempt waited in a batch scheduler's queue before it ran (not part of
+    /// `wall_seconds` nor of the timeout); absent where there is no queue (the local executor).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queued_seconds: Option<f64>,
 }
 
 /// Where and on what the job ran: compared with the golden's platform before judging.
@@ -562,7 +566,7 @@ mod tests {
             r.repeat = repeat;
             r.variant.slug = slug.into();
             let p = dir.path().join(r.rel_dir()).join("results.json");
-            crate::metrics::atomic::write_atomic(&p, &serde_json::to_vec(&r).unwrap()).unwrap();
+            crate::fsio::write_atomic(&p, &serde_json::to_vec(&r).unwrap()).unwrap();
         }
         let found = load_results(dir.path()).unwrap();
         let repeats: Vec<_> = found.iter().map(|(_, r)| r.repeat).collect();

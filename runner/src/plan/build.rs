@@ -139,7 +139,7 @@ fn plan_job(
                 .iter()
                 .map(|w| resolver.text(w)),
         );
-        runs.push(RunSpec { entry_argv: words });
+        runs.push(RunSpec::new(words));
     }
     if !resolver.missing.is_empty() {
         return Err(unresolved(case, &resolver.missing));

@@ -60,13 +60,41 @@ impl Launcher {
 }
 
 /// One process tree to start: the entry program and its arguments, placeholders resolved.
+/// A job's runs are started one after the other, each after its `before` actions; every
+/// executor carries them out the same way (`run::apply_action`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct RunSpec {
     /// Entry words (program first) followed by the MODEL_ARGS argv.
     pub entry_argv: Vec<String>,
+    /// What to do to the job's folders before this run starts (e.g. Megatron's ckpt-resume
+    /// removes the last checkpoint and points the tracker file back to mid-training).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub before: Vec<RunAction>,
+    /// Variables this run sets on top of the job's `env` (e.g. a per-run `TENSORBOARD_PATH`).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub env: BTreeMap<String, String>,
+}
+
+/// A step between two runs of a job, on the job's own folders.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "action")]
+pub enum RunAction {
+    /// Remove the checkpoint of `iteration` under `dir` (`dir/iter_0000100`), if present.
+    RemoveCheckpoint { dir: PathBuf, iteration: u64 },
+    /// Write `iteration` into `dir/latest_checkpointed_iteration.txt`, Megatron's tracker file.
+    WriteLatestIteration { dir: PathBuf, iteration: u64 },
 }
 
 impl RunSpec {
+    /// A run of these words with nothing before it and no variables of its own.
+    pub fn new(entry_argv: Vec<String>) -> RunSpec {
+        RunSpec {
+            entry_argv,
+            before: Vec::new(),
+            env: BTreeMap::new(),
+        }
+    }
+
     /// The full argv: launcher words, then the entry.
     pub fn argv(&self, launcher: &Launcher, master_port: &str) -> Vec<String> {
         let mut argv = launcher.prefix(master_port);
@@ -228,6 +256,32 @@ pub fn redact_text(job: &Job, text: &str) -> String {
         .fold(text.to_owned(), |acc, c| acc.replace(&c.value, REDACTED))
 }
 
+impl Job {
+    /// A one-run job of `case` planned into `out_dir` (run `r`), for tests of later stages.
+    #[cfg(test)]
+    pub(crate) fn fixture(out_dir: &Path, case: &str, repeat: u32) -> Job {
+        let variant = Variant::default();
+        let dirs = JobDirs::new(out_dir, "r", case, &variant.slug(), repeat, None);
+        Job {
+            id: format!("{case}@{}#{repeat}", variant.name()),
+            case: case.to_owned(),
+            variant,
+            repeat,
+            test_type: TestType::Regular,
+            launcher: Launcher::Direct,
+            nproc: 1,
+            runs: vec![RunSpec::new(vec!["fake-trainer".to_owned()])],
+            env: BTreeMap::new(),
+            env_unset: Vec::new(),
+            dirs,
+            metrics: vec!["lm loss".to_owned()],
+            platform: "local".to_owned(),
+            config_path: out_dir.join(case).join("model_config.yaml"),
+            from_caller: Vec::new(),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -242,18 +296,14 @@ mod tests {
             "ft_launcher"
         );
         assert!(Launcher::Direct.prefix("1").is_empty());
-        let run = RunSpec {
-            entry_argv: vec!["fake-trainer".into(), "--x".into()],
-        };
+        let run = RunSpec::new(vec!["fake-trainer".into(), "--x".into()]);
         assert_eq!(run.argv(&Launcher::Direct, "1"), ["fake-trainer", "--x"]);
         let torchrun = Launcher::Torchrun { nproc: 1 };
         assert_eq!(
             run.argv(&torchrun, "1")[11..],
             ["--no-python", "fake-trainer", "--x"]
         );
-        let script = RunSpec {
-            entry_argv: vec!["/m/pretrain_gpt.py".into()],
-        };
+        let script = RunSpec::new(vec!["/m/pretrain_gpt.py".into()]);
         assert_eq!(script.argv(&torchrun, "1")[11..], ["/m/pretrain_gpt.py"]);
     }
 
