@@ -30,7 +30,7 @@ use args::Command;
 /// `reexec_prefix`: the words that must follow this executable to start fake-trainer again
 /// (`--fork-child` does): none for the `fake-trainer` binary, `["fake-trainer"]` for goldgate.
 pub fn run(argv: &[String], reexec_prefix: &[&str]) -> ExitCode {
-    let cmd = match args::parse(&argv) {
+    let cmd = match args::parse(argv) {
         Ok(cmd) => cmd,
         Err(e) => {
             emit::err(&format!("fake-trainer: error: {e}"));
