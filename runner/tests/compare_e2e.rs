@@ -73,6 +73,7 @@ fn record(repeat: u32, jitter: f64) -> RunRecord {
         probe: None,
         observer_cpu_seconds: None,
         warnings: Vec::new(),
+        warmup: false,
     }
 }
 

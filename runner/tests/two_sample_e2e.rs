@@ -61,6 +61,7 @@ fn record(run: &str, repeat: u32, t: f64) -> RunRecord {
         probe: None,
         observer_cpu_seconds: None,
         warnings: Vec::new(),
+        warmup: false,
     }
 }
 

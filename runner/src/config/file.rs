@@ -42,6 +42,9 @@ pub struct Platform {
     pub entry: Option<Vec<String>>,
     /// Extra variables for every job, in file order.
     pub env: Vec<(String, String)>,
+    /// Warm-up jobs `goldgate run` runs first for every job (unless `--warmup` says otherwise),
+    /// recorded but never compared or blessed: a cold machine's first job is not the golden.
+    pub warmup_jobs: u32,
 }
 
 /// One value of a variant axis: the edits it makes to a job.
@@ -137,6 +140,8 @@ struct RawPlatform {
     entry: Option<Vec<String>>,
     #[serde(default)]
     env: StringMap,
+    #[serde(default)]
+    warmup_jobs: u32,
 }
 
 #[derive(Deserialize)]
@@ -295,6 +300,7 @@ fn platform_from_raw((name, raw): (Spanned<String>, RawPlatform)) -> Platform {
         megatron_lm_dir: raw.megatron_lm_dir,
         entry: raw.entry,
         env: string_pairs(raw.env),
+        warmup_jobs: raw.warmup_jobs,
     }
 }
 
@@ -379,6 +385,15 @@ mod tests {
         );
         let err = parse("check:\n  skip: []\n").unwrap_err().to_string();
         assert!(err.starts_with("goldgate.yaml:2:3"), "{err}");
+    }
+
+    #[test]
+    fn platforms_may_ask_for_warmup_jobs() {
+        let text =
+            "platforms:\n  gpu: {gpus_per_node: 1, warmup_jobs: 1}\n  cpu: {gpus_per_node: 1}\n";
+        let config = parse(text).unwrap();
+        assert_eq!(config.platform(Some("gpu")).unwrap().warmup_jobs, 1);
+        assert_eq!(config.platform(Some("cpu")).unwrap().warmup_jobs, 0);
     }
 
     #[test]

@@ -203,6 +203,7 @@ pub fn record(job: &Job, result: JobResult) -> RunRecord {
             .into_iter()
             .flat_map(|n| n.warnings)
             .collect(),
+        warmup: job.warmup,
     }
 }
 
