@@ -34,6 +34,8 @@ enum Command {
     Bless(cmd::bless::Args),
     /// Measure noise over repeats and suggest tolerances.
     Calibrate(cmd::calibrate::Args),
+    /// What each rule can see: false alarms and the smallest detected change, from unchanged jobs.
+    Power(cmd::power::Args),
     /// Render recorded runs without judging them.
     Report(cmd::report::Args),
     /// Post or update the sticky PR comment.
@@ -60,6 +62,7 @@ fn main() -> ExitCode {
         Command::Compare(a) => cmd::compare::run(a),
         Command::Bless(a) => cmd::bless::run(a),
         Command::Calibrate(a) => cmd::calibrate::run(a),
+        Command::Power(a) => cmd::power::run(a),
         Command::Report(a) => cmd::report::run(a),
         Command::Comment(a) => cmd::comment::run(a),
         Command::FakeTrainer { args } => return fake_trainer::run(&args, &["fake-trainer"]),
