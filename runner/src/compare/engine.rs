@@ -163,7 +163,7 @@ pub(crate) fn compare_job(
     let first = &group[0].1;
     let platform = opts.platform.as_deref().unwrap_or(&first.platform);
     let variant = golden_variant(first, &opts.axis_defaults);
-    let Some(path) = golden_io::find_golden(
+    let Some(path) = crate::golden::find_golden(
         &opts.golden_root,
         &opts.root,
         &first.case,
@@ -279,7 +279,8 @@ fn check_platform(
     allow: bool,
     warnings: &mut Vec<String>,
 ) -> Result<(), CompareError> {
-    let golden_platform = golden_io::platform_of(golden).unwrap_or_else(|| platform.to_string());
+    let golden_platform =
+        crate::golden::platform_of(golden).unwrap_or_else(|| platform.to_string());
     for (_, r) in group {
         if let Err(problem) = platform::check(&golden_platform, &r.fingerprint) {
             if !allow {
