@@ -70,11 +70,13 @@ fn main() -> ExitCode {
     match result {
         Ok(exit) => exit.into(),
         Err(err) => {
+            // The one decision: every stage error's code comes from `AppError::exit`.
+            let exit = err.exit();
             #[allow(clippy::print_stderr)]
             {
-                eprintln!("{:?}", err.report);
+                eprintln!("{:?}", miette::Report::new(err));
             }
-            err.exit.into()
+            exit.into()
         }
     }
 }

@@ -8,7 +8,8 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use goldgate::exit::{Classify, Exit};
+use goldgate::cmd::error::AppError;
+use goldgate::exit::Exit;
 use goldgate::github::{Action, Client, GithubError, Repo, RetryPolicy, Token, compose, upsert};
 use miette::Diagnostic;
 use wiremock::matchers::any;
@@ -476,7 +477,7 @@ async fn a_rate_limit_longer_than_the_budget_fails_at_once() {
         "it slept instead of failing"
     );
     assert!(matches!(err, GithubError::RateLimited { .. }), "{err:?}");
-    assert_eq!(err.exit(), Exit::Failure);
+    assert_eq!(AppError::from(err).exit(), Exit::Failure);
     assert_eq!(gh.count("GET"), 1);
 }
 
@@ -495,9 +496,9 @@ async fn unauthorized_names_the_permission_and_never_the_token() {
     )
     .await
     .unwrap_err();
-    assert_eq!(err.exit(), Exit::Failure);
-    let app: goldgate::exit::AppError = err.into();
-    assert_eq!(app.exit.code(), 3);
+    let app = AppError::from(err);
+    assert_eq!(app.exit(), Exit::Failure);
+    assert_eq!(app.exit().code(), 3);
     let text = format!("{:?}", app);
     assert!(text.contains("pull-requests: write"), "{text}");
     assert!(!text.contains(TOKEN), "{text}");
@@ -515,12 +516,12 @@ async fn refusal_messages_are_redacted_and_snapshotted() {
         let err = upsert(&client, &repo(), PR, "h100", &body("run"), false, false)
             .await
             .unwrap_err();
-        assert_eq!(err.exit(), Exit::Failure);
         let text = rendered(&err);
         assert!(
             !text.contains(TOKEN) && !format!("{err:?}").contains(TOKEN),
             "{text}"
         );
+        assert_eq!(AppError::from(err).exit(), Exit::Failure);
         out.push(text);
     }
     insta::assert_snapshot!(out.join("\n\n"));
@@ -662,8 +663,8 @@ async fn unreachable_api_is_a_transport_failure_without_the_token() {
         matches!(err, GithubError::Transport { attempts, .. } if attempts > 1),
         "{err:?}"
     );
-    assert_eq!(err.exit(), Exit::Failure);
     assert!(!rendered(&err).contains(TOKEN));
+    assert_eq!(AppError::from(err).exit(), Exit::Failure);
 }
 
 mod end_to_end {

@@ -1,7 +1,8 @@
 //! `goldgate bless`: writes golden files from recorded results, after printing what changes.
 
+use super::error::AppError;
 use crate::compare::{RuleSet, RunSelection, bless, select_runs};
-use crate::exit::{AppError, Exit};
+use crate::exit::Exit;
 use crate::metrics::record::load_results;
 
 /// Arguments of `goldgate bless`.

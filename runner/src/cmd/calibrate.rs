@@ -1,8 +1,9 @@
 //! `goldgate calibrate`: measures per-metric spread over repeats and suggests tolerances.
 
+use super::error::AppError;
 use crate::compare::{CompareError, RuleSet, calibrate, rules_yaml};
 use crate::config::{BUILTIN_CONFIG, Config};
-use crate::exit::{AppError, Exit};
+use crate::exit::Exit;
 use crate::metrics::record::load_results;
 
 /// Arguments of `goldgate calibrate`.

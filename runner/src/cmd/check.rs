@@ -11,9 +11,10 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+use super::error::AppError;
 use crate::case::{self, Span};
 use crate::config::glob_match;
-use crate::exit::{AppError, Exit};
+use crate::exit::Exit;
 use crate::golden::{self, GoldenError};
 
 /// Arguments of `goldgate check`.

@@ -3,8 +3,9 @@
 //! Loads the recorded run, compares it with the goldens, renders the markdown report, frames
 //! it (marker, run link, size limit) and creates or updates the comment for the key.
 
+use super::error::AppError;
 use crate::compare::{CompareOptions, Comparison, Verdict, compare_dir};
-use crate::exit::{AppError, Exit};
+use crate::exit::Exit;
 use crate::github::{self, Action, Client, RetryPolicy, context};
 use crate::report;
 
@@ -112,7 +113,7 @@ fn post(
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| AppError::failure(format!("cannot start the async runtime: {e}")))?;
+        .map_err(|source| super::error::CmdError::Runtime { source })?;
     let action = runtime.block_on(async {
         let client = Client::new(&api, &token, RetryPolicy::default())?;
         let (key, body) = (&prepared.key, &prepared.body);

@@ -3,10 +3,11 @@
 use std::io::{IsTerminal, Write as _};
 use std::path::{Path, PathBuf};
 
+use super::error::AppError;
 use crate::compare::{
     CompareError, CompareOptions, Comparison, RunSelection, compare_records, select_runs,
 };
-use crate::exit::{AppError, Exit};
+use crate::exit::Exit;
 use crate::report;
 
 /// Arguments of `goldgate compare`.

@@ -5,8 +5,9 @@ use std::path::{Path, PathBuf};
 use tabled::settings::object::Columns;
 use tabled::settings::{Style, Width};
 
+use super::error::AppError;
 use crate::case::{self, CaseError, CaseRef};
-use crate::exit::{AppError, Exit};
+use crate::exit::Exit;
 use crate::golden::{self, GoldenRef};
 
 /// Arguments of `goldgate list`.
@@ -60,13 +61,12 @@ pub struct Row {
 /// Runs the command.
 #[allow(clippy::print_stdout, clippy::print_stderr)]
 pub fn run(args: Args) -> Result<Exit, AppError> {
-    let filter =
-        match &args.filter {
-            Some(re) => Some(regex::Regex::new(re).map_err(|e| {
-                AppError::usage(format!("--filter: invalid regular expression: {e}"))
-            })?),
-            None => None,
-        };
+    let filter = match &args.filter {
+        Some(re) => Some(
+            regex::Regex::new(re).map_err(|source| super::error::CmdError::BadFilter { source })?,
+        ),
+        None => None,
+    };
     let cases = case::discover(&args.root)?;
     let cases = cases
         .iter()

@@ -2,8 +2,9 @@
 
 use std::path::PathBuf;
 
+use super::error::AppError;
 use super::select::{Output, Selection, absolute, load_cases, plan_jobs};
-use crate::exit::{AppError, Exit};
+use crate::exit::Exit;
 use crate::plan::{render_plan_json, render_plan_text};
 
 /// Arguments of `goldgate plan`.

@@ -3,10 +3,12 @@
 
 use std::path::PathBuf;
 
+use super::error::AppError;
+use super::error::CmdError;
 use crate::compare::RuleSet;
 use crate::compare::power::{self, PowerOptions};
 use crate::config::Config;
-use crate::exit::{AppError, Exit};
+use crate::exit::Exit;
 use crate::metrics::record::{load_all_results, load_results};
 
 /// Arguments of `goldgate power`.
@@ -53,10 +55,16 @@ fn parse_planted(text: &str) -> Result<(String, PathBuf), String> {
 #[allow(clippy::print_stdout)]
 pub fn run(args: Args) -> Result<Exit, AppError> {
     if args.repeats.contains(&0) {
-        return Err(AppError::usage("--repeats takes counts of 1 or more"));
+        return Err(CmdError::BadValue {
+            message: "--repeats takes counts of 1 or more",
+        }
+        .into());
     }
     if args.sizes.iter().any(|s| !s.is_finite() || *s <= 0.0) {
-        return Err(AppError::usage("--size takes shares above 0 (0.1 = +10 %)"));
+        return Err(CmdError::BadValue {
+            message: "--size takes shares above 0 (0.1 = +10 %)",
+        }
+        .into());
     }
     let rules = RuleSet::from_config(&Config::load(&args.config)?.rules);
     let unchanged = load_all_results(&args.results)?;
@@ -71,16 +79,18 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
     };
     let report = power::power(unchanged, &planted, &rules, &args.metrics, &opts);
     if report.metrics.is_empty() {
-        return Err(AppError::usage(format!(
-            "no metric judged over repeats was recorded by two or more passed jobs under {} (hint: run the same job several times, e.g. `goldgate run CASE --repeat 10`)",
-            args.results.display()
-        )));
+        return Err(CmdError::NothingToJudge {
+            results: args.results.clone(),
+        }
+        .into());
     }
     print!("{}", crate::report::power::render_terminal(&report));
     if let Some(path) = &args.markdown {
         let text = crate::report::power::render_markdown(&report);
-        crate::fsio::write_atomic(path, text.as_bytes())
-            .map_err(|e| AppError::failure(format!("cannot write {}: {e}", path.display())))?;
+        crate::fsio::write_atomic(path, text.as_bytes()).map_err(|source| CmdError::Write {
+            path: path.clone(),
+            source,
+        })?;
     }
     Ok(Exit::Pass)
 }

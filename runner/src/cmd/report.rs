@@ -3,8 +3,9 @@
 
 use std::path::{Path, PathBuf};
 
+use super::error::AppError;
 use crate::compare::Comparison;
-use crate::exit::{AppError, Exit};
+use crate::exit::Exit;
 use crate::fsio::write_atomic;
 use crate::metrics::RunRecord;
 use crate::metrics::record::load_results;

@@ -2,8 +2,9 @@
 
 use std::path::{Path, PathBuf};
 
+use super::error::AppError;
 use super::select::{Output, Selection, absolute, load_cases, plan_jobs};
-use crate::exit::{AppError, Exit};
+use crate::exit::Exit;
 use crate::plan::{Launcher, render_repro, resolve_program};
 
 /// Arguments of `goldgate repro`.
@@ -33,11 +34,11 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
     let jobs = plan_jobs(&config, &args.select, &cases, 1, &output)?;
     let [job] = jobs.as_slice() else {
         let names: Vec<String> = jobs.iter().map(|j| j.variant.name()).collect();
-        return Err(AppError::usage(format!(
-            "repro makes one job, but the selection gives {}: {} (hint: use --variant instead of --matrix)",
-            jobs.len(),
-            names.join("; ")
-        )));
+        return Err(super::error::CmdError::NotOneJob {
+            count: jobs.len(),
+            names: names.join("; "),
+        }
+        .into());
     };
     let program = entry_program(
         job.launcher,

@@ -6,9 +6,10 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::args::{GateArgs, parse_duration};
+use super::error::AppError;
 use super::select::{Output, Selection, absolute, load_cases, plan_jobs};
 use crate::config::Config;
-use crate::exit::{AppError, Exit};
+use crate::exit::Exit;
 use crate::launch::{self, Settle};
 use crate::observe::probe::install::ProbeMode;
 use crate::run::{LocalExecutor, Progress, ResultsWriter, RunError, RunOptions, RunSummary};
@@ -116,9 +117,7 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
     )?;
     crate::plan::mark_warmup(&mut jobs, warmup);
     if jobs.is_empty() {
-        return Err(AppError::usage(
-            "nothing to run: the selection planned no job",
-        ));
+        return Err(super::error::CmdError::NothingToRun.into());
     }
     let executor = LocalExecutor::new(&opts, &jobs)?;
     let command = std::env::args().collect();

@@ -4,9 +4,10 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use super::error::AppError;
+use super::error::CmdError;
 use crate::case::{TestCase, discover, load_case};
 use crate::config::Config;
-use crate::exit::AppError;
 use crate::plan::{Job, PlanInputs, VariantRequest, plan_case};
 
 /// Where the cases are and which jobs to make of them.
@@ -47,13 +48,14 @@ pub fn load_cases(root: &Path, names: &[String]) -> Result<Vec<TestCase>, AppErr
         let mut picked = Vec::new();
         for name in names {
             let name = name.trim_end_matches('/');
-            let case = found.iter().find(|c| c.name == name).ok_or_else(|| {
-                AppError::usage(format!(
-                    "no case `{name}` under {} (hint: `goldgate list --root {}` shows the cases)",
-                    root.display(),
-                    root.display()
-                ))
-            })?;
+            let case =
+                found
+                    .iter()
+                    .find(|c| c.name == name)
+                    .ok_or_else(|| CmdError::NoSuchCase {
+                        name: name.to_owned(),
+                        root: root.to_path_buf(),
+                    })?;
             picked.push(case);
         }
         picked
@@ -83,8 +85,7 @@ pub fn plan_jobs(
 ) -> Result<Vec<Job>, AppError> {
     let platform = config.platform(selection.platform.as_deref())?;
     let request = VariantRequest::parse(config, &selection.variants, &selection.matrix)?;
-    let base_dir = std::env::current_dir()
-        .map_err(|e| AppError::failure(format!("cannot read the current directory: {e}")))?;
+    let base_dir = std::env::current_dir().map_err(|source| CmdError::Cwd { source })?;
     let caller_env = caller_env();
     let inputs = PlanInputs {
         config,
@@ -104,6 +105,11 @@ pub fn plan_jobs(
 /// `dir` made absolute against the current directory (job folders must not depend on the
 /// folder a job runs in).
 pub fn absolute(dir: &Path) -> Result<PathBuf, AppError> {
-    std::path::absolute(dir)
-        .map_err(|e| AppError::usage(format!("cannot use {}: {e}", dir.display())))
+    std::path::absolute(dir).map_err(|source| {
+        CmdError::BadDir {
+            dir: dir.to_path_buf(),
+            source,
+        }
+        .into()
+    })
 }

@@ -404,12 +404,6 @@ pub enum RecordError {
     Empty { path: PathBuf },
 }
 
-impl crate::exit::Classify for RecordError {
-    fn exit(&self) -> crate::exit::Exit {
-        crate::exit::Exit::Usage
-    }
-}
-
 fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, RecordError> {
     let bytes = std::fs::read(path).map_err(|source| RecordError::Read {
         path: path.to_path_buf(),
