@@ -674,6 +674,7 @@ mod end_to_end {
     use std::collections::BTreeMap;
     use std::path::Path;
 
+    use goldgate::cmd::args::{CaseRoot, ConfigFile, GoldenRoot};
     use goldgate::cmd::comment::{Args, prepare};
     use goldgate::metrics::{
         Attempt, Fingerprint, MemoryRecord, Outcome, RunRecord, SCHEMA_VERSION, StepValues,
@@ -779,10 +780,16 @@ mod end_to_end {
             key: None,
             only_on_change: false,
             dry_run: true,
-            golden_root: dir.join("golden"),
-            root: dir.join("test_cases"),
+            golden_root: GoldenRoot {
+                path: dir.join("golden"),
+            },
+            root: CaseRoot {
+                path: dir.join("test_cases"),
+            },
             platform: None,
-            config: dir.join("goldgate.yaml"),
+            config: ConfigFile {
+                path: dir.join("goldgate.yaml"),
+            },
         }
     }
 
@@ -868,9 +875,9 @@ mod end_to_end {
             .arg("--results")
             .arg(&args.results)
             .arg("--golden-root")
-            .arg(&args.golden_root)
+            .arg(&args.golden_root.path)
             .arg("--root")
-            .arg(&args.root)
+            .arg(&args.root.path)
             .args(extra)
             .env_clear()
             .envs(env.iter().copied());

@@ -1,8 +1,35 @@
 //! Command-line argument groups shared by several subcommands (`#[command(flatten)]`), and the
-//! value parsers they use.
+//! value parsers they use. Each flag and its default is written once here.
 
 use std::path::PathBuf;
 use std::time::Duration;
+
+/// `--root`: where the test cases are.
+#[derive(clap::Args, Debug, Clone)]
+pub struct CaseRoot {
+    /// Root of the test-case tree (`<root>/<model>/<case>/model_config.yaml`; goldens beside a
+    /// case are found too).
+    #[arg(long = "root", default_value = "test_cases")]
+    pub path: PathBuf,
+}
+
+/// `--golden-root`: goldgate's tree of golden files.
+#[derive(clap::Args, Debug, Clone)]
+pub struct GoldenRoot {
+    /// Golden root (`<golden-root>/<model>/<case>/golden_values_*.json`, other variants under
+    /// `variants/`); written by `bless`, read by the comparison.
+    #[arg(long = "golden-root", default_value = "golden")]
+    pub path: PathBuf,
+}
+
+/// `--config`: the repository's `goldgate.yaml`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct ConfigFile {
+    /// Repository configuration (platforms, variant axes, rules, check.ignore); the built-in
+    /// one when the default `goldgate.yaml` does not exist.
+    #[arg(long = "config", default_value = "goldgate.yaml")]
+    pub path: PathBuf,
+}
 
 /// How a comparison gates and where its reports go (`compare`, `run`).
 #[derive(clap::Args, Debug, Clone, Default)]

@@ -18,18 +18,15 @@ pub struct Args {
     /// Bless from every run in the folder, repeats of the same job merged across runs.
     #[arg(long, conflicts_with = "runs")]
     pub all_runs: bool,
-    /// Where golden files are written.
-    #[arg(long, default_value = "golden")]
-    pub golden_root: std::path::PathBuf,
+    #[command(flatten)]
+    pub golden_root: super::args::GoldenRoot,
     /// Only these cases.
     pub cases: Vec<String>,
     /// Print the diff, write nothing.
     #[arg(long)]
     pub dry_run: bool,
-    /// Repository configuration (its rules say how each metric is summarised in the diff; its
-    /// variant axes say which variant is the default one).
-    #[arg(long, default_value = "goldgate.yaml")]
-    pub config: std::path::PathBuf,
+    #[command(flatten)]
+    pub config: super::args::ConfigFile,
     /// Platform in the golden file name (default: the one recorded in the results).
     #[arg(long)]
     pub platform: Option<String>,
@@ -38,7 +35,7 @@ pub struct Args {
 /// Runs the command: prints the per-metric diff, then writes (unless `--dry-run`).
 #[allow(clippy::print_stdout, clippy::print_stderr)]
 pub fn run(args: Args) -> Result<Exit, AppError> {
-    let config = crate::config::Config::load(&args.config)?;
+    let config = crate::config::Config::load(&args.config.path)?;
     let rules = RuleSet::from_config(&config.rules);
     let selection = RunSelection::from_flags(&args.runs, args.all_runs);
     let (records, note) = select_runs(load_results(&args.from)?, &selection)?;
@@ -47,7 +44,7 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
     }
     let files = bless::plan(
         records,
-        &args.golden_root,
+        &args.golden_root.path,
         args.platform.as_deref(),
         &args.cases,
         &args.from,

@@ -12,9 +12,8 @@ pub struct Args {
     /// A run directory holding repeats of the same jobs.
     #[arg(long)]
     pub results: std::path::PathBuf,
-    /// Repository configuration (current rules; `--write` updates it).
-    #[arg(long, default_value = "goldgate.yaml")]
-    pub config: std::path::PathBuf,
+    #[command(flatten)]
+    pub config: super::args::ConfigFile,
     /// Write the suggested rules into the configuration file (a text edit of the `rtol:` lines
     /// under `rules:`; comments and everything else are kept).
     #[arg(long)]
@@ -29,7 +28,7 @@ pub struct Args {
 #[allow(clippy::print_stdout)]
 pub fn run(args: Args) -> Result<Exit, AppError> {
     let records = load_results(&args.results)?;
-    let rules = RuleSet::from_config(&crate::config::Config::load(&args.config)?.rules);
+    let rules = RuleSet::from_config(&crate::config::Config::load(&args.config.path)?.rules);
     let cal = calibrate::calibrate(records, &rules, args.repeats);
     print!("{}", calibrate::render(&cal));
     if args.write {
@@ -42,7 +41,7 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
         println!(
             "updated rtol of {} metric(s) in {}",
             updates.len(),
-            args.config.display()
+            args.config.path.display()
         );
     }
     Ok(Exit::Pass)
@@ -52,7 +51,7 @@ fn write_rules(
     args: &Args,
     updates: &std::collections::BTreeMap<String, f64>,
 ) -> Result<(), AppError> {
-    let path = &args.config;
+    let path = &args.config.path;
     let text = match std::fs::read_to_string(path) {
         Ok(t) => t,
         // No file yet: start from the shipped configuration, so the result is complete.

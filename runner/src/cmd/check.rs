@@ -20,16 +20,12 @@ use crate::golden::{self, GoldenError};
 /// Arguments of `goldgate check`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Root of the test-case tree.
-    #[arg(long, default_value = "test_cases")]
-    pub root: std::path::PathBuf,
-    /// Golden root to check as well (`<golden-root>/<model>/<case>/golden_values_*.json`); skipped
-    /// when the folder does not exist.
-    #[arg(long, default_value = "golden")]
-    pub golden_root: std::path::PathBuf,
-    /// Repository configuration (its `check.ignore` list).
-    #[arg(long, default_value = "goldgate.yaml")]
-    pub config: std::path::PathBuf,
+    #[command(flatten)]
+    pub root: super::args::CaseRoot,
+    #[command(flatten)]
+    pub golden_root: super::args::GoldenRoot,
+    #[command(flatten)]
+    pub config: super::args::ConfigFile,
 }
 
 /// How bad a problem is.
@@ -93,11 +89,12 @@ impl CheckReport {
 pub fn run(args: Args) -> Result<Exit, AppError> {
     let golden_root = args
         .golden_root
+        .path
         .is_dir()
-        .then_some(args.golden_root.as_path());
-    let config = crate::config::Config::load(&args.config)?;
-    let mut report = collect(&args.root, golden_root)?;
-    let roots: Vec<&Path> = std::iter::once(args.root.as_path())
+        .then_some(args.golden_root.path.as_path());
+    let config = crate::config::Config::load(&args.config.path)?;
+    let mut report = collect(&args.root.path, golden_root)?;
+    let roots: Vec<&Path> = std::iter::once(args.root.path.as_path())
         .chain(golden_root)
         .collect();
     apply_ignores(&mut report, &roots, &config.path, &config.check_ignore);

@@ -30,18 +30,15 @@ pub struct Args {
     /// Print the body instead of posting it.
     #[arg(long)]
     pub dry_run: bool,
-    /// Golden root used for the comparison.
-    #[arg(long, default_value = "golden")]
-    pub golden_root: std::path::PathBuf,
-    /// Root of the test-case tree (for goldens beside cases and the case metrics).
-    #[arg(long, default_value = "test_cases")]
-    pub root: std::path::PathBuf,
+    #[command(flatten)]
+    pub golden_root: super::args::GoldenRoot,
+    #[command(flatten)]
+    pub root: super::args::CaseRoot,
     /// Platform of the golden files (default: the one recorded in the results).
     #[arg(long)]
     pub platform: Option<String>,
-    /// Repository configuration (rules).
-    #[arg(long, default_value = "goldgate.yaml")]
-    pub config: std::path::PathBuf,
+    #[command(flatten)]
+    pub config: super::args::ConfigFile,
 }
 
 /// The finished comment and what the bot needs to know about the run.
@@ -70,9 +67,9 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
 /// Compares the run and builds the comment (no network).
 pub fn prepare(args: &Args, env: &dyn Fn(&str) -> Option<String>) -> Result<Prepared, AppError> {
     let opts = CompareOptions::from_config(
-        &crate::config::Config::load(&args.config)?,
-        args.golden_root.clone(),
-        args.root.clone(),
+        &crate::config::Config::load(&args.config.path)?,
+        args.golden_root.path.clone(),
+        args.root.path.clone(),
         args.platform.clone(),
         false,
     );

@@ -31,12 +31,12 @@ pub struct Args {
 /// Runs the command.
 #[allow(clippy::print_stdout)]
 pub fn run(args: Args) -> Result<Exit, AppError> {
-    let cases = load_cases(&args.select.root, &args.cases)?;
+    let cases = load_cases(&args.select.root.path, &args.cases)?;
     let output = Output {
         out_dir: absolute(&args.out)?,
         run_id: args.run_id,
     };
-    let config = crate::config::Config::load(&args.select.config)?;
+    let config = crate::config::Config::load(&args.select.config.path)?;
     let jobs = plan_jobs(&config, &args.select, &cases, args.repeat, &output)?;
     let text = match args.format {
         super::list::Format::Table => render_plan_text(&jobs),

@@ -34,9 +34,8 @@ pub struct Args {
     /// Only these metrics (repeatable; default: every metric judged over repeats).
     #[arg(long = "metric")]
     pub metrics: Vec<String>,
-    /// Repository configuration (the band rule and the two-sample rule of each metric).
-    #[arg(long, default_value = "goldgate.yaml")]
-    pub config: PathBuf,
+    #[command(flatten)]
+    pub config: super::args::ConfigFile,
     /// Also write the report as markdown here.
     #[arg(long)]
     pub markdown: Option<PathBuf>,
@@ -66,7 +65,7 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
         }
         .into());
     }
-    let rules = RuleSet::from_config(&Config::load(&args.config)?.rules);
+    let rules = RuleSet::from_config(&Config::load(&args.config.path)?.rules);
     let unchanged = load_all_results(&args.results)?;
     let mut planted = Vec::new();
     for (label, dir) in &args.planted {

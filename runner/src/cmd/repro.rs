@@ -25,12 +25,12 @@ pub struct Args {
 /// Runs the command.
 #[allow(clippy::print_stdout)]
 pub fn run(args: Args) -> Result<Exit, AppError> {
-    let cases = load_cases(&args.select.root, std::slice::from_ref(&args.case))?;
+    let cases = load_cases(&args.select.root.path, std::slice::from_ref(&args.case))?;
     let output = Output {
         out_dir: absolute(&args.out)?,
         run_id: args.run_id,
     };
-    let config = crate::config::Config::load(&args.select.config)?;
+    let config = crate::config::Config::load(&args.select.config.path)?;
     let jobs = plan_jobs(&config, &args.select, &cases, 1, &output)?;
     let [job] = jobs.as_slice() else {
         let names: Vec<String> = jobs.iter().map(|j| j.variant.name()).collect();

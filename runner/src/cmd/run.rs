@@ -46,9 +46,8 @@ pub struct Args {
     /// Record only; do not compare with the golden files afterwards.
     #[arg(long)]
     pub no_compare: bool,
-    /// Golden root used by the comparison after the run.
-    #[arg(long, default_value = "golden")]
-    pub golden_root: PathBuf,
+    #[command(flatten)]
+    pub golden_root: super::args::GoldenRoot,
     /// In-process probe for Python jobs: `torch`, `torch,history` or `none`.
     #[arg(long, default_value = "torch", value_parser = ProbeMode::parse)]
     pub probe: ProbeMode,
@@ -93,9 +92,9 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
     let stop = launch::install_signal_handlers()?;
     let opts = args.options()?;
     launch::check_settle(opts.settle)?;
-    let cases = load_cases(&args.select.root, &args.cases)?;
+    let cases = load_cases(&args.select.root.path, &args.cases)?;
     // Loaded once: the gate after a long run uses the rules the run was planned with.
-    let config = Config::load(&args.select.config)?;
+    let config = Config::load(&args.select.config.path)?;
     let output = Output {
         out_dir: opts.out_dir.clone(),
         run_id: opts.run_id.clone(),
@@ -151,8 +150,8 @@ fn finish(
     }
     let compare = crate::compare::CompareOptions::from_config(
         config,
-        args.golden_root.clone(),
-        args.select.root.clone(),
+        args.golden_root.path.clone(),
+        args.select.root.path.clone(),
         args.select.platform.clone(),
         args.gate.allow_env_mismatch,
     );

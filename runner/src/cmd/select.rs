@@ -13,13 +13,10 @@ use crate::plan::{Job, PlanInputs, VariantRequest, plan_case};
 /// Where the cases are and which jobs to make of them.
 #[derive(clap::Args, Debug, Clone)]
 pub struct Selection {
-    /// Root of the test-case tree (`<root>/<model>/<case>/model_config.yaml`).
-    #[arg(long, default_value = "test_cases")]
-    pub root: PathBuf,
-    /// Repository configuration (platforms, variant axes, rules); the built-in one when the
-    /// default `goldgate.yaml` does not exist.
-    #[arg(long, default_value = "goldgate.yaml")]
-    pub config: PathBuf,
+    #[command(flatten)]
+    pub root: super::args::CaseRoot,
+    #[command(flatten)]
+    pub config: super::args::ConfigFile,
     /// Choose one value of a variant axis, e.g. `--variant allocator=gc80`. Repeatable.
     #[arg(long = "variant", value_name = "AXIS=VALUE")]
     pub variants: Vec<String>,
