@@ -9,7 +9,12 @@ use std::time::Duration;
 pub struct CaseRoot {
     /// Root of the test-case tree (`<root>/<model>/<case>/model_config.yaml`; goldens beside a
     /// case are found too).
-    #[arg(long = "root", default_value = "test_cases")]
+    #[arg(
+        id = "root",
+        long = "root",
+        value_name = "ROOT",
+        default_value = "test_cases"
+    )]
     pub path: PathBuf,
 }
 
@@ -18,7 +23,12 @@ pub struct CaseRoot {
 pub struct GoldenRoot {
     /// Golden root (`<golden-root>/<model>/<case>/golden_values_*.json`, other variants under
     /// `variants/`); written by `bless`, read by the comparison.
-    #[arg(long = "golden-root", default_value = "golden")]
+    #[arg(
+        id = "golden_root",
+        long = "golden-root",
+        value_name = "GOLDEN_ROOT",
+        default_value = "golden"
+    )]
     pub path: PathBuf,
 }
 
@@ -27,7 +37,12 @@ pub struct GoldenRoot {
 pub struct ConfigFile {
     /// Repository configuration (platforms, variant axes, rules, check.ignore); the built-in
     /// one when the default `goldgate.yaml` does not exist.
-    #[arg(long = "config", default_value = "goldgate.yaml")]
+    #[arg(
+        id = "config",
+        long = "config",
+        value_name = "CONFIG",
+        default_value = "goldgate.yaml"
+    )]
     pub path: PathBuf,
 }
 
@@ -84,6 +99,27 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// clap checks a command's arguments only when it is built: build every subcommand's.
+    #[test]
+    fn every_subcommand_has_distinct_well_formed_arguments() {
+        fn check<A: clap::Args>(name: &'static str) {
+            A::augment_args(clap::Command::new(name)).debug_assert();
+        }
+        use crate::cmd::*;
+        check::<list::Args>("list");
+        check::<check::Args>("check");
+        check::<plan::Args>("plan");
+        check::<repro::Args>("repro");
+        check::<run::Args>("run");
+        check::<extract::Args>("extract");
+        check::<compare::Args>("compare");
+        check::<bless::Args>("bless");
+        check::<calibrate::Args>("calibrate");
+        check::<power::Args>("power");
+        check::<report::Args>("report");
+        check::<comment::Args>("comment");
+    }
 
     #[test]
     fn durations_parse_with_units_and_reject_nonsense() {
