@@ -46,6 +46,14 @@ fn main() -> ExitCode {
         }
         Command::Train(cfg) => cfg,
     };
+    let cfg =
+        match args::with_planted_delay(*cfg, std::env::var("GOLDGATE_PLANT_SAVE_DELAY_S").ok()) {
+            Ok(cfg) => cfg,
+            Err(e) => {
+                emit::err(&format!("fake-trainer: error: {e}"));
+                return ExitCode::from(2);
+            }
+        };
     if cfg.ignore_sigterm && !process::ignore_sigterm() {
         emit::err("fake-trainer: error: cannot ignore SIGTERM");
         return ExitCode::from(1);
