@@ -40,6 +40,14 @@ enum Command {
     Report(cmd::report::Args),
     /// Post or update the sticky PR comment.
     Comment(cmd::comment::Args),
+    /// The demo's stand-in training job (`workloads/fake-trainer`), shipped inside goldgate so
+    /// an installed goldgate runs the demo cases (`entry: [goldgate, fake-trainer]`).
+    #[command(hide = true, disable_help_flag = true, disable_version_flag = true)]
+    FakeTrainer {
+        /// fake-trainer's own arguments (`goldgate fake-trainer --help` lists them).
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
 }
 
 fn main() -> ExitCode {
@@ -57,6 +65,7 @@ fn main() -> ExitCode {
         Command::Power(a) => cmd::power::run(a),
         Command::Report(a) => cmd::report::run(a),
         Command::Comment(a) => cmd::comment::run(a),
+        Command::FakeTrainer { args } => return fake_trainer::run(&args, &["fake-trainer"]),
     };
     match result {
         Ok(exit) => exit.into(),
