@@ -32,7 +32,9 @@ done
   echo "Device calls (from power-*.log):"
   echo
   echo '```'
-  cat "$D"/power-*.log 2>/dev/null | grep -vE '^(total|[-d]rw)' || true
+  for part in sync async extra; do
+    [ -f "$D/power-$part.log" ] && grep -vE '^(total|[-d]rw)' "$D/power-$part.log"
+  done
   echo '```'
   echo
   echo "\`goldgate power --results unchanged ${planted[*]//$P\//}\` (goldgate.yaml of this checkout):"
