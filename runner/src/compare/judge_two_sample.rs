@@ -231,8 +231,10 @@ mod tests {
     /// linear scale must not make every byte a regression.
     #[test]
     fn an_all_zero_golden_is_judged_with_atol() {
-        let mut rule = RuleSet::megatron().find("shm-peak-bytes").unwrap().clone();
-        rule.test = TestKind::TwoSample;
+        let rule = RuleSet::megatron()
+            .find("shm-peak-bytes")
+            .unwrap()
+            .edited(|r| r.test = TestKind::TwoSample);
         let zero = Series::from([(33, 0.0)]);
         let samples = GoldenSamples {
             jobs: vec![],
