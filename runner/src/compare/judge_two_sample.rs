@@ -138,13 +138,13 @@ mod tests {
     use crate::compare::rules::{RuleSet, TestKind};
 
     fn rule() -> Rule {
-        let mut r = RuleSet::megatron()
+        RuleSet::megatron()
             .find("checkpoint-blocking-time")
             .unwrap()
-            .clone();
-        r.test = TestKind::TwoSample;
-        r.min_effect = 0.02;
-        r
+            .edited(|r| {
+                r.test = TestKind::TwoSample;
+                r.min_effect = 0.02;
+            })
     }
 
     /// A job: a slow first save, then `saves` saves at `t`, with a small wobble.

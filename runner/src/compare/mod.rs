@@ -25,7 +25,7 @@ pub use engine::{
     CompareOptions, compare_dir, compare_records, golden_variant, is_default_variant,
 };
 pub use error::CompareError;
-pub use rules::{Direction, Kind, Rule, RuleSet};
+pub use rules::{Direction, Rule, RuleSet};
 pub use runs::{RunSelection, select_runs};
 pub use verdict::{
     COMPARISON_SCHEMA_VERSION, Comparison, Counts, GateDecision, JobComparison, MetricResult, Unit,
