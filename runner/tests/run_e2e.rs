@@ -385,3 +385,52 @@ fn an_installed_goldgate_alone_runs_the_demo_workload() {
         ["fake-trainer", "--child-sleep", "--ignore-sigterm"]
     );
 }
+
+/// `--rerun-failed` runs again only the case/variant pairs that failed in the newest run under
+/// `--out`; with nothing failed it runs nothing and exits 0.
+#[test]
+fn rerun_failed_takes_only_the_newest_runs_failures() {
+    let out = tempfile::tempdir().unwrap();
+    let root = ["--root", fixture_root()];
+    let first = goldgate(
+        out.path(),
+        &[&root[..], &["fake/quick", "fake/oom"]].concat(),
+    )
+    .output()
+    .unwrap();
+    assert_eq!(first.status.code(), Some(3), "{}", text(&first));
+    let again = goldgate(
+        out.path(),
+        &[&root[..], &["fake/*", "--rerun-failed"]].concat(),
+    )
+    .output()
+    .unwrap();
+    assert_eq!(again.status.code(), Some(3), "{}", text(&again));
+    assert!(
+        text(&again).contains("rerunning 1 of run ") && text(&again).contains(": 1 job(s)"),
+        "{}",
+        text(&again)
+    );
+    let newest = std::fs::read_dir(out.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .max_by_key(|p| {
+            std::fs::metadata(p.join("run.json"))
+                .unwrap()
+                .modified()
+                .unwrap()
+        })
+        .unwrap();
+    let rerun: Vec<String> = records(&newest).into_iter().map(|r| r.job_id).collect();
+    assert_eq!(rerun, ["fake/oom@default#1"]);
+    let clean = tempfile::tempdir().unwrap();
+    let ok = goldgate(clean.path(), &[&root[..], &["fake/quick"]].concat())
+        .output()
+        .unwrap();
+    assert_eq!(ok.status.code(), Some(0), "{}", text(&ok));
+    let none = goldgate(clean.path(), &[&root[..], &["--rerun-failed"]].concat())
+        .output()
+        .unwrap();
+    assert_eq!(none.status.code(), Some(0), "{}", text(&none));
+    assert!(text(&none).contains("nothing to rerun"), "{}", text(&none));
+}
