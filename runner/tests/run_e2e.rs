@@ -434,3 +434,31 @@ fn rerun_failed_takes_only_the_newest_runs_failures() {
     assert_eq!(none.status.code(), Some(0), "{}", text(&none));
     assert!(text(&none).contains("nothing to rerun"), "{}", text(&none));
 }
+
+/// A case's own `GOLDGATE.timeout` stops a hung job without `--timeout` on the command line.
+#[test]
+fn a_case_timeout_applies_without_the_flag() {
+    let tree = tempfile::tempdir().unwrap();
+    let case = tree.path().join("cases/fake/slow/model_config.yaml");
+    std::fs::create_dir_all(case.parent().unwrap()).unwrap();
+    std::fs::write(
+        &case,
+        "TEST_TYPE: regular\nLAUNCHER: direct\nMODEL_ARGS:\n  --train-iters: 50\n  \
+         --step-ms: 10\n  --model-mb: 8\n  --hang-at-step: 2\nGOLDGATE:\n  \
+         entry: [fake-trainer]\n  timeout: 1500ms\n",
+    )
+    .unwrap();
+    let out = tree.path().join("results");
+    let root = tree.path().join("cases");
+    let started = Instant::now();
+    let o = goldgate(
+        &out,
+        &["--root", root.to_str().unwrap(), "--grace", "200ms"],
+    )
+    .output()
+    .unwrap();
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+    assert!(started.elapsed() < Duration::from_secs(20));
+    let rs = records(&out);
+    assert_eq!(rs[0].outcome, Outcome::TimedOut { after_seconds: 1.5 });
+}
