@@ -16,7 +16,7 @@ use crate::golden::GoldenError;
 use crate::launch::{LaunchError, SettleError};
 use crate::metrics::record::RecordError;
 use crate::observe::log::LogError;
-use crate::plan::PlanError;
+use crate::plan::{FilterError, PlanError};
 use crate::report::error::ReportError;
 use crate::run::RunError;
 
@@ -36,6 +36,9 @@ pub enum AppError {
     #[error(transparent)]
     #[diagnostic(transparent)]
     Plan(#[from] PlanError),
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Filter(#[from] FilterError),
     #[error(transparent)]
     #[diagnostic(transparent)]
     Launch(#[from] LaunchError),
@@ -75,6 +78,7 @@ impl AppError {
             AppError::Golden(e) => golden(e),
             AppError::Config(e) => config(e),
             AppError::Plan(e) => plan(e),
+            AppError::Filter(e) => filter(e),
             AppError::Launch(e) => launch(e),
             AppError::Settle(e) => settle(e),
             AppError::Log(e) => log(e),
@@ -150,6 +154,12 @@ fn plan(e: &PlanError) -> Exit {
     }
 }
 
+fn filter(e: &FilterError) -> Exit {
+    match e {
+        FilterError::NoMatch { .. } | FilterError::Regex { .. } => Exit::Usage,
+    }
+}
+
 /// A program that cannot be found is the machine's state, not the user's flags: `run` records
 /// it as the job's launch error (exit 3), and every other path says the same.
 fn launch(e: &LaunchError) -> Exit {
@@ -211,7 +221,9 @@ fn compare(e: &CompareError) -> Exit {
         | CompareError::UnknownRun { .. }
         | CompareError::UnknownCase { .. }
         | CompareError::ConfigEdit { .. }
-        | CompareError::Read { .. } => Exit::Usage,
+        | CompareError::Read { .. }
+        | CompareError::SavedComparison { .. }
+        | CompareError::NoComparison => Exit::Usage,
         CompareError::Write { .. } => Exit::Failure,
     }
 }
@@ -253,8 +265,8 @@ fn github(e: &GithubError) -> Exit {
 
 fn cmd(e: &CmdError) -> Exit {
     match e {
-        CmdError::NoSuchCase { .. }
-        | CmdError::BadDir { .. }
+        CmdError::BadDir { .. }
+        | CmdError::NoEarlierRun { .. }
         | CmdError::NothingToRun
         | CmdError::NotOneJob { .. }
         | CmdError::BadFilter { .. }
@@ -270,10 +282,6 @@ fn cmd(e: &CmdError) -> Exit {
 /// What a command can fail on besides its stages' errors.
 #[derive(Debug, thiserror::Error, miette::Diagnostic)]
 pub enum CmdError {
-    /// A case named on the command line is not under the root.
-    #[error("no case `{name}` under {} (hint: `goldgate list --root {}` shows the cases)", root.display(), root.display())]
-    NoSuchCase { name: String, root: PathBuf },
-
     /// `--out` (or another folder) cannot be made absolute.
     #[error("cannot use {}: {source}", dir.display())]
     BadDir {
@@ -284,6 +292,13 @@ pub enum CmdError {
     /// The current directory cannot be read (relative entries and folders need it).
     #[error("cannot read the current directory: {source}")]
     Cwd { source: std::io::Error },
+
+    /// `--rerun-failed` found no run to rerun.
+    #[error(
+        "--rerun-failed: no earlier run under {} (hint: --out names the folder of runs)",
+        out.display()
+    )]
+    NoEarlierRun { out: PathBuf },
 
     /// The selection planned no job at all.
     #[error("nothing to run: the selection planned no job")]

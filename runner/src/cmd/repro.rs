@@ -25,7 +25,8 @@ pub struct Args {
 /// Runs the command.
 #[allow(clippy::print_stdout)]
 pub fn run(args: Args) -> Result<Exit, AppError> {
-    let cases = load_cases(&args.select.root.path, std::slice::from_ref(&args.case))?;
+    let filter = crate::plan::CaseFilter::new(std::slice::from_ref(&args.case), None, None)?;
+    let cases = load_cases(&args.select.root.path, &filter)?;
     let output = Output {
         out_dir: absolute(&args.out)?,
         run_id: args.run_id,

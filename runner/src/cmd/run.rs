@@ -7,7 +7,9 @@ use std::time::Duration;
 
 use super::args::{GateArgs, parse_duration};
 use super::error::AppError;
-use super::select::{Output, Selection, absolute, load_cases, plan_jobs};
+use super::select::{
+    CaseArgs, Output, Selection, absolute, failed_in_newest_run, load_cases, plan_jobs,
+};
 use crate::config::Config;
 use crate::exit::Exit;
 use crate::launch::{self, Settle};
@@ -17,10 +19,14 @@ use crate::run::{LocalExecutor, Progress, ResultsWriter, RunError, RunOptions, R
 /// Arguments of `goldgate run`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Cases to run (`<model>/<case>`); all under the root when none.
-    pub cases: Vec<String>,
+    #[command(flatten)]
+    pub which: CaseArgs,
     #[command(flatten)]
     pub select: Selection,
+    /// Run only the jobs (case and variant) that failed or did not finish in the newest run
+    /// under `--out`, as the selection plans them now.
+    #[arg(long)]
+    pub rerun_failed: bool,
     /// Repeats per job.
     #[arg(long, default_value_t = 1)]
     pub repeat: u32,
@@ -92,7 +98,7 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
     let stop = launch::install_signal_handlers()?;
     let opts = args.options()?;
     launch::check_settle(opts.settle)?;
-    let cases = load_cases(&args.select.root.path, &args.cases)?;
+    let cases = load_cases(&args.select.root.path, &args.which.filter()?)?;
     // Loaded once: the gate after a long run uses the rules the run was planned with.
     let config = Config::load(&args.select.config.path)?;
     let output = Output {
@@ -114,9 +120,12 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
         args.repeat.saturating_add(warmup),
         &output,
     )?;
+    if args.rerun_failed {
+        keep_failed(&mut jobs, &opts.out_dir)?;
+    }
     crate::plan::mark_warmup(&mut jobs, warmup);
     if jobs.is_empty() {
-        return Err(super::error::CmdError::NothingToRun.into());
+        return nothing_to_run(&args);
     }
     let executor = LocalExecutor::new(&opts, &jobs)?;
     let command = std::env::args().collect();
@@ -128,6 +137,39 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
     })?;
     writer.finish()?;
     finish(&args, &config, &opts, &summary)
+}
+
+/// `--rerun-failed`: keeps the jobs whose case and variant failed in the newest earlier run.
+#[allow(clippy::print_stderr)]
+fn keep_failed(
+    jobs: &mut Vec<crate::plan::Job>,
+    out_dir: &std::path::Path,
+) -> Result<(), AppError> {
+    let (run_id, failed) = failed_in_newest_run(out_dir)?;
+    jobs.retain(|j| failed.contains(&(j.case.clone(), j.variant.name())));
+    eprintln!(
+        "goldgate: rerunning {} of run {run_id}'s failed or unfinished case/variant pair(s): {} job(s)",
+        failed.len(),
+        jobs.len()
+    );
+    Ok(())
+}
+
+/// An empty selection: fine for a partition that got no case or a rerun with nothing failed
+/// (exit 0, said on stderr); a usage error otherwise.
+#[allow(clippy::print_stderr)]
+fn nothing_to_run(args: &Args) -> Result<Exit, AppError> {
+    if let Some(partition) = args.which.partition {
+        eprintln!(
+            "goldgate: partition {partition} holds no case of this selection; nothing to run"
+        );
+        return Ok(Exit::Pass);
+    }
+    if args.rerun_failed {
+        eprintln!("goldgate: nothing to rerun");
+        return Ok(Exit::Pass);
+    }
+    Err(super::error::CmdError::NothingToRun.into())
 }
 
 /// Prints the variant table, compares unless asked not to, and picks the exit code.
