@@ -12,10 +12,14 @@ const CORPUS_CASES: &str = concat!(
     "/../../shared/megatron_corpus/tests/functional_tests/test_cases"
 );
 
+/// goldgate with no data root or Megatron checkout in the environment (`check` plans every
+/// case, so placeholders those would fill are reported).
 fn goldgate(dir: &str, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_goldgate"))
         .args(args)
         .current_dir(dir)
+        .env_remove("DATA_PATH")
+        .env_remove("MEGATRON_LM_DIR")
         .output()
         .unwrap()
 }
@@ -56,7 +60,7 @@ fn check_over_the_corpus_finds_only_the_two_empty_goldens() {
     );
     assert!(
         stdout.ends_with(
-            "checked 333 case(s) and 915 golden file(s): 2 error(s), 70 warning(s), 69 note(s)\n"
+            "checked 333 case(s) and 915 golden file(s): 2 error(s), 265 warning(s), 69 note(s)\n"
         ),
         "{}",
         stdout.lines().last().unwrap_or("")

@@ -2,8 +2,10 @@
 //!
 //! Output is one line per problem, `path:line:column: severity: message` (or `path:
 //! severity: message` when there is no position), sorted by file and position, then a summary.
-//! Errors (exit 2): configs or goldens that do not load. Warnings: unknown keys, unknown
-//! placeholders, goldens without metrics. Notes: skipped folders and inference goldens.
+//! Errors (exit 2): configs or goldens that do not load, MODEL_ARGS Megatron's script cannot
+//! turn into arguments. Warnings: unknown keys, placeholders nothing sets and parallel layouts
+//! that do not fit the platform (each exactly as `plan` reports them: `check` plans every case),
+//! goldens without metrics. Notes: skipped folders and inference goldens.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -21,6 +23,15 @@ pub struct Args {
     /// Golden root to check as well (`<root>/<model>/<case>/golden_values_*.json`).
     #[arg(long, default_value = "golden")]
     pub golden_root: std::path::PathBuf,
+    /// Repository configuration: every case is also planned on its platform, so `check`
+    /// reports what `plan` would (placeholders nothing sets, too few ranks).
+    #[arg(long, default_value = "goldgate.yaml")]
+    pub config: PathBuf,
+    /// Platform the cases are planned on (default: goldgate.yaml's default platform).
+    #[arg(long)]
+    pub platform: Option<String>,
+    #[command(flatten)]
+    pub recipes: super::select::RecipeArgs,
 }
 
 /// How bad a problem is.
@@ -86,7 +97,9 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
         .golden_root
         .is_dir()
         .then_some(args.golden_root.as_path());
-    let report = collect(&args.root, golden_root)?;
+    let mut report = collect(&args.root, golden_root)?;
+    report.problems.extend(plan_lints(&args)?);
+    report.problems.sort();
     print!("{}", render(&report));
     Ok(if report.count(Severity::Error) > 0 {
         Exit::Usage
@@ -154,6 +167,93 @@ pub fn collect(root: &Path, golden_root: Option<&Path>) -> Result<CheckReport, A
     );
     report.problems.sort();
     Ok(report)
+}
+
+/// What planning every case would say: a placeholder nothing sets and a parallel layout the
+/// platform's ranks do not fit are warnings (`plan` and `run` refuse the latter); a value
+/// Megatron's script cannot turn into arguments is an error, as in `plan`.
+fn plan_lints(args: &Args) -> Result<Vec<Problem>, AppError> {
+    use crate::plan::{PlanError, PlanInputs, VariantRequest, plan_case};
+    let config = crate::config::Config::load(&args.config)?;
+    let chosen = config.platform(args.platform.as_deref())?;
+    let rows = super::select::load_rows(&args.recipes, &args.root, &config)?;
+    let caller = super::select::caller_env();
+    let environment = args
+        .recipes
+        .environment
+        .clone()
+        .unwrap_or_else(|| "dev".to_owned());
+    let mut problems: Vec<Problem> = Vec::new();
+    for c in case::discover(&args.root)? {
+        let Ok(loaded) = case::load_case(&args.root, &c.config_path) else {
+            continue; // already an error of its own
+        };
+        // Without --platform a case with a recipe is checked on its recipe's platform.
+        let mut recipe = case::for_case(&rows, &c.name, &environment, &chosen.name);
+        let own = recipe.any.and_then(|r| r.platform.as_deref());
+        let platform = match own.map(|p| (p, config.platform(Some(p)))) {
+            Some((name, Ok(p))) if args.platform.is_none() => {
+                recipe = case::for_case(&rows, &c.name, &environment, name);
+                p
+            }
+            _ => chosen,
+        };
+        let inputs = PlanInputs {
+            config: &config,
+            platform,
+            out_dir: Path::new("/goldgate-check"),
+            run_id: "check",
+            base_dir: Path::new("."),
+            caller_env: &caller,
+            environment: &environment,
+            nodes: None,
+            gpus_per_node: None,
+        };
+        match plan_case(
+            &inputs,
+            &loaded,
+            recipe,
+            &VariantRequest::default(),
+            Some(1),
+        ) {
+            Ok(planned) => {
+                for u in &planned.unset {
+                    let problem = Problem {
+                        path: u
+                            .place
+                            .file
+                            .clone()
+                            .unwrap_or_else(|| c.config_path.clone()),
+                        at: u.place.at,
+                        severity: Severity::Warning,
+                        message: format!(
+                            "`${{{}}}` is set by nothing (the environment, the platform, the case's ENV_VARS); plan leaves it as written{}",
+                            u.name,
+                            u.place
+                                .what
+                                .as_deref()
+                                .map(|w| format!(" ({w})"))
+                                .unwrap_or_default()
+                        ),
+                        hint: None,
+                    };
+                    // A name used outside the case file (the default entry) is reported once.
+                    let shared = u.place.file.as_ref() != Some(&c.config_path);
+                    if !(shared && problems.iter().any(|p| p.message == problem.message)) {
+                        problems.push(problem);
+                    }
+                }
+            }
+            Err(e @ PlanError::Ranks { .. }) => {
+                let mut problem = diagnostic(&c.config_path, Severity::Warning, &e);
+                problem.message =
+                    format!("on platform {}: {}", inputs.platform.name, problem.message);
+                problems.push(problem);
+            }
+            Err(e) => problems.push(diagnostic(&c.config_path, Severity::Error, &e)),
+        }
+    }
+    Ok(problems)
 }
 
 /// `f` over `items` on all cores (golden files are many and independent), results in order.

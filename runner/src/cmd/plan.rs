@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use super::select::{Output, Selection, absolute, load_cases, plan_jobs};
+use super::select::{Output, Selection, absolute, plan_selection};
 use crate::exit::{AppError, Exit};
 use crate::plan::{render_plan_json, render_plan_text};
 
@@ -13,9 +13,9 @@ pub struct Args {
     pub cases: Vec<String>,
     #[command(flatten)]
     pub select: Selection,
-    /// Repeats per job.
-    #[arg(long, default_value_t = 1)]
-    pub repeat: u32,
+    /// Repeats per job (default: the case's `ENV_VARS.N_REPEAT`, else 1).
+    #[arg(long)]
+    pub repeat: Option<u32>,
     /// Output folder the jobs would write to (`OUT/<run-id>/...`).
     #[arg(long, default_value = "goldgate-out")]
     pub out: PathBuf,
@@ -27,19 +27,25 @@ pub struct Args {
     pub format: super::list::Format,
 }
 
-/// Runs the command.
-#[allow(clippy::print_stdout)]
+/// Runs the command: every job that plans is printed; a case that does not plan is reported
+/// on stderr without stopping the others (exit 2 then).
+#[allow(clippy::print_stdout, clippy::print_stderr)]
 pub fn run(args: Args) -> Result<Exit, AppError> {
-    let cases = load_cases(&args.select.root, &args.cases)?;
     let output = Output {
         out_dir: absolute(&args.out)?,
         run_id: args.run_id,
     };
-    let jobs = plan_jobs(&args.select, &cases, args.repeat, &output)?;
+    let selected = plan_selection(&args.select, &args.cases, args.repeat, &output)?;
     let text = match args.format {
-        super::list::Format::Table => render_plan_text(&jobs),
-        super::list::Format::Json => render_plan_json(&jobs),
+        super::list::Format::Table => render_plan_text(&selected.jobs),
+        super::list::Format::Json => render_plan_json(&selected.jobs),
     };
     print!("{text}");
-    Ok(Exit::Pass)
+    let strict = args.select.strict_placeholders;
+    eprint!("{}", selected.render_problems(strict));
+    Ok(if selected.refused(strict) {
+        Exit::Usage
+    } else {
+        Exit::Pass
+    })
 }

@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::select::{Output, Selection, absolute, load_cases, plan_jobs};
+use super::select::{Output, Selection, absolute, plan_selection};
 use crate::exit::{AppError, Exit};
 use crate::plan::{Launcher, render_repro, resolve_program};
 
@@ -22,14 +22,24 @@ pub struct Args {
 }
 
 /// Runs the command.
-#[allow(clippy::print_stdout)]
+#[allow(clippy::print_stdout, clippy::print_stderr)]
 pub fn run(args: Args) -> Result<Exit, AppError> {
-    let cases = load_cases(&args.select.root, std::slice::from_ref(&args.case))?;
     let output = Output {
         out_dir: absolute(&args.out)?,
         run_id: args.run_id,
     };
-    let jobs = plan_jobs(&args.select, &cases, 1, &output)?;
+    let selected = plan_selection(
+        &args.select,
+        std::slice::from_ref(&args.case),
+        Some(1),
+        &output,
+    )?;
+    let strict = args.select.strict_placeholders;
+    eprint!("{}", selected.render_problems(strict));
+    if selected.refused(strict) {
+        return Ok(Exit::Usage);
+    }
+    let jobs = selected.jobs;
     let [job] = jobs.as_slice() else {
         let names: Vec<String> = jobs.iter().map(|j| j.variant.name()).collect();
         return Err(AppError::usage(format!(

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressStyle};
 
-use super::select::{Output, Selection, absolute, load_cases, plan_jobs};
+use super::select::{Output, Selection, absolute, plan_selection};
 use crate::exit::{AppError, Exit};
 use crate::launch::{self, StopFlag};
 use crate::metrics::atomic::write_atomic;
@@ -25,9 +25,9 @@ pub struct Args {
     pub cases: Vec<String>,
     #[command(flatten)]
     pub select: Selection,
-    /// Repeats per job.
-    #[arg(long, default_value_t = 1)]
-    pub repeat: u32,
+    /// Repeats per job (default: the case's `ENV_VARS.N_REPEAT`, else 1).
+    #[arg(long)]
+    pub repeat: Option<u32>,
     /// Where results go: `OUT/<run-id>/<case>/<variant>/<repeat>/`.
     #[arg(long, default_value = "results")]
     pub out: PathBuf,
@@ -118,15 +118,24 @@ fn new_run_id() -> String {
 }
 
 /// Runs the command.
+#[allow(clippy::print_stderr)]
 pub fn run(args: Args) -> Result<Exit, AppError> {
     // Before any child exists: a Ctrl-C must never orphan a job's process group.
     let stop = launch::install_signal_handlers()?;
-    let cases = load_cases(&args.select.root, &args.cases)?;
     let output = Output {
         out_dir: absolute(&args.out)?,
         run_id: new_run_id(),
     };
-    let jobs = plan_jobs(&args.select, &cases, args.repeat, &output)?;
+    let selected = plan_selection(&args.select, &args.cases, args.repeat, &output)?;
+    let strict = args.select.strict_placeholders;
+    eprint!("{}", selected.render_problems(strict));
+    if selected.refused(strict) {
+        return Err(AppError::usage(
+            "not running: the cases above do not plan (hint: `goldgate plan` shows the same)",
+        ));
+    }
+    let jobs = selected.jobs;
+    local_only(&jobs)?;
     if jobs.is_empty() {
         return Err(AppError::usage(
             "nothing to run: the selection planned no job",
@@ -150,6 +159,21 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
     write_index(&run_dir, &index)?;
     let records = run_all(&jobs, &opts, &slices, &stop, &index, &run_dir)?;
     finish(&args, &run_dir, &records, &index, &stop)
+}
+
+/// The local executor runs one node: a job that needs more is refused before anything starts.
+fn local_only(jobs: &[Job]) -> Result<(), AppError> {
+    let Some(job) = jobs.iter().find(|j| j.nodes > 1) else {
+        return Ok(());
+    };
+    Err(AppError::usage(format!(
+        "{} needs {} nodes ({} ranks), and goldgate's local executor runs one node (hint: run it \
+         with the Slurm executor, which starts one launcher per node; `goldgate repro` prints the \
+         per-node command; or give it one node with --nodes 1 if its parallel layout fits)",
+        job.id,
+        job.nodes,
+        job.world_size()
+    )))
 }
 
 fn new_index(run_id: &str, jobs: &[Job], run_dir: &Path) -> RunIndex {

@@ -6,7 +6,9 @@ mod named;
 mod rules;
 
 pub use error::ConfigError;
-pub use file::{Axis, AxisValue, BUILTIN_CONFIG, Config, LauncherChoice, Platform};
+pub use file::{
+    Axis, AxisValue, BUILTIN_CONFIG, BUILTIN_PLATFORMS, Config, LauncherChoice, Platform,
+};
 pub use rules::{
     Direction, FailAllowance, MetricKind, MetricRule, RuleOverride, Rules, Statistic, StepRange,
     Window, glob_match,

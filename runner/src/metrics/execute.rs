@@ -183,11 +183,22 @@ fn run_attempt(
             (_, n) => format!("console.run{}.attempt{n}.log", index + 1),
         };
         let log = job.dirs.logs.join(name);
+        for action in &run.before {
+            apply_action(action)?;
+        }
         let port = launch::free_port().map_err(|e| e.to_string())?;
-        let argv = launch::command_line(job.launcher, &run.entry_argv, port, &job.dirs.job)
-            .map_err(|e| e.to_string())?;
+        let site = job.site(&port.to_string());
+        let argv = launch::command_line(
+            job.launcher,
+            run.nproc,
+            &site,
+            &run.entry_argv,
+            &job.dirs.job,
+        )
+        .map_err(|e| e.to_string())?;
         let mut spec = LaunchSpec::new(argv, job.dirs.job.clone(), log.clone());
         spec.env = env.clone();
+        spec.env.extend(run.env.clone());
         spec.env_unset = job.env_unset.clone();
         spec.timeout = opts.timeout;
         spec.grace = opts.grace;
@@ -200,6 +211,26 @@ fn run_attempt(
         }
     }
     result.ok_or_else(|| format!("job {} has no run", job.id))
+}
+
+/// Does one step the plan puts between runs; the error names the path.
+fn apply_action(action: &crate::plan::RunAction) -> Result<(), String> {
+    use crate::plan::RunAction;
+    match action {
+        RunAction::RemoveCheckpoint { dir, iteration } => {
+            let path = dir.join(format!("iter_{iteration:07}"));
+            match std::fs::remove_dir_all(&path) {
+                Ok(()) => Ok(()),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+                Err(e) => Err(format!("cannot remove {}: {e}", path.display())),
+            }
+        }
+        RunAction::WriteLatestIteration { dir, iteration } => {
+            let path = dir.join("latest_checkpointed_iteration.txt");
+            super::atomic::write_atomic(&path, format!("{iteration}\n").as_bytes())
+                .map_err(|e| format!("cannot write {}: {e}", path.display()))
+        }
+    }
 }
 
 /// The job's environment: the plan's, plus the probe for Python jobs.
