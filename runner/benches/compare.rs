@@ -18,7 +18,10 @@ use goldgate::metrics::{
     Fingerprint, MemoryRecord, Outcome, RunRecord, SCHEMA_VERSION, StepValues, VariantRecord,
 };
 
-const CORPUS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/megatron_corpus");
+// The tests' corpus lookup: `$GOLDGATE_MEGATRON_CORPUS`, else `../shared/megatron_corpus`.
+#[allow(dead_code)] // the bench needs only the corpus root, not the case root
+#[path = "../tests/common/corpus.rs"]
+mod corpus;
 
 fn golden_files(dir: &Path, out: &mut Vec<PathBuf>) {
     for e in std::fs::read_dir(dir).unwrap() {
@@ -110,6 +113,7 @@ fn record(
         probe: None,
         observer_cpu_seconds: None,
         warnings: Vec::new(),
+        warmup: false,
     }
 }
 
@@ -147,8 +151,11 @@ fn compare_all(
 }
 
 fn bench(c: &mut Criterion) {
+    let Some(corpus) = corpus::megatron_corpus() else {
+        return;
+    };
     let mut paths = Vec::new();
-    golden_files(Path::new(CORPUS), &mut paths);
+    golden_files(&corpus, &mut paths);
     let mut seed = 0x5eed;
     let files: Vec<_> = paths
         .into_iter()
@@ -158,8 +165,8 @@ fn bench(c: &mut Criterion) {
         })
         .collect();
     let opts = CompareOptions {
-        golden_root: PathBuf::from(CORPUS),
-        root: PathBuf::from(CORPUS),
+        golden_root: corpus.clone(),
+        root: corpus.clone(),
         platform: None,
         allow_env_mismatch: true,
         rules: RuleSet::megatron(),

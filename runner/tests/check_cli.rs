@@ -7,14 +7,13 @@ use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures");
-const CORPUS_CASES: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../../shared/megatron_corpus/tests/functional_tests/test_cases"
-);
+mod common;
+
+use common::corpus;
 
 /// goldgate with no data root or Megatron checkout in the environment (`check` plans every
 /// case, so placeholders those would fill are reported).
-fn goldgate(dir: &str, args: &[&str]) -> Output {
+fn goldgate(dir: impl AsRef<Path>, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_goldgate"))
         .args(args)
         .current_dir(dir)
@@ -47,7 +46,10 @@ fn check_reports_every_broken_input_with_its_place_and_exits_2() {
 
 #[test]
 fn check_over_the_corpus_finds_only_the_two_empty_goldens() {
-    let out = goldgate(CORPUS_CASES, &["check", "--root", "."]);
+    let Some(cases) = corpus::test_cases() else {
+        return;
+    };
+    let out = goldgate(&cases, &["check", "--root", "."]);
     assert_eq!(out.status.code(), Some(2));
     let stdout = text(&out.stdout);
     let errors: Vec<_> = stdout.lines().filter(|l| l.contains(": error: ")).collect();
@@ -80,7 +82,10 @@ fn missing_root_is_a_usage_error() {
 
 #[test]
 fn list_json_names_every_corpus_case() {
-    let out = goldgate(CORPUS_CASES, &["list", "--root", ".", "--format", "json"]);
+    let Some(cases) = corpus::test_cases() else {
+        return;
+    };
+    let out = goldgate(&cases, &["list", "--root", ".", "--format", "json"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let rows: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(rows.len(), 333);
@@ -98,10 +103,10 @@ fn list_json_names_every_corpus_case() {
 
 #[test]
 fn list_table_with_filter() {
-    let out = goldgate(
-        CORPUS_CASES,
-        &["list", "--root", ".", "--filter", "^gpt-nemo/"],
-    );
+    let Some(cases) = corpus::test_cases() else {
+        return;
+    };
+    let out = goldgate(&cases, &["list", "--root", ".", "--filter", "^gpt-nemo/"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     insta::assert_snapshot!(text(&out.stdout));
 }

@@ -73,6 +73,7 @@ fn record(repeat: u32, jitter: f64) -> RunRecord {
         probe: None,
         observer_cpu_seconds: None,
         warnings: Vec::new(),
+        warmup: false,
     }
 }
 
@@ -176,6 +177,42 @@ fn golden_twice_as_fast_on_checkpoints_regresses_with_junit_failure() {
 }
 
 #[test]
+fn a_folder_of_runs_is_judged_by_its_newest_run_unless_asked_otherwise() {
+    let s = Setup::blessed();
+    // A later run of the same job whose saves block three times as long: a regression.
+    let mut slow = record(1, 3.0);
+    slow.run_id = "20261130-080000-beef".into();
+    slow.started_at = "2026-11-30T08:00:00Z".into();
+    write_records(&s.path("results/run2"), &[slow]);
+    let out = s.compare(&[]);
+    assert_eq!(code(&out), 1, "{}", text(&out));
+    assert!(
+        text(&out).contains(
+            "goldgate: judging run 20261130-080000-beef, the newest of 2 in this folder \
+             (1 older run left out; --all-runs merges them, --run ID picks others)"
+        ),
+        "{}",
+        text(&out)
+    );
+    // Merged with the three earlier repeats, the slow one is outvoted: why it is not the default.
+    let merged = s.compare(&["--all-runs"]);
+    assert_eq!(code(&merged), 0, "{}", text(&merged));
+    let older = s.compare(&["--run", "20261130-070000-abcd"]);
+    assert_eq!(code(&older), 0, "{}", text(&older));
+    let unknown = s.compare(&["--run", "nope"]);
+    assert_eq!(code(&unknown), 2, "{}", text(&unknown));
+    // bless takes the newest run too: its golden now holds the slow saves.
+    let out = goldgate(&["bless", "--from", "results", "--dry-run"], s.dir.path());
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    assert!(
+        text(&out).contains("judging run 20261130-080000-beef"),
+        "{}",
+        text(&out)
+    );
+    assert!(text(&out).contains("(+200.0%)"), "{}", text(&out));
+}
+
+#[test]
 fn truncated_golden_is_a_usage_error_naming_the_file() {
     let s = Setup::blessed();
     let g = std::fs::read_to_string(s.golden()).unwrap();
@@ -202,6 +239,7 @@ fn crashed_job_is_an_infrastructure_failure() {
         outcome: crashed.outcome.clone(),
         failure_line: Some("Segmentation fault (core dumped)".into()),
         log: "logs/attempt-1.log".into(),
+        queued_seconds: None,
     }];
     write_records(&s.path("crash"), &[crashed]);
     let out = goldgate(

@@ -1,5 +1,5 @@
-//! Integration: the real Megatron corpus (`../shared/megatron_corpus`) loads; argv, goldens
-//! and golden round-trips agree with what the files say.
+//! Integration: the real Megatron corpus loads; argv, goldens and golden round-trips agree with
+//! what the files say. The corpus is found by `common::corpus` (skipped when there is none).
 
 #![allow(clippy::unwrap_used)] // a test: a failed unwrap is a failed test
 
@@ -8,15 +8,12 @@ use std::path::{Path, PathBuf};
 use goldgate::case::{self, LauncherKind, Mode, ScalarKind, Span, TestCase, TestType};
 use goldgate::golden;
 
-const CORPUS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/megatron_corpus");
+mod common;
 
-fn root() -> PathBuf {
-    Path::new(CORPUS).join("tests/functional_tests/test_cases")
-}
+use common::corpus;
 
-fn load(name: &str) -> TestCase {
-    let root = root();
-    case::load_case(&root, &root.join(name).join("model_config.yaml")).unwrap()
+fn load(root: &Path, name: &str) -> TestCase {
+    case::load_case(root, &root.join(name).join("model_config.yaml")).unwrap()
 }
 
 fn argv(case: &TestCase, key: &str) -> Vec<String> {
@@ -34,14 +31,17 @@ fn env<'a>(case: &'a TestCase, key: &str) -> &'a str {
 
 #[test]
 fn all_333_configs_load_and_four_folders_have_none() {
-    let found = case::discover_all(&root()).unwrap();
+    let Some(root) = corpus::test_cases() else {
+        return;
+    };
+    let found = case::discover_all(&root).unwrap();
     assert_eq!(found.cases.len(), 333);
     // megatron-format.md says six; this copy of the corpus holds four such folders (git keeps
     // no empty folders), each with golden files only.
     let bare: Vec<_> = found
         .without_config
         .iter()
-        .map(|d| d.strip_prefix(root()).unwrap())
+        .map(|d| d.strip_prefix(&root).unwrap())
         .collect();
     assert_eq!(
         bare,
@@ -53,7 +53,7 @@ fn all_333_configs_load_and_four_folders_have_none() {
         ]
     );
     for c in &found.cases {
-        let (case, _warnings) = case::load_case_checked(&root(), &c.config_path)
+        let (case, _warnings) = case::load_case_checked(&root, &c.config_path)
             .unwrap_or_else(|e| panic!("{}: {e}", c.name));
         assert_eq!(case.name, c.name);
         assert!(!case.model_args.is_empty(), "{}", c.name);
@@ -66,7 +66,10 @@ fn all_333_configs_load_and_four_folders_have_none() {
 
 #[test]
 fn null_model_args_give_no_words_and_env_text_is_kept() {
-    let case = load("common/ckpt_converter");
+    let Some(root) = corpus::test_cases() else {
+        return;
+    };
+    let case = load(&root, "common/ckpt_converter");
     assert_eq!(argv(&case, "MODEL_ARGS"), Vec::<String>::new());
     assert_eq!(env(&case, "CUBLAS_WORKSPACE_CONFIG"), ":4096:8");
     assert_eq!(env(&case, "NCCL_ALGO"), "Tree");
@@ -77,7 +80,10 @@ fn null_model_args_give_no_words_and_env_text_is_kept() {
 
 #[test]
 fn floats_reach_argv_exactly_as_written() {
-    let case = load("multimodal-llava/multimodal_llava_mcore_te_tp1_pp1");
+    let Some(root) = corpus::test_cases() else {
+        return;
+    };
+    let case = load(&root, "multimodal-llava/multimodal_llava_mcore_te_tp1_pp1");
     let expected = [
         "--num-layers",
         "12",
@@ -173,7 +179,10 @@ fn floats_reach_argv_exactly_as_written() {
 
 #[test]
 fn merge_keys_expand_base_args_then_own_args() {
-    let case = load("gpt/gpt3_mcore_reruns_resume_check_grads");
+    let Some(root) = corpus::test_cases() else {
+        return;
+    };
+    let case = load(&root, "gpt/gpt3_mcore_reruns_resume_check_grads");
     assert_eq!(case.test_type, TestType::CheckpointConsistency);
     assert_eq!(case.mode, Mode::Pretraining);
     let keys: Vec<_> = case.model_args.iter().map(|m| m.key.as_str()).collect();
@@ -342,7 +351,10 @@ fn merge_keys_expand_base_args_then_own_args() {
 
 #[test]
 fn a_repeated_key_is_passed_each_time_as_yq_prints_it() {
-    let case = load("hybrid/hybrid_dynamic_inference_tp1_pp1_dp8_583m");
+    let Some(root) = corpus::test_cases() else {
+        return;
+    };
+    let case = load(&root, "hybrid/hybrid_dynamic_inference_tp1_pp1_dp8_583m");
     let words = case.model_args[0].argv().unwrap();
     let at: Vec<_> = words
         .iter()
@@ -372,7 +384,10 @@ fn a_repeated_key_is_passed_each_time_as_yq_prints_it() {
 
 #[test]
 fn nemo_keys_become_key_value_words() {
-    let case = load("gpt-nemo/t5-nemo_220m_mr_mbs4_gbs64_te_tp1_pp1_1N8G");
+    let Some(root) = corpus::test_cases() else {
+        return;
+    };
+    let case = load(&root, "gpt-nemo/t5-nemo_220m_mr_mbs4_gbs64_te_tp1_pp1_1N8G");
     assert_eq!(
         argv(&case, "MODEL_ARGS"),
         [
@@ -392,7 +407,13 @@ fn nemo_keys_become_key_value_words() {
 
 #[test]
 fn bracket_lists_split_and_pipes_stay_whole() {
-    let case = load("moe/gpt3_moe_mcore_te_tp4_ep2_etp2_pp2_scoped_cudagraph");
+    let Some(root) = corpus::test_cases() else {
+        return;
+    };
+    let case = load(
+        &root,
+        "moe/gpt3_moe_mcore_te_tp4_ep2_etp2_pp2_scoped_cudagraph",
+    );
     let words = argv(&case, "MODEL_ARGS");
     let find = |flag: &str| words.iter().position(|w| w == flag).unwrap();
     let i = find("--recompute-modules");
@@ -408,7 +429,13 @@ fn bracket_lists_split_and_pipes_stay_whole() {
 
 #[test]
 fn parenthesised_value_is_one_word_and_value_on_next_line_is_read() {
-    let case = load("mixtral/deepseekv3_proxy_flex_tp1pp4emp16etp1cp1_release_sm");
+    let Some(root) = corpus::test_cases() else {
+        return;
+    };
+    let case = load(
+        &root,
+        "mixtral/deepseekv3_proxy_flex_tp1pp4emp16etp1cp1_release_sm",
+    );
     let words = argv(&case, "MODEL_ARGS");
     let i = words.iter().position(|w| w == "--moe-layer-freq").unwrap();
     assert_eq!(words[i + 1], "([0]*3+[1]*11)");
@@ -422,7 +449,10 @@ fn parenthesised_value_is_one_word_and_value_on_next_line_is_read() {
 
 #[test]
 fn allocator_setting_text_is_kept() {
-    let case = load("gpt/gpt3_mcore_te_tp1_pp4_vp1");
+    let Some(root) = corpus::test_cases() else {
+        return;
+    };
+    let case = load(&root, "gpt/gpt3_mcore_te_tp1_pp4_vp1");
     assert_eq!(
         env(&case, "PYTORCH_CUDA_ALLOC_CONF"),
         "expandable_segments:True"
@@ -438,19 +468,29 @@ fn allocator_setting_text_is_kept() {
 
 #[test]
 fn empty_or_null_metrics_fall_back_to_the_default() {
+    let Some(root) = corpus::test_cases() else {
+        return;
+    };
     for name in [
         "gpt/gpt_grpo_basic_function",
         "hybrid/hybrid_dynamic_inference_tp1_ep8_nanov3_chunked_prefill",
     ] {
-        assert_eq!(load(name).metrics, ["lm loss", "num-zeros"], "{name}");
+        assert_eq!(
+            load(&root, name).metrics,
+            ["lm loss", "num-zeros"],
+            "{name}"
+        );
     }
-    let case = load("gpt/gpt_grpo_tp1tp2_pp1_dp8_583m_throughputtest_github");
+    let case = load(
+        &root,
+        "gpt/gpt_grpo_tp1tp2_pp1_dp8_583m_throughputtest_github",
+    );
     assert!(case.throughput_test_params.is_some());
     assert_eq!(case.mode, Mode::Rl);
 }
 
-fn all_goldens() -> Vec<PathBuf> {
-    let found = case::discover_all(&root()).unwrap();
+fn all_goldens(root: &Path) -> Vec<PathBuf> {
+    let found = case::discover_all(root).unwrap();
     let dirs = found
         .cases
         .iter()
@@ -463,7 +503,10 @@ fn all_goldens() -> Vec<PathBuf> {
 
 #[test]
 fn every_golden_loads_or_gives_its_clear_kind_and_training_goldens_round_trip() {
-    let files = all_goldens();
+    let Some(root) = corpus::test_cases() else {
+        return;
+    };
+    let files = all_goldens(&root);
     assert_eq!(files.len(), 915);
     let (mut training, mut inference, mut empty, mut identical) = (0, 0, Vec::new(), 0);
     for path in &files {
@@ -485,7 +528,7 @@ fn every_golden_loads_or_gives_its_clear_kind_and_training_goldens_round_trip() 
     // Every training golden is rewritten byte for byte (indented and one-line styles, the
     // legacy list form, trailing newlines); inference goldens are refused with their own kind.
     assert_eq!((training, inference, identical), (848, 65, 848));
-    let rel = |s: &str| s.replace(&format!("{}/", root().display()), "");
+    let rel = |s: &str| s.replace(&format!("{}/", root.display()), "");
     let mut empty: Vec<_> = empty.iter().map(|e| rel(e)).collect();
     empty.sort();
     assert_eq!(
@@ -499,7 +542,9 @@ fn every_golden_loads_or_gives_its_clear_kind_and_training_goldens_round_trip() 
 
 #[test]
 fn golden_shapes_read_as_the_files_say() {
-    let r = root();
+    let Some(r) = corpus::test_cases() else {
+        return;
+    };
     let dense = golden::read_golden(
         &r.join("t5/t5_weekly_mcore_te_tp2_pp1_vp1/golden_values_lts_dgx_a100.json"),
     )

@@ -707,6 +707,7 @@ mod end_to_end {
                 outcome,
                 failure_line: failure.map(str::to_string),
                 log: "logs/rank0.log".into(),
+                queued_seconds: None,
             }],
             started_at: "2026-11-30T07:00:00Z".into(),
             wall_seconds: 42.0,
@@ -725,6 +726,7 @@ mod end_to_end {
             probe: None,
             observer_cpu_seconds: None,
             warnings: Vec::new(),
+            warmup: false,
         }
     }
 

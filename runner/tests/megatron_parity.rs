@@ -8,12 +8,13 @@
 #![allow(clippy::unwrap_used, clippy::print_stdout)]
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use serde_json::Value;
 
-const CORPUS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/megatron_corpus");
+mod common;
+
 const EMULATOR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/parity/megatron_argv.py");
 
 /// The caller's environment both sides see: the data root, the Megatron checkout, and a value
@@ -36,14 +37,8 @@ fn caller_env() -> BTreeMap<String, String> {
     env
 }
 
-/// Why the test cannot run here, if it cannot.
+/// Why the test cannot run here, if it cannot (the corpus itself is `common::corpus`'s).
 fn missing_prerequisite() -> Option<String> {
-    if !Path::new(CORPUS)
-        .join("tests/functional_tests/test_cases")
-        .is_dir()
-    {
-        return Some(format!("the Megatron corpus is not at {CORPUS}"));
-    }
     let yaml = Command::new("python3").args(["-c", "import yaml"]).output();
     if !yaml.is_ok_and(|o| o.status.success()) {
         return Some("python3 with PyYAML is not installed (pip install pyyaml)".to_owned());
@@ -58,8 +53,8 @@ fn missing_prerequisite() -> Option<String> {
 }
 
 /// `goldgate plan --format json` over `names` (all cases when empty) with `extra` flags.
-fn plan(dir: &Path, names: &[String], extra: &[&str]) -> Vec<Value> {
-    let root = Path::new(CORPUS).join("tests/functional_tests/test_cases");
+fn plan(corpus: &Path, dir: &Path, names: &[String], extra: &[&str]) -> Vec<Value> {
+    let root = corpus.join("tests/functional_tests/test_cases");
     let out = Command::new(env!("CARGO_BIN_EXE_goldgate"))
         .arg("plan")
         .args(names)
@@ -77,8 +72,12 @@ fn plan(dir: &Path, names: &[String], extra: &[&str]) -> Vec<Value> {
 }
 
 /// The emulation's runs for `jobs`: `(job id, run) → argv` or the reason it skipped one.
-fn emulate(dir: &Path, jobs: &[Value]) -> BTreeMap<(String, u64), Result<Vec<String>, String>> {
-    let tests = Path::new(CORPUS).join("tests");
+fn emulate(
+    corpus: &Path,
+    dir: &Path,
+    jobs: &[Value],
+) -> BTreeMap<(String, u64), Result<Vec<String>, String>> {
+    let tests = corpus.join("tests");
     let plan_path = dir.join("plan.json");
     std::fs::write(&plan_path, serde_json::to_string(jobs).unwrap()).unwrap();
     let env_path = dir.join("env.json");
@@ -192,31 +191,39 @@ fn compare(
 
 #[test]
 fn every_corpus_run_matches_megatrons_command_line() {
+    let Some(root) = common::corpus::test_cases() else {
+        return;
+    };
+    // `<corpus>/tests/functional_tests/test_cases` → `<corpus>`.
+    let corpus = root.join("../../..");
+    if !corpus.join("tests/test_utils/recipes").is_dir() {
+        println!("skipped: argv parity needs the corpus's tests/test_utils/recipes");
+        return;
+    }
     if let Some(why) = missing_prerequisite() {
         println!("skipped: argv parity needs {why}");
         return;
     }
     let dir = tempfile::tempdir().unwrap();
     let mut tally = Tally::default();
-    let jobs = plan(dir.path(), &[], &[]);
-    compare(&jobs, &emulate(dir.path(), &jobs), &mut tally);
+    let jobs = plan(&corpus, dir.path(), &[], &[]);
+    compare(&jobs, &emulate(&corpus, dir.path(), &jobs), &mut tally);
     // Cases whose parallel layout needs more than one DGX: planned again with the ranks they
     // need (the emulation takes goldgate's node and GPU counts as given).
     let planned: BTreeSet<&str> = jobs.iter().map(|j| j["case"].as_str().unwrap()).collect();
-    let root = PathBuf::from(CORPUS).join("tests/functional_tests/test_cases");
     let refused: Vec<String> = goldgate::case::discover(&root)
         .unwrap()
         .into_iter()
         .map(|c| c.name)
         .filter(|n| !planned.contains(n.as_str()))
         .collect();
-    let big = plan(dir.path(), &refused, &["--gpus-per-node", "128"]);
+    let big = plan(&corpus, dir.path(), &refused, &["--gpus-per-node", "128"]);
     assert_eq!(
         big.len(),
         refused.len(),
         "every refused case plans with 128 ranks"
     );
-    compare(&big, &emulate(dir.path(), &big), &mut tally);
+    compare(&big, &emulate(&corpus, dir.path(), &big), &mut tally);
     println!(
         "argv parity: {} Megatron runs and {} NeMo runs identical, {} different, {} refused by the rank check on one DGX (compared with 128 ranks), not run by run_ci_test.sh: {:?}",
         tally.same,

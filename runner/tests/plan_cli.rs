@@ -12,7 +12,9 @@ use goldgate::case::{CaseRecipe, discover, load_case, placeholders};
 use goldgate::config::Config;
 use goldgate::plan::{PlanError, PlanInputs, VariantRequest, plan_case};
 
-const CORPUS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/megatron_corpus");
+mod common;
+
+use common::corpus;
 
 /// A case whose MODEL_ARGS hold characters a shell could trip on, in values Megatron's
 /// `_run_training.sh` accepts (its `xargs` trim removes quotes and collapses blanks).
@@ -388,6 +390,7 @@ fn corpus_inputs<'a>(
         environment: "dev",
         nodes: None,
         gpus_per_node,
+        warmup: 0,
     }
 }
 
@@ -400,7 +403,9 @@ fn no_recipe() -> CaseRecipe<'static> {
 
 #[test]
 fn every_corpus_case_plans_and_names_what_nothing_sets() {
-    let root = Path::new(CORPUS).join("tests/functional_tests/test_cases");
+    let Some(root) = corpus::test_cases() else {
+        return;
+    };
     let config = Config::builtin().unwrap();
     let caller: BTreeMap<String, String> = [
         ("DATA_PATH", "/data"),
@@ -457,7 +462,9 @@ fn every_corpus_case_plans_and_names_what_nothing_sets() {
 
 #[test]
 fn the_second_pass_expands_names_the_case_defines() {
-    let root = Path::new(CORPUS).join("tests/functional_tests/test_cases");
+    let Some(root) = corpus::test_cases() else {
+        return;
+    };
     let case = load_case(
         &root,
         &root.join(
@@ -494,7 +501,9 @@ fn the_second_pass_expands_names_the_case_defines() {
 
 #[test]
 fn ckpt_resume_cases_resume_the_first_runs_checkpoint() {
-    let root = Path::new(CORPUS).join("tests/functional_tests/test_cases");
+    let Some(root) = corpus::test_cases() else {
+        return;
+    };
     let config = Config::builtin().unwrap();
     let caller: BTreeMap<String, String> = [
         ("DATA_PATH", "/data"),

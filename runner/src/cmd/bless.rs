@@ -1,15 +1,22 @@
 //! `goldgate bless`: writes golden files from recorded results, after printing what changes.
 
-use crate::compare::{RuleSet, bless};
+use crate::compare::{RuleSet, RunSelection, bless, select_runs};
 use crate::exit::{AppError, Exit};
 use crate::metrics::record::load_results;
 
 /// Arguments of `goldgate bless`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// A run directory (`OUT/<run-id>`).
+    /// A run directory (`OUT/<run-id>`) or a folder holding several (then the newest run is
+    /// blessed; see `--all-runs` and `--run`).
     #[arg(long)]
     pub from: std::path::PathBuf,
+    /// Bless only these runs of the folder (run ids, repeatable); their repeats merge.
+    #[arg(long = "run", value_name = "RUN_ID")]
+    pub runs: Vec<String>,
+    /// Bless from every run in the folder, repeats of the same job merged across runs.
+    #[arg(long, conflicts_with = "runs")]
+    pub all_runs: bool,
     /// Where golden files are written.
     #[arg(long, default_value = "golden")]
     pub golden_root: std::path::PathBuf,
@@ -28,11 +35,15 @@ pub struct Args {
 }
 
 /// Runs the command: prints the per-metric diff, then writes (unless `--dry-run`).
-#[allow(clippy::print_stdout)]
+#[allow(clippy::print_stdout, clippy::print_stderr)]
 pub fn run(args: Args) -> Result<Exit, AppError> {
     let config = crate::config::Config::load(&args.config)?;
     let rules = RuleSet::from_config(&config.rules);
-    let records = load_results(&args.from)?;
+    let selection = RunSelection::from_flags(&args.runs, args.all_runs);
+    let (records, note) = select_runs(load_results(&args.from)?, &selection)?;
+    if let Some(note) = note {
+        eprintln!("goldgate: {note}");
+    }
     let files = bless::plan(
         records,
         &args.golden_root,
@@ -40,6 +51,7 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
         &args.cases,
         &args.from,
         &config.axis_defaults(),
+        &rules,
     )?;
     print!("{}", bless::render_diff(&files, &rules));
     if args.dry_run {

@@ -78,11 +78,9 @@ fn write_rules(
         })?;
     // Never write a file goldgate cannot read back.
     Config::parse(&edited, path)?;
-    crate::metrics::atomic::write_atomic(path, edited.as_bytes()).map_err(|source| {
-        CompareError::Write {
-            path: path.clone(),
-            source,
-        }
+    crate::fsio::write_atomic(path, edited.as_bytes()).map_err(|source| CompareError::Write {
+        path: path.clone(),
+        source,
     })?;
     Ok(())
 }

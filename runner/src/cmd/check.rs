@@ -208,6 +208,7 @@ fn plan_lints(args: &Args) -> Result<Vec<Problem>, AppError> {
             environment: &environment,
             nodes: None,
             gpus_per_node: None,
+            warmup: 0,
         };
         match plan_case(
             &inputs,

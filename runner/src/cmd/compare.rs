@@ -3,16 +3,25 @@
 use std::io::{IsTerminal, Write as _};
 use std::path::{Path, PathBuf};
 
-use crate::compare::{CompareError, CompareOptions, Comparison, compare_dir};
+use crate::compare::{
+    CompareError, CompareOptions, Comparison, RunSelection, compare_records, select_runs,
+};
 use crate::exit::{AppError, Exit};
 use crate::report;
 
 /// Arguments of `goldgate compare`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// A run directory (`OUT/<run-id>`) or a folder holding several.
+    /// A run directory (`OUT/<run-id>`) or a folder holding several (then the newest run is
+    /// judged; see `--all-runs` and `--run`).
     #[arg(long)]
     pub results: std::path::PathBuf,
+    /// Judge only these runs of the results folder (run ids, repeatable); their repeats merge.
+    #[arg(long = "run", value_name = "RUN_ID")]
+    pub runs: Vec<String>,
+    /// Judge every run in the results folder, repeats of the same job merged across runs.
+    #[arg(long, conflicts_with = "runs")]
+    pub all_runs: bool,
     /// Where golden files live (goldens beside the case are found too).
     #[arg(long, default_value = "golden")]
     pub golden_root: std::path::PathBuf,
@@ -25,24 +34,24 @@ pub struct Args {
     /// Platform of the golden files (default: the one recorded in the results).
     #[arg(long)]
     pub platform: Option<String>,
-    /// Write JUnit XML here.
-    #[arg(long)]
-    pub junit: Option<std::path::PathBuf>,
-    /// Write the markdown report here.
-    #[arg(long)]
-    pub markdown: Option<std::path::PathBuf>,
-    /// Write the JSON report here.
-    #[arg(long)]
-    pub json: Option<std::path::PathBuf>,
-    /// Unstable metrics fail the gate (exit 1).
-    #[arg(long)]
-    pub strict: bool,
-    /// Improvements beyond tolerance fail the gate, so goldens get refreshed.
-    #[arg(long)]
-    pub fail_on_improvement: bool,
-    /// Compare even when the GPU model or driver differs from the golden platform.
-    #[arg(long)]
-    pub allow_env_mismatch: bool,
+    #[command(flatten)]
+    pub gate: super::args::GateArgs,
+}
+
+/// Loads the results folder, keeps the selected runs (saying on stderr which when others were
+/// left out) and compares them.
+#[allow(clippy::print_stderr)]
+pub fn compare_selected(
+    results: &Path,
+    opts: &CompareOptions,
+    selection: &RunSelection,
+) -> Result<Comparison, AppError> {
+    let records = crate::metrics::record::load_results(results).map_err(CompareError::from)?;
+    let (records, note) = select_runs(records, selection)?;
+    if let Some(note) = note {
+        eprintln!("goldgate: {note}");
+    }
+    Ok(compare_records(records, opts)?)
 }
 
 /// Where `compare` writes its reports besides the terminal.
@@ -60,16 +69,22 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
         args.golden_root.clone(),
         args.root.clone(),
         args.platform.clone(),
-        args.allow_env_mismatch,
+        args.gate.allow_env_mismatch,
     );
-    let comparison = compare_dir(&args.results, &opts)?;
+    let selection = RunSelection::from_flags(&args.runs, args.all_runs);
+    let comparison = compare_selected(&args.results, &opts, &selection)?;
+    gate(&comparison, &args.gate)
+}
+
+/// Shows and writes the comparison, then gives its exit code (`compare`, and `run` after it).
+pub fn gate(comparison: &Comparison, gate: &super::args::GateArgs) -> Result<Exit, AppError> {
     let outputs = Outputs {
-        junit: args.junit.clone(),
-        markdown: args.markdown.clone(),
-        json: args.json.clone(),
+        junit: gate.junit.clone(),
+        markdown: gate.markdown.clone(),
+        json: gate.json.clone(),
     };
-    emit(&comparison, &outputs)?;
-    Ok(comparison.exit(args.strict, args.fail_on_improvement))
+    emit(comparison, &outputs)?;
+    Ok(comparison.exit(gate.strict, gate.fail_on_improvement))
 }
 
 /// Prints the table with its warnings (stdout) and, under GitHub Actions, annotations; writes
@@ -102,11 +117,9 @@ pub fn emit(c: &Comparison, outputs: &Outputs) -> Result<(), AppError> {
 }
 
 fn write_file(path: &Path, text: &str) -> Result<(), CompareError> {
-    crate::metrics::atomic::write_atomic(path, text.as_bytes()).map_err(|source| {
-        CompareError::Write {
-            path: path.to_path_buf(),
-            source,
-        }
+    crate::fsio::write_atomic(path, text.as_bytes()).map_err(|source| CompareError::Write {
+        path: path.to_path_buf(),
+        source,
     })
 }
 

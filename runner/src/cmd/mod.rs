@@ -1,5 +1,6 @@
 //! Subcommands: one file each, holding the clap arguments and the function that does the I/O.
 
+pub mod args;
 pub mod bless;
 pub mod calibrate;
 pub mod check;

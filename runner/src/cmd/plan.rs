@@ -35,7 +35,8 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
         out_dir: absolute(&args.out)?,
         run_id: args.run_id,
     };
-    let selected = plan_selection(&args.select, &args.cases, args.repeat, &output)?;
+    let config = crate::config::Config::load(&args.select.config)?;
+    let selected = plan_selection(&config, &args.select, &args.cases, args.repeat, 0, &output)?;
     let text = match args.format {
         super::list::Format::Table => render_plan_text(&selected.jobs),
         super::list::Format::Json => render_plan_json(&selected.jobs),

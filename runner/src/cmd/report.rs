@@ -5,8 +5,8 @@ use std::path::{Path, PathBuf};
 
 use crate::compare::Comparison;
 use crate::exit::{AppError, Exit};
+use crate::fsio::write_atomic;
 use crate::metrics::RunRecord;
-use crate::metrics::atomic::write_atomic;
 use crate::metrics::record::load_results;
 use crate::report::{ReportError, summary, svg, variants};
 

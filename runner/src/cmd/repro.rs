@@ -28,10 +28,13 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
         out_dir: absolute(&args.out)?,
         run_id: args.run_id,
     };
+    let config = crate::config::Config::load(&args.select.config)?;
     let selected = plan_selection(
+        &config,
         &args.select,
         std::slice::from_ref(&args.case),
         Some(1),
+        0,
         &output,
     )?;
     let strict = args.select.strict_placeholders;

@@ -135,19 +135,21 @@ struct Target<'a> {
     row: Option<&'a RecipeRow>,
 }
 
-/// Plans the selection: the named cases (every case when none), or the recipe rows of
-/// `--scope`/`--cadence`. `repeat` is `--repeat` when given.
+/// Plans the selection under `config` (the selection's goldgate.yaml, loaded once by the
+/// caller): the named cases (every case when none), or the recipe rows of `--scope`/
+/// `--cadence`. `repeat` is `--repeat` when given; `warmup` more repeats come first, marked.
 pub fn plan_selection(
+    config: &Config,
     selection: &Selection,
     names: &[String],
     repeat: Option<u32>,
+    warmup: u32,
     output: &Output,
 ) -> Result<Selected, AppError> {
-    let config = Config::load(&selection.config)?;
     if let Some(name) = &selection.platform {
         config.platform(Some(name))?;
     }
-    let rows = load_rows(&selection.recipes, &selection.root, &config)?;
+    let rows = load_rows(&selection.recipes, &selection.root, config)?;
     let found = discover(&selection.root)?;
     for name in names {
         let name = name.trim_end_matches('/');
@@ -161,7 +163,7 @@ pub fn plan_selection(
     }
     let mut selected = Selected::default();
     let targets = targets(selection, names, &rows, &found, &mut selected.skipped);
-    let request = VariantRequest::parse(&config, &selection.variants, &selection.matrix)?;
+    let request = VariantRequest::parse(config, &selection.variants, &selection.matrix)?;
     let base_dir = std::env::current_dir()
         .map_err(|e| AppError::failure(format!("cannot read the current directory: {e}")))?;
     let caller_env = caller_env();
@@ -202,7 +204,7 @@ pub fn plan_selection(
             None => for_case(&rows, &target.name, &target.environment, &platform.name),
         };
         let inputs = PlanInputs {
-            config: &config,
+            config,
             platform,
             out_dir: &output.out_dir,
             run_id: &output.run_id,
@@ -211,6 +213,7 @@ pub fn plan_selection(
             environment: &target.environment,
             nodes: selection.nodes,
             gpus_per_node: selection.gpus_per_node,
+            warmup,
         };
         match plan_case(&inputs, case, recipe, &request, repeat) {
             Ok(planned) => {

@@ -4,7 +4,9 @@
 //! every axis at its default): a golden file is what `compare` judges every variant of the
 //! case against, so it must describe the case as written. Repeats are combined by the median
 //! at each step (finite values only). Every recorded metric is written: Megatron's keys and
-//! goldgate's own (memory peaks, checkpoint times) as extra keys. A failed repeat of the
+//! goldgate's own (memory peaks, checkpoint times) as extra keys, and every blessed job's own
+//! values of the window, scalar and per-save metrics under one more key for the two-sample
+//! test (`golden_samples`). A failed repeat of the
 //! default variant makes bless refuse (exit 2, naming the job): a usage problem, since the
 //! user asked to bless something that did not run.
 
@@ -15,6 +17,7 @@ use std::path::{Path, PathBuf};
 use super::engine::{Group, golden_variant, group, read_golden};
 use super::error::CompareError;
 use super::golden_io;
+use super::golden_samples::GoldenSamples;
 use super::judge::{Series, reduce};
 use super::rules::RuleSet;
 use super::stats;
@@ -29,6 +32,8 @@ pub struct BlessFile {
     pub job_ids: Vec<String>,
     /// The new values.
     pub metrics: BTreeMap<String, Series>,
+    /// Each blessed job's own values of the metrics judged over repeats.
+    pub samples: GoldenSamples,
     /// The current file's values; `Err` with the problem when it exists but cannot be read.
     pub old: Option<Result<BTreeMap<String, Series>, String>>,
 }
@@ -41,6 +46,7 @@ pub fn plan(
     cases: &[String],
     results_dir: &Path,
     axis_defaults: &BTreeMap<String, String>,
+    rules: &RuleSet,
 ) -> Result<Vec<BlessFile>, CompareError> {
     let mut by_case: BTreeMap<String, Vec<Group>> = BTreeMap::new();
     for ((case, _), g) in group(records) {
@@ -63,7 +69,9 @@ pub fn plan(
         // other variant gets `variants/<slug>/` beside it.
         for g in &groups {
             let variant = golden_variant(&g[0].1, axis_defaults);
-            files.push(bless_group(g, golden_root, platform, variant.as_deref())?);
+            let mut file = bless_group(g, golden_root, platform, variant.as_deref())?;
+            file.samples = job_samples(g, rules);
+            files.push(file);
         }
     }
     Ok(files)
@@ -93,8 +101,35 @@ fn bless_group(
         path,
         job_ids: g.iter().map(|(_, r)| r.job_id.clone()).collect(),
         metrics: median_series(g),
+        samples: GoldenSamples::default(),
         old,
     })
+}
+
+/// Every job's own series of each metric its rule judges over repeats (window, scalar,
+/// per-save), for the two-sample test; per-step metrics are left out (Megatron's check reads
+/// the per-step median only).
+fn job_samples(g: &Group, rules: &RuleSet) -> GoldenSamples {
+    let mut metrics: BTreeMap<String, Vec<Series>> = BTreeMap::new();
+    let names: std::collections::BTreeSet<&String> =
+        g.iter().flat_map(|(_, r)| r.metrics.keys()).collect();
+    for name in names {
+        if !rules.find(name).is_some_and(|r| r.is_distribution()) {
+            continue;
+        }
+        let per_job: Option<Vec<Series>> = g
+            .iter()
+            .map(|(_, r)| r.metrics.get(name).map(|s| s.0.clone()))
+            .collect();
+        // A metric some job lacks cannot be tested job against job: keep none of it.
+        if let Some(per_job) = per_job {
+            metrics.insert(name.clone(), per_job);
+        }
+    }
+    GoldenSamples {
+        jobs: g.iter().map(|(_, r)| r.job_id.clone()).collect(),
+        metrics,
+    }
 }
 
 /// Per metric and step, the median over repeats of the finite values (NaN when none).
@@ -126,7 +161,8 @@ fn median_series(g: &Group) -> BTreeMap<String, Series> {
 /// Writes every file atomically (temp file in the same folder + rename).
 pub fn write(files: &[BlessFile]) -> Result<(), CompareError> {
     for f in files {
-        crate::golden::write_golden(&f.path, &golden_io::to_golden_file(&f.metrics))?;
+        let file = golden_io::to_golden_file_with_samples(&f.metrics, &f.samples);
+        crate::golden::write_golden(&f.path, &file)?;
     }
     Ok(())
 }
@@ -147,6 +183,15 @@ pub fn render_diff(files: &[BlessFile], rules: &RuleSet) -> String {
             f.path.display(),
             f.job_ids.join(", ")
         );
+        if !f.samples.is_empty() {
+            let names: Vec<&str> = f.samples.metrics.keys().map(String::as_str).collect();
+            let _ = writeln!(
+                out,
+                "  per-job samples of {} job(s) kept for the two-sample test: {}",
+                f.samples.jobs.len(),
+                names.join(", ")
+            );
+        }
         let empty = BTreeMap::new();
         let old = match &f.old {
             Some(Ok(m)) => m,

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use super::error::CompareError;
 use super::golden_io;
 use super::judge::{self, Series};
+use super::judge_two_sample;
 use super::platform;
 use super::rules::RuleSet;
 use super::verdict::{Comparison, JobComparison, Verdict};
@@ -211,7 +212,7 @@ pub fn judge_against(
 ) -> Result<JobComparison, CompareError> {
     let first = &group[0].1;
     job.golden_path = Some(path.to_path_buf());
-    let golden = read_golden(path)?;
+    let (golden, samples) = golden_io::load_with_samples(path)?;
     let nondeterministic = group.iter().any(|(_, r)| r.nondeterministic);
     let wanted = |m: &String| selected.is_none_or(|list| list.contains(m));
     for (metric, series) in golden.iter().filter(|(m, _)| wanted(m)) {
@@ -226,13 +227,11 @@ pub fn judge_against(
             .iter()
             .map(|(_, r)| r.metrics.get(metric).map(|s| &s.0))
             .collect();
-        job.metrics.push(judge::judge(
-            metric,
-            rule,
-            series,
-            &repeats,
-            nondeterministic,
-        ));
+        job.metrics.push(if rule.wants_two_sample() {
+            judge_two_sample::judge(metric, rule, series, &samples, &repeats, nondeterministic)
+        } else {
+            judge::judge(metric, rule, series, &repeats, nondeterministic)
+        });
     }
     for metric in first.metrics.keys().filter(|m| !golden.contains_key(*m)) {
         warnings.push(format!(

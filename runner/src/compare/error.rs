@@ -42,6 +42,10 @@ pub enum CompareError {
         "one golden file per case and platform holds the default variant: run the case without `--variant`/`--matrix`"
     ))]
     BlessNothing { case: String, reason: String },
+    /// `--run ID` names no run of the results folder.
+    #[error("no run `{run}` in the results folder (runs: {available})")]
+    #[diagnostic(help("run ids are the folder names under the results folder"))]
+    UnknownRun { run: String, available: String },
     /// A case named on the command line has no results.
     #[error("no results for case {case} under {}", dir.display())]
     UnknownCase { case: String, dir: PathBuf },

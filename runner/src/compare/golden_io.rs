@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use super::golden_samples::{self, GoldenSamples};
 use super::judge::Series;
 use crate::golden::{self, GoldenError, GoldenFile, GoldenName, GoldenStyle, Value};
 
@@ -61,6 +62,16 @@ pub fn load(path: &Path) -> Result<BTreeMap<String, Series>, GoldenError> {
     Ok(to_series(&golden::read_golden(path)?))
 }
 
+/// Reads a golden file into its series and the per-job samples it keeps for the two-sample
+/// test (none for files written before they existed). Errors name the file.
+pub fn load_with_samples(
+    path: &Path,
+) -> Result<(BTreeMap<String, Series>, GoldenSamples), GoldenError> {
+    let file = golden::read_golden(path)?;
+    let samples = golden_samples::from_golden(path, &file)?;
+    Ok((to_series(&file), samples))
+}
+
 /// The series of a parsed golden file.
 pub fn to_series(file: &GoldenFile) -> BTreeMap<String, Series> {
     file.metrics
@@ -70,6 +81,23 @@ pub fn to_series(file: &GoldenFile) -> BTreeMap<String, Series> {
             (name.clone(), values)
         })
         .collect()
+}
+
+/// A golden file in Megatron's current style (4-space indent, no trailing newline; the
+/// writer rounds to 5 decimals), with goldgate's per-job samples as one extra key when there
+/// are any. `step_interval` is the smallest gap between steps.
+pub fn to_golden_file_with_samples(
+    metrics: &BTreeMap<String, Series>,
+    samples: &GoldenSamples,
+) -> GoldenFile {
+    let mut file = to_golden_file(metrics);
+    if !samples.is_empty() {
+        file.extra.push((
+            golden_samples::SAMPLES_KEY.to_string(),
+            golden_samples::to_json(samples),
+        ));
+    }
+    file
 }
 
 /// A golden file in Megatron's current style (4-space indent, no trailing newline; the

@@ -5,9 +5,9 @@
 //! a missing or non-finite value counts as infinity, and `min(max(N//100, 1), 50)` failing steps
 //! are tolerated. Repeats are combined step by step by their median.
 //! Window, scalar and per-save metrics reduce each repeat to one value; one repeat gets a plain
-//! tolerance check, two or more are judged on the distribution: unstable when the coefficient
-//! of variation exceeds `max_cv`, else a regression only when the whole 95 % bootstrap interval
-//! of the median lies beyond the tolerance band.
+//! tolerance check, two or more are judged on the distribution by the 95 % bootstrap interval
+//! of the median: wholly beyond the band is a regression however noisy the repeats are;
+//! straddling it while the coefficient of variation exceeds `max_cv` is unstable.
 
 use std::collections::BTreeMap;
 
@@ -329,23 +329,61 @@ fn judge_distribution(rule: &Rule, golden: &Series, repeats: &[&Series], out: &m
     let cv = stats::cv(&nows);
     out.interval = stats::bootstrap_median_ci(&nows, LEVEL, stats::SEED);
     let (lo, hi) = out.interval.unwrap_or((now, now));
-    match (cv, rule.max_cv) {
-        (Some(cv), Some(max)) if cv > max => {
-            out.verdict = Verdict::Unstable;
-            out.detail = format!(
-                "cv {:.0}% > max_cv {:.0}% over {} repeats; {how}",
+    (out.verdict, out.detail) = decide_by_interval(rule, band, (lo, hi), cv, nows.len(), &how);
+}
+
+/// The band rule's verdict over repeats, decided by the interval: wholly beyond the band is a
+/// regression (or improvement) however noisy the repeats are — a loaded machine must not
+/// hide a conclusive change; an interval that straddles a band edge while the repeats spread
+/// more than `max_cv` is `unstable`; anything else passes.
+fn decide_by_interval(
+    rule: &Rule,
+    band: (f64, f64),
+    (lo, hi): (f64, f64),
+    cv: Option<f64>,
+    n: usize,
+    how: &str,
+) -> (Verdict, String) {
+    let verdict = side(rule, band, lo, hi);
+    let straddles = lo < band.0 || hi > band.1;
+    let noisy = match (cv, rule.max_cv) {
+        (Some(cv), Some(max)) if cv > max => Some((cv, max)),
+        _ => None,
+    };
+    let edges = format!(
+        "[{}, {}]",
+        number(band.0, rule.unit),
+        number(band.1, rule.unit)
+    );
+    match (verdict, noisy) {
+        (Verdict::Pass, Some((cv, max))) if straddles => (
+            Verdict::Unstable,
+            format!(
+                "cv {:.0}% > max_cv {:.0}% over {n} repeats and the 95% CI of the median straddles the band {edges}; {how}",
                 cv * 100.0,
                 max * 100.0,
-                nows.len()
-            );
-        }
-        _ => {
-            out.verdict = side(rule, band, lo, hi);
+            ),
+        ),
+        (_, Some((cv, _))) => (
+            verdict,
+            format!(
+                "cv {:.1}% (noisy), but the 95% CI of the median lies {} the band {edges}; {how}",
+                cv * 100.0,
+                if verdict == Verdict::Pass {
+                    "inside"
+                } else {
+                    "wholly beyond"
+                },
+            ),
+        ),
+        (_, None) => {
             let cv_text = cv
                 .map(|c| format!("cv {:.1}%, ", c * 100.0))
                 .unwrap_or_default();
-            let (lo, hi) = (number(band.0, rule.unit), number(band.1, rule.unit));
-            out.detail = format!("{cv_text}95% CI of the median vs band [{lo}, {hi}]; {how}");
+            (
+                verdict,
+                format!("{cv_text}95% CI of the median vs band {edges}; {how}"),
+            )
         }
     }
 }
@@ -596,6 +634,37 @@ mod tests {
                 proptest::prop_assert_eq!(a.to_bits(), b.to_bits(), "step {}", step);
             }
         }
+    }
+
+    /// Issue 17's defect: the demo case's golden cut to a fifth (+400 %) on a busy machine gave
+    /// repeats with cv 26 % > max_cv 25 %, and the gate said `unstable` (exit 0) although
+    /// every repeat lay far beyond the band. The interval decides now.
+    #[test]
+    fn noisy_repeats_all_beyond_the_band_are_a_regression() {
+        let mut rule = RuleSet::megatron()
+            .find("checkpoint-blocking-time")
+            .unwrap()
+            .clone();
+        rule.rtol = 0.55;
+        let save = |t: f64| s(&[(10, 0.5), (20, t), (30, t)]);
+        let golden = save(0.0295);
+        let now = [save(0.139), save(0.148), save(0.219)];
+        let reps: Vec<Option<&Series>> = now.iter().map(Some).collect();
+        let r = judge("checkpoint-blocking-time", &rule, &golden, &reps, false);
+        assert!(stats::cv(&[0.139, 0.148, 0.219]).unwrap() > 0.25);
+        assert_eq!(r.verdict, Verdict::Regression, "{}", r.detail);
+        assert!(r.detail.contains("wholly beyond the band"), "{}", r.detail);
+        // The same spread straddling the band's upper edge (0.0957 s) is unstable.
+        let now = [save(0.06), save(0.07), save(0.11)];
+        let reps: Vec<Option<&Series>> = now.iter().map(Some).collect();
+        let r = judge("checkpoint-blocking-time", &rule, &golden, &reps, false);
+        assert_eq!(r.verdict, Verdict::Unstable, "{}", r.detail);
+        // And inside the band, noise or not, it passes.
+        let now = [save(0.03), save(0.05), save(0.08)];
+        let reps: Vec<Option<&Series>> = now.iter().map(Some).collect();
+        let r = judge("checkpoint-blocking-time", &rule, &golden, &reps, false);
+        assert_eq!(r.verdict, Verdict::Pass, "{}", r.detail);
+        assert!(r.detail.contains("inside the band"), "{}", r.detail);
     }
 
     #[test]

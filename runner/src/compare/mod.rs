@@ -7,11 +7,15 @@ pub mod error;
 #[cfg(test)]
 mod fixtures;
 pub mod golden_io;
+pub mod golden_samples;
 pub mod judge;
+pub mod judge_two_sample;
 pub mod platform;
 pub mod rules;
 pub mod rules_yaml;
+pub mod runs;
 pub(crate) mod stats;
+pub(crate) mod twosample;
 pub mod verdict;
 
 pub use engine::{
@@ -19,6 +23,7 @@ pub use engine::{
 };
 pub use error::CompareError;
 pub use rules::{Direction, Kind, Rule, RuleSet};
+pub use runs::{RunSelection, select_runs};
 pub use verdict::{
     COMPARISON_SCHEMA_VERSION, Comparison, Counts, JobComparison, MetricResult, Unit, Verdict,
 };

@@ -7,6 +7,7 @@
 
 use super::stats::Tolerance;
 use super::verdict::Unit;
+pub use crate::config::TestKind;
 
 /// How a metric's values are read.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -138,6 +139,12 @@ pub struct Rule {
     /// Per-step metrics: only these steps (inclusive) are compared.
     pub steps: Option<(u64, u64)>,
     pub unit: Unit,
+    /// Repeated window, scalar and per-save metrics: the band or the two-sample test.
+    pub test: TestKind,
+    /// Two-sample test: the smallest relative change that counts.
+    pub min_effect: f64,
+    /// Two-sample test: false-alarm rate per direction.
+    pub alpha: f64,
 }
 
 impl Rule {
@@ -154,6 +161,9 @@ impl Rule {
             fail_steps_allowance: Allowance::MEGATRON,
             steps: None,
             unit,
+            test: TestKind::Band,
+            min_effect: crate::config::DEFAULT_MIN_EFFECT,
+            alpha: crate::config::DEFAULT_ALPHA,
         }
     }
 
@@ -209,6 +219,20 @@ impl Rule {
             parts.push(format!("atol {}", atol_text(self.atol, self.unit)));
         }
         parts.join(" + ")
+    }
+
+    /// `"two-sample: min effect 2%, alpha 1%"`: the two-sample test's tolerance, for reports.
+    pub fn describe_two_sample(&self) -> String {
+        format!(
+            "two-sample: min effect {}%, alpha {}%",
+            trim(self.min_effect * 100.0),
+            trim(self.alpha * 100.0)
+        )
+    }
+
+    /// Whether the two-sample test is asked for and applies (not to per-step metrics).
+    pub fn wants_two_sample(&self) -> bool {
+        self.test == TestKind::TwoSample && self.is_distribution()
     }
 }
 
@@ -347,6 +371,9 @@ impl Rule {
             },
             steps: r.steps.map(range),
             unit: unit_of(pattern),
+            test: r.test,
+            min_effect: r.min_effect,
+            alpha: r.alpha,
         }
     }
 }

@@ -25,8 +25,8 @@ pub enum Verdict {
     /// Beyond tolerance in the good direction (e.g. faster, less memory). Passes the gate
     /// unless `--fail-on-improvement`, which forces the golden file to be refreshed.
     Improvement,
-    /// Repeats spread more than the metric's `max_cv` allows: no verdict can be trusted.
-    /// Exit 0 with a warning; exit 1 under `--strict`.
+    /// Repeats spread more than the metric's `max_cv` allows and their interval straddles the
+    /// tolerance: no verdict can be trusted. Exit 0 with a warning; exit 1 under `--strict`.
     Unstable,
     /// The golden file has the metric, the job did not record it. Fails the gate (exit 1).
     MissingMetric,

@@ -48,6 +48,9 @@ pub struct Platform {
     pub entry: Option<Vec<String>>,
     /// Extra variables for every job, in file order.
     pub env: Vec<(String, String)>,
+    /// Warm-up jobs `goldgate run` runs first for every job (unless `--warmup` says otherwise),
+    /// recorded but never compared or blessed: a cold machine's first job is not the golden.
+    pub warmup_jobs: u32,
 }
 
 /// One value of a variant axis: the edits it makes to a job.
@@ -144,6 +147,8 @@ struct RawPlatform {
     entry: Option<Vec<String>>,
     #[serde(default)]
     env: StringMap,
+    #[serde(default)]
+    warmup_jobs: u32,
 }
 
 #[derive(Deserialize)]
@@ -306,6 +311,7 @@ impl Platform {
             gpus_per_node,
             nodes: 1,
             frozen_checkpoints: None,
+            warmup_jobs: 0,
             launcher: None,
             data_root: None,
             checkpoint_root: None,
@@ -328,6 +334,7 @@ fn platform_from_raw((name, raw): (Spanned<String>, RawPlatform)) -> Platform {
         megatron_lm_dir: raw.megatron_lm_dir,
         entry: raw.entry,
         env: string_pairs(raw.env),
+        warmup_jobs: raw.warmup_jobs,
     }
 }
 
@@ -397,6 +404,15 @@ mod tests {
             let err = parse(text).unwrap_err().to_string();
             assert!(err.starts_with(place), "{err:?} should start with {place}");
         }
+    }
+
+    #[test]
+    fn platforms_may_ask_for_warmup_jobs() {
+        let text =
+            "platforms:\n  gpu: {gpus_per_node: 1, warmup_jobs: 1}\n  cpu: {gpus_per_node: 1}\n";
+        let config = parse(text).unwrap();
+        assert_eq!(config.platform(Some("gpu")).unwrap().warmup_jobs, 1);
+        assert_eq!(config.platform(Some("cpu")).unwrap().warmup_jobs, 0);
     }
 
     #[test]

@@ -10,6 +10,6 @@ pub use file::{
     Axis, AxisValue, BUILTIN_CONFIG, BUILTIN_PLATFORMS, Config, LauncherChoice, Platform,
 };
 pub use rules::{
-    Direction, FailAllowance, MetricKind, MetricRule, RuleOverride, Rules, Statistic, StepRange,
-    Window, glob_match,
+    Alpha, DEFAULT_ALPHA, DEFAULT_MIN_EFFECT, Direction, Effect, FailAllowance, MetricKind,
+    MetricRule, RuleOverride, Rules, Statistic, StepRange, TestKind, Window, glob_match,
 };

@@ -41,6 +41,68 @@ pub enum Statistic {
     Max,
 }
 
+/// How repeated measurements of a window, scalar or per-save metric are judged.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TestKind {
+    /// The median of the repeats against `atol + rtol * |golden|` (goldgate's first rule).
+    #[default]
+    Band,
+    /// The golden's jobs against the jobs now: a t-test on per-job summaries with false-alarm
+    /// rate `alpha` and `min_effect` as the tolerance (`compare::twosample`).
+    TwoSample,
+}
+
+/// A relative effect size such as `0.05` (5 %): finite, at least 0 and below 10.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "f64", into = "f64")]
+pub struct Effect(pub f64);
+
+impl TryFrom<f64> for Effect {
+    type Error = String;
+
+    fn try_from(v: f64) -> Result<Effect, String> {
+        if v.is_finite() && (0.0..10.0).contains(&v) {
+            Ok(Effect(v))
+        } else {
+            Err(format!(
+                "min_effect must be a share from 0 to below 10 (0.05 = 5 %), not {v}"
+            ))
+        }
+    }
+}
+
+impl From<Effect> for f64 {
+    fn from(e: Effect) -> f64 {
+        e.0
+    }
+}
+
+/// A false-alarm rate such as `0.01`: above 0 and at most 0.25.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "f64", into = "f64")]
+pub struct Alpha(pub f64);
+
+impl TryFrom<f64> for Alpha {
+    type Error = String;
+
+    fn try_from(v: f64) -> Result<Alpha, String> {
+        if v > 0.0 && v <= 0.25 {
+            Ok(Alpha(v))
+        } else {
+            Err(format!(
+                "alpha must be a false-alarm rate above 0 and at most 0.25 (0.01 = 1 %), not {v}"
+            ))
+        }
+    }
+}
+
+impl From<Alpha> for f64 {
+    fn from(a: Alpha) -> f64 {
+        a.0
+    }
+}
+
 /// An inclusive range of steps, written `5-20` in `goldgate.yaml`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(try_from = "String", into = "String")]
@@ -160,7 +222,18 @@ pub struct MetricRule {
     /// Ignore the first N saves of a per-save metric (the first async save also sets up the worker).
     pub skip_first_saves: u32,
     pub fail_steps_allowance: FailAllowance,
+    /// How repeats are judged: the band, or the two-sample test.
+    pub test: TestKind,
+    /// Two-sample test: the smallest relative change that counts (its tolerance).
+    pub min_effect: f64,
+    /// Two-sample test: false-alarm rate on unchanged code, per metric and direction.
+    pub alpha: f64,
 }
+
+/// The two-sample test's default minimum effect: 2 %, a change too small to act on.
+pub const DEFAULT_MIN_EFFECT: f64 = 0.02;
+/// The two-sample test's default false-alarm rate: 1 %.
+pub const DEFAULT_ALPHA: f64 = 0.01;
 
 impl Default for MetricRule {
     /// The rule for a metric nothing else matches: per step, 5 % either way.
@@ -176,6 +249,9 @@ impl Default for MetricRule {
             window: None,
             skip_first_saves: 0,
             fail_steps_allowance: FailAllowance::MEGATRON,
+            test: TestKind::Band,
+            min_effect: DEFAULT_MIN_EFFECT,
+            alpha: DEFAULT_ALPHA,
         }
     }
 }
@@ -194,6 +270,9 @@ pub struct RuleOverride {
     pub window: Option<Window>,
     pub skip_first_saves: Option<u32>,
     pub fail_steps_allowance: Option<FailAllowance>,
+    pub test: Option<TestKind>,
+    pub min_effect: Option<Effect>,
+    pub alpha: Option<Alpha>,
 }
 
 impl RuleOverride {
@@ -212,6 +291,9 @@ impl RuleOverride {
             fail_steps_allowance: self
                 .fail_steps_allowance
                 .unwrap_or(base.fail_steps_allowance),
+            test: self.test.unwrap_or(base.test),
+            min_effect: self.min_effect.map_or(base.min_effect, f64::from),
+            alpha: self.alpha.map_or(base.alpha, f64::from),
         }
     }
 }
@@ -398,6 +480,31 @@ mod tests {
         let loss = rules.rule_for("lm loss");
         assert_eq!(loss.rtol, 0.01);
         assert!(loss.exact, "inherits the built-in exact check");
+    }
+
+    #[test]
+    fn two_sample_fields_parse_inherit_and_reject_nonsense() {
+        let raw: RuleOverride =
+            serde_saphyr::from_str("test: two-sample\nmin_effect: 0.05\n").unwrap();
+        let rules = Rules::default().with_file_rules(vec![("checkpoint-*".into(), raw)]);
+        let r = rules.rule_for("checkpoint-async-latency");
+        assert_eq!(
+            (r.test, r.min_effect, r.alpha),
+            (TestKind::TwoSample, 0.05, 0.01)
+        );
+        assert_eq!(Rules::default().rule_for("lm loss").test, TestKind::Band);
+        for bad in [
+            "alpha: 0",
+            "alpha: 0.6",
+            "min_effect: -1",
+            "min_effect: .nan",
+            "test: t",
+        ] {
+            assert!(
+                serde_saphyr::from_str::<RuleOverride>(bad).is_err(),
+                "{bad}"
+            );
+        }
     }
 
     #[test]

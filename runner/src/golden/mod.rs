@@ -11,4 +11,4 @@ pub use error::GoldenError;
 pub use find::{GoldenName, GoldenRef, VARIANTS_DIR, find_goldens, goldens_in, variant_goldens};
 pub use read::{MAX_GOLDEN_BYTES, parse_golden, read_golden};
 pub use types::{GoldenFile, GoldenStyle, Series, Value};
-pub use write::{py_float_repr, render_golden, round5, write_atomic, write_golden};
+pub use write::{py_float_repr, render_golden, round5, write_golden};

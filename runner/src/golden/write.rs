@@ -7,7 +7,6 @@
 //! `1e-4 <= |x| < 1e16`). Extra top-level keys are written unrounded, as read.
 
 use std::fmt::Write as _;
-use std::io::Write as _;
 use std::path::Path;
 
 use serde_json::Value as Json;
@@ -34,26 +33,14 @@ pub fn render_golden(file: &GoldenFile) -> String {
     out
 }
 
-/// Writes a golden file atomically (temp file in the same folder, then rename).
+/// Writes a golden file atomically, readable by others like any file goldgate writes.
 pub fn write_golden(path: &Path, file: &GoldenFile) -> Result<(), GoldenError> {
-    write_atomic(path, render_golden(file).as_bytes()).map_err(|source| GoldenError::Write {
-        path: path.to_path_buf(),
-        source,
+    crate::fsio::write_atomic(path, render_golden(file).as_bytes()).map_err(|source| {
+        GoldenError::Write {
+            path: path.to_path_buf(),
+            source,
+        }
     })
-}
-
-/// Writes `bytes` to `path` atomically: a temp file beside it, flushed, then renamed over it.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    std::fs::create_dir_all(dir)?;
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
-    tmp.write_all(bytes)?;
-    tmp.as_file().sync_all()?;
-    tmp.persist(path).map_err(|e| e.error)?;
-    Ok(())
 }
 
 fn series_json(s: &Series) -> Json {

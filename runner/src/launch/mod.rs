@@ -3,15 +3,17 @@
 mod error;
 mod outcome;
 mod process;
+mod settle;
 mod signals;
 mod slice;
 mod spec;
 
 pub use error::LaunchError;
-pub use outcome::{FailureSigns, JobStatus, classify, should_retry};
+pub use outcome::{FailureSigns, JobStatus, classify};
 pub use process::{
     LaunchEvent, LaunchReport, MAX_LINE, ProcessOutcome, Termination, group_alive, launch,
 };
+pub use settle::{Settle, SettleError, check as check_settle, settle};
 pub use signals::{StopFlag, install_signal_handlers};
 pub use slice::{gpu_slices, visible_gpus};
 pub use spec::{DEFAULT_GRACE, LaunchSpec, Launcher, command_line, free_port, resolve_program};

@@ -1,5 +1,5 @@
 //! Stage "launch": turns how a job ended plus the failure markers the log parser found into
-//! one status, and decides whether `--retries` may run it again.
+//! one status (whether `--retries` may run it again is the scheduler's rule, `run::may_retry`).
 
 use super::process::ProcessOutcome;
 
@@ -65,13 +65,6 @@ pub fn classify(outcome: ProcessOutcome, signs: FailureSigns) -> JobStatus {
     }
 }
 
-/// Whether attempt number `attempt` (1-based) may be followed by another under
-/// `--retries retries`: only failed runs whose log matched a flaky marker are retried.
-pub fn should_retry(status: JobStatus, signs: FailureSigns, attempt: u32, retries: u32) -> bool {
-    let failed = !matches!(status, JobStatus::Passed | JobStatus::Interrupted);
-    failed && signs.flaky && attempt <= retries
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -129,23 +122,6 @@ mod tests {
         for (outcome, signs, want) in cases {
             assert_eq!(classify(outcome, signs), want, "{outcome:?} {signs:?}");
         }
-    }
-
-    #[test]
-    fn retries_only_flaky_failures_within_budget() {
-        let flaky = FailureSigns {
-            nccl_timeout: true,
-            flaky: true,
-            ..NONE
-        };
-        let failed = JobStatus::NcclTimeout;
-        assert!(should_retry(failed, flaky, 1, 2));
-        assert!(should_retry(failed, flaky, 2, 2));
-        assert!(!should_retry(failed, flaky, 3, 2));
-        assert!(!should_retry(failed, NONE, 1, 2));
-        assert!(!should_retry(JobStatus::Passed, flaky, 1, 2));
-        assert!(!should_retry(JobStatus::Interrupted, flaky, 1, 2));
-        assert!(!should_retry(failed, flaky, 1, 0));
     }
 
     #[test]

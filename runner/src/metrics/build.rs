@@ -1,11 +1,17 @@
-//! Stage "metrics": turns what was observed — the log summary, the memory samples, the probe
-//! files — into the metrics and checkpoint records of `results.json`. Pure functions.
+//! Stage "metrics": turns what was observed — the log summary, the memory samples of every
+//! node, the probe files — into the [`RunRecord`] of `results.json`. Pure functions: the
+//! executors in `run/` observe, this module only builds.
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
-use super::record::{CheckpointRecord, StepValues};
+use super::record::{
+    Attempt, CheckpointRecord, Outcome, RunRecord, SCHEMA_VERSION, StepValues, VariantRecord,
+};
+use super::sampled::Sampled;
 use crate::observe::log::LogSummary;
 use crate::observe::probe::read::ProbeSummary;
+use crate::plan::Job;
 
 /// `checkpoint-blocking-time`: seconds `save_checkpoint()` blocked training, per save iteration.
 pub const CHECKPOINT_BLOCKING: &str = "checkpoint-blocking-time";
@@ -91,6 +97,141 @@ pub fn metrics(
         }
     }
     out
+}
+
+/// What an executor observed of the run that ended a job (the last run of its last attempt).
+#[derive(Clone, Debug, Default)]
+pub struct Observed {
+    /// The log, parsed.
+    pub summary: LogSummary,
+    /// The samplers of every node the job ran on, node 0 (rank 0's) first.
+    pub nodes: Vec<Sampled>,
+    /// Checkpoint saves on the memory timeline: (start s, end s, iteration).
+    pub save_marks: Vec<(f64, Option<f64>, u64)>,
+}
+
+impl Observed {
+    /// The memory peaks of the job: each the max across nodes.
+    pub fn peaks(&self) -> Peaks {
+        let max = |f: fn(&Sampled) -> Option<u64>| self.nodes.iter().filter_map(f).max();
+        Peaks {
+            gpu_above_baseline: max(Sampled::gpu_peak_above_baseline),
+            host_rss: max(Sampled::host_peak_rss),
+            shm: max(Sampled::shm_peak),
+        }
+    }
+}
+
+/// Everything about one job's attempts that goes into its record besides the plan.
+#[derive(Clone, Debug)]
+pub struct JobResult {
+    pub run_id: String,
+    /// RFC 3339 start of the first attempt.
+    pub started_at: String,
+    /// Wall time of all attempts.
+    pub wall: Duration,
+    /// The last attempt's outcome.
+    pub outcome: Outcome,
+    pub attempts: Vec<Attempt>,
+    /// What the last attempt observed; `None` when nothing ran (a launch error).
+    pub observed: Option<Observed>,
+    pub probe: Option<ProbeSummary>,
+    /// Where the job ran (rank 0's host).
+    pub host: String,
+    /// The git commit of the entry script's checkout.
+    pub workload_commit: Option<String>,
+}
+
+/// The `results.json` record of `job`.
+pub fn record(job: &Job, result: JobResult) -> RunRecord {
+    let ran = result.observed.is_some();
+    let observed = result.observed.unwrap_or_default();
+    let checkpoints = checkpoints(&observed.summary);
+    // A job that never ran has no metrics, not even the probe's from an earlier attempt.
+    let metrics = match ran {
+        true => metrics(
+            &observed.summary,
+            &checkpoints,
+            observed.peaks(),
+            result.probe.as_ref(),
+        ),
+        false => BTreeMap::new(),
+    };
+    // Node 0's memory view and fingerprint: rank 0 runs there, and a job's nodes are alike.
+    let node0 = observed.nodes.first();
+    let mut memory = node0.map(Sampled::memory_record).unwrap_or_default();
+    if node0.is_some() {
+        memory.timeline.saves = observed.save_marks.clone();
+    }
+    let mut fingerprint = node0.map(Sampled::fingerprint).unwrap_or_default();
+    fingerprint.host = result.host;
+    fingerprint.goldgate_version = env!("CARGO_PKG_VERSION").to_string();
+    fingerprint.workload_commit = result.workload_commit;
+    let cpu: Vec<f64> = observed
+        .nodes
+        .iter()
+        .filter_map(|n| n.observer_cpu_seconds)
+        .collect();
+    RunRecord {
+        schema_version: SCHEMA_VERSION,
+        run_id: result.run_id,
+        job_id: job.id.clone(),
+        case: job.case.clone(),
+        variant: VariantRecord {
+            name: job.variant.name(),
+            slug: job.variant.slug(),
+            choices: job.variant.choices.iter().cloned().collect(),
+        },
+        repeat: job.repeat,
+        platform: job.platform.clone(),
+        outcome: result.outcome,
+        attempts: result.attempts,
+        started_at: result.started_at,
+        wall_seconds: result.wall.as_secs_f64(),
+        argv: redacted_argv(job),
+        env: crate::plan::redacted_env(job),
+        env_unset: job.env_unset.clone(),
+        fingerprint,
+        nondeterministic: nondeterministic(job),
+        metrics,
+        checkpoints,
+        memory,
+        probe: result.probe.and_then(|p| serde_json::to_value(p).ok()),
+        observer_cpu_seconds: (!cpu.is_empty()).then(|| cpu.iter().sum()),
+        warnings: observed
+            .nodes
+            .into_iter()
+            .flat_map(|n| n.warnings)
+            .collect(),
+        warmup: job.warmup,
+    }
+}
+
+/// The argv of each run, with secrets taken from the caller's environment redacted.
+fn redacted_argv(job: &Job) -> Vec<Vec<String>> {
+    job.runs
+        .iter()
+        .map(|r| {
+            r.entry_argv
+                .iter()
+                .map(|w| crate::plan::redact_text(job, w))
+                .collect()
+        })
+        .collect()
+}
+
+/// Whether the job switched exact-match checks off, as Megatron's variables say.
+fn nondeterministic(job: &Job) -> bool {
+    [
+        "NON_DETERMINSTIC_RESULTS",
+        "NVTE_ALLOW_NONDETERMINISTIC_ALGO",
+    ]
+    .iter()
+    .any(|k| {
+        job.env
+            .get(*k)
+            .is_some_and(|v| v == "1" || v.eq_ignore_ascii_case("true"))
+    })
 }
 
 #[cfg(test)]

@@ -1,13 +1,14 @@
-//! Stage "metrics": the `results.json` record of one job, the `run.json` index of a run,
-//! loading them back, and atomic writes.
+//! Stage "metrics": the results schema — the `results.json` record of one job, the `run.json`
+//! index of a run, loading them back — and the pure builder that turns observations into a
+//! record.
 
-pub mod atomic;
 pub mod build;
-pub mod execute;
 pub mod record;
-pub mod sampling;
+pub mod sampled;
 
+pub use build::{JobResult, Observed, Peaks};
 pub use record::{
     Attempt, CheckpointRecord, Fingerprint, GpuDevicePeak, GpuMemory, JobEntry, MemoryRecord,
     Outcome, RunIndex, RunRecord, SCHEMA_VERSION, StepValues, Timeline, VariantRecord,
 };
+pub use sampled::Sampled;

@@ -10,6 +10,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+pub use crate::observe::node::NodeIo;
+
 /// Version of the `results.json` / `run.json` schema. Bump on incompatible changes.
 pub const SCHEMA_VERSION: u32 = 1;
 
@@ -148,6 +150,10 @@ pub struct Attempt {
     pub failure_line: Option<String>,
     /// Log file, relative to the job folder.
     pub log: PathBuf,
+    /// Seconds the attempt waited in a batch scheduler's queue before it ran (not part of
+    /// `wall_seconds` nor of the timeout); absent where there is no queue (the local executor).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queued_seconds: Option<f64>,
 }
 
 /// Where and on what the job ran: compared with the golden's platform before judging.
@@ -167,6 +173,10 @@ pub struct Fingerprint {
     pub goldgate_version: String,
     /// The workload's git commit, when its folder is a git checkout.
     pub workload_commit: Option<String>,
+    /// The node's I/O state around the job (page cache, checkpoint filesystem, node I/O, what
+    /// `--settle` did): what moves save times besides the code. Absent in older results.
+    #[serde(default)]
+    pub io: Option<NodeIo>,
 }
 
 /// One checkpoint save seen in the log.
@@ -297,6 +307,9 @@ pub struct RunRecord {
     /// Problems worth knowing about the measurement (e.g. no NVIDIA driver: GPU fields are null).
     #[serde(default)]
     pub warnings: Vec<String>,
+    /// A warm-up job (`goldgate run --warmup`): recorded, never compared, blessed or calibrated.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub warmup: bool,
 }
 
 impl RunRecord {
@@ -447,10 +460,12 @@ pub fn load_results(dir: &Path) -> Result<Vec<(PathBuf, RunRecord)>, RecordError
             path: dir.to_path_buf(),
         });
     }
-    paths
+    let records: Vec<(PathBuf, RunRecord)> = paths
         .into_iter()
         .map(|p| load_record(&p).map(|r| (p, r)))
-        .collect()
+        .collect::<Result<_, _>>()?;
+    // Warm-up jobs ran only to warm the machine: nothing judges them.
+    Ok(records.into_iter().filter(|(_, r)| !r.warmup).collect())
 }
 
 fn collect(dir: &Path, out: &mut Vec<PathBuf>, depth: usize) -> Result<(), RecordError> {
@@ -524,6 +539,7 @@ mod tests {
             probe: None,
             observer_cpu_seconds: None,
             warnings: vec![],
+            warmup: false,
         }
     }
 
@@ -562,7 +578,7 @@ mod tests {
             r.repeat = repeat;
             r.variant.slug = slug.into();
             let p = dir.path().join(r.rel_dir()).join("results.json");
-            crate::metrics::atomic::write_atomic(&p, &serde_json::to_vec(&r).unwrap()).unwrap();
+            crate::fsio::write_atomic(&p, &serde_json::to_vec(&r).unwrap()).unwrap();
         }
         let found = load_results(dir.path()).unwrap();
         let repeats: Vec<_> = found.iter().map(|(_, r)| r.repeat).collect();

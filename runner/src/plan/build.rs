@@ -39,6 +39,8 @@ pub struct PlanInputs<'a> {
     pub nodes: Option<u32>,
     /// `--gpus-per-node`: replaces the recipe's and the platform's GPUs per node.
     pub gpus_per_node: Option<u32>,
+    /// Warm-up repeats planned before the measured ones (`goldgate run --warmup N`).
+    pub warmup: u32,
 }
 
 /// The entry used when neither the case, its recipe nor the platform names one.
@@ -83,7 +85,8 @@ pub struct Planned {
 }
 
 /// Every job of `case`: each variant the request expands to, times the repeats (`repeats`,
-/// else the case's `ENV_VARS.N_REPEAT`, else 1; lightweight mode: 1).
+/// else the case's `ENV_VARS.N_REPEAT`, else 1; lightweight mode: 1), after
+/// `inputs.warmup` warm-up repeats (marked, never judged).
 pub fn plan_case(
     inputs: &PlanInputs<'_>,
     case: &TestCase,
@@ -104,8 +107,9 @@ pub fn plan_case(
     let repeats = repeats.unwrap_or_else(|| n_repeat(case, lightweight, 1));
     let mut planned = Planned::default();
     for variant in expand(inputs.config, request, &case.name, allowed)? {
-        for repeat in 1..=repeats {
-            let (job, unset) = plan_job(inputs, case, recipe, &variant, repeat)?;
+        for repeat in 1..=repeats.saturating_add(inputs.warmup) {
+            let (mut job, unset) = plan_job(inputs, case, recipe, &variant, repeat)?;
+            job.warmup = repeat <= inputs.warmup;
             for u in unset {
                 if !planned.unset.iter().any(|p| p.name == u.name) {
                     planned.unset.push(u);
@@ -239,6 +243,7 @@ fn plan_job(
         platform: inputs.platform.name.clone(),
         config_path: case.config_path.clone(),
         from_caller: from_caller.into_inner(),
+        warmup: false,
     };
     Ok((job, unset_list(case, missing)))
 }
@@ -685,6 +690,7 @@ variants:
             environment: "dev",
             nodes: None,
             gpus_per_node: None,
+            warmup: 0,
         };
         let none = CaseRecipe {
             exact: None,

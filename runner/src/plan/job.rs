@@ -92,7 +92,8 @@ impl Launcher {
 }
 
 /// One process tree to start: the entry program and its arguments, placeholders resolved.
-/// A job's runs are started one after the other, each after its `before` actions.
+/// A job's runs are started one after the other, each after its `before` actions; every
+/// executor carries them out the same way (`run::apply_action`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct RunSpec {
     /// Entry words (program first) followed by the MODEL_ARGS argv.
@@ -280,6 +281,18 @@ pub struct Job {
     /// Placeholders filled from the caller's environment (never printed for secret names).
     #[serde(skip)]
     pub(crate) from_caller: Vec<FromCaller>,
+    /// A warm-up job (`goldgate run --warmup N`): it runs so that a cold machine's first job is
+    /// not measured, and is recorded but never compared, blessed or calibrated.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub warmup: bool,
+}
+
+/// Marks the first `n` repeats of every job as warm-up jobs (`goldgate run --warmup N` plans
+/// `N` more repeats and measures the ones after them).
+pub fn mark_warmup(jobs: &mut [Job], n: u32) {
+    for job in jobs {
+        job.warmup = job.repeat <= n;
+    }
 }
 
 impl Job {
@@ -365,6 +378,42 @@ pub fn redact_text(job: &Job, text: &str) -> String {
         .iter()
         .filter(|c| is_secret_name(&c.name) && !c.value.is_empty())
         .fold(text.to_owned(), |acc, c| acc.replace(&c.value, REDACTED))
+}
+
+impl Job {
+    /// A one-run job of `case` planned into `out_dir` (run `r`), for tests of later stages.
+    #[cfg(test)]
+    pub(crate) fn fixture(out_dir: &Path, case: &str, repeat: u32) -> Job {
+        let variant = Variant::default();
+        let dirs = JobDirs::new(out_dir, "r", case, &variant.slug(), repeat, None);
+        Job {
+            id: format!("{case}@{}#{repeat}", variant.name()),
+            case: case.to_owned(),
+            variant,
+            repeat,
+            test_type: TestType::Regular,
+            mode: Mode::Pretraining,
+            launcher: Launcher::Direct,
+            nproc: 1,
+            nodes: 1,
+            runs: vec![RunSpec::new(vec!["fake-trainer".to_owned()])],
+            train_iters: None,
+            environment: None,
+            recipe: None,
+            before_script: None,
+            after_script: None,
+            skip_checks: false,
+            expect_failure: false,
+            env: BTreeMap::new(),
+            env_unset: Vec::new(),
+            dirs,
+            metrics: vec!["lm loss".to_owned()],
+            platform: "local".to_owned(),
+            config_path: out_dir.join(case).join("model_config.yaml"),
+            from_caller: Vec::new(),
+            warmup: false,
+        }
+    }
 }
 
 #[cfg(test)]

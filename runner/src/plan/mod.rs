@@ -17,7 +17,7 @@ pub use build::{DEFAULT_ENTRY, Place, PlanInputs, Planned, Unset, plan_case};
 pub use error::PlanError;
 pub use job::{
     DEFAULT_MASTER_ADDR, Job, JobDirs, Launcher, MASTER_ADDR_REF, NODE_RANK_REF, REDACTED,
-    RecipeRef, RunAction, RunSpec, Site, is_secret_name, redact_text, redacted_env,
+    RecipeRef, RunAction, RunSpec, Site, is_secret_name, mark_warmup, redact_text, redacted_env,
 };
 pub use megatron::{NCCL_DEFAULTS, is_nemo};
 pub use program::resolve_program;

@@ -2,7 +2,9 @@
 //!
 //! `--variant AXIS=VALUE` fixes an axis, `--matrix AXIS,...` expands every value of the axes
 //! (restricted by the case's `GOLDGATE.variants`). Axes that are neither keep their default
-//! and are left out of the variant's name, so a plain run is called `default`.
+//! and are left out of the variant's name, so a plain run is called `default`. A choice equal to
+//! the value the axis would take anyway is left out too: `--variant checkpoint=sync` runs the very
+//! job a plain run does, so it is the same job (`default`), with one id, folder and golden file.
 
 use std::collections::BTreeMap;
 
@@ -205,7 +207,28 @@ pub(crate) fn expand(
             })
             .collect();
     }
+    for variant in &mut variants {
+        variant
+            .choices
+            .retain(|(axis, value)| implied_value(config, axis, allowed) != Some(value.as_str()));
+    }
+    variants.dedup();
     Ok(variants)
+}
+
+/// The value an axis takes when nobody chooses one: the first value the case allows, else the
+/// axis's first; none for an `opt_in` axis the case does not name.
+fn implied_value<'c>(
+    config: &'c Config,
+    axis: &str,
+    allowed: &'c BTreeMap<String, Vec<String>>,
+) -> Option<&'c str> {
+    let axis = config.axis(axis)?;
+    match allowed.get(&axis.name) {
+        Some(values) => values.first().map(String::as_str),
+        None if axis.opt_in => None,
+        None => axis.values.first().map(|v| v.name.as_str()),
+    }
 }
 
 /// The axis values a job applies, in axis order: the chosen one, else the default — the first
@@ -270,14 +293,16 @@ mod tests {
         assert_eq!(
             names(&all),
             [
-                "allocator=gc80,checkpoint=sync",
+                "allocator=gc80",
                 "allocator=gc80,checkpoint=async",
                 "allocator=gc80,checkpoint=async_shm"
             ]
         );
         let allowed = BTreeMap::from([("checkpoint".to_owned(), vec!["async".to_owned()])]);
         let some = expand(&config, &request, "c", &allowed).unwrap();
-        assert_eq!(names(&some), ["allocator=gc80,checkpoint=async"]);
+        // `async` is the only value this case allows, so it is the case's default.
+        assert_eq!(names(&some), ["allocator=gc80"]);
+        assert_eq!(applied_values(&config, &some[0], &allowed)[1].name, "async");
     }
 
     #[test]
@@ -316,6 +341,39 @@ mod tests {
             let err = VariantRequest::parse(&config, &variants, &matrix).unwrap_err();
             assert_eq!(err.to_string(), want);
         }
+    }
+
+    #[test]
+    fn a_choice_of_the_value_an_axis_takes_anyway_is_the_default_job() {
+        let config = config();
+        let none = BTreeMap::new();
+        let request = |variants: &[&str]| {
+            let variants: Vec<String> = variants.iter().map(|s| (*s).to_owned()).collect();
+            VariantRequest::parse(&config, &variants, &[]).unwrap()
+        };
+        let plain = expand(&config, &request(&[]), "c", &none).unwrap();
+        let explicit = expand(&config, &request(&["checkpoint=sync"]), "c", &none).unwrap();
+        assert_eq!(names(&plain), ["default"]);
+        assert_eq!(explicit, plain);
+        let both = expand(
+            &config,
+            &request(&["allocator=default", "checkpoint=async"]),
+            "c",
+            &none,
+        );
+        assert_eq!(names(&both.unwrap()), ["checkpoint=async"]);
+        // An opt-in axis the case does not name takes no value, so choosing its first is a change;
+        // a case that allows only some values defaults to the first of those.
+        let opt_in = expand(&config, &request(&["empty_cache=level0"]), "c", &none).unwrap();
+        assert_eq!(names(&opt_in), ["empty_cache=level0"]);
+        let allowed = BTreeMap::from([(
+            "checkpoint".to_owned(),
+            vec!["async".to_owned(), "sync".to_owned()],
+        )]);
+        let first = expand(&config, &request(&["checkpoint=async"]), "c", &allowed).unwrap();
+        assert_eq!(names(&first), ["default"]);
+        let other = expand(&config, &request(&["checkpoint=sync"]), "c", &allowed).unwrap();
+        assert_eq!(names(&other), ["checkpoint=sync"]);
     }
 
     #[test]

@@ -135,6 +135,7 @@ mod tests {
                 "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB".into(),
             ),
             log: "logs/attempt-1.log".into(),
+            queued_seconds: None,
         }];
         records
     }

@@ -49,7 +49,7 @@ pub fn install(
 ) -> std::io::Result<Vec<(String, String)>> {
     let dir = job_dir.join("probe");
     std::fs::create_dir_all(&dir)?;
-    crate::metrics::atomic::write_atomic(&dir.join("sitecustomize.py"), SITECUSTOMIZE.as_bytes())?;
+    crate::fsio::write_atomic(&dir.join("sitecustomize.py"), SITECUSTOMIZE.as_bytes())?;
     let mut pythonpath = dir.display().to_string();
     if let Some(rest) = existing_pythonpath.filter(|p| !p.is_empty()) {
         pythonpath.push(':');

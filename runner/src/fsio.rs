@@ -1,5 +1,6 @@
-//! Stage "metrics": atomic file writes (temp file in the same folder, fsync, rename), so a
-//! crash or a full disk never leaves a half-written results or golden file behind.
+//! Shared by every stage that writes a file a user keeps (results, run index, goldens, reports,
+//! the probe): atomic writes — a temp file in the same folder, fsync, rename — so a crash or a
+//! full disk never leaves a half-written file behind, with one permission rule for all of them.
 
 use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
@@ -53,6 +54,18 @@ mod tests {
             .map(|e| e.unwrap().file_name())
             .collect();
         assert_eq!(names, vec![std::ffi::OsString::from("results.json")]);
+    }
+
+    #[test]
+    fn golden_files_from_bless_are_readable_by_others() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir
+            .path()
+            .join("golden/gpt/a/golden_values_dev_dgx_h100.json");
+        let file = crate::golden::parse_golden(&p, r#"{"lm loss": {"start_step": 1, "end_step": 1, "step_interval": 1, "values": {"1": 2.5}}}"#).unwrap();
+        crate::golden::write_golden(&p, &file).unwrap();
+        let mode = std::fs::metadata(&p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode & 0o044, 0o044, "group and others can read ({mode:o})");
     }
 
     #[test]

@@ -1,90 +1,23 @@
-//! Stage "metrics": drives the memory samplers around one launch and converts what they saw
-//! into the `memory` and `fingerprint` parts of `results.json` (peaks, per-device figures, one
-//! timeline on a common time axis), plus goldgate's own CPU time while the job ran.
+//! Stage "metrics": what the memory samplers saw on one node ([`Sampled`]) converted into the
+//! `memory` and `fingerprint` parts of `results.json` (peaks, per-device figures, one timeline
+//! on a common time axis). Pure functions; the samplers themselves run in `run::local`.
 
-use std::time::Duration;
+use super::record::{Fingerprint, GpuDevicePeak, GpuMemory, MemoryRecord, NodeIo, Timeline};
+use crate::observe::sample::{Point, SampleSummary};
 
-use super::record::{Fingerprint, GpuDevicePeak, GpuMemory, MemoryRecord, Timeline};
-use crate::observe::sample::{Point, SampleSummary, Sampler, SamplerConfig};
-
-/// Samplers running for one launch.
-pub struct Running {
-    sampler: Option<Sampler>,
-    error: Option<String>,
-    cpu_at_start: Option<f64>,
-}
-
-/// What the samplers recorded (or why they could not).
+/// What the samplers recorded on one node (or why they could not): the observation the
+/// record builder turns into the `memory` section and the fingerprint. An executor returns one
+/// per node the job ran on; the job's figures are the max across nodes.
 #[derive(Clone, Debug, Default)]
 pub struct Sampled {
+    /// The node's host name.
+    pub host: String,
     pub summary: Option<SampleSummary>,
     pub warnings: Vec<String>,
     /// CPU seconds goldgate itself used while the job ran (all its threads: samplers, log parser).
     pub observer_cpu_seconds: Option<f64>,
-}
-
-/// Starts the samplers; returns once their baselines are taken (spawn the job after this).
-pub fn start(interval: Duration, cuda_visible_devices: Option<&str>) -> Running {
-    let config = SamplerConfig {
-        interval,
-        cuda_visible_devices: cuda_visible_devices.map(str::to_owned),
-        ..SamplerConfig::default()
-    };
-    let cpu_at_start = own_cpu_seconds();
-    match Sampler::start(&config) {
-        Ok(sampler) => Running {
-            sampler: Some(sampler),
-            error: None,
-            cpu_at_start,
-        },
-        Err(e) => Running {
-            sampler: None,
-            error: Some(format!("memory samplers did not start: {e}")),
-            cpu_at_start,
-        },
-    }
-}
-
-impl Running {
-    /// Points the samplers at the job's process group.
-    pub fn watch(&self, pgid: u32) {
-        if let Some(s) = &self.sampler {
-            s.attach(pgid);
-        }
-    }
-
-    /// Stops the samplers and returns what they recorded.
-    pub fn stop(self) -> Sampled {
-        let observer_cpu_seconds = match (self.cpu_at_start, own_cpu_seconds()) {
-            (Some(a), Some(b)) => Some((b - a).max(0.0)),
-            _ => None,
-        };
-        let summary = self.sampler.map(Sampler::stop);
-        let mut warnings: Vec<String> = self.error.into_iter().collect();
-        if let Some(s) = &summary {
-            warnings.extend(s.warnings.iter().cloned());
-            if let Some(why) = &s.gpu_unavailable {
-                warnings.push(format!("no GPU memory figures: {why}"));
-            }
-        }
-        Sampled {
-            summary,
-            warnings,
-            observer_cpu_seconds,
-        }
-    }
-}
-
-/// utime + stime of this process (all threads) from `/proc/self/stat`, in seconds.
-/// `/proc` reports these in USER_HZ, which Linux fixes at 100 for user space.
-fn own_cpu_seconds() -> Option<f64> {
-    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
-    // Field 2 (comm) may hold spaces; the fields after its closing parenthesis are fixed.
-    let rest = &stat[stat.rfind(')')? + 2..];
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    let utime: f64 = fields.get(11)?.parse().ok()?;
-    let stime: f64 = fields.get(12)?.parse().ok()?;
-    Some((utime + stime) / 100.0)
+    /// The node's I/O state around the job (page cache, node I/O, `--settle`).
+    pub io: Option<NodeIo>,
 }
 
 impl Sampled {
@@ -103,12 +36,17 @@ impl Sampled {
         self.summary.as_ref()?.shm_peak_bytes()
     }
 
-    /// GPU model, count and driver versions for the environment fingerprint.
+    /// GPU model, count and driver versions, and the node's I/O state, for the environment
+    /// fingerprint.
     pub fn fingerprint(&self) -> Fingerprint {
         let Some(gpu) = self.summary.as_ref().and_then(|s| s.gpu.as_ref()) else {
-            return Fingerprint::default();
+            return Fingerprint {
+                io: self.io.clone(),
+                ..Fingerprint::default()
+            };
         };
         Fingerprint {
+            io: self.io.clone(),
             gpu_model: gpu.devices.iter().find_map(|d| d.name.clone()),
             gpu_count: Some(gpu.devices.len() as u32),
             driver_version: gpu.environment.driver_version.clone(),
@@ -239,17 +177,5 @@ mod tests {
             vec![Some(0), Some(80), Some(10), Some(20)]
         );
         assert_eq!(resample(&[], &[0, 10], 0), vec![None, None]);
-    }
-
-    #[test]
-    fn own_cpu_time_is_readable_and_grows() {
-        let a = own_cpu_seconds().unwrap();
-        let mut x = 0u64;
-        for i in 0..20_000_000u64 {
-            x = x.wrapping_mul(31).wrapping_add(i);
-        }
-        std::hint::black_box(x);
-        let b = own_cpu_seconds().unwrap();
-        assert!(b >= a);
     }
 }

@@ -1,0 +1,48 @@
+//! Stage "run": the events of a run. The scheduler emits [`RunEvent`]s, one at a time and in
+//! the order they happened, to whatever consumes them (the progress reporter, the results
+//! writer); an executor reports [`ExecEvent`]s of the attempt it runs, which the scheduler
+//! forwards inside [`RunEvent::Exec`].
+
+use crate::metrics::{Attempt, RunRecord};
+use crate::plan::Job;
+
+/// What an executor reports while one attempt of one job runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExecEvent {
+    /// Run `run` (1-based; ckpt-resume jobs have two) started: its processes exist.
+    RunStarted { run: usize },
+    /// The log printed iteration `step` of `of`.
+    Step { step: u64, of: Option<u64> },
+    /// The log says a checkpoint save began at `iteration`.
+    CheckpointSave { iteration: u64 },
+}
+
+/// What happens during a run, in order. `index` is the job's place in the plan.
+#[derive(Clone, Copy, Debug)]
+pub enum RunEvent<'a> {
+    /// The run begins with these jobs (nothing has started yet).
+    RunStarted { run_id: &'a str, jobs: &'a [Job] },
+    /// A worker took the job; its first attempt starts now.
+    JobStarted { index: usize, job: &'a Job },
+    /// Something happened inside the job's current attempt.
+    Exec {
+        index: usize,
+        job: &'a Job,
+        event: ExecEvent,
+    },
+    /// An attempt ended; `retrying` when `--retries` runs the job again.
+    AttemptFinished {
+        index: usize,
+        job: &'a Job,
+        attempt: &'a Attempt,
+        retrying: bool,
+    },
+    /// The job's last attempt ended and its record is built.
+    JobFinished {
+        index: usize,
+        job: &'a Job,
+        record: &'a RunRecord,
+    },
+    /// Every job ended, or the run was interrupted (jobs not started never will be).
+    RunFinished { interrupted: bool },
+}

@@ -1,0 +1,301 @@
+//! Stage "run", local executor: runs each attempt of a job as process groups on this machine
+//! — the job's runs in order, each launched (`launch`) while its log streams through a
+//! [`LogWatch`] and the memory samplers watch its process group — and returns what was
+//! observed. `--jobs N` workers each get their own slice of the GPUs.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use super::sampling;
+use crate::launch::{self, FailureSigns, JobStatus, LaunchError, LaunchEvent, LaunchSpec, Settle};
+use crate::metrics::{Observed, Outcome};
+use crate::observe::log::{FailureKind, LogSummary};
+use crate::observe::probe::install::{ProbeMode, install};
+use crate::plan::{Job, Launcher, RunSpec};
+use crate::run::event::ExecEvent;
+use crate::run::executor::{AttemptContext, AttemptOutput, Executor, Refusal};
+use crate::run::options::RunOptions;
+use crate::run::watch::LogWatch;
+
+/// Runs jobs as process groups on this machine.
+#[derive(Clone, Debug)]
+pub struct LocalExecutor {
+    timeout: Option<Duration>,
+    grace: Duration,
+    sample_interval: Duration,
+    probe: ProbeMode,
+    /// `--settle`: what to do to the node before each attempt.
+    settle: Settle,
+    /// `CUDA_VISIBLE_DEVICES` of each worker; `None` (no slicing) with one worker.
+    slices: Vec<Option<String>>,
+    host: String,
+}
+
+impl LocalExecutor {
+    /// An executor for `jobs` under `opts`, with one GPU slice per worker.
+    pub fn new(opts: &RunOptions, jobs: &[Job]) -> Result<LocalExecutor, LaunchError> {
+        Ok(LocalExecutor {
+            timeout: opts.timeout,
+            grace: opts.grace,
+            sample_interval: opts.sample_interval,
+            probe: opts.probe,
+            settle: opts.settle,
+            slices: gpu_slices(jobs, opts.workers_for(jobs.len()))?,
+            host: crate::run::provenance::hostname(),
+        })
+    }
+}
+
+impl Executor for LocalExecutor {
+    fn name(&self) -> &'static str {
+        "local"
+    }
+
+    /// One node only: a job of several nodes needs one launcher per node.
+    fn admit(&self, job: &Job) -> Result<(), Refusal> {
+        if job.nodes <= 1 {
+            return Ok(());
+        }
+        Err(Refusal {
+            reason: format!(
+                "needs {} nodes ({} ranks), and the local executor runs one node",
+                job.nodes,
+                job.world_size()
+            ),
+            hint: Some(
+                "run it with the Slurm executor, which starts one launcher per node (`goldgate repro` prints the per-node command), or give it one node with --nodes 1 if its parallel layout fits".to_owned(),
+            ),
+        })
+    }
+
+    fn attempt(
+        &self,
+        ctx: &AttemptContext<'_>,
+        on_event: &mut dyn FnMut(ExecEvent),
+    ) -> AttemptOutput {
+        self.try_attempt(ctx, on_event)
+            .unwrap_or_else(|message| AttemptOutput::launch_error(message, self.host.clone()))
+    }
+}
+
+impl LocalExecutor {
+    /// Every run of the job, stopping at the first that does not pass. `Err` is an
+    /// infrastructure error (a folder, the probe, the program).
+    fn try_attempt(
+        &self,
+        ctx: &AttemptContext<'_>,
+        on_event: &mut dyn FnMut(ExecEvent),
+    ) -> Result<AttemptOutput, String> {
+        let job = ctx.job;
+        for dir in job.dirs.all() {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        }
+        let env = self.job_env(job)?;
+        // Settled once per attempt, before its first run: the watch records what was done.
+        let settled = launch::settle(self.settle)
+            .map_err(|e| format!("cannot settle the node before the job: {e}"))?;
+        let settle = (self.settle.label(), Some(settled.as_secs_f64()));
+        let mut last = None;
+        for (index, run) in job.runs.iter().enumerate() {
+            for action in &run.before {
+                crate::run::actions::apply(action)?;
+            }
+            on_event(ExecEvent::RunStarted { run: index + 1 });
+            let log = job
+                .dirs
+                .logs
+                .join(log_name(job.runs.len(), index, ctx.number));
+            let spec = self.spec(job, run, &env, log, ctx.worker)?;
+            let output = self.run_once(&spec, ctx, settle, on_event)?;
+            let passed = output.outcome.passed();
+            last = Some(output);
+            if !passed {
+                break;
+            }
+        }
+        last.ok_or_else(|| format!("job {} has no run", job.id))
+    }
+
+    /// The launch spec of one run: launcher words with a free port, the job's and the run's
+    /// variables, this worker's GPUs.
+    fn spec(
+        &self,
+        job: &Job,
+        run: &RunSpec,
+        env: &BTreeMap<String, String>,
+        log: PathBuf,
+        worker: usize,
+    ) -> Result<LaunchSpec, String> {
+        let port = launch::free_port().map_err(|e| e.to_string())?;
+        let site = job.site(&port.to_string());
+        let argv = launch::command_line(
+            job.launcher,
+            run.nproc,
+            &site,
+            &run.entry_argv,
+            &job.dirs.job,
+        )
+        .map_err(|e| e.to_string())?;
+        let mut spec = LaunchSpec::new(argv, job.dirs.job.clone(), log);
+        spec.env = env.clone();
+        spec.env
+            .extend(run.env.iter().map(|(k, v)| (k.clone(), v.clone())));
+        spec.env_unset = job.env_unset.clone();
+        spec.timeout = self.timeout;
+        spec.grace = self.grace;
+        spec.cuda_visible_devices = self.slices.get(worker).cloned().flatten();
+        Ok(spec)
+    }
+
+    /// The job's environment: the plan's, plus the probe for Python jobs.
+    fn job_env(&self, job: &Job) -> Result<BTreeMap<String, String>, String> {
+        let mut env = job.env.clone();
+        if self.probe.torch && is_python_job(job) {
+            let existing = env
+                .get("PYTHONPATH")
+                .cloned()
+                .or_else(|| std::env::var("PYTHONPATH").ok());
+            // The probe polls allocator statistics every 5 s at most: enough for a timeline of a
+            // training job, and cheap (see README, "The allocator probe").
+            let interval = self.sample_interval.as_secs_f64().max(5.0);
+            let extra =
+                install(&job.dirs.job, self.probe, interval, existing.as_deref()).map_err(|e| {
+                    format!(
+                        "cannot install the probe in {}: {e}",
+                        job.dirs.job.display()
+                    )
+                })?;
+            env.extend(extra);
+        }
+        Ok(env)
+    }
+
+    /// One launch of one run, observed: its log through a [`LogWatch`], its process group
+    /// through the samplers.
+    fn run_once(
+        &self,
+        spec: &LaunchSpec,
+        ctx: &AttemptContext<'_>,
+        (settle, settle_seconds): (&str, Option<f64>),
+        on_event: &mut dyn FnMut(ExecEvent),
+    ) -> Result<AttemptOutput, String> {
+        let node = crate::observe::node::watch(&ctx.job.dirs.checkpoints, settle, settle_seconds);
+        let sampler = sampling::start(
+            self.sample_interval,
+            spec.cuda_visible_devices.as_deref(),
+            node,
+        );
+        let mut watch = LogWatch::new();
+        let report = launch::launch(spec, ctx.stop, |event| match event {
+            LaunchEvent::Spawned { pgid, .. } => sampler.watch(pgid),
+            LaunchEvent::Line(line) => watch.line(line, on_event),
+        });
+        let sampled = sampler.stop(self.host.clone());
+        let report = report.map_err(|e| e.to_string())?;
+        let (summary, save_marks) = watch.finish();
+        let signs = signs(&summary);
+        let status = launch::classify(report.outcome, signs);
+        let failure_line = (!status.passed())
+            .then(|| summary.failures.first().map(|f| f.line.clone()))
+            .flatten();
+        Ok(AttemptOutput {
+            outcome: self.outcome_of(status),
+            signs,
+            failure_line,
+            log: report.log_path,
+            wall: report.wall,
+            queued: None,
+            host: self.host.clone(),
+            observed: Some(Observed {
+                summary,
+                nodes: vec![sampled],
+                save_marks,
+            }),
+        })
+    }
+
+    fn outcome_of(&self, status: JobStatus) -> Outcome {
+        match status {
+            JobStatus::Passed => Outcome::Passed,
+            JobStatus::Failed { code } => Outcome::Failed { exit_code: code },
+            JobStatus::Killed { signal } => Outcome::Killed { signal },
+            JobStatus::TimedOut => Outcome::TimedOut {
+                after_seconds: self.timeout.map_or(0.0, |t| t.as_secs_f64()),
+            },
+            JobStatus::OutOfMemory => Outcome::OutOfMemory,
+            JobStatus::NcclTimeout => Outcome::NcclTimeout,
+            JobStatus::Nan => Outcome::Nan,
+            JobStatus::Interrupted => Outcome::Interrupted,
+        }
+    }
+}
+
+/// `console.log`, or with several runs or attempts `console.run2.attempt3.log`.
+fn log_name(runs: usize, index: usize, attempt: u32) -> String {
+    match (runs, attempt) {
+        (1, 1) => "console.log".to_string(),
+        (1, n) => format!("console.attempt{n}.log"),
+        (_, 1) => format!("console.run{}.log", index + 1),
+        (_, n) => format!("console.run{}.attempt{n}.log", index + 1),
+    }
+}
+
+/// The failure markers of a log, for classification and retries.
+fn signs(summary: &LogSummary) -> FailureSigns {
+    let has = |k: FailureKind| summary.failure_counts.get(&k).is_some_and(|n| *n > 0);
+    FailureSigns {
+        oom: has(FailureKind::Oom),
+        nccl_timeout: has(FailureKind::NcclTimeout),
+        nan: has(FailureKind::Nan),
+        flaky: summary.failures.iter().any(|f| f.flaky),
+    }
+}
+
+/// Torchrun-style launchers run Python; a direct entry is Python when it is `python*` or a `.py`.
+fn is_python_job(job: &Job) -> bool {
+    if !matches!(job.launcher, Launcher::Direct) {
+        return true;
+    }
+    job.runs
+        .first()
+        .and_then(|r| r.entry_argv.first())
+        .map(|p| {
+            let name = Path::new(p)
+                .file_name()
+                .and_then(|n| n.to_str())
+                .unwrap_or("");
+            name.starts_with("python") || name.ends_with(".py")
+        })
+        .unwrap_or(false)
+}
+
+/// One `CUDA_VISIBLE_DEVICES` slice per worker (`--jobs N`); no slicing for one worker.
+fn gpu_slices(jobs: &[Job], workers: usize) -> Result<Vec<Option<String>>, LaunchError> {
+    let n = u32::try_from(workers).unwrap_or(u32::MAX);
+    if n <= 1 {
+        return Ok(vec![None]);
+    }
+    let nproc = jobs.iter().map(|j| j.nproc).max().unwrap_or(1);
+    let per_node = jobs.first().map(|j| j.nproc).unwrap_or(1).max(nproc);
+    let visible = std::env::var("CUDA_VISIBLE_DEVICES").ok();
+    let gpus = launch::visible_gpus(per_node.saturating_mul(n), visible.as_deref());
+    Ok(launch::gpu_slices(&gpus, nproc, n)?
+        .into_iter()
+        .map(Some)
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn log_names_tell_runs_and_attempts_apart() {
+        assert_eq!(log_name(1, 0, 1), "console.log");
+        assert_eq!(log_name(1, 0, 2), "console.attempt2.log");
+        assert_eq!(log_name(2, 1, 1), "console.run2.log");
+        assert_eq!(log_name(2, 0, 3), "console.run1.attempt3.log");
+    }
+}

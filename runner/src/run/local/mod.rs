@@ -1,0 +1,6 @@
+//! Stage "run": the local executor — each attempt's runs as process groups on this machine.
+
+mod executor;
+mod sampling;
+
+pub use executor::LocalExecutor;

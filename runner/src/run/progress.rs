@@ -1,0 +1,181 @@
+//! Stage "run": the progress reporter. Consumes [`RunEvent`]s: on a terminal, one progress bar
+//! whose message follows the latest job (iteration, checkpoint saves); elsewhere (CI logs)
+//! one plain line when a job starts, is retried or ends. The lines are rendered by pure
+//! functions; write errors are ignored (a closed stderr must not stop a run).
+
+use std::io::{IsTerminal, Write};
+use std::time::Duration;
+
+use indicatif::{ProgressBar, ProgressStyle};
+
+use super::event::{ExecEvent, RunEvent};
+use crate::metrics::{Attempt, RunRecord};
+
+/// Where progress goes.
+enum Sink {
+    /// A live bar on a terminal.
+    Bar(ProgressBar),
+    /// One line per event worth a line.
+    Lines(Box<dyn Write + Send>),
+}
+
+/// Shows a run's progress.
+pub struct Progress {
+    sink: Sink,
+    total: usize,
+    done: usize,
+}
+
+impl Progress {
+    /// A bar when stderr is a terminal, plain lines on stderr otherwise.
+    pub fn stderr() -> Progress {
+        let sink = if std::io::stderr().is_terminal() {
+            let bar = ProgressBar::new(0);
+            if let Ok(style) =
+                ProgressStyle::with_template("{spinner} [{pos}/{len}] {elapsed_precise} {wide_msg}")
+            {
+                bar.set_style(style);
+            }
+            bar.enable_steady_tick(Duration::from_millis(200));
+            Sink::Bar(bar)
+        } else {
+            Sink::Lines(Box::new(std::io::stderr()))
+        };
+        Progress {
+            sink,
+            total: 0,
+            done: 0,
+        }
+    }
+
+    /// Plain lines into `out` (tests, logs).
+    pub fn lines(out: Box<dyn Write + Send>) -> Progress {
+        Progress {
+            sink: Sink::Lines(out),
+            total: 0,
+            done: 0,
+        }
+    }
+
+    /// Handles one event.
+    pub fn event(&mut self, event: &RunEvent<'_>) {
+        match event {
+            RunEvent::RunStarted { jobs, .. } => {
+                self.total = jobs.len();
+                if let Sink::Bar(bar) = &self.sink {
+                    bar.set_length(jobs.len() as u64);
+                }
+            }
+            RunEvent::JobStarted { job, .. } => self.say(&job.id, &start_line(&job.id)),
+            RunEvent::Exec { job, event, .. } => self.status(&exec_status(&job.id, event)),
+            RunEvent::AttemptFinished {
+                job,
+                attempt,
+                retrying: true,
+                ..
+            } => self.say(&job.id, &retry_line(&job.id, attempt)),
+            RunEvent::AttemptFinished { .. } => {}
+            RunEvent::JobFinished { job, record, .. } => {
+                self.done += 1;
+                let line = finish_line(&job.id, self.done, self.total, record);
+                match &mut self.sink {
+                    Sink::Bar(bar) => {
+                        bar.inc(1);
+                        bar.println(line);
+                    }
+                    Sink::Lines(out) => {
+                        let _ = writeln!(out, "{line}");
+                    }
+                }
+            }
+            RunEvent::RunFinished { .. } => {
+                if let Sink::Bar(bar) = &self.sink {
+                    bar.finish_and_clear();
+                }
+            }
+        }
+    }
+
+    /// A line in plain mode; the bar's message on a terminal.
+    fn say(&mut self, job_id: &str, line: &str) {
+        match &mut self.sink {
+            Sink::Bar(bar) => bar.set_message(job_id.to_owned()),
+            Sink::Lines(out) => {
+                let _ = writeln!(out, "{line}");
+            }
+        }
+    }
+
+    /// The bar's message only (too frequent for plain lines).
+    fn status(&self, message: &str) {
+        if let Sink::Bar(bar) = &self.sink {
+            bar.set_message(message.to_owned());
+        }
+    }
+}
+
+/// `start  <job>`.
+fn start_line(job_id: &str) -> String {
+    format!("start  {job_id}")
+}
+
+/// `retry  <job> after attempt 1: failed (exit 1)`.
+fn retry_line(job_id: &str, attempt: &Attempt) -> String {
+    format!(
+        "retry  {job_id} after attempt {}: {}",
+        attempt.number,
+        attempt.outcome.label()
+    )
+}
+
+/// `ok    <job> [1/3] passed in 12.3 s` or `FAIL  <job> [2/3] out of memory in 4.0 s`.
+fn finish_line(job_id: &str, n: usize, total: usize, record: &RunRecord) -> String {
+    let mark = if record.outcome.passed() {
+        "ok    "
+    } else {
+        "FAIL  "
+    };
+    format!(
+        "{mark}{job_id} [{n}/{total}] {} in {:.1} s",
+        record.outcome.label(),
+        record.wall_seconds
+    )
+}
+
+/// The bar's message while a job runs.
+fn exec_status(job_id: &str, event: &ExecEvent) -> String {
+    match event {
+        ExecEvent::RunStarted { run } => format!("{job_id}  run {run}"),
+        ExecEvent::Step { step, of } => {
+            let of = of.map(|o| format!("/{o}")).unwrap_or_default();
+            format!("{job_id}  iteration {step}{of}")
+        }
+        ExecEvent::CheckpointSave { iteration } => {
+            format!("{job_id}  saving checkpoint {iteration}")
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bar_messages_follow_the_job() {
+        let step = ExecEvent::Step {
+            step: 3,
+            of: Some(30),
+        };
+        assert_eq!(
+            exec_status("a@default#1", &step),
+            "a@default#1  iteration 3/30"
+        );
+        let save = ExecEvent::CheckpointSave { iteration: 10 };
+        assert_eq!(
+            exec_status("a@default#1", &save),
+            "a@default#1  saving checkpoint 10"
+        );
+        let run = ExecEvent::RunStarted { run: 2 };
+        assert_eq!(exec_status("a@default#1", &run), "a@default#1  run 2");
+    }
+}

@@ -1,0 +1,135 @@
+//! Stage "run": [`LogWatch`] follows one run's log as it streams — the parser, the summary,
+//! the checkpoint-save marks on the memory timeline — and reports progress as
+//! [`ExecEvent`]s. Every executor feeds it the lines it reads (from a pipe, or from a log on a
+//! shared filesystem).
+
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+use super::event::ExecEvent;
+use crate::observe::log::{LogEvent, LogParser, LogSummary, SummaryBuilder};
+
+/// The log of one run, parsed as it arrives.
+pub struct LogWatch {
+    parser: LogParser,
+    builder: SummaryBuilder,
+    lines: u64,
+    marks: SaveMarks,
+    t0: Instant,
+}
+
+impl Default for LogWatch {
+    fn default() -> LogWatch {
+        LogWatch::new()
+    }
+}
+
+impl LogWatch {
+    /// Starts watching; save marks are timed from now (start it as the run launches).
+    pub fn new() -> LogWatch {
+        LogWatch {
+            parser: LogParser::new(),
+            builder: SummaryBuilder::default(),
+            lines: 0,
+            marks: SaveMarks::default(),
+            t0: Instant::now(),
+        }
+    }
+
+    /// One line of the log, without its line ending.
+    pub fn line(&mut self, line: &[u8], on_event: &mut dyn FnMut(ExecEvent)) {
+        self.lines += 1;
+        let Some(parsed) = self.parser.feed(line) else {
+            return;
+        };
+        match &parsed.event {
+            LogEvent::Iteration(it) => on_event(ExecEvent::Step {
+                step: it.iteration,
+                of: it.train_iters,
+            }),
+            LogEvent::CheckpointSaving { iteration, .. } => {
+                on_event(ExecEvent::CheckpointSave {
+                    iteration: *iteration,
+                });
+            }
+            _ => {}
+        }
+        self.marks
+            .see(&parsed.event, self.t0.elapsed().as_secs_f64());
+        self.builder.add(&parsed);
+    }
+
+    /// The summary of every line seen, and the save marks (start s, end s, iteration).
+    pub fn finish(mut self) -> (LogSummary, Vec<(f64, Option<f64>, u64)>) {
+        self.builder.set_line_counts(self.lines, 0);
+        (self.builder.finish(), self.marks.list())
+    }
+}
+
+/// When each checkpoint save started and ended, in seconds since the launch, by iteration:
+/// the marks on the memory timeline.
+#[derive(Default)]
+struct SaveMarks(BTreeMap<u64, (f64, Option<f64>)>);
+
+impl SaveMarks {
+    fn see(&mut self, event: &LogEvent<'_>, t: f64) {
+        match event {
+            LogEvent::CheckpointSaving { iteration, .. } => {
+                self.0.entry(*iteration).or_insert((t, None));
+            }
+            LogEvent::CheckpointSaved { iteration } => {
+                if let Some(mark) = self.0.get_mut(iteration) {
+                    mark.1.get_or_insert(t);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn list(&self) -> Vec<(f64, Option<f64>, u64)> {
+        self.0.iter().map(|(it, (s, e))| (*s, *e, *it)).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SAVING_10: &[u8] = b"[2026-11-29 20:16:15.068999] saving checkpoint at iteration      10 to /c in torch_dist format";
+    const SAVED_10: &[u8] = b"  [2026-11-29 20:16:18.552401] successfully saved checkpoint from iteration      10 to /c [ t 1/1, gtp_remat 1/1, p 1/1 ]";
+    const SAVING_20: &[u8] = b"[2026-11-29 20:16:19.068999] saving checkpoint at iteration      20 to /c in torch_dist format";
+
+    #[test]
+    fn save_marks_pair_saving_and_saved_lines_by_iteration() {
+        let mut parser = LogParser::new();
+        let mut m = SaveMarks::default();
+        for (line, t) in [(SAVING_10, 1.0), (SAVED_10, 2.5), (SAVING_20, 4.0)] {
+            let parsed = parser.feed(line).unwrap();
+            m.see(&parsed.event, t);
+        }
+        assert_eq!(m.list(), vec![(1.0, Some(2.5), 10), (4.0, None, 20)]);
+    }
+
+    #[test]
+    fn steps_and_saves_become_events_and_every_line_is_counted() {
+        let mut watch = LogWatch::new();
+        let mut events = Vec::new();
+        let step = b" [2026-11-29 20:16:14.1] iteration        3/      30 | consumed samples:           48 | elapsed time per iteration (ms): 10.0 | lm loss: 1.000000E+01 |";
+        for line in [&step[..], b"not a megatron line", SAVING_10] {
+            watch.line(line, &mut |e| events.push(e));
+        }
+        assert_eq!(
+            events,
+            [
+                ExecEvent::Step {
+                    step: 3,
+                    of: Some(30)
+                },
+                ExecEvent::CheckpointSave { iteration: 10 }
+            ]
+        );
+        let (summary, marks) = watch.finish();
+        assert_eq!(summary.lines, 3);
+        assert_eq!(marks.len(), 1);
+    }
+}

@@ -1,0 +1,125 @@
+//! Stage "run": the results writer. Consumes [`RunEvent`]s and keeps `OUT/<run-id>/run.json`
+//! and each job's `results.json` on disk as the run goes (hyperfine's partial results: a crash
+//! loses nothing already finished). Every write is atomic; every failed write is kept and
+//! reported at the end, not only the last.
+
+use std::path::{Path, PathBuf};
+
+use super::error::RunError;
+use super::event::RunEvent;
+use crate::metrics::{JobEntry, RunIndex, SCHEMA_VERSION};
+use crate::plan::Job;
+
+/// Writes a run's files as its events arrive.
+pub struct ResultsWriter {
+    run_dir: PathBuf,
+    index: Option<RunIndex>,
+    errors: Vec<RunError>,
+}
+
+impl ResultsWriter {
+    /// Writes `run_dir/run.json` listing `jobs`, none finished; `command` is recorded in it.
+    /// A run whose index cannot be written does not start.
+    pub fn create(
+        run_dir: &Path,
+        run_id: &str,
+        jobs: &[Job],
+        command: Vec<String>,
+    ) -> Result<ResultsWriter, RunError> {
+        let mut writer = ResultsWriter {
+            run_dir: run_dir.to_path_buf(),
+            index: Some(new_index(run_id, jobs, run_dir, command)),
+            errors: Vec::new(),
+        };
+        writer.write_index();
+        match writer.errors.pop() {
+            Some(e) => Err(e),
+            None => Ok(writer),
+        }
+    }
+
+    /// Handles one event: a job's record and the index when a job ends, the index when the
+    /// run ends.
+    pub fn event(&mut self, event: &RunEvent<'_>) {
+        match event {
+            RunEvent::JobFinished { index, job, record } => {
+                let path = job.dirs.job.join("results.json");
+                self.write_json(&path, record);
+                if let Some(entry) = self.index.as_mut().and_then(|i| i.jobs.get_mut(*index)) {
+                    entry.outcome = Some(record.outcome.clone());
+                }
+                self.write_index();
+            }
+            RunEvent::RunFinished { .. } => {
+                if let Some(index) = self.index.as_mut() {
+                    index.finished_at = Some(jiff::Timestamp::now().to_string());
+                }
+                self.write_index();
+            }
+            RunEvent::RunStarted { .. }
+            | RunEvent::JobStarted { .. }
+            | RunEvent::Exec { .. }
+            | RunEvent::AttemptFinished { .. } => {}
+        }
+    }
+
+    /// Every write that failed, or nothing.
+    pub fn finish(mut self) -> Result<(), RunError> {
+        match self.errors.len() {
+            0 => Ok(()),
+            1 => Err(self.errors.remove(0)),
+            _ => Err(RunError::Saves {
+                errors: self.errors,
+            }),
+        }
+    }
+
+    fn write_index(&mut self) {
+        if let Some(index) = self.index.take() {
+            self.write_json(&self.run_dir.join("run.json"), &index);
+            self.index = Some(index);
+        }
+    }
+
+    fn write_json<T: serde::Serialize>(&mut self, path: &Path, value: &T) {
+        let result = serde_json::to_string_pretty(value)
+            .map_err(|source| RunError::Encode {
+                path: path.to_path_buf(),
+                source,
+            })
+            .and_then(|text| {
+                crate::fsio::write_atomic(path, text.as_bytes()).map_err(|source| RunError::Write {
+                    path: path.to_path_buf(),
+                    source,
+                })
+            });
+        if let Err(e) = result {
+            self.errors.push(e);
+        }
+    }
+}
+
+fn new_index(run_id: &str, jobs: &[Job], run_dir: &Path, command: Vec<String>) -> RunIndex {
+    RunIndex {
+        schema_version: SCHEMA_VERSION,
+        run_id: run_id.to_string(),
+        started_at: jiff::Timestamp::now().to_string(),
+        finished_at: None,
+        platform: jobs.first().map(|j| j.platform.clone()).unwrap_or_default(),
+        goldgate_version: env!("CARGO_PKG_VERSION").to_string(),
+        command,
+        jobs: jobs
+            .iter()
+            .map(|j| JobEntry {
+                job_id: j.id.clone(),
+                dir: j
+                    .dirs
+                    .job
+                    .strip_prefix(run_dir)
+                    .unwrap_or(&j.dirs.job)
+                    .to_path_buf(),
+                outcome: None,
+            })
+            .collect(),
+    }
+}

@@ -1,0 +1,53 @@
+//! Where the tests find Megatron-LM's functional-test corpus, the one place that decides it.
+//!
+//! In order: `$GOLDGATE_MEGATRON_CORPUS` (a Megatron-LM checkout, or a copy of its `tests/`
+//! folder's parent; CI's `ci.yml` points it at a sparse checkout), else `../shared/megatron_corpus`
+//! beside the workspace root (the development machines' copy). When neither exists a test that
+//! needs the corpus prints one `skipped:` line and returns, so a fresh clone's `cargo test` passes
+//! without it. A variable that is set but names no folder is a mistake and fails the test: a
+//! silent skip there would hide that CI checked nothing.
+
+use std::io::Write as _;
+use std::path::PathBuf;
+
+/// The variable that names the corpus.
+pub const CORPUS_VAR: &str = "GOLDGATE_MEGATRON_CORPUS";
+
+/// The corpus checkout's root (it holds `tests/functional_tests/test_cases`), or `None` after
+/// printing the skip line.
+pub fn megatron_corpus() -> Option<PathBuf> {
+    if let Some(dir) = std::env::var_os(CORPUS_VAR).filter(|v| !v.is_empty()) {
+        let dir = PathBuf::from(dir);
+        assert!(
+            dir.join(CASES).is_dir(),
+            "{CORPUS_VAR}={} holds no {CASES} folder",
+            dir.display()
+        );
+        return Some(dir);
+    }
+    let beside = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/megatron_corpus");
+    if beside.join(CASES).is_dir() {
+        return Some(beside);
+    }
+    skip_line();
+    None
+}
+
+/// The corpus's case root, `tests/functional_tests/test_cases`, or `None` (skip line printed).
+pub fn test_cases() -> Option<PathBuf> {
+    megatron_corpus().map(|dir| dir.join(CASES))
+}
+
+const CASES: &str = "tests/functional_tests/test_cases";
+
+/// Written to the real stderr, not through `eprintln!`: the test harness captures that and shows
+/// it only for failures, and a skip must be visible in a passing run's output.
+fn skip_line() {
+    let current = std::thread::current();
+    let test = current.name().unwrap_or("a test");
+    let _ = writeln!(
+        std::io::stderr(),
+        "skipped: {test}: no Megatron-LM corpus (set {CORPUS_VAR} to a Megatron-LM checkout, \
+         or put one at ../shared/megatron_corpus beside the workspace)"
+    );
+}
