@@ -5,12 +5,16 @@
 //! Errors (exit 2): configs or goldens that do not load, MODEL_ARGS Megatron's script cannot
 //! turn into arguments. Warnings: unknown keys, placeholders nothing sets and parallel layouts
 //! that do not fit the platform (each exactly as `plan` reports them: `check` plans every case),
-//! goldens without metrics. Notes: skipped folders and inference goldens.
+//! goldens without metrics, metrics of a shape goldgate cannot compare (a list of lists).
+//! Notes: skipped folders, inference goldens, and problems in files that goldgate.yaml's
+//! `check.ignore` lists as known to be bad (`note: ignored (REASON): ...`), so a repository can
+//! acknowledge upstream files it cannot fix and still gate on everything else.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
 
 use crate::case::{self, Span};
+use crate::config::glob_match;
 use crate::exit::{AppError, Exit};
 use crate::golden::{self, GoldenError};
 
@@ -20,11 +24,13 @@ pub struct Args {
     /// Root of the test-case tree.
     #[arg(long, default_value = "test_cases")]
     pub root: std::path::PathBuf,
-    /// Golden root to check as well (`<root>/<model>/<case>/golden_values_*.json`).
+    /// Golden root to check as well (`<golden-root>/<model>/<case>/golden_values_*.json`); skipped
+    /// when the folder does not exist.
     #[arg(long, default_value = "golden")]
     pub golden_root: std::path::PathBuf,
-    /// Repository configuration: every case is also planned on its platform, so `check`
-    /// reports what `plan` would (placeholders nothing sets, too few ranks).
+    /// Repository configuration: its `check.ignore` list, and the platforms every case is
+    /// planned on, so `check` reports what `plan` would (placeholders nothing sets, too few
+    /// ranks).
     #[arg(long, default_value = "goldgate.yaml")]
     pub config: PathBuf,
     /// Platform the cases are planned on (default: goldgate.yaml's default platform).
@@ -97,9 +103,14 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
         .golden_root
         .is_dir()
         .then_some(args.golden_root.as_path());
+    let config = crate::config::Config::load(&args.config)?;
     let mut report = collect(&args.root, golden_root)?;
-    report.problems.extend(plan_lints(&args)?);
+    report.problems.extend(plan_lints(&args, &config)?);
     report.problems.sort();
+    let roots: Vec<&Path> = std::iter::once(args.root.as_path())
+        .chain(golden_root)
+        .collect();
+    apply_ignores(&mut report, &roots, &config.path, &config.check_ignore);
     print!("{}", render(&report));
     Ok(if report.count(Severity::Error) > 0 {
         Exit::Usage
@@ -160,11 +171,9 @@ pub fn collect(root: &Path, golden_root: Option<&Path>) -> Result<CheckReport, A
         .map(|g| g.path)
         .collect();
     report.goldens = goldens.len();
-    report.problems.extend(
-        par_map(&goldens, |path| check_golden(path))
-            .into_iter()
-            .flatten(),
-    );
+    report
+        .problems
+        .extend(par_map(&goldens, |path| check_golden(path)).concat());
     report.problems.sort();
     Ok(report)
 }
@@ -172,11 +181,10 @@ pub fn collect(root: &Path, golden_root: Option<&Path>) -> Result<CheckReport, A
 /// What planning every case would say: a placeholder nothing sets and a parallel layout the
 /// platform's ranks do not fit are warnings (`plan` and `run` refuse the latter); a value
 /// Megatron's script cannot turn into arguments is an error, as in `plan`.
-fn plan_lints(args: &Args) -> Result<Vec<Problem>, AppError> {
-    use crate::plan::{PlanError, PlanInputs, VariantRequest, plan_case};
-    let config = crate::config::Config::load(&args.config)?;
+fn plan_lints(args: &Args, config: &crate::config::Config) -> Result<Vec<Problem>, AppError> {
+    use crate::plan::{PlanInputs, VariantRequest, plan_case};
     let chosen = config.platform(args.platform.as_deref())?;
-    let rows = super::select::load_rows(&args.recipes, &args.root, &config)?;
+    let rows = super::select::load_rows(&args.recipes, &args.root, config)?;
     let caller = super::select::caller_env();
     let environment = args
         .recipes
@@ -199,7 +207,7 @@ fn plan_lints(args: &Args) -> Result<Vec<Problem>, AppError> {
             _ => chosen,
         };
         let inputs = PlanInputs {
-            config: &config,
+            config,
             platform,
             out_dir: Path::new("/goldgate-check"),
             run_id: "check",
@@ -210,51 +218,50 @@ fn plan_lints(args: &Args) -> Result<Vec<Problem>, AppError> {
             gpus_per_node: None,
             warmup: 0,
         };
-        match plan_case(
+        let planned = plan_case(
             &inputs,
             &loaded,
             recipe,
             &VariantRequest::default(),
             Some(1),
-        ) {
-            Ok(planned) => {
-                for u in &planned.unset {
-                    let problem = Problem {
-                        path: u
-                            .place
-                            .file
-                            .clone()
-                            .unwrap_or_else(|| c.config_path.clone()),
-                        at: u.place.at,
-                        severity: Severity::Warning,
-                        message: format!(
-                            "`${{{}}}` is set by nothing (the environment, the platform, the case's ENV_VARS); plan leaves it as written{}",
-                            u.name,
-                            u.place
-                                .what
-                                .as_deref()
-                                .map(|w| format!(" ({w})"))
-                                .unwrap_or_default()
-                        ),
-                        hint: None,
-                    };
-                    // A name used outside the case file (the default entry) is reported once.
-                    let shared = u.place.file.as_ref() != Some(&c.config_path);
-                    if !(shared && problems.iter().any(|p| p.message == problem.message)) {
-                        problems.push(problem);
-                    }
-                }
-            }
-            Err(e @ PlanError::Ranks { .. }) => {
-                let mut problem = diagnostic(&c.config_path, Severity::Warning, &e);
-                problem.message =
-                    format!("on platform {}: {}", inputs.platform.name, problem.message);
-                problems.push(problem);
-            }
-            Err(e) => problems.push(diagnostic(&c.config_path, Severity::Error, &e)),
-        }
+        );
+        problems.extend(lints_of(&c.config_path, &platform.name, planned));
     }
     Ok(problems)
+}
+
+/// The problems one case's plan shows.
+fn lints_of(
+    config_path: &Path,
+    platform: &str,
+    planned: Result<crate::plan::Planned, crate::plan::PlanError>,
+) -> Vec<Problem> {
+    use crate::plan::PlanError;
+    match planned {
+        // Names used outside the case file (the default entry's `MEGATRON_LM_DIR`) are the
+        // environment's business, not the case's: `plan` warns about them.
+        Ok(planned) => planned
+            .unset
+            .iter()
+            .filter(|u| u.place.file.as_deref() == Some(config_path))
+            .map(|u| Problem {
+                path: config_path.to_path_buf(),
+                at: u.place.at,
+                severity: Severity::Warning,
+                message: format!(
+                    "`${{{}}}` is set by nothing (the environment, the platform, the case's ENV_VARS); plan leaves it as written",
+                    u.name
+                ),
+                hint: None,
+            })
+            .collect(),
+        Err(e @ PlanError::Ranks { .. }) => {
+            let mut problem = diagnostic(config_path, Severity::Warning, &e);
+            problem.message = format!("on platform {platform}: {}", problem.message);
+            vec![problem]
+        }
+        Err(e) => vec![diagnostic(config_path, Severity::Error, &e)],
+    }
 }
 
 /// `f` over `items` on all cores (golden files are many and independent), results in order.
@@ -277,27 +284,81 @@ fn par_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> 
     })
 }
 
-fn check_golden(path: &Path) -> Option<Problem> {
-    let problem = |severity, message: String| Problem {
+fn check_golden(path: &Path) -> Vec<Problem> {
+    let problem = |severity, message: String, hint: Option<&str>| Problem {
         path: path.to_path_buf(),
         at: None,
         severity,
         message,
-        hint: None,
+        hint: hint.map(str::to_owned),
     };
     match golden::read_golden(path) {
-        Ok(file) if file.metrics.is_empty() => Some(problem(
+        Ok(file) if !file.unsupported.is_empty() => file
+            .unsupported
+            .iter()
+            .map(|(metric, shape)| {
+                problem(
+                    Severity::Warning,
+                    format!("{metric:?}: values are {shape}, a shape goldgate cannot compare"),
+                    Some("compare reports this metric as unsupported; bless writes it afresh"),
+                )
+            })
+            .collect(),
+        Ok(file) if file.metrics.is_empty() => vec![problem(
             Severity::Warning,
             "golden file has no metrics (`{}`)".into(),
-        )),
-        Ok(_) => None,
-        Err(e @ GoldenError::Inference { .. }) => Some(from_display(
+            None,
+        )],
+        Ok(_) => Vec::new(),
+        Err(e @ GoldenError::Inference { .. }) => vec![from_display(
             path,
             Severity::Note,
             &format!("{e} (skipped)"),
-        )),
-        Err(e) => Some(diagnostic(path, Severity::Error, &e)),
+        )],
+        Err(e) => vec![diagnostic(path, Severity::Error, &e)],
     }
+}
+
+/// Turns every problem in a file that `check.ignore` lists into a note naming the reason, and
+/// warns about entries that match no file (a fixed upstream file leaves a stale entry behind).
+pub fn apply_ignores(
+    report: &mut CheckReport,
+    roots: &[&Path],
+    config: &Path,
+    ignore: &[(String, String)],
+) {
+    let mut used = vec![false; ignore.len()];
+    for p in &mut report.problems {
+        let rel = roots.iter().find_map(|r| p.path.strip_prefix(r).ok());
+        let Some(rel) = rel.and_then(Path::to_str) else {
+            continue;
+        };
+        let Some(i) = ignore.iter().position(|(glob, _)| glob_match(glob, rel)) else {
+            continue;
+        };
+        used[i] = true;
+        let reason = &ignore[i].1;
+        let why = if reason.is_empty() {
+            String::new()
+        } else {
+            format!(" ({reason})")
+        };
+        p.message = format!("ignored {}{why}: {}", p.severity, p.message);
+        p.severity = Severity::Note;
+        p.hint = None;
+    }
+    for ((glob, _), used) in ignore.iter().zip(used) {
+        if !used {
+            report.problems.push(Problem {
+                path: config.to_path_buf(),
+                at: None,
+                severity: Severity::Warning,
+                message: format!("check.ignore: `{glob}` matches no problem; remove it?"),
+                hint: None,
+            });
+        }
+    }
+    report.problems.sort();
 }
 
 /// A problem from an error, with its `help` as the hint.

@@ -9,6 +9,7 @@ pub mod compare;
 pub mod extract;
 pub mod list;
 pub mod plan;
+pub mod power;
 pub mod report;
 pub mod repro;
 pub mod run;

@@ -12,7 +12,7 @@ use crate::case::{
 };
 use crate::config::Config;
 use crate::exit::AppError;
-use crate::plan::{Job, PlanInputs, Unset, VariantRequest, plan_case};
+use crate::plan::{Job, PlanInputs, Planned, Unset, VariantRequest, plan_case};
 
 /// Where the cases are and which jobs to make of them.
 #[derive(clap::Args, Debug, Clone)]
@@ -151,6 +151,57 @@ pub fn plan_selection(
     }
     let rows = load_rows(&selection.recipes, &selection.root, config)?;
     let found = discover(&selection.root)?;
+    check_names(selection, names, &found)?;
+    let mut selected = Selected::default();
+    let targets = targets(selection, names, &rows, &found, &mut selected.skipped);
+    let planner = Planner {
+        config,
+        selection,
+        request: VariantRequest::parse(config, &selection.variants, &selection.matrix)?,
+        base_dir: std::env::current_dir()
+            .map_err(|e| AppError::failure(format!("cannot read the current directory: {e}")))?,
+        caller_env: caller_env(),
+        rows: &rows,
+        output,
+        repeat,
+        warmup,
+    };
+    let mut cases: BTreeMap<String, Result<TestCase, String>> = BTreeMap::new();
+    for target in targets {
+        let Some(case_ref) = found.iter().find(|c| c.name == target.name) else {
+            continue;
+        };
+        let case = cases.entry(target.name.clone()).or_insert_with(|| {
+            load_case(&selection.root, &case_ref.config_path).map_err(|e| e.to_string())
+        });
+        let planned = match case {
+            Ok(case) => planner.plan(&target, case),
+            Err(message) => Err(AppError::usage(message.clone())),
+        };
+        match planned {
+            Ok(planned) => {
+                selected.jobs.extend(planned.jobs);
+                for u in planned.unset {
+                    if !selected.unset.iter().any(|s| s.name == u.name) {
+                        selected.unset.push(u);
+                    }
+                }
+            }
+            Err(error) => selected.failures.push(CaseFailure {
+                case: target.name.clone(),
+                error,
+            }),
+        }
+    }
+    Ok(selected)
+}
+
+/// A named case that does not exist is a usage error for the whole command.
+fn check_names(
+    selection: &Selection,
+    names: &[String],
+    found: &[crate::case::CaseRef],
+) -> Result<(), AppError> {
     for name in names {
         let name = name.trim_end_matches('/');
         if !found.iter().any(|c| c.name == name) {
@@ -161,76 +212,53 @@ pub fn plan_selection(
             )));
         }
     }
-    let mut selected = Selected::default();
-    let targets = targets(selection, names, &rows, &found, &mut selected.skipped);
-    let request = VariantRequest::parse(config, &selection.variants, &selection.matrix)?;
-    let base_dir = std::env::current_dir()
-        .map_err(|e| AppError::failure(format!("cannot read the current directory: {e}")))?;
-    let caller_env = caller_env();
-    let mut cases: BTreeMap<String, Result<TestCase, String>> = BTreeMap::new();
-    for target in targets {
-        let Some(case_ref) = found.iter().find(|c| c.name == target.name) else {
-            continue;
-        };
-        let case = cases.entry(target.name.clone()).or_insert_with(|| {
-            load_case(&selection.root, &case_ref.config_path).map_err(|e| e.to_string())
-        });
-        let case = match case {
-            Ok(case) => case,
-            Err(message) => {
-                let error = AppError::usage(message.clone());
-                selected.failures.push(CaseFailure {
-                    case: target.name.clone(),
-                    error,
-                });
-                continue;
-            }
-        };
-        let platform = match config.platform(target.platform.as_deref()) {
-            Ok(p) => p,
-            Err(e) => {
-                selected.failures.push(CaseFailure {
-                    case: target.name.clone(),
-                    error: e.into(),
-                });
-                continue;
-            }
-        };
+    Ok(())
+}
+
+/// What every target of a selection is planned with.
+struct Planner<'a> {
+    config: &'a Config,
+    selection: &'a Selection,
+    request: VariantRequest,
+    base_dir: PathBuf,
+    caller_env: BTreeMap<String, String>,
+    rows: &'a [RecipeRow],
+    output: &'a Output,
+    repeat: Option<u32>,
+    warmup: u32,
+}
+
+impl Planner<'_> {
+    /// The jobs of one target: its case on its platform, with its recipe row.
+    fn plan(&self, target: &Target<'_>, case: &TestCase) -> Result<Planned, AppError> {
+        let platform = self.config.platform(target.platform.as_deref())?;
         let recipe = match target.row {
             Some(row) => CaseRecipe {
                 exact: Some(row),
                 any: Some(row),
             },
-            None => for_case(&rows, &target.name, &target.environment, &platform.name),
+            None => for_case(self.rows, &target.name, &target.environment, &platform.name),
         };
         let inputs = PlanInputs {
-            config,
+            config: self.config,
             platform,
-            out_dir: &output.out_dir,
-            run_id: &output.run_id,
-            base_dir: &base_dir,
-            caller_env: &caller_env,
+            out_dir: &self.output.out_dir,
+            run_id: &self.output.run_id,
+            base_dir: &self.base_dir,
+            caller_env: &self.caller_env,
             environment: &target.environment,
-            nodes: selection.nodes,
-            gpus_per_node: selection.gpus_per_node,
-            warmup,
+            nodes: self.selection.nodes,
+            gpus_per_node: self.selection.gpus_per_node,
+            warmup: self.warmup,
         };
-        match plan_case(&inputs, case, recipe, &request, repeat) {
-            Ok(planned) => {
-                selected.jobs.extend(planned.jobs);
-                for u in planned.unset {
-                    if !selected.unset.iter().any(|s| s.name == u.name) {
-                        selected.unset.push(u);
-                    }
-                }
-            }
-            Err(e) => selected.failures.push(CaseFailure {
-                case: target.name.clone(),
-                error: e.into(),
-            }),
-        }
+        Ok(plan_case(
+            &inputs,
+            case,
+            recipe,
+            &self.request,
+            self.repeat,
+        )?)
     }
-    Ok(selected)
 }
 
 impl Selected {
@@ -282,27 +310,39 @@ fn targets<'a>(
         .environment
         .clone()
         .unwrap_or_else(|| "dev".to_owned());
+    if recipe.scope.is_some() || recipe.cadence.is_some() {
+        return scope_targets(selection, names, rows, found, skipped);
+    }
+    let all: Vec<String> = if names.is_empty() {
+        found.iter().map(|c| c.name.clone()).collect()
+    } else {
+        names
+            .iter()
+            .map(|n| n.trim_end_matches('/').to_owned())
+            .collect()
+    };
+    all.into_iter()
+        .map(|name| Target {
+            name,
+            platform: selection.platform.clone(),
+            environment: environment.clone(),
+            row: None,
+        })
+        .collect()
+}
+
+/// The recipe rows Megatron's parser selects, each on its own platform and environment; rows
+/// Megatron runs by other means, or whose case folder is missing, are noted and skipped.
+fn scope_targets<'a>(
+    selection: &Selection,
+    names: &[String],
+    rows: &'a [RecipeRow],
+    found: &[crate::case::CaseRef],
+    skipped: &mut Vec<(String, String)>,
+) -> Vec<Target<'a>> {
+    let recipe = &selection.recipes;
     let named =
         |case: &str| names.is_empty() || names.iter().any(|n| n.trim_end_matches('/') == case);
-    if recipe.scope.is_none() && recipe.cadence.is_none() {
-        let all: Vec<String> = if names.is_empty() {
-            found.iter().map(|c| c.name.clone()).collect()
-        } else {
-            names
-                .iter()
-                .map(|n| n.trim_end_matches('/').to_owned())
-                .collect()
-        };
-        return all
-            .into_iter()
-            .map(|name| Target {
-                name,
-                platform: selection.platform.clone(),
-                environment: environment.clone(),
-                row: None,
-            })
-            .collect();
-    }
     let filter = RecipeFilter {
         scope: recipe.scope.clone(),
         cadence: recipe.cadence.clone(),
@@ -310,10 +350,7 @@ fn targets<'a>(
         platform: selection.platform.clone(),
     };
     let mut out = Vec::new();
-    for row in select(rows, &filter) {
-        if !named(&row.case) {
-            continue;
-        }
+    for row in select(rows, &filter).into_iter().filter(|r| named(&r.case)) {
         let runner = row.script.as_ref().map(|s| s.runner.clone());
         if let Ok(Runner::Other(what)) = runner {
             skipped.push((
@@ -326,10 +363,7 @@ fn targets<'a>(
             out.push(Target {
                 name: row.case.clone(),
                 platform: row.platform.clone(),
-                environment: row
-                    .environment
-                    .clone()
-                    .unwrap_or_else(|| environment.clone()),
+                environment: row.environment.clone().unwrap_or_else(|| "dev".to_owned()),
                 row: Some(row),
             });
         }

@@ -212,9 +212,21 @@ pub fn judge_against(
 ) -> Result<JobComparison, CompareError> {
     let first = &group[0].1;
     job.golden_path = Some(path.to_path_buf());
-    let (golden, samples) = golden_io::load_with_samples(path)?;
+    // One read gives the series, the per-job samples (two-sample test) and the metrics of a
+    // shape goldgate cannot compare.
+    let file = crate::golden::read_golden(path)?;
+    let samples = super::golden_samples::from_golden(path, &file)?;
+    let golden = golden_io::to_series(&file);
     let nondeterministic = group.iter().any(|(_, r)| r.nondeterministic);
     let wanted = |m: &String| selected.is_none_or(|list| list.contains(m));
+    for (metric, shape) in file.unsupported.iter().filter(|(m, _)| wanted(m)) {
+        warnings.push(format!(
+            "{} ({}): `{metric}` not compared: unsupported shape in {} ({shape})",
+            job.case,
+            job.variant,
+            path.display()
+        ));
+    }
     for (metric, series) in golden.iter().filter(|(m, _)| wanted(m)) {
         let Some(rule) = opts.rules.find(metric) else {
             warnings.push(format!(
@@ -233,7 +245,12 @@ pub fn judge_against(
             judge::judge(metric, rule, series, &repeats, nondeterministic)
         });
     }
-    for metric in first.metrics.keys().filter(|m| !golden.contains_key(*m)) {
+    let unsupported = |m: &String| file.unsupported.iter().any(|(u, _)| u == m);
+    for metric in first
+        .metrics
+        .keys()
+        .filter(|m| !golden.contains_key(*m) && !unsupported(m))
+    {
         warnings.push(format!(
             "{}: `{metric}` was recorded but {} has no golden value for it",
             job.case,

@@ -62,16 +62,6 @@ pub fn load(path: &Path) -> Result<BTreeMap<String, Series>, GoldenError> {
     Ok(to_series(&golden::read_golden(path)?))
 }
 
-/// Reads a golden file into its series and the per-job samples it keeps for the two-sample
-/// test (none for files written before they existed). Errors name the file.
-pub fn load_with_samples(
-    path: &Path,
-) -> Result<(BTreeMap<String, Series>, GoldenSamples), GoldenError> {
-    let file = golden::read_golden(path)?;
-    let samples = golden_samples::from_golden(path, &file)?;
-    Ok((to_series(&file), samples))
-}
-
 /// The series of a parsed golden file.
 pub fn to_series(file: &GoldenFile) -> BTreeMap<String, Series> {
     file.metrics
@@ -140,6 +130,7 @@ pub fn to_golden_file(metrics: &BTreeMap<String, Series>) -> GoldenFile {
     GoldenFile {
         metrics,
         extra: Vec::new(),
+        unsupported: Vec::new(),
         style: GoldenStyle::Indented,
         trailing_newline: false,
     }

@@ -256,15 +256,28 @@ fn step_median(repeats: &[&Series], step: u64) -> f64 {
     stats::median(&vals).unwrap_or(f64::INFINITY)
 }
 
-/// Reduces a series to the one value the rule judges, with a note on how.
+/// Reduces a series to the one value the rule judges, with a note on how: the median of
+/// its [`samples`].
 pub(crate) fn reduce(rule: &Rule, series: &Series, last_golden_step: u64) -> Option<(f64, String)> {
+    let (values, how) = samples(rule, series, last_golden_step)?;
+    stats::median(&values).map(|m| (m, how))
+}
+
+/// The finite values of a series that the rule's one value is taken over — the saves after the
+/// skipped warm-up ones, the steps of the window, or the last value — with a note on how the
+/// value is taken. `None` when there is none.
+pub(crate) fn samples(
+    rule: &Rule,
+    series: &Series,
+    last_golden_step: u64,
+) -> Option<(Vec<f64>, String)> {
     let finite = |(s, v): (&u64, &f64)| v.is_finite().then_some((*s, *v));
     match rule.kind {
         Kind::PerStep | Kind::Scalar => series
             .iter()
             .rev()
             .find_map(finite)
-            .map(|(s, v)| (v, format!("value at step {s}"))),
+            .map(|(s, v)| (vec![v], format!("value at step {s}"))),
         Kind::Window(w) => {
             let (from, to) = w.range(last_golden_step);
             let inside: Vec<f64> = series
@@ -272,11 +285,12 @@ pub(crate) fn reduce(rule: &Rule, series: &Series, last_golden_step: u64) -> Opt
                 .filter_map(finite)
                 .map(|(_, v)| v)
                 .collect();
-            if let Some(m) = stats::median(&inside) {
-                return Some((m, format!("median over steps {from}-{to}")));
+            if !inside.is_empty() {
+                return Some((inside, format!("median over steps {from}-{to}")));
             }
             let all: Vec<f64> = series.iter().filter_map(finite).map(|(_, v)| v).collect();
-            stats::median(&all).map(|m| (m, format!("median over all steps (none in {from}-{to})")))
+            let how = format!("median over all steps (none in {from}-{to})");
+            (!all.is_empty()).then_some((all, how))
         }
         Kind::PerSave => {
             let saves: Vec<f64> = series.iter().filter_map(finite).map(|(_, v)| v).collect();
@@ -293,7 +307,7 @@ pub(crate) fn reduce(rule: &Rule, series: &Series, last_golden_step: u64) -> Opt
                     saves.len()
                 ),
             };
-            stats::median(&saves[skip..]).map(|m| (m, how))
+            (saves.len() > skip).then(|| (saves[skip..].to_vec(), how))
         }
     }
 }

@@ -105,6 +105,9 @@ pub struct Config {
     pub rule_overrides: Vec<(String, RuleOverride)>,
     /// Megatron's recipe folder (`tests/test_utils/recipes`), when the file names one.
     pub recipes: Option<PathBuf>,
+    /// `check.ignore`: path glob (relative to the case or golden root) → why the file is known
+    /// to be bad. `goldgate check` reports a problem there as a note, not an error.
+    pub check_ignore: Vec<(String, String)>,
 }
 
 /// Platforms every configuration has (a file's own platform of the same name replaces one):
@@ -125,6 +128,15 @@ struct RawConfig {
     rules: Named<RuleOverride>,
     #[serde(default)]
     recipes: Option<String>,
+    #[serde(default)]
+    check: RawCheck,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawCheck {
+    #[serde(default)]
+    ignore: StringMap,
 }
 
 #[derive(Deserialize)]
@@ -299,6 +311,7 @@ impl Config {
             rules,
             rule_overrides,
             recipes: raw.recipes.map(PathBuf::from),
+            check_ignore: string_pairs(raw.check.ignore),
         })
     }
 }
@@ -404,6 +417,21 @@ mod tests {
             let err = parse(text).unwrap_err().to_string();
             assert!(err.starts_with(place), "{err:?} should start with {place}");
         }
+    }
+
+    #[test]
+    fn check_ignore_keeps_globs_and_reasons_in_order() {
+        let text = "platforms:\n  a: {gpus_per_node: 1}\ncheck:\n  ignore:\n    \"gpt/*/x.json\": 0 bytes upstream\n    moe/y.json:\n";
+        let config = parse(text).unwrap();
+        assert_eq!(
+            config.check_ignore,
+            [
+                ("gpt/*/x.json".to_owned(), "0 bytes upstream".to_owned()),
+                ("moe/y.json".to_owned(), String::new())
+            ]
+        );
+        let err = parse("check:\n  skip: []\n").unwrap_err().to_string();
+        assert!(err.starts_with("goldgate.yaml:2:3"), "{err}");
     }
 
     #[test]

@@ -449,9 +449,17 @@ pub fn load_index(path: &Path) -> Result<RunIndex, RecordError> {
     read_json(path)
 }
 
-/// Every `results.json` under `dir` (a run folder, or a folder of run folders), sorted by
-/// path so reports are stable. Errors name the file.
+/// Every `results.json` under `dir` (a run folder, or a folder of run folders) except those of
+/// warm-up jobs, which ran only to warm the machine and nothing judges, sorted by path so
+/// reports are stable. Errors name the file.
 pub fn load_results(dir: &Path) -> Result<Vec<(PathBuf, RunRecord)>, RecordError> {
+    let mut records = load_all_results(dir)?;
+    records.retain(|(_, r)| !r.warmup);
+    Ok(records)
+}
+
+/// Every `results.json` under `dir`, warm-up jobs included (`goldgate power` reports them).
+pub fn load_all_results(dir: &Path) -> Result<Vec<(PathBuf, RunRecord)>, RecordError> {
     let mut paths = Vec::new();
     collect(dir, &mut paths, 0)?;
     paths.sort();
@@ -460,12 +468,10 @@ pub fn load_results(dir: &Path) -> Result<Vec<(PathBuf, RunRecord)>, RecordError
             path: dir.to_path_buf(),
         });
     }
-    let records: Vec<(PathBuf, RunRecord)> = paths
+    paths
         .into_iter()
         .map(|p| load_record(&p).map(|r| (p, r)))
-        .collect::<Result<_, _>>()?;
-    // Warm-up jobs ran only to warm the machine: nothing judges them.
-    Ok(records.into_iter().filter(|(_, r)| !r.warmup).collect())
+        .collect()
 }
 
 fn collect(dir: &Path, out: &mut Vec<PathBuf>, depth: usize) -> Result<(), RecordError> {

@@ -150,6 +150,47 @@ fn plan_job(
 ) -> Result<(Job, Vec<Unset>), PlanError> {
     let values = applied_values(inputs.config, variant, &case.goldgate.variants);
     let shape = shape(inputs, case, recipe, &values)?;
+    let draft = draft(inputs, &shape, &values, variant, repeat)?;
+    let mut missing = draft.env.missing.clone();
+    let mut runs = Vec::new();
+    for (layout, vars) in draft.layouts.iter().zip(&draft.run_vars) {
+        let run = plan_run(inputs, &shape, layout, vars, &draft, &mut missing)?;
+        runs.push(run);
+    }
+    add_resume_actions(case.test_type, shape.train_iters, &draft.dirs, &mut runs);
+    check_ranks(case, &shape, &runs)?;
+    let scripts = scripts(&shape, &draft, inputs, &mut missing);
+    let job = assemble(
+        inputs, &shape, recipe, variant, repeat, draft, runs, scripts,
+    );
+    Ok((job, unset_list(case, missing)))
+}
+
+/// A job before its runs: folders, each run's layout and variables, the environment.
+struct Draft {
+    dirs: JobDirs,
+    layouts: Vec<RunLayout>,
+    run_vars: Vec<BTreeMap<String, String>>,
+    env: JobEnv,
+    from_caller: RefCell<Vec<FromCaller>>,
+}
+
+impl Draft {
+    /// The first run's own variables (scripts and ENV_VARS see the job as its first run does).
+    fn run1(&self) -> &BTreeMap<String, String> {
+        static EMPTY: BTreeMap<String, String> = BTreeMap::new();
+        self.run_vars.first().unwrap_or(&EMPTY)
+    }
+}
+
+fn draft(
+    inputs: &PlanInputs<'_>,
+    shape: &Shape<'_>,
+    values: &[&AxisValue],
+    variant: &Variant,
+    repeat: u32,
+) -> Result<Draft, PlanError> {
+    let case = shape.case;
     let dirs = JobDirs::new(
         inputs.out_dir,
         inputs.run_id,
@@ -159,58 +200,51 @@ fn plan_job(
         inputs.platform.checkpoint_root.as_deref().map(Path::new),
     );
     let from_caller = RefCell::new(Vec::new());
-    let (mut base, frozen) = base_vars(inputs, &shape, &dirs, repeat, &from_caller);
+    let (mut base, frozen) = base_vars(inputs, shape, &dirs, repeat, &from_caller);
     base.extend(megatron_vars(case, shape.lightweight));
-    let layouts = run_layouts(
-        case,
-        repeat,
-        &LayoutDirs {
-            checkpoints: &dirs.checkpoints,
-            scratch: &dirs.scratch,
-            frozen: &frozen,
-            tensorboard: &dirs.tensorboard,
-        },
-    );
+    let layout_dirs = LayoutDirs {
+        checkpoints: &dirs.checkpoints,
+        scratch: &dirs.scratch,
+        frozen: &frozen,
+        tensorboard: &dirs.tensorboard,
+    };
+    let layouts = run_layouts(case, repeat, &layout_dirs);
     let run_vars: Vec<BTreeMap<String, String>> = layouts.iter().map(layout_vars).collect();
     let empty = BTreeMap::new();
     let place = |s: &Scalar| place(case, s.span);
-    let env = job_env(
-        &Layers {
-            base,
-            platform: inputs.platform,
-            env_vars: &shape.edits.env_vars,
-            values: &values,
-            caller: inputs.caller_env,
-            run1: run_vars.first().unwrap_or(&empty),
-            place: &place,
-        },
-        &from_caller,
-    )?;
-    let mut missing = env.missing.clone();
-    let mut runs = Vec::new();
-    for (layout, vars) in layouts.iter().zip(&run_vars) {
-        let run = plan_run(
-            inputs,
-            &shape,
-            layout,
-            vars,
-            &env,
-            &from_caller,
-            &mut missing,
-        )?;
-        runs.push(run);
-    }
-    add_resume_actions(case.test_type, shape.train_iters, &dirs, &mut runs);
-    check_ranks(case, &shape, &runs)?;
-    let scripts = scripts(
-        case,
-        &env,
-        run_vars.first().unwrap_or(&empty),
-        inputs,
-        &from_caller,
-        &mut missing,
-    );
-    let job = Job {
+    let layers = Layers {
+        base,
+        platform: inputs.platform,
+        env_vars: &shape.edits.env_vars,
+        values,
+        caller: inputs.caller_env,
+        run1: run_vars.first().unwrap_or(&empty),
+        place: &place,
+    };
+    let env = job_env(&layers, &from_caller)?;
+    Ok(Draft {
+        dirs,
+        layouts,
+        run_vars,
+        env,
+        from_caller,
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+fn assemble(
+    inputs: &PlanInputs<'_>,
+    shape: &Shape<'_>,
+    recipe: CaseRecipe<'_>,
+    variant: &Variant,
+    repeat: u32,
+    draft: Draft,
+    runs: Vec<RunSpec>,
+    scripts: (Option<String>, Option<String>),
+) -> Job {
+    let case = shape.case;
+    let env = draft.env;
+    Job {
         id: format!("{}@{}#{repeat}", case.name, variant.name()),
         case: case.name.clone(),
         variant: variant.clone(),
@@ -238,14 +272,13 @@ fn plan_job(
             .is_some_and(|t| t.text == "xpass"),
         env: env.env,
         env_unset: env.unset,
-        dirs,
+        dirs: draft.dirs,
         metrics: case.metrics.clone(),
         platform: inputs.platform.name.clone(),
         config_path: case.config_path.clone(),
-        from_caller: from_caller.into_inner(),
+        from_caller: draft.from_caller.into_inner(),
         warmup: false,
-    };
-    Ok((job, unset_list(case, missing)))
+    }
 }
 
 /// The variant's and Megatron CI's edits, the entry, and the job's size.
@@ -355,23 +388,19 @@ fn plan_run(
     shape: &Shape<'_>,
     layout: &RunLayout,
     vars: &BTreeMap<String, String>,
-    env: &JobEnv,
-    from_caller: &RefCell<Vec<FromCaller>>,
+    draft: &Draft,
     missing: &mut Vec<(String, Place)>,
 ) -> Result<RunSpec, PlanError> {
     let case = shape.case;
-    let first_pass = Names {
-        layers: vec![vars, &env.before_env_vars],
+    let env = &draft.env;
+    let names = |layers| Names {
+        layers,
         caller: inputs.caller_env,
         unset: &env.unset,
-        from_caller,
+        from_caller: &draft.from_caller,
     };
-    let shell = Names {
-        layers: vec![&env.env, vars],
-        caller: inputs.caller_env,
-        unset: &env.unset,
-        from_caller,
-    };
+    let first_pass = names(vec![vars, &env.before_env_vars]);
+    let shell = names(vec![&env.env, vars]);
     let mut words = Vec::new();
     for word in &shape.entry {
         let resolved = resolve(&word.text, &shell);
@@ -383,13 +412,7 @@ fn plan_run(
         );
         words.push(absolute(inputs.base_dir, resolved.text));
     }
-    let args = shape
-        .edits
-        .model_args
-        .iter()
-        .find(|m| m.key == layout.key)
-        .cloned()
-        .unwrap_or_else(empty_args);
+    let args = shape.edits.model_args.iter().find(|m| m.key == layout.key);
     let pass1 = |n: &str| first_pass.get(n);
     let pass2 = |n: &str| shell.get(n);
     let lookups = Lookups {
@@ -397,9 +420,11 @@ fn plan_run(
         env: &pass1,
         shell: &pass2,
     };
-    let argv = model_argv(&args, &lookups).map_err(|e| PlanError::Argv {
-        place: place(case, e.span()).to_string(),
-        message: e.to_string(),
+    let argv = model_argv(&args.cloned().unwrap_or_else(empty_args), &lookups).map_err(|e| {
+        PlanError::Argv {
+            place: place(case, e.span()).to_string(),
+            message: e.to_string(),
+        }
     })?;
     for (expansion, span) in argv.expansions {
         if expansion.value.is_none() {
@@ -461,28 +486,30 @@ fn check_ranks(case: &TestCase, shape: &Shape<'_>, runs: &[RunSpec]) -> Result<(
 /// `BEFORE_SCRIPT` and `AFTER_SCRIPT` after the first placeholder pass (bash expands the rest
 /// when it runs them, as Megatron's `eval` does).
 fn scripts(
-    case: &TestCase,
-    env: &JobEnv,
-    run1: &BTreeMap<String, String>,
+    shape: &Shape<'_>,
+    draft: &Draft,
     inputs: &PlanInputs<'_>,
-    from_caller: &RefCell<Vec<FromCaller>>,
     missing: &mut Vec<(String, Place)>,
 ) -> (Option<String>, Option<String>) {
+    let case = shape.case;
+    let env = &draft.env;
     let names = Names {
-        layers: vec![run1, &env.before_env_vars],
+        layers: vec![draft.run1(), &env.before_env_vars],
         caller: inputs.caller_env,
         unset: &env.unset,
-        from_caller,
+        from_caller: &draft.from_caller,
     };
     let mut one = |script: &Option<Scalar>| {
         let script = script.as_ref()?;
         let resolved = resolve(&script.text, &names);
-        let defined = |n: &String| env.env.contains_key(n);
+        // Names the ENV_VARS define (and the exit code the after script may set) are the
+        // shell's when the script runs.
+        let defined = |n: &String| env.env.contains_key(n) || n == "EXIT_CODE";
         missing.extend(
             resolved
                 .missing
                 .into_iter()
-                .filter(|n| !defined(n) && n != "EXIT_CODE")
+                .filter(|n| !defined(n))
                 .map(|n| (n, place(case, script.span))),
         );
         Some(resolved.text)

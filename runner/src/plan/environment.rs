@@ -62,14 +62,7 @@ pub(crate) fn job_env(
     layers: &Layers<'_>,
     from_caller: &RefCell<Vec<FromCaller>>,
 ) -> Result<JobEnv, PlanError> {
-    let mut pre = BTreeMap::new();
-    for (name, value) in NCCL_DEFAULTS {
-        if !layers.caller.contains_key(name) {
-            pre.insert(name.to_owned(), value.to_owned());
-        }
-    }
-    pre.extend(layers.base.clone());
-    pre.extend(layers.platform.env.iter().cloned());
+    let pre = before_case(layers);
     let mut unset = Vec::new();
     for value in layers.values {
         for name in &value.unset {
@@ -92,6 +85,41 @@ pub(crate) fn job_env(
         from_caller,
     };
     let mut env = pre;
+    let missing = add_env_vars(layers, &names, &mut env)?;
+    for value in layers.values {
+        env.extend(value.env.iter().cloned());
+    }
+    for name in &unset {
+        env.remove(name);
+    }
+    Ok(JobEnv {
+        env,
+        before_env_vars,
+        unset,
+        missing,
+    })
+}
+
+/// The layers below the case: NCCL defaults the caller does not set, the job's variables, the
+/// platform's `env`.
+fn before_case(layers: &Layers<'_>) -> BTreeMap<String, String> {
+    let mut pre = BTreeMap::new();
+    for (name, value) in NCCL_DEFAULTS {
+        if !layers.caller.contains_key(name) {
+            pre.insert(name.to_owned(), value.to_owned());
+        }
+    }
+    pre.extend(layers.base.clone());
+    pre.extend(layers.platform.env.iter().cloned());
+    pre
+}
+
+/// The case's ENV_VARS, first placeholder pass done, into `env`; the names nothing sets.
+fn add_env_vars(
+    layers: &Layers<'_>,
+    names: &Names<'_>,
+    env: &mut BTreeMap<String, String>,
+) -> Result<Vec<(String, Place)>, PlanError> {
     let mut missing = Vec::new();
     for (name, scalar) in layers.env_vars {
         if !is_name(name) {
@@ -105,25 +133,10 @@ pub(crate) fn job_env(
         } else {
             scalar.text.as_str()
         };
-        let resolved = resolve(text, &names);
-        missing.extend(
-            resolved
-                .missing
-                .into_iter()
-                .map(|n| (n, (layers.place)(scalar))),
-        );
+        let resolved = resolve(text, names);
+        let place = (layers.place)(scalar);
+        missing.extend(resolved.missing.into_iter().map(|n| (n, place.clone())));
         env.insert(name.clone(), resolved.text);
     }
-    for value in layers.values {
-        env.extend(value.env.iter().cloned());
-    }
-    for name in &unset {
-        env.remove(name);
-    }
-    Ok(JobEnv {
-        env,
-        before_env_vars,
-        unset,
-        missing,
-    })
+    Ok(missing)
 }

@@ -33,23 +33,7 @@ pub fn render_plan_text(jobs: &[Job]) -> String {
 }
 
 fn render_job(s: &mut String, job: &Job) {
-    let _ = writeln!(s, "\n{}", job.id);
-    let launcher = job.launcher.kind().as_str();
-    let ranks = if job.nodes > 1 {
-        format!("{} nodes × {} ranks", job.nodes, job.nproc)
-    } else {
-        format!(
-            "{} rank{}",
-            job.nproc,
-            if job.nproc == 1 { "" } else { "s" }
-        )
-    };
-    let _ = writeln!(
-        s,
-        "  type     {} · {launcher} · {ranks} · metrics: {}",
-        job.test_type.as_str(),
-        job.metrics.join(", ")
-    );
+    render_head(s, job);
     if let Some(recipe) = &job.recipe {
         let env = job.environment.as_deref().unwrap_or("-");
         let fit = if recipe.exact {
@@ -92,6 +76,27 @@ fn render_job(s: &mut String, job: &Job) {
     if let Some(script) = &job.after_script {
         write_list(s, "after", &script_lines(job, script));
     }
+}
+
+/// The job's id, kind, size, recipe and folder.
+fn render_head(s: &mut String, job: &Job) {
+    let _ = writeln!(s, "\n{}", job.id);
+    let launcher = job.launcher.kind().as_str();
+    let ranks = if job.nodes > 1 {
+        format!("{} nodes × {} ranks", job.nodes, job.nproc)
+    } else {
+        format!(
+            "{} rank{}",
+            job.nproc,
+            if job.nproc == 1 { "" } else { "s" }
+        )
+    };
+    let _ = writeln!(
+        s,
+        "  type     {} · {launcher} · {ranks} · metrics: {}",
+        job.test_type.as_str(),
+        job.metrics.join(", ")
+    );
 }
 
 /// A script's non-empty lines, secrets redacted.

@@ -56,6 +56,9 @@ pub(crate) struct Config {
     pub(crate) planted: Vec<(u64, Planted)>,
     pub(crate) ignore_sigterm: bool,
     pub(crate) fork_child: bool,
+    /// Words between this program's executable and its own arguments when it is started again
+    /// for `--fork-child`: none for `fake-trainer`, `fake-trainer` for `goldgate fake-trainer`.
+    pub(crate) reexec_prefix: Vec<String>,
     pub(crate) old_format: bool,
     /// Unknown flags, in order, for one warning line.
     pub(crate) unknown: Vec<String>,
@@ -443,6 +446,7 @@ fn validate(raw: Raw) -> Result<Config, UsageError> {
         planted,
         ignore_sigterm: raw.has("--ignore-sigterm"),
         fork_child: raw.has("--fork-child"),
+        reexec_prefix: Vec::new(),
         old_format: raw.has("--old-format"),
         unknown: raw.unknown,
     })
