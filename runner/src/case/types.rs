@@ -188,6 +188,10 @@ pub struct CaseExtras {
     pub nproc: Option<u32>,
     /// Variant axis → the values this case allows (an absent axis allows all).
     pub variants: BTreeMap<String, Vec<String>>,
+    /// Time limit of each run of a job (`GOLDGATE.timeout: 30m`); `goldgate run --timeout`
+    /// overrides it, and it overrides the platform's.
+    #[serde(serialize_with = "crate::duration::seconds::serialize")]
+    pub timeout: Option<std::time::Duration>,
 }
 
 /// A loaded, validated `model_config.yaml`.
@@ -250,4 +254,5 @@ pub struct CaseRef {
 }
 
 /// The metrics Megatron compares when `METRICS` is absent.
-pub const DEFAULT_METRICS: [&str; 2] = ["lm loss", "num-zeros"];
+pub const DEFAULT_METRICS: [&str; 2] =
+    [crate::metric_names::LM_LOSS, crate::metric_names::NUM_ZEROS];

@@ -2,15 +2,15 @@
 
 use std::path::PathBuf;
 
-use super::select::{Output, Selection, absolute, plan_selection};
+use super::select::{CaseArgs, Output, Selection, absolute, plan_selection};
 use crate::exit::{AppError, Exit};
 use crate::plan::{render_plan_json, render_plan_text};
 
 /// Arguments of `goldgate plan`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Cases to plan (`<model>/<case>`); all under the root when none.
-    pub cases: Vec<String>,
+    #[command(flatten)]
+    pub which: CaseArgs,
     #[command(flatten)]
     pub select: Selection,
     /// Repeats per job (default: the case's `ENV_VARS.N_REPEAT`, else 1).
@@ -36,7 +36,8 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
         run_id: args.run_id,
     };
     let config = crate::config::Config::load(&args.select.config)?;
-    let selected = plan_selection(&config, &args.select, &args.cases, args.repeat, 0, &output)?;
+    let filter = args.which.filter()?;
+    let selected = plan_selection(&config, &args.select, &filter, args.repeat, 0, &output)?;
     let text = match args.format {
         super::list::Format::Table => render_plan_text(&selected.jobs),
         super::list::Format::Json => render_plan_json(&selected.jobs),

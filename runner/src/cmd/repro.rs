@@ -29,14 +29,8 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
         run_id: args.run_id,
     };
     let config = crate::config::Config::load(&args.select.config)?;
-    let selected = plan_selection(
-        &config,
-        &args.select,
-        std::slice::from_ref(&args.case),
-        Some(1),
-        0,
-        &output,
-    )?;
+    let filter = crate::plan::CaseFilter::new(std::slice::from_ref(&args.case), None, None)?;
+    let selected = plan_selection(&config, &args.select, &filter, Some(1), 0, &output)?;
     let strict = args.select.strict_placeholders;
     eprint!("{}", selected.render_problems(strict));
     if selected.refused(strict) {

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::args::{GateArgs, parse_duration};
-use super::select::{Output, Selection, absolute, plan_selection};
+use super::select::{CaseArgs, Output, Selection, absolute, failed_in_newest_run, plan_selection};
 use crate::config::Config;
 use crate::exit::{AppError, Exit};
 use crate::launch::{self, Settle};
@@ -16,10 +16,14 @@ use crate::run::{LocalExecutor, Progress, ResultsWriter, RunError, RunOptions, R
 /// Arguments of `goldgate run`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Cases to run (`<model>/<case>`); all under the root when none.
-    pub cases: Vec<String>,
+    #[command(flatten)]
+    pub which: CaseArgs,
     #[command(flatten)]
     pub select: Selection,
+    /// Run only the jobs (case and variant) that failed or did not finish in the newest run
+    /// under `--out`, as the selection plans them now.
+    #[arg(long)]
+    pub rerun_failed: bool,
     /// Repeats per job (default: the case's `ENV_VARS.N_REPEAT`, else 1).
     #[arg(long)]
     pub repeat: Option<u32>,
@@ -107,14 +111,8 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
                 .warmup_jobs
         }
     };
-    let selected = plan_selection(
-        &config,
-        &args.select,
-        &args.cases,
-        args.repeat,
-        warmup,
-        &output,
-    )?;
+    let filter = args.which.filter()?;
+    let selected = plan_selection(&config, &args.select, &filter, args.repeat, warmup, &output)?;
     let strict = args.select.strict_placeholders;
     eprint!("{}", selected.render_problems(strict));
     if selected.refused(strict) {
@@ -122,11 +120,12 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
             "not running: the cases above do not plan (hint: `goldgate plan` shows the same)",
         ));
     }
-    let jobs = selected.jobs;
+    let mut jobs = selected.jobs;
+    if args.rerun_failed {
+        keep_failed(&mut jobs, &opts.out_dir)?;
+    }
     if jobs.is_empty() {
-        return Err(AppError::usage(
-            "nothing to run: the selection planned no job",
-        ));
+        return nothing_to_run(&args);
     }
     let executor = LocalExecutor::new(&opts, &jobs)?;
     let command = std::env::args().collect();
@@ -138,6 +137,41 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
     })?;
     writer.finish()?;
     finish(&args, &config, &opts, &summary)
+}
+
+/// `--rerun-failed`: keeps the jobs whose case and variant failed in the newest earlier run.
+#[allow(clippy::print_stderr)]
+fn keep_failed(
+    jobs: &mut Vec<crate::plan::Job>,
+    out_dir: &std::path::Path,
+) -> Result<(), AppError> {
+    let (run_id, failed) = failed_in_newest_run(out_dir)?;
+    jobs.retain(|j| failed.contains(&(j.case.clone(), j.variant.name())));
+    eprintln!(
+        "goldgate: rerunning {} of run {run_id}'s failed or unfinished case/variant pair(s): {} job(s)",
+        failed.len(),
+        jobs.len()
+    );
+    Ok(())
+}
+
+/// An empty selection: fine for a partition that got no case or a rerun with nothing failed
+/// (exit 0, said on stderr); a usage error otherwise.
+#[allow(clippy::print_stderr)]
+fn nothing_to_run(args: &Args) -> Result<Exit, AppError> {
+    if let Some(partition) = args.which.partition {
+        eprintln!(
+            "goldgate: partition {partition} holds no case of this selection; nothing to run"
+        );
+        return Ok(Exit::Pass);
+    }
+    if args.rerun_failed {
+        eprintln!("goldgate: nothing to rerun");
+        return Ok(Exit::Pass);
+    }
+    Err(AppError::usage(
+        "nothing to run: the selection planned no job",
+    ))
 }
 
 /// Prints the variant table, compares unless asked not to, and picks the exit code.

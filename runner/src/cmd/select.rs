@@ -3,7 +3,7 @@
 //! of Megatron's recipes (`--scope`, `--cadence`, `--environment`, `--platform`), each planned
 //! on its platform; a case that cannot be planned is reported on its own.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use crate::case::{
@@ -12,7 +12,9 @@ use crate::case::{
 };
 use crate::config::Config;
 use crate::exit::AppError;
-use crate::plan::{Job, PlanInputs, Planned, Unset, VariantRequest, plan_case};
+use crate::plan::{
+    CaseFilter, Job, Partition, PlanInputs, Planned, Unset, VariantRequest, plan_case,
+};
 
 /// Where the cases are and which jobs to make of them.
 #[derive(clap::Args, Debug, Clone)]
@@ -108,6 +110,34 @@ pub struct Output {
     pub run_id: String,
 }
 
+/// Which cases of the root a command takes (`plan`, `run`).
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct CaseArgs {
+    /// Cases (`<model>/<case>`) or globs of case names (`gpt/*`, `*resume*`); every case under
+    /// the root when none. A name or glob that matches nothing is an error.
+    #[arg(value_name = "CASE")]
+    pub cases: Vec<String>,
+    /// Only cases whose name matches this regular expression (as `goldgate list --filter`).
+    #[arg(long, value_name = "REGEX")]
+    pub filter: Option<String>,
+    /// Only this share of the selected cases, for one of N CI runners: `hash:K/N` (a case stays
+    /// in its partition when others are added) or `count:K/N` (even shares). A case's variants
+    /// and repeats stay together.
+    #[arg(long, value_name = "KIND:K/N")]
+    pub partition: Option<Partition>,
+}
+
+impl CaseArgs {
+    /// The validated filter.
+    pub fn filter(&self) -> Result<CaseFilter, AppError> {
+        Ok(CaseFilter::new(
+            &self.cases,
+            self.filter.as_deref(),
+            self.partition,
+        )?)
+    }
+}
+
 /// A case that could not be loaded or planned, and why (an error of its own).
 pub struct CaseFailure {
     pub case: String,
@@ -136,12 +166,12 @@ struct Target<'a> {
 }
 
 /// Plans the selection under `config` (the selection's goldgate.yaml, loaded once by the
-/// caller): the named cases (every case when none), or the recipe rows of `--scope`/
-/// `--cadence`. `repeat` is `--repeat` when given; `warmup` more repeats come first, marked.
+/// caller): the cases `filter` picks, or of those the recipe rows of `--scope`/`--cadence`.
+/// `repeat` is `--repeat` when given; `warmup` more repeats come first, marked.
 pub fn plan_selection(
     config: &Config,
     selection: &Selection,
-    names: &[String],
+    filter: &CaseFilter,
     repeat: Option<u32>,
     warmup: u32,
     output: &Output,
@@ -151,9 +181,13 @@ pub fn plan_selection(
     }
     let rows = load_rows(&selection.recipes, &selection.root, config)?;
     let found = discover(&selection.root)?;
-    check_names(selection, names, &found)?;
+    let picked: Vec<String> = filter
+        .select(&found, &selection.root.display().to_string())?
+        .into_iter()
+        .map(|c| c.name.clone())
+        .collect();
     let mut selected = Selected::default();
-    let targets = targets(selection, names, &rows, &found, &mut selected.skipped);
+    let targets = targets(selection, &picked, &rows, &found, &mut selected.skipped);
     let planner = Planner {
         config,
         selection,
@@ -194,25 +228,6 @@ pub fn plan_selection(
         }
     }
     Ok(selected)
-}
-
-/// A named case that does not exist is a usage error for the whole command.
-fn check_names(
-    selection: &Selection,
-    names: &[String],
-    found: &[crate::case::CaseRef],
-) -> Result<(), AppError> {
-    for name in names {
-        let name = name.trim_end_matches('/');
-        if !found.iter().any(|c| c.name == name) {
-            return Err(AppError::usage(format!(
-                "no case `{name}` under {} (hint: `goldgate list --root {}` shows the cases)",
-                selection.root.display(),
-                selection.root.display()
-            )));
-        }
-    }
-    Ok(())
 }
 
 /// What every target of a selection is planned with.
@@ -297,10 +312,10 @@ impl Selected {
     }
 }
 
-/// The (case, platform, environment) triples to plan.
+/// The (case, platform, environment) triples to plan; `picked` are the filter's cases.
 fn targets<'a>(
     selection: &Selection,
-    names: &[String],
+    picked: &[String],
     rows: &'a [RecipeRow],
     found: &[crate::case::CaseRef],
     skipped: &mut Vec<(String, String)>,
@@ -311,19 +326,12 @@ fn targets<'a>(
         .clone()
         .unwrap_or_else(|| "dev".to_owned());
     if recipe.scope.is_some() || recipe.cadence.is_some() {
-        return scope_targets(selection, names, rows, found, skipped);
+        return scope_targets(selection, picked, rows, found, skipped);
     }
-    let all: Vec<String> = if names.is_empty() {
-        found.iter().map(|c| c.name.clone()).collect()
-    } else {
-        names
-            .iter()
-            .map(|n| n.trim_end_matches('/').to_owned())
-            .collect()
-    };
-    all.into_iter()
+    picked
+        .iter()
         .map(|name| Target {
-            name,
+            name: name.clone(),
             platform: selection.platform.clone(),
             environment: environment.clone(),
             row: None,
@@ -335,14 +343,13 @@ fn targets<'a>(
 /// Megatron runs by other means, or whose case folder is missing, are noted and skipped.
 fn scope_targets<'a>(
     selection: &Selection,
-    names: &[String],
+    picked: &[String],
     rows: &'a [RecipeRow],
     found: &[crate::case::CaseRef],
     skipped: &mut Vec<(String, String)>,
 ) -> Vec<Target<'a>> {
     let recipe = &selection.recipes;
-    let named =
-        |case: &str| names.is_empty() || names.iter().any(|n| n.trim_end_matches('/') == case);
+    let named = |case: &str| picked.iter().any(|n| n == case);
     let filter = RecipeFilter {
         scope: recipe.scope.clone(),
         cadence: recipe.cadence.clone(),
@@ -383,4 +390,35 @@ pub fn caller_env() -> BTreeMap<String, String> {
 pub fn absolute(dir: &Path) -> Result<PathBuf, AppError> {
     std::path::absolute(dir)
         .map_err(|e| AppError::usage(format!("cannot use {}: {e}", dir.display())))
+}
+
+/// `--rerun-failed`: the newest run under `out` (by the start time in its `run.json`), and the
+/// `(case, variant)` of every job in it that failed or never finished (interrupted, killed).
+pub fn failed_in_newest_run(out: &Path) -> Result<(String, BTreeSet<(String, String)>), AppError> {
+    let newest = std::fs::read_dir(out)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| crate::metrics::record::load_index(&e.path().join("run.json")).ok())
+        .max_by_key(|index| {
+            let started = index.started_at.parse::<jiff::Timestamp>().ok();
+            (started, index.run_id.clone())
+        })
+        .ok_or_else(|| {
+            AppError::usage(format!(
+                "--rerun-failed: no earlier run under {} (hint: --out names the folder of runs)",
+                out.display()
+            ))
+        })?;
+    let failed = newest
+        .jobs
+        .iter()
+        .filter(|j| j.outcome.as_ref().is_none_or(|o| !o.passed()))
+        .filter_map(|j| {
+            let (job, _repeat) = j.job_id.rsplit_once('#')?;
+            let (case, variant) = job.split_once('@')?;
+            Some((case.to_owned(), variant.to_owned()))
+        })
+        .collect();
+    Ok((newest.run_id, failed))
 }

@@ -91,8 +91,8 @@ fn bless_group(
     }
     let first = &g[0].1;
     let platform = platform.unwrap_or(&first.platform);
-    let path = golden_io::golden_dir(golden_root, &first.case, variant)
-        .join(golden_io::golden_file_name("dev", platform));
+    let path = crate::golden::golden_dir(golden_root, &first.case, variant)
+        .join(crate::golden::golden_file_name("dev", platform));
     let old = path
         .is_file()
         .then(|| read_golden(&path).map_err(|e| e.to_string()));

@@ -370,17 +370,18 @@ mod tests {
 
     #[test]
     fn the_suggested_rule_raises_no_leave_one_out_alarm() {
-        let mut rules = RuleSet::megatron();
+        let rules = RuleSet::megatron();
         let times = [2.0, 2.1, 1.9, 2.3, 2.05, 1.8];
         let c = calibrate(saves(&times), &rules, 1);
         let suggested = metric(&c, "checkpoint-blocking-time").suggested_rtol;
-        for r in rules
-            .rules
-            .iter_mut()
-            .filter(|r| r.pattern == "checkpoint-blocking-time")
-        {
-            r.rtol = suggested;
-        }
+        let raised = crate::config::RuleOverride {
+            rtol: Some(suggested),
+            ..Default::default()
+        };
+        let rules = RuleSet::from_config(
+            &crate::config::Rules::default()
+                .with_file_rules(vec![("checkpoint-blocking-time".into(), raised)]),
+        );
         let again = calibrate(saves(&times), &rules, 1);
         assert_eq!(metric(&again, "checkpoint-blocking-time").false_alarms, 0);
     }

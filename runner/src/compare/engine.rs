@@ -14,6 +14,7 @@ use super::judge_two_sample;
 use super::platform;
 use super::rules::RuleSet;
 use super::verdict::{Comparison, JobComparison, Verdict};
+use crate::metric_names::GOLDGATE_METRICS;
 use crate::metrics::{RunRecord, record::load_results};
 
 /// Where to look and how to judge.
@@ -162,7 +163,7 @@ pub(crate) fn compare_job(
     let first = &group[0].1;
     let platform = opts.platform.as_deref().unwrap_or(&first.platform);
     let variant = golden_variant(first, &opts.axis_defaults);
-    let Some(path) = golden_io::find_golden(
+    let Some(path) = crate::golden::find_golden(
         &opts.golden_root,
         &opts.root,
         &first.case,
@@ -179,16 +180,6 @@ pub(crate) fn compare_job(
     };
     judge_against(job, group, &path, selected.as_deref(), opts, warnings)
 }
-
-/// goldgate's own metric keys: compared whenever the golden file has them (only goldgate
-/// writes them), whatever the case's `METRICS` says.
-pub const GOLDGATE_METRICS: [&str; 5] = [
-    "gpu-peak-memory-bytes",
-    "host-peak-rss-bytes",
-    "shm-peak-bytes",
-    "checkpoint-blocking-time",
-    "checkpoint-async-latency",
-];
 
 /// The metrics a case compares: its `METRICS` (default `lm loss`, `num-zeros`), as Megatron
 /// does, plus goldgate's own keys.
@@ -288,7 +279,8 @@ fn check_platform(
     allow: bool,
     warnings: &mut Vec<String>,
 ) -> Result<(), CompareError> {
-    let golden_platform = golden_io::platform_of(golden).unwrap_or_else(|| platform.to_string());
+    let golden_platform =
+        crate::golden::platform_of(golden).unwrap_or_else(|| platform.to_string());
     for (_, r) in group {
         if let Err(problem) = platform::check(&golden_platform, &r.fingerprint) {
             if !allow {

@@ -16,6 +16,7 @@ pub mod power;
 pub mod rules;
 pub mod rules_yaml;
 pub mod runs;
+pub mod saved;
 pub(crate) mod stats;
 pub(crate) mod twosample;
 pub mod verdict;
@@ -24,8 +25,9 @@ pub use engine::{
     CompareOptions, compare_dir, compare_records, golden_variant, is_default_variant,
 };
 pub use error::CompareError;
-pub use rules::{Direction, Kind, Rule, RuleSet};
+pub use rules::{Direction, Rule, RuleSet};
 pub use runs::{RunSelection, select_runs};
 pub use verdict::{
-    COMPARISON_SCHEMA_VERSION, Comparison, Counts, JobComparison, MetricResult, Unit, Verdict,
+    COMPARISON_SCHEMA_VERSION, Comparison, Counts, GateDecision, JobComparison, MetricResult, Unit,
+    Verdict,
 };

@@ -120,21 +120,14 @@ struct Rules {
 
 impl Rules {
     fn of(rule: &Rule) -> Rules {
-        let band = Rule {
-            test: TestKind::Band,
-            ..rule.clone()
-        };
+        let band = rule.edited(|r| r.test = TestKind::Band);
         Rules {
-            megatron: Rule {
-                rtol: 0.05,
-                atol: 0.0,
-                max_cv: None,
-                ..band.clone()
-            },
-            two: Rule {
-                test: TestKind::TwoSample,
-                ..rule.clone()
-            },
+            megatron: band.edited(|r| {
+                r.rtol = 0.05;
+                r.atol = 0.0;
+                r.max_cv = None;
+            }),
+            two: rule.edited(|r| r.test = TestKind::TwoSample),
             band,
         }
     }
@@ -434,7 +427,7 @@ pub(crate) fn metric_power(
     }
     let planted_rows = planted_sets
         .iter()
-        .filter(|_| matches!(rule.kind, super::rules::Kind::PerSave))
+        .filter(|_| rule.is_per_save())
         .map(|(label, records)| {
             let p = series(records);
             planted(&rules, metric, &jobs, label, &p, &rows, noise.center)
@@ -538,7 +531,7 @@ fn warmup_lines(
     center: f64,
     out: &mut Vec<String>,
 ) {
-    if !matches!(rule.kind, super::rules::Kind::PerSave) {
+    if !rule.is_per_save() {
         return;
     }
     for (_, r) in group.iter().filter(|(_, r)| r.warmup && r.outcome.passed()) {

@@ -321,7 +321,7 @@ impl RunRecord {
     /// `gpu-peak-memory-bytes`, or (for records without it) the largest per-device NVML peak
     /// above its baseline.
     pub fn gpu_peak_bytes(&self) -> Option<f64> {
-        self.last_value("gpu-peak-memory-bytes").or_else(|| {
+        self.last_value(crate::metric_names::GPU_PEAK).or_else(|| {
             let gpu = self.memory.gpu.as_ref()?;
             gpu.devices
                 .iter()

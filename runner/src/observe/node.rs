@@ -24,6 +24,10 @@ pub const EVERY: Duration = Duration::from_millis(100);
 /// The node's I/O state around one job, as `results.json` keeps it in the fingerprint.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct NodeIo {
+    /// The kernel's boot id (`/proc/sys/kernel/random/boot_id`): jobs with the same one ran on
+    /// the same machine without a reboot in between (host names repeat across virtual machines).
+    #[serde(default)]
+    pub boot_id: Option<String>,
     /// What goldgate did before the job (`--settle`): `none`, `sync` or `drop-caches`.
     pub settle: String,
     /// Seconds the settle step took.
@@ -80,6 +84,7 @@ pub fn watch(checkpoints: &Path, settle: &str, settle_seconds: Option<f64>) -> N
     let cache = read_file("/proc/meminfo").map(|t| page_cache(&t));
     let (dirty, writeback) = cache.unwrap_or((None, None));
     let io = NodeIo {
+        boot_id: read_file("/proc/sys/kernel/random/boot_id").map(|t| t.trim().to_owned()),
         settle: settle.to_owned(),
         settle_seconds,
         checkpoint_fs: filesystem(checkpoints),

@@ -278,6 +278,7 @@ fn assemble(
         config_path: case.config_path.clone(),
         from_caller: draft.from_caller.into_inner(),
         warmup: false,
+        timeout: case.goldgate.timeout.or(inputs.platform.timeout),
     }
 }
 

@@ -1,8 +1,9 @@
-//! Stage "plan": variants, job expansion, placeholders, the `Job` type and the repro script.
+//! Stage "plan": case selection (names, globs, partitions), variants, job expansion, placeholders, the `Job` type and the repro script.
 
 mod build;
 mod environment;
 mod error;
+mod filter;
 mod job;
 mod megatron;
 mod placeholder;
@@ -15,6 +16,7 @@ mod variant;
 
 pub use build::{DEFAULT_ENTRY, Place, PlanInputs, Planned, Unset, plan_case};
 pub use error::PlanError;
+pub use filter::{CaseFilter, FilterError, Partition};
 pub use job::{
     DEFAULT_MASTER_ADDR, Job, JobDirs, Launcher, MASTER_ADDR_REF, NODE_RANK_REF, REDACTED,
     RecipeRef, RunAction, RunSpec, Site, is_secret_name, mark_warmup, redact_text, redacted_env,

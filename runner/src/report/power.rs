@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use super::units::{Kind, value};
+use super::units::value;
 use crate::compare::power::{MetricPower, POWER, Planted, PowerReport, RulePower};
 
 /// The terminal report.
@@ -75,7 +75,7 @@ fn noise_lines(m: &MetricPower) -> Vec<String> {
     let opt = |v: Option<f64>| v.map_or_else(|| "—".to_string(), pct);
     let mut lines = vec![format!(
         "median {}; per-job values spread {}; variance components: between jobs {}, within a job {} per sample (intra-class correlation {})",
-        value(Kind::from(m.unit), n.center),
+        value(m.unit, n.center),
         opt(n.job_spread),
         opt(n.between),
         opt(n.within),

@@ -52,6 +52,14 @@ pub fn run(argv: &[String], reexec_prefix: &[&str]) -> ExitCode {
             cfg
         }
     };
+    let planted = std::env::var("GOLDGATE_PLANT_SAVE_DELAY_S").ok();
+    let cfg = match args::with_planted_delay(*cfg, planted) {
+        Ok(cfg) => cfg,
+        Err(e) => {
+            emit::err(&format!("fake-trainer: error: {e}"));
+            return ExitCode::from(2);
+        }
+    };
     if cfg.ignore_sigterm && !process::ignore_sigterm() {
         emit::err("fake-trainer: error: cannot ignore SIGTERM");
         return ExitCode::from(1);
