@@ -7,7 +7,7 @@
 use std::fmt;
 use std::path::PathBuf;
 
-use crate::case::CaseError;
+use crate::case::{CaseError, RecipeError};
 use crate::compare::CompareError;
 use crate::config::ConfigError;
 use crate::exit::Exit;
@@ -27,6 +27,9 @@ pub enum AppError {
     #[error(transparent)]
     #[diagnostic(transparent)]
     Case(#[from] CaseError),
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Recipe(#[from] RecipeError),
     #[error(transparent)]
     #[diagnostic(transparent)]
     Golden(#[from] GoldenError),
@@ -75,6 +78,7 @@ impl AppError {
     pub fn exit(&self) -> Exit {
         match self {
             AppError::Case(e) => case(e),
+            AppError::Recipe(e) => recipe(e),
             AppError::Golden(e) => golden(e),
             AppError::Config(e) => config(e),
             AppError::Plan(e) => plan(e),
@@ -117,6 +121,14 @@ fn case(e: &CaseError) -> Exit {
     }
 }
 
+fn recipe(e: &RecipeError) -> Exit {
+    match e {
+        RecipeError::Read { .. } | RecipeError::TooLarge { .. } | RecipeError::Invalid { .. } => {
+            Exit::Usage
+        }
+    }
+}
+
 fn golden(e: &GoldenError) -> Exit {
     match e {
         GoldenError::Read { .. }
@@ -148,6 +160,8 @@ fn plan(e: &PlanError) -> Exit {
         | PlanError::NotAllowed { .. }
         | PlanError::CaseVariants { .. }
         | PlanError::Unresolved { .. }
+        | PlanError::Ranks { .. }
+        | PlanError::Argv { .. }
         | PlanError::EnvName { .. }
         | PlanError::ZeroRepeat
         | PlanError::NothingToRun { .. } => Exit::Usage,
@@ -267,6 +281,9 @@ fn cmd(e: &CmdError) -> Exit {
     match e {
         CmdError::BadDir { .. }
         | CmdError::NoEarlierRun { .. }
+        | CmdError::NoRecipes { .. }
+        | CmdError::CaseNotLoaded { .. }
+        | CmdError::NotPlanned
         | CmdError::NothingToRun
         | CmdError::NotOneJob { .. }
         | CmdError::BadFilter { .. }
@@ -299,6 +316,21 @@ pub enum CmdError {
         out.display()
     )]
     NoEarlierRun { out: PathBuf },
+
+    /// `--scope`/`--cadence` without Megatron's recipes.
+    #[error(
+        "--scope and --cadence need Megatron's recipes, and none were found beside {} (hint: --recipes DIR, or `recipes:` in goldgate.yaml)",
+        root.display()
+    )]
+    NoRecipes { root: PathBuf },
+
+    /// A selected case could not be loaded (said once per case, with the case's own error).
+    #[error("{message}")]
+    CaseNotLoaded { message: String },
+
+    /// Some selected cases do not plan; `run` starts nothing.
+    #[error("not running: the cases above do not plan (hint: `goldgate plan` shows the same)")]
+    NotPlanned,
 
     /// The selection planned no job at all.
     #[error("nothing to run: the selection planned no job")]

@@ -6,7 +6,9 @@ mod named;
 mod rules;
 
 pub use error::ConfigError;
-pub use file::{Axis, AxisValue, BUILTIN_CONFIG, Config, LauncherChoice, Platform};
+pub use file::{
+    Axis, AxisValue, BUILTIN_CONFIG, BUILTIN_PLATFORMS, Config, LauncherChoice, Platform,
+};
 pub use rules::{
     Alpha, DEFAULT_ALPHA, DEFAULT_MIN_EFFECT, Direction, Effect, FailAllowance, MetricKind,
     MetricRule, RuleOverride, Rules, Statistic, StepRange, TestKind, Window, glob_match,
