@@ -1,0 +1,260 @@
+//! The pipeline's shape, checked on the source: every `crate::` path in `runner/src` (test
+//! code left out) must point along `case → plan → launch → observe → metrics → compare →
+//! report` or to a shared base module; `run` orchestrates (it may use every stage up to
+//! `metrics`, and only `cmd` uses it); `github` sits aside (only `cmd` uses it); `cmd` is on
+//! top and nothing uses it. The top-level module graph must have no cycle.
+
+#![allow(clippy::unwrap_used)] // a test: a failed unwrap is a failed test
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// Modules every stage may use; they use no stage.
+const BASE: &[&str] = &["exit", "fsio", "metric_names", "duration"];
+
+/// Pipeline stages in order; a stage may use its own rank and earlier ones. `golden` reads
+/// and writes the case stage's golden files; `config` is the plan stage's schema.
+const STAGES: &[(&str, u32)] = &[
+    ("case", 1),
+    ("golden", 1),
+    ("config", 2),
+    ("plan", 3),
+    ("launch", 4),
+    ("observe", 5),
+    ("metrics", 6),
+    ("compare", 7),
+    ("report", 8),
+];
+
+fn rank(module: &str) -> Option<u32> {
+    STAGES.iter().find(|(m, _)| *m == module).map(|(_, r)| *r)
+}
+
+fn rank_of(module: &str) -> u32 {
+    rank(module).unwrap()
+}
+
+/// Why `from` may not use `to`, or `None` when it may.
+fn violation(from: &str, to: &str) -> Option<&'static str> {
+    if BASE.contains(&to) {
+        return BASE
+            .contains(&from)
+            .then_some("a base module uses no other module");
+    }
+    match (from, to) {
+        (_, "cmd") => Some("nothing below the commands uses `cmd`"),
+        ("cmd", _) => None,
+        (_, "run") => Some("only `cmd` uses the `run` stage"),
+        (_, "github") => Some("only `cmd` uses `github`"),
+        ("run", to) => (rank_of(to) > rank_of("metrics"))
+            .then_some("`run` orchestrates the stages up to `metrics` only"),
+        ("github", to) => (rank_of(to) > rank_of("report"))
+            .then_some("`github` uses the stages up to `report` only"),
+        (from, _) if BASE.contains(&from) => Some("a base module uses no other module"),
+        (from, to) => (rank_of(to) > rank_of(from)).then_some("a stage never uses a later one"),
+    }
+}
+
+fn src() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// Files that are test code as a whole: declared `#[cfg(test)] mod name;` in their parent.
+fn test_only_files(files: &[PathBuf]) -> BTreeSet<PathBuf> {
+    let mut out = BTreeSet::new();
+    for file in files {
+        let text = std::fs::read_to_string(file).unwrap();
+        let dir = match file.file_name().and_then(|n| n.to_str()) {
+            Some("mod.rs" | "lib.rs" | "main.rs") => file.parent().unwrap().to_path_buf(),
+            _ => file.with_extension(""),
+        };
+        let lines: Vec<&str> = text.lines().map(str::trim).collect();
+        for pair in lines.windows(2) {
+            if pair[0] == "#[cfg(test)]"
+                && let Some(name) = pair[1]
+                    .strip_prefix("mod ")
+                    .or_else(|| pair[1].strip_prefix("pub(crate) mod "))
+                    .and_then(|r| r.strip_suffix(';'))
+            {
+                out.insert(dir.join(format!("{name}.rs")));
+                out.insert(dir.join(name).join("mod.rs"));
+            }
+        }
+    }
+    out
+}
+
+/// The production part of a file: up to its `#[cfg(test)] mod tests`, comments removed.
+fn production_code(text: &str) -> String {
+    let end = text.find("#[cfg(test)]\nmod tests").unwrap_or(text.len());
+    text[..end]
+        .lines()
+        .map(|l| match l.find("//") {
+            Some(i) => &l[..i],
+            None => l,
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The top-level modules a piece of code names through `crate::`, including
+/// `crate::{a, b::c}` groups.
+fn crate_modules(code: &str) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    for (i, _) in code.match_indices("crate::") {
+        let rest = &code[i + "crate::".len()..];
+        if let Some(group) = rest.strip_prefix('{') {
+            let body = &group[..group.find('}').unwrap_or(group.len())];
+            for item in body.split(',') {
+                let head = item.trim().split("::").next().unwrap_or("");
+                if !head.is_empty() {
+                    out.insert(head.trim().to_owned());
+                }
+            }
+        } else {
+            let head: String = rest
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect();
+            if !head.is_empty() {
+                out.insert(head);
+            }
+        }
+    }
+    out
+}
+
+/// Top-level module → the modules it uses, with one file that shows each use.
+fn module_graph() -> BTreeMap<String, BTreeMap<String, PathBuf>> {
+    let root = src();
+    let mut files = Vec::new();
+    rust_files(&root, &mut files);
+    let tests = test_only_files(&files);
+    let mut graph: BTreeMap<String, BTreeMap<String, PathBuf>> = BTreeMap::new();
+    for file in files.iter().filter(|f| !tests.contains(*f)) {
+        let rel = file.strip_prefix(&root).unwrap();
+        let top = rel
+            .components()
+            .next()
+            .unwrap()
+            .as_os_str()
+            .to_str()
+            .unwrap();
+        let top = top.trim_end_matches(".rs").to_owned();
+        if top == "lib" || top == "main" {
+            continue;
+        }
+        let code = production_code(&std::fs::read_to_string(file).unwrap());
+        for used in crate_modules(&code).into_iter().filter(|m| *m != top) {
+            graph
+                .entry(top.clone())
+                .or_default()
+                .entry(used)
+                .or_insert_with(|| rel.to_path_buf());
+        }
+    }
+    graph
+}
+
+/// A cycle through `start`, if any (depth-first).
+fn cycle_from(
+    graph: &BTreeMap<String, BTreeMap<String, PathBuf>>,
+    start: &str,
+    path: &mut Vec<String>,
+) -> Option<Vec<String>> {
+    for next in graph.get(path.last()?).into_iter().flat_map(|m| m.keys()) {
+        if next == start {
+            let mut cycle = path.clone();
+            cycle.push(next.clone());
+            return Some(cycle);
+        }
+        if !path.contains(next) {
+            path.push(next.clone());
+            if let Some(c) = cycle_from(graph, start, path) {
+                return Some(c);
+            }
+            path.pop();
+        }
+    }
+    None
+}
+
+#[test]
+fn imports_run_one_way_along_the_pipeline() {
+    let graph = module_graph();
+    let known: BTreeSet<&str> = BASE
+        .iter()
+        .chain(STAGES.iter().map(|(m, _)| m))
+        .chain(&["run", "github", "cmd"])
+        .copied()
+        .collect();
+    let mut problems = Vec::new();
+    for (from, uses) in &graph {
+        for (to, file) in uses {
+            if !known.contains(from.as_str()) || !known.contains(to.as_str()) {
+                problems.push(format!(
+                    "{from} -> {to} ({}): a module this test does not place; add it to BASE or STAGES",
+                    file.display()
+                ));
+            } else if let Some(why) = violation(from, to) {
+                problems.push(format!("{from} -> {to} ({}): {why}", file.display()));
+            }
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "backward imports:\n{}",
+        problems.join("\n")
+    );
+}
+
+#[test]
+fn the_module_graph_has_no_cycle() {
+    let graph = module_graph();
+    for start in graph.keys() {
+        let cycle = cycle_from(&graph, start, &mut vec![start.clone()]);
+        assert!(
+            cycle.is_none(),
+            "import cycle: {}",
+            cycle.unwrap().join(" -> ")
+        );
+    }
+}
+
+#[test]
+fn the_checks_catch_what_they_are_for() {
+    // The rules themselves, so a test that cannot fail cannot hide here.
+    assert!(
+        violation("observe", "metrics").is_some(),
+        "the old probe → metrics import"
+    );
+    assert!(violation("compare", "launch").is_none());
+    assert!(violation("metrics", "run").is_some());
+    assert!(violation("run", "compare").is_some());
+    assert!(violation("report", "github").is_some());
+    assert!(violation("fsio", "case").is_some());
+    assert!(violation("cmd", "run").is_none());
+    let code = "use crate::{case::TestCase, plan};\nlet x = crate::metrics::build::record(); // crate::report";
+    let found: Vec<String> = crate_modules(&production_code(code)).into_iter().collect();
+    assert_eq!(found, ["case", "metrics", "plan"]);
+    let mut graph: BTreeMap<String, BTreeMap<String, PathBuf>> = BTreeMap::new();
+    for (a, b) in [("a", "b"), ("b", "c"), ("c", "a")] {
+        graph
+            .entry(a.into())
+            .or_default()
+            .insert(b.into(), PathBuf::new());
+    }
+    let cycle = cycle_from(&graph, "a", &mut vec!["a".to_owned()]).unwrap();
+    assert_eq!(cycle, ["a", "b", "c", "a"]);
+}
