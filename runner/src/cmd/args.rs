@@ -3,7 +3,13 @@
 
 pub use crate::duration::parse_duration;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use super::error::AppError;
+use crate::launch::Settle;
+use crate::observe::probe::install::ProbeMode;
+use crate::run::{RunError, RunOptions};
 
 /// `--root`: where the test cases are.
 #[derive(clap::Args, Debug, Clone)]
@@ -45,6 +51,57 @@ pub struct ConfigFile {
         default_value = "goldgate.yaml"
     )]
     pub path: PathBuf,
+}
+
+/// How `run` runs its jobs: the low args of `run::RunOptions`, validated once by
+/// [`ExecArgs::options`].
+#[derive(clap::Args, Debug, Clone)]
+pub struct ExecArgs {
+    /// Time limit per job (e.g. `90s`, `30m`); then SIGTERM to its process group, a grace
+    /// period, SIGKILL.
+    #[arg(long, value_parser = parse_duration)]
+    pub timeout: Option<Duration>,
+    /// Time between SIGTERM and SIGKILL when a job is stopped.
+    #[arg(long, value_parser = parse_duration, default_value = "10s")]
+    pub grace: Duration,
+    /// Jobs at once, each on its own slice of the platform's GPUs.
+    #[arg(long, default_value_t = 1)]
+    pub jobs: u32,
+    /// Re-run a job whose failure matches a flaky pattern up to N times.
+    #[arg(long, default_value_t = 0)]
+    pub retries: u32,
+    /// Interval of the GPU and host memory samplers (e.g. `10ms`).
+    #[arg(long, value_parser = parse_duration, default_value = "10ms")]
+    pub sample_interval: Duration,
+    /// In-process probe for Python jobs: `torch`, `torch,history` or `none`.
+    #[arg(long, default_value = "torch", value_parser = ProbeMode::parse)]
+    pub probe: ProbeMode,
+    /// Keep each job's checkpoints (by default they are deleted once the job is recorded).
+    #[arg(long)]
+    pub keep_checkpoints: bool,
+    /// Before each job: `none`, `sync` (flush dirty pages) or `drop-caches` (also empty the
+    /// page cache; needs root and a writable /proc/sys, checked before the first job).
+    #[arg(long, default_value = "none", value_parser = Settle::parse)]
+    pub settle: Settle,
+}
+
+impl ExecArgs {
+    /// The validated options of the run stage, with results under `out`.
+    pub fn options(&self, out: &Path) -> Result<RunOptions, AppError> {
+        Ok(RunOptions {
+            run_id: crate::run::new_run_id(),
+            out_dir: super::select::absolute(out)?,
+            base_dir: std::env::current_dir().map_err(|source| RunError::Cwd { source })?,
+            workers: self.jobs.max(1),
+            retries: self.retries,
+            timeout: self.timeout,
+            grace: self.grace,
+            sample_interval: self.sample_interval,
+            probe: self.probe,
+            keep_checkpoints: self.keep_checkpoints,
+            settle: self.settle,
+        })
+    }
 }
 
 /// How a comparison gates and where its reports go (`compare`, `run`).
@@ -91,5 +148,19 @@ mod tests {
         check::<power::Args>("power");
         check::<report::Args>("report");
         check::<comment::Args>("comment");
+    }
+
+    #[test]
+    fn the_cli_default_interval_is_the_samplers() {
+        let cmd = <super::ExecArgs as clap::Args>::augment_args(clap::Command::new("run"));
+        let arg = cmd
+            .get_arguments()
+            .find(|a| a.get_id() == "sample_interval")
+            .unwrap();
+        let default = arg.get_default_values()[0].to_str().unwrap();
+        assert_eq!(
+            super::parse_duration(default).unwrap(),
+            crate::observe::sample::DEFAULT_INTERVAL
+        );
     }
 }

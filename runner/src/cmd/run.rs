@@ -3,16 +3,14 @@
 //! variant table, then compares with the golden files unless `--no-compare`.
 
 use std::path::PathBuf;
-use std::time::Duration;
 
-use super::args::{GateArgs, parse_duration};
+use super::args::{ExecArgs, GateArgs};
 use super::error::AppError;
-use super::select::{CaseArgs, Output, Selection, absolute, failed_in_newest_run, plan_selection};
+use super::select::{CaseArgs, Output, Selection, failed_in_newest_run, plan_selection};
 use crate::config::Config;
 use crate::exit::Exit;
-use crate::launch::{self, Settle};
-use crate::observe::probe::install::ProbeMode;
-use crate::run::{LocalExecutor, Progress, ResultsWriter, RunError, RunOptions, RunSummary};
+use crate::launch;
+use crate::run::{LocalExecutor, Progress, ResultsWriter, RunOptions, RunSummary};
 
 /// Arguments of `goldgate run`.
 #[derive(clap::Args, Debug)]
@@ -31,37 +29,13 @@ pub struct Args {
     /// Where results go: `OUT/<run-id>/<case>/<variant>/<repeat>/`.
     #[arg(long, default_value = "results")]
     pub out: PathBuf,
-    /// Time limit per job (e.g. `90s`, `30m`); then SIGTERM to its process group, a grace
-    /// period, SIGKILL.
-    #[arg(long, value_parser = parse_duration)]
-    pub timeout: Option<Duration>,
-    /// Time between SIGTERM and SIGKILL when a job is stopped.
-    #[arg(long, value_parser = parse_duration, default_value = "10s")]
-    pub grace: Duration,
-    /// Jobs at once, each on its own slice of the platform's GPUs.
-    #[arg(long, default_value_t = 1)]
-    pub jobs: u32,
-    /// Re-run a job whose failure matches a flaky pattern up to N times.
-    #[arg(long, default_value_t = 0)]
-    pub retries: u32,
-    /// Interval of the GPU and host memory samplers (e.g. `10ms`).
-    #[arg(long, value_parser = parse_duration, default_value = "10ms")]
-    pub sample_interval: Duration,
+    #[command(flatten)]
+    pub exec: ExecArgs,
     /// Record only; do not compare with the golden files afterwards.
     #[arg(long)]
     pub no_compare: bool,
     #[command(flatten)]
     pub golden_root: super::args::GoldenRoot,
-    /// In-process probe for Python jobs: `torch`, `torch,history` or `none`.
-    #[arg(long, default_value = "torch", value_parser = ProbeMode::parse)]
-    pub probe: ProbeMode,
-    /// Keep each job's checkpoints (by default they are deleted once the job is recorded).
-    #[arg(long)]
-    pub keep_checkpoints: bool,
-    /// Before each job: `none`, `sync` (flush dirty pages) or `drop-caches` (also empty the
-    /// page cache; needs root and a writable /proc/sys, checked before the first job).
-    #[arg(long, default_value = "none", value_parser = Settle::parse)]
-    pub settle: Settle,
     /// Warm-up jobs run first for every job, recorded but never compared or blessed (default:
     /// the platform's `warmup_jobs`, else 0). With `--warmup 1 --repeat 3`, repeat 1 warms up
     /// and repeats 2-4 are measured.
@@ -71,31 +45,12 @@ pub struct Args {
     pub gate: GateArgs,
 }
 
-impl Args {
-    /// The validated options of the run stage.
-    fn options(&self) -> Result<RunOptions, AppError> {
-        Ok(RunOptions {
-            run_id: crate::run::new_run_id(),
-            out_dir: absolute(&self.out)?,
-            base_dir: std::env::current_dir().map_err(|source| RunError::Cwd { source })?,
-            workers: self.jobs.max(1),
-            retries: self.retries,
-            timeout: self.timeout,
-            grace: self.grace,
-            sample_interval: self.sample_interval,
-            probe: self.probe,
-            keep_checkpoints: self.keep_checkpoints,
-            settle: self.settle,
-        })
-    }
-}
-
 /// Runs the command.
 #[allow(clippy::print_stderr)]
 pub fn run(args: Args) -> Result<Exit, AppError> {
     // Before any child exists: a Ctrl-C must never orphan a job's process group.
     let stop = launch::install_signal_handlers()?;
-    let opts = args.options()?;
+    let opts = args.exec.options(&args.out)?;
     launch::check_settle(opts.settle)?;
     // Loaded once: the gate after a long run uses the rules the run was planned with.
     let config = Config::load(&args.select.config.path)?;
@@ -197,23 +152,4 @@ fn finish(
     );
     let comparison = crate::compare::compare_dir(&run_dir, &compare)?;
     Ok(run_exit.worst(super::compare::gate(&comparison, &args.gate)?))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_cli_default_interval_is_the_samplers() {
-        let cmd = <Args as clap::Args>::augment_args(clap::Command::new("run"));
-        let arg = cmd
-            .get_arguments()
-            .find(|a| a.get_id() == "sample_interval")
-            .unwrap();
-        let default = arg.get_default_values()[0].to_str().unwrap();
-        assert_eq!(
-            parse_duration(default).unwrap(),
-            crate::observe::sample::DEFAULT_INTERVAL
-        );
-    }
 }
