@@ -58,10 +58,8 @@ fn main() -> ExitCode {
     match result {
         Ok(exit) => exit.into(),
         Err(err) => {
-            #[allow(clippy::print_stderr)]
-            {
-                eprintln!("{:?}", err.report);
-            }
+            // A closed stderr must not turn the documented exit code into a panic's 101.
+            cmd::output::stderr(format_args!("{:?}\n", err.report));
             err.exit.into()
         }
     }

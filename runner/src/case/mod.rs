@@ -10,8 +10,8 @@ mod yaml;
 
 pub use discover::{CONFIG_FILE, Discovery, discover, discover_all};
 pub use error::CaseError;
+pub(crate) use load::position;
 pub use load::{CaseWarning, MAX_CONFIG_BYTES, load_case, load_case_checked};
-pub(crate) use load::{position, read_limited};
 pub use placeholder::{KNOWN_PLACEHOLDERS, placeholders};
 pub use types::{
     CaseExtras, CaseRef, DEFAULT_METRICS, LauncherKind, Mode, ModelArgs, Scalar, ScalarKind, Span,

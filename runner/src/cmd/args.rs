@@ -27,6 +27,13 @@ pub struct GateArgs {
     pub json: Option<PathBuf>,
 }
 
+/// A platform name given on the command line: it becomes part of a golden file's name, so it
+/// must be one plain path component (`--platform '../..'` is refused).
+pub fn platform_name(text: &str) -> Result<String, String> {
+    crate::fsio::check_component("platform", text)?;
+    Ok(text.to_owned())
+}
+
 /// Parses `250ms`, `10s`, `1.5s`, `30m`, `2h` (a bare number is seconds).
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
     let t = text.trim();
@@ -51,8 +58,21 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     if !(seconds.is_finite() && seconds > 0.0) {
         return Err(format!("`{text}` must be more than zero"));
     }
+    // Far past any job's length, and far from where adding it to a clock instant overflows.
+    if seconds > MAX_DURATION.as_secs_f64() {
+        return Err(format!(
+            "`{text}` is too long (at most {} days)",
+            MAX_DURATION.as_secs() / 86_400
+        ));
+    }
     Ok(Duration::from_secs_f64(seconds))
 }
+
+/// The longest duration a flag takes (`--timeout`, `--grace`, `--sample-interval`): one year.
+pub const MAX_DURATION: Duration = Duration::from_secs(365 * 86_400);
+
+/// The most retries `--retries` takes: a job retried more often than this is broken, not flaky.
+pub const MAX_RETRIES: u32 = 100;
 
 #[cfg(test)]
 mod tests {
@@ -70,6 +90,19 @@ mod tests {
                 .unwrap_err()
                 .contains("not a duration")
         );
+        for huge in [
+            "99999999999999999999s",
+            "99999999999999999999",
+            "8761h",
+            "999999999999ms",
+        ] {
+            assert!(parse_duration(huge).is_err(), "{huge}");
+        }
+        assert_eq!(
+            parse_duration("99999999999999999999s").unwrap_err(),
+            "`99999999999999999999s` is too long (at most 365 days)"
+        );
+        assert!(parse_duration("8760h").is_ok());
         assert!(
             parse_duration("5d")
                 .unwrap_err()

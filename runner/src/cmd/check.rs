@@ -8,6 +8,7 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+use super::output::out;
 use crate::case::{self, Span};
 use crate::exit::{AppError, Exit};
 use crate::golden::{self, GoldenError};
@@ -80,14 +81,13 @@ impl CheckReport {
 }
 
 /// Runs the command.
-#[allow(clippy::print_stdout)]
 pub fn run(args: Args) -> Result<Exit, AppError> {
     let golden_root = args
         .golden_root
         .is_dir()
         .then_some(args.golden_root.as_path());
     let report = collect(&args.root, golden_root)?;
-    print!("{}", render(&report));
+    out!("{}", render(&report));
     Ok(if report.count(Severity::Error) > 0 {
         Exit::Usage
     } else {

@@ -3,6 +3,7 @@
 //! Loads the recorded run, compares it with the goldens, renders the markdown report, frames
 //! it (marker, run link, size limit) and creates or updates the comment for the key.
 
+use super::output::{errln, out};
 use crate::compare::{CompareOptions, Comparison, Verdict, compare_dir};
 use crate::exit::{AppError, Exit};
 use crate::github::{self, Action, Client, RetryPolicy, context};
@@ -14,8 +15,8 @@ pub struct Args {
     /// A run directory (`OUT/<run-id>`).
     #[arg(long)]
     pub results: std::path::PathBuf,
-    /// Pull request number (default: from `GITHUB_EVENT_PATH`).
-    #[arg(long)]
+    /// Pull request number (default: from `GITHUB_EVENT_PATH`); pull requests start at 1.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     pub pr: Option<u64>,
     /// Repository `OWNER/NAME` (default: `GITHUB_REPOSITORY`).
     #[arg(long)]
@@ -36,7 +37,7 @@ pub struct Args {
     #[arg(long, default_value = "test_cases")]
     pub root: std::path::PathBuf,
     /// Platform of the golden files (default: the one recorded in the results).
-    #[arg(long)]
+    #[arg(long, value_parser = super::args::platform_name)]
     pub platform: Option<String>,
     /// Repository configuration (rules).
     #[arg(long, default_value = "goldgate.yaml")]
@@ -53,16 +54,15 @@ pub struct Prepared {
 }
 
 /// Runs the command.
-#[allow(clippy::print_stdout, clippy::print_stderr)]
 pub fn run(args: Args) -> Result<Exit, AppError> {
     let env = |k: &str| std::env::var(k).ok();
     let prepared = prepare(&args, &env)?;
     if args.dry_run {
-        print!("{}", prepared.body);
+        out!("{}", prepared.body);
         return Ok(Exit::Pass);
     }
     let action = post(&args, &prepared, &env)?;
-    eprintln!("goldgate comment: {}", action.describe());
+    errln!("goldgate comment: {}", action.describe());
     Ok(Exit::Pass)
 }
 

@@ -4,6 +4,7 @@
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
+use super::output::out;
 use crate::exit::{AppError, Exit};
 use crate::observe::log::{CheckpointSave, LogSummary, summarize_file};
 
@@ -28,7 +29,6 @@ pub struct Extracted {
 }
 
 /// Runs the command.
-#[allow(clippy::print_stdout)]
 pub fn run(args: Args) -> Result<Exit, AppError> {
     let mut out = Vec::with_capacity(args.logs.len());
     for path in &args.logs {
@@ -42,7 +42,7 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
         super::list::Format::Table => render_table(&out),
         super::list::Format::Json => render_json(&out)?,
     };
-    print!("{text}");
+    out!("{text}");
     Ok(Exit::Pass)
 }
 

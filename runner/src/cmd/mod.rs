@@ -8,6 +8,7 @@ pub mod comment;
 pub mod compare;
 pub mod extract;
 pub mod list;
+pub mod output;
 pub mod plan;
 pub mod report;
 pub mod repro;

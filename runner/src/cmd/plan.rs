@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 
+use super::output::out;
 use super::select::{Output, Selection, absolute, load_cases, plan_jobs};
 use crate::exit::{AppError, Exit};
 use crate::plan::{render_plan_json, render_plan_text};
@@ -28,7 +29,6 @@ pub struct Args {
 }
 
 /// Runs the command.
-#[allow(clippy::print_stdout)]
 pub fn run(args: Args) -> Result<Exit, AppError> {
     let cases = load_cases(&args.select.root, &args.cases)?;
     let output = Output {
@@ -41,6 +41,6 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
         super::list::Format::Table => render_plan_text(&jobs),
         super::list::Format::Json => render_plan_json(&jobs),
     };
-    print!("{text}");
+    out!("{text}");
     Ok(Exit::Pass)
 }

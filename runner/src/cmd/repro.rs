@@ -2,6 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
+use super::output::out;
 use super::select::{Output, Selection, absolute, load_cases, plan_jobs};
 use crate::exit::{AppError, Exit};
 use crate::plan::{Launcher, render_repro, resolve_program};
@@ -22,7 +23,6 @@ pub struct Args {
 }
 
 /// Runs the command.
-#[allow(clippy::print_stdout)]
 pub fn run(args: Args) -> Result<Exit, AppError> {
     let cases = load_cases(&args.select.root, std::slice::from_ref(&args.case))?;
     let output = Output {
@@ -43,7 +43,7 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
         job.launcher,
         job.runs.first().and_then(|r| r.entry_argv.first()),
     );
-    print!("{}", render_repro(job, program.as_deref()));
+    out!("{}", render_repro(job, program.as_deref()));
     Ok(Exit::Pass)
 }
 

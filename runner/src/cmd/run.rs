@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::args::{GateArgs, parse_duration};
+use super::output::{out, outln};
 use super::select::{Output, Selection, absolute, load_cases, plan_jobs};
 use crate::config::Config;
 use crate::exit::{AppError, Exit};
@@ -36,8 +37,8 @@ pub struct Args {
     /// Jobs at once, each on its own slice of the platform's GPUs.
     #[arg(long, default_value_t = 1)]
     pub jobs: u32,
-    /// Re-run a job whose failure matches a flaky pattern up to N times.
-    #[arg(long, default_value_t = 0)]
+    /// Re-run a job whose failure matches a flaky pattern up to N times (at most 100).
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=i64::from(super::args::MAX_RETRIES)))]
     pub retries: u32,
     /// Interval of the GPU and host memory samplers (e.g. `10ms`).
     #[arg(long, value_parser = parse_duration, default_value = "10ms")]
@@ -107,7 +108,6 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
 }
 
 /// Prints the variant table, compares unless asked not to, and picks the exit code.
-#[allow(clippy::print_stdout)]
 fn finish(
     args: &Args,
     config: &Config,
@@ -117,8 +117,8 @@ fn finish(
     let run_dir = opts.run_dir();
     let order = crate::report::variants::VariantOrder::from_config(config);
     let table = crate::report::variants::build(&summary.records, &order);
-    print!("{}", crate::report::variants::render_terminal(&table));
-    println!("results: {}", run_dir.display());
+    out!("{}", crate::report::variants::render_terminal(&table));
+    outln!("results: {}", run_dir.display());
     let failed = summary.records.iter().any(|r| !r.outcome.passed()) || summary.interrupted;
     let run_exit = if failed { Exit::Failure } else { Exit::Pass };
     if args.no_compare || summary.interrupted {

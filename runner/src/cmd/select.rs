@@ -26,7 +26,7 @@ pub struct Selection {
     #[arg(long, value_name = "AXIS,...", value_delimiter = ',')]
     pub matrix: Vec<String>,
     /// Platform from goldgate.yaml (GPUs per node, launcher, paths).
-    #[arg(long)]
+    #[arg(long, value_parser = super::args::platform_name)]
     pub platform: Option<String>,
 }
 

@@ -229,9 +229,16 @@ fn entry_words(inputs: &PlanInputs<'_>, case: &TestCase) -> Vec<Located> {
     }]
 }
 
-/// A relative path among the entry words, made absolute; options and plain names stay as they are.
+/// A relative path among the entry words, made absolute; options, plain names and URLs
+/// (`http://host/x`, `s3://bucket/key`) stay as they are.
 fn absolute(base_dir: &Path, word: String) -> String {
-    if word.contains('/') && !word.starts_with('/') && !word.starts_with('-') {
+    let url = word.split_once("://").is_some_and(|(scheme, _)| {
+        scheme.starts_with(|c: char| c.is_ascii_alphabetic())
+            && scheme
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
+    });
+    if word.contains('/') && !word.starts_with('/') && !word.starts_with('-') && !url {
         return base_dir.join(&word).display().to_string();
     }
     word
@@ -479,5 +486,23 @@ variants:
         assert_eq!(names, &["NOPE_A", "NOPE_B"]);
         assert_eq!(list.lines().count(), 3, "{list}");
         assert!(list.contains("model_config.yaml:5:8"), "{list}");
+    }
+
+    #[test]
+    fn relative_entry_words_become_absolute_but_urls_do_not() {
+        let base = Path::new("/repo");
+        let cases = [
+            ("scripts/train.sh", "/repo/scripts/train.sh"),
+            ("http://host/x", "http://host/x"),
+            ("s3://bucket/key", "s3://bucket/key"),
+            ("git+https://h/r.git", "git+https://h/r.git"),
+            ("--flag=a/b", "--flag=a/b"),
+            ("/abs/p", "/abs/p"),
+            ("plain", "plain"),
+            ("a/://b", "/repo/a/://b"),
+        ];
+        for (word, want) in cases {
+            assert_eq!(absolute(base, word.to_owned()), want, "{word}");
+        }
     }
 }

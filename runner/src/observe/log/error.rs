@@ -15,6 +15,10 @@ pub enum LogError {
         #[source]
         source: std::io::Error,
     },
+    /// The path is a folder.
+    #[error("{} is a folder, not a log file", path.display())]
+    #[diagnostic(help("pass the log files themselves, e.g. `goldgate extract logs/*.log`"))]
+    Folder { path: PathBuf },
     /// Reading failed part way.
     #[error("cannot read log {} after line {line}", path.display())]
     Read {
@@ -28,7 +32,7 @@ pub enum LogError {
 impl Classify for LogError {
     fn exit(&self) -> Exit {
         match self {
-            LogError::Open { .. } => Exit::Usage,
+            LogError::Open { .. } | LogError::Folder { .. } => Exit::Usage,
             LogError::Read { .. } => Exit::Failure,
         }
     }
