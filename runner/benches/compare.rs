@@ -113,6 +113,7 @@ fn record(
         probe: None,
         observer_cpu_seconds: None,
         warnings: Vec::new(),
+        warmup: false,
     }
 }
 

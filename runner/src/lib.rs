@@ -12,6 +12,7 @@ pub mod fsio;
 pub mod github;
 pub mod golden;
 pub mod launch;
+pub mod metric_names;
 pub mod metrics;
 pub mod observe;
 pub mod plan;

@@ -34,10 +34,20 @@ enum Command {
     Bless(cmd::bless::Args),
     /// Measure noise over repeats and suggest tolerances.
     Calibrate(cmd::calibrate::Args),
+    /// What each rule can see: false alarms and the smallest detected change, from unchanged jobs.
+    Power(cmd::power::Args),
     /// Render recorded runs without judging them.
     Report(cmd::report::Args),
     /// Post or update the sticky PR comment.
     Comment(cmd::comment::Args),
+    /// The demo's stand-in training job (`workloads/fake-trainer`), shipped inside goldgate so
+    /// an installed goldgate runs the demo cases (`entry: [goldgate, fake-trainer]`).
+    #[command(hide = true, disable_help_flag = true, disable_version_flag = true)]
+    FakeTrainer {
+        /// fake-trainer's own arguments (`goldgate fake-trainer --help` lists them).
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
 }
 
 fn main() -> ExitCode {
@@ -52,8 +62,10 @@ fn main() -> ExitCode {
         Command::Compare(a) => cmd::compare::run(a),
         Command::Bless(a) => cmd::bless::run(a),
         Command::Calibrate(a) => cmd::calibrate::run(a),
+        Command::Power(a) => cmd::power::run(a),
         Command::Report(a) => cmd::report::run(a),
         Command::Comment(a) => cmd::comment::run(a),
+        Command::FakeTrainer { args } => return fake_trainer::run(&args, &["fake-trainer"]),
     };
     match result {
         Ok(exit) => exit.into(),

@@ -66,6 +66,95 @@ fn check_over_the_corpus_finds_only_the_two_empty_goldens() {
 }
 
 #[test]
+fn a_list_of_lists_golden_is_a_warning_not_an_error() {
+    let out = goldgate(FIXTURES, &["check", "--root", "shapes"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(
+        text(&out.stdout),
+        "shapes/old/lm_loss_2d/golden_values_dev_dgx_h100.json: warning: \"lm loss\": values are \
+         a list of lists (3 rows of 2 values), a shape goldgate cannot compare\n    \
+         hint: compare reports this metric as unsupported; bless writes it afresh\n\
+         checked 1 case(s) and 1 golden file(s): 0 error(s), 1 warning(s), 0 note(s)\n"
+    );
+}
+
+#[test]
+fn check_ignore_turns_known_bad_files_into_notes() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("goldgate.yaml");
+    std::fs::write(
+        &config,
+        "platforms:\n  dev_cpu: {gpus_per_node: 1}\ncheck:\n  ignore:\n    \
+         \"golden/bad_goldens/golden_values_dev_dgx_h*.json\": broken upstream\n    \
+         bad/empty/model_config.yaml:\n    bad/gone/*: fixed upstream\n",
+    )
+    .unwrap();
+    let config = config.to_str().unwrap();
+    let out = goldgate(
+        FIXTURES,
+        &[
+            "check",
+            "--root",
+            "broken",
+            "--golden-root",
+            "broken",
+            "--config",
+            config,
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2), "other errors remain");
+    let stdout = text(&out.stdout);
+    let notes: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.contains(": note: ignored"))
+        .collect();
+    assert_eq!(
+        notes,
+        [
+            "broken/bad/empty/model_config.yaml: note: ignored error: empty file",
+            "broken/golden/bad_goldens/golden_values_dev_dgx_h100.json: note: ignored error (broken upstream): empty golden file (0 bytes)",
+            "broken/golden/bad_goldens/golden_values_dev_dgx_h100_2nd.json:1:102: note: ignored error (broken upstream): not UTF-8 text (invalid byte sequence)",
+        ]
+    );
+    assert!(
+        stdout.contains(&format!(
+            "{config}: warning: check.ignore: `bad/gone/*` matches no problem; remove it?"
+        )),
+        "{stdout}"
+    );
+    assert!(
+        stdout.ends_with("13 error(s), 6 warning(s), 5 note(s)\n"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn check_ignore_acknowledges_the_corpus_known_bad_goldens() {
+    let Some(cases) = corpus::test_cases() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("goldgate.yaml");
+    std::fs::write(
+        &config,
+        "check:\n  ignore:\n    \
+         gpt/gpt3_mcore_te_tp2_pp2_ep4_etp1_memory_speed/golden_values_dev_dgxh100_dgxc.json: 0 bytes upstream\n    \
+         moe/gpt3_moe_mcore_te_ep8_resume_torch_dist_dist_optimizer/golden_values_lts_dgx_a100.json: 0 bytes upstream\n",
+    )
+    .unwrap();
+    let out = goldgate(
+        &cases,
+        &["check", "--root", ".", "--config", config.to_str().unwrap()],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
+    assert!(
+        text(&out.stdout).ends_with("0 error(s), 70 warning(s), 71 note(s)\n"),
+        "{}",
+        text(&out.stdout)
+    );
+}
+
+#[test]
 fn missing_root_is_a_usage_error() {
     let out = goldgate(FIXTURES, &["check", "--root", "no/such/dir"]);
     assert_eq!(out.status.code(), Some(2));

@@ -73,6 +73,7 @@ fn record(repeat: u32, jitter: f64) -> RunRecord {
         probe: None,
         observer_cpu_seconds: None,
         warnings: Vec::new(),
+        warmup: false,
     }
 }
 
@@ -209,6 +210,34 @@ fn a_folder_of_runs_is_judged_by_its_newest_run_unless_asked_otherwise() {
         text(&out)
     );
     assert!(text(&out).contains("(+200.0%)"), "{}", text(&out));
+}
+
+#[test]
+fn a_list_of_lists_golden_metric_is_reported_as_an_unsupported_shape() {
+    let s = Setup::blessed();
+    let mut g: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(s.golden()).unwrap()).unwrap();
+    g["lm loss"]["values"] = serde_json::json!([[10.0, 9.9], [9.8, 9.7]]);
+    std::fs::write(s.golden(), serde_json::to_string(&g).unwrap()).unwrap();
+    let out = s.compare(&["--json", "c.json"]);
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    assert!(
+        text(&out).contains(
+            "demo/ckpt-demo (default): `lm loss` not compared: unsupported shape in \
+             golden/demo/ckpt-demo/golden_values_dev_dev_cpu.json (a list of lists (2 rows of 2 values))"
+        ),
+        "{}",
+        text(&out)
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(s.path("c.json")).unwrap()).unwrap();
+    let compared: Vec<&str> = json["jobs"][0]["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["metric"].as_str().unwrap())
+        .collect();
+    assert!(!compared.contains(&"lm loss"), "{compared:?}");
 }
 
 #[test]

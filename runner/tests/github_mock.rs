@@ -808,6 +808,7 @@ mod end_to_end {
             probe: None,
             observer_cpu_seconds: None,
             warnings: Vec::new(),
+            warmup: false,
         }
     }
 

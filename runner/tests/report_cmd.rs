@@ -94,6 +94,7 @@ fn record(v: VariantRecord, repeat: u32, save_s: f64, shm_gib: u64) -> RunRecord
         probe: None,
         observer_cpu_seconds: None,
         warnings: Vec::new(),
+        warmup: false,
     }
 }
 

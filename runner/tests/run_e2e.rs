@@ -328,3 +328,60 @@ fn demo_gate_exit_codes_bless_regression_and_corrupt_golden() {
         text(&o)
     );
 }
+
+/// What `cargo install --path runner` gives: one `goldgate` in a bin folder, no `fake-trainer`
+/// anywhere. The demo case's entry (`[goldgate, fake-trainer]`) resolves to that binary's hidden
+/// subcommand, so the demo runs, and its `--fork-child` re-executes the same subcommand.
+#[test]
+fn an_installed_goldgate_alone_runs_the_demo_workload() {
+    let home = tempfile::tempdir().unwrap();
+    let bin = home.path().join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    let installed = bin.join("goldgate");
+    std::fs::copy(env!("CARGO_BIN_EXE_goldgate"), &installed).unwrap();
+    let out = home.path().join("results");
+    let o = Command::new(&installed)
+        .current_dir(repo())
+        .args(["run", "demo/ckpt-demo", "--no-compare", "--out"])
+        .arg(&out)
+        .env("PATH", "/usr/bin:/bin")
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let rs = records(&out);
+    assert_eq!(rs.len(), 1);
+    assert_eq!(rs[0].argv[0][..2], ["goldgate", "fake-trainer"]);
+    assert_eq!(rs[0].checkpoints.len(), 3);
+    // The forked child keeps the parent's stderr open, so read lines only up to its pid.
+    let mut forked = Command::new(&installed)
+        .args(["fake-trainer", "--train-iters", "2", "--step-ms", "1"])
+        .args(["--model-mb", "1", "--crash-at-step", "1", "--fork-child"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = std::io::BufReader::new(forked.stderr.take().unwrap());
+    let child: u32 = std::io::BufRead::lines(stderr)
+        .map_while(Result::ok)
+        .find_map(|l| {
+            let rest = l.split("forked child pid ").nth(1)?;
+            rest.split_whitespace().next()?.parse().ok()
+        })
+        .expect("fake-trainer names its child");
+    let cmdline = std::fs::read(format!("/proc/{child}/cmdline")).unwrap_or_default();
+    let _ = Command::new("kill")
+        .args(["-KILL", &child.to_string()])
+        .status();
+    let _ = forked.wait();
+    let words: Vec<String> = String::from_utf8_lossy(&cmdline)
+        .split('\0')
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(
+        words[1..4],
+        ["fake-trainer", "--child-sleep", "--ignore-sigterm"]
+    );
+}

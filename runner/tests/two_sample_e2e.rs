@@ -61,6 +61,7 @@ fn record(run: &str, repeat: u32, t: f64) -> RunRecord {
         probe: None,
         observer_cpu_seconds: None,
         warnings: Vec::new(),
+        warmup: false,
     }
 }
 
@@ -191,4 +192,53 @@ fn a_golden_without_samples_is_judged_by_the_band_and_says_so() {
         report.contains("band rule: the golden file keeps no per-job samples"),
         "{report}"
     );
+}
+
+/// `goldgate power` over the ten unchanged jobs and three real jobs 30 % slower: the report
+/// names each rule, the two-sample test sees +30 % with 3 repeats, the markdown is written.
+#[test]
+fn power_reports_each_rule_and_the_planted_jobs() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("goldgate.yaml"), CONFIG).unwrap();
+    write_run(dir.path(), "unchanged", &UNCHANGED);
+    write_run(dir.path(), "planted", &[2.6, 2.62, 2.58]);
+    let md = dir.path().join("power.md");
+    let o = goldgate(
+        dir.path(),
+        &[
+            "power",
+            "--results",
+            "unchanged",
+            "--planted",
+            "+30%=planted",
+            "--repeats",
+            "1,3",
+            "--metric",
+            "checkpoint-blocking-time",
+            "--markdown",
+            md.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let out = text(&o);
+    for needle in [
+        "demo/ckpt-demo (default) · checkpoint-blocking-time · 10 unchanged jobs, 9 samples each",
+        "Megatron: 1 run, rtol 5%",
+        "band: rtol 10% + atol 0.05 s",
+        "two-sample: min effect 2%, alpha 1%",
+        "planted +30% (+30.0% of the unchanged median), 3 real jobs",
+    ] {
+        assert!(out.contains(needle), "{needle:?} not in\n{out}");
+    }
+    let markdown = std::fs::read_to_string(&md).unwrap();
+    assert!(
+        markdown.contains("| two-sample: min effect 2%, alpha 1% | 3 | 7 | 0 of 120 (0.0%) |"),
+        "{markdown}"
+    );
+
+    let o = goldgate(
+        dir.path(),
+        &["power", "--results", "unchanged", "--planted", "x"],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
 }

@@ -250,4 +250,5 @@ pub struct CaseRef {
 }
 
 /// The metrics Megatron compares when `METRICS` is absent.
-pub const DEFAULT_METRICS: [&str; 2] = ["lm loss", "num-zeros"];
+pub const DEFAULT_METRICS: [&str; 2] =
+    [crate::metric_names::LM_LOSS, crate::metric_names::NUM_ZEROS];

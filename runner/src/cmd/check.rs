@@ -3,13 +3,17 @@
 //! Output is one line per problem, `path:line:column: severity: message` (or `path:
 //! severity: message` when there is no position), sorted by file and position, then a summary.
 //! Errors (exit 2): configs or goldens that do not load. Warnings: unknown keys, unknown
-//! placeholders, goldens without metrics. Notes: skipped folders and inference goldens.
+//! placeholders, goldens without metrics, metrics of a shape goldgate cannot compare (a list of
+//! lists). Notes: skipped folders, inference goldens, and problems in files that goldgate.yaml's
+//! `check.ignore` lists as known to be bad (`note: ignored (REASON): ...`), so a repository can
+//! acknowledge upstream files it cannot fix and still gate on everything else.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
 
 use super::output::out;
 use crate::case::{self, Span};
+use crate::config::glob_match;
 use crate::exit::{AppError, Exit};
 use crate::golden::{self, GoldenError};
 
@@ -19,9 +23,13 @@ pub struct Args {
     /// Root of the test-case tree.
     #[arg(long, default_value = "test_cases")]
     pub root: std::path::PathBuf,
-    /// Golden root to check as well (`<root>/<model>/<case>/golden_values_*.json`).
+    /// Golden root to check as well (`<golden-root>/<model>/<case>/golden_values_*.json`); skipped
+    /// when the folder does not exist.
     #[arg(long, default_value = "golden")]
     pub golden_root: std::path::PathBuf,
+    /// Repository configuration (its `check.ignore` list).
+    #[arg(long, default_value = "goldgate.yaml")]
+    pub config: std::path::PathBuf,
 }
 
 /// How bad a problem is.
@@ -86,7 +94,12 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
         .golden_root
         .is_dir()
         .then_some(args.golden_root.as_path());
-    let report = collect(&args.root, golden_root)?;
+    let config = crate::config::Config::load(&args.config)?;
+    let mut report = collect(&args.root, golden_root)?;
+    let roots: Vec<&Path> = std::iter::once(args.root.as_path())
+        .chain(golden_root)
+        .collect();
+    apply_ignores(&mut report, &roots, &config.path, &config.check_ignore);
     out!("{}", render(&report));
     Ok(if report.count(Severity::Error) > 0 {
         Exit::Usage
@@ -147,11 +160,9 @@ pub fn collect(root: &Path, golden_root: Option<&Path>) -> Result<CheckReport, A
         .map(|g| g.path)
         .collect();
     report.goldens = goldens.len();
-    report.problems.extend(
-        par_map(&goldens, |path| check_golden(path))
-            .into_iter()
-            .flatten(),
-    );
+    report
+        .problems
+        .extend(par_map(&goldens, |path| check_golden(path)).concat());
     report.problems.sort();
     Ok(report)
 }
@@ -176,27 +187,81 @@ fn par_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> 
     })
 }
 
-fn check_golden(path: &Path) -> Option<Problem> {
-    let problem = |severity, message: String| Problem {
+fn check_golden(path: &Path) -> Vec<Problem> {
+    let problem = |severity, message: String, hint: Option<&str>| Problem {
         path: path.to_path_buf(),
         at: None,
         severity,
         message,
-        hint: None,
+        hint: hint.map(str::to_owned),
     };
     match golden::read_golden(path) {
-        Ok(file) if file.metrics.is_empty() => Some(problem(
+        Ok(file) if !file.unsupported.is_empty() => file
+            .unsupported
+            .iter()
+            .map(|(metric, shape)| {
+                problem(
+                    Severity::Warning,
+                    format!("{metric:?}: values are {shape}, a shape goldgate cannot compare"),
+                    Some("compare reports this metric as unsupported; bless writes it afresh"),
+                )
+            })
+            .collect(),
+        Ok(file) if file.metrics.is_empty() => vec![problem(
             Severity::Warning,
             "golden file has no metrics (`{}`)".into(),
-        )),
-        Ok(_) => None,
-        Err(e @ GoldenError::Inference { .. }) => Some(from_display(
+            None,
+        )],
+        Ok(_) => Vec::new(),
+        Err(e @ GoldenError::Inference { .. }) => vec![from_display(
             path,
             Severity::Note,
             &format!("{e} (skipped)"),
-        )),
-        Err(e) => Some(diagnostic(path, Severity::Error, &e)),
+        )],
+        Err(e) => vec![diagnostic(path, Severity::Error, &e)],
     }
+}
+
+/// Turns every problem in a file that `check.ignore` lists into a note naming the reason, and
+/// warns about entries that match no file (a fixed upstream file leaves a stale entry behind).
+pub fn apply_ignores(
+    report: &mut CheckReport,
+    roots: &[&Path],
+    config: &Path,
+    ignore: &[(String, String)],
+) {
+    let mut used = vec![false; ignore.len()];
+    for p in &mut report.problems {
+        let rel = roots.iter().find_map(|r| p.path.strip_prefix(r).ok());
+        let Some(rel) = rel.and_then(Path::to_str) else {
+            continue;
+        };
+        let Some(i) = ignore.iter().position(|(glob, _)| glob_match(glob, rel)) else {
+            continue;
+        };
+        used[i] = true;
+        let reason = &ignore[i].1;
+        let why = if reason.is_empty() {
+            String::new()
+        } else {
+            format!(" ({reason})")
+        };
+        p.message = format!("ignored {}{why}: {}", p.severity, p.message);
+        p.severity = Severity::Note;
+        p.hint = None;
+    }
+    for ((glob, _), used) in ignore.iter().zip(used) {
+        if !used {
+            report.problems.push(Problem {
+                path: config.to_path_buf(),
+                at: None,
+                severity: Severity::Warning,
+                message: format!("check.ignore: `{glob}` matches no problem; remove it?"),
+                hint: None,
+            });
+        }
+    }
+    report.problems.sort();
 }
 
 /// A problem from an error, with its `help` as the hint.

@@ -117,19 +117,13 @@ fn final_losses(m: &LogSummary) -> String {
 fn iteration_time(m: &LogSummary) -> String {
     let mut t: Vec<f64> = m
         .metrics
-        .get("iteration-time")
+        .get(crate::metric_names::ITERATION_TIME)
         .map(|s| s.values().collect())
         .unwrap_or_default();
     t.retain(|v| v.is_finite());
-    if t.is_empty() {
-        return "-".to_owned();
-    }
-    t.sort_by(f64::total_cmp);
     let n = t.len();
-    let median = if n % 2 == 1 {
-        t[n / 2]
-    } else {
-        (t[n / 2 - 1] + t[n / 2]) / 2.0
+    let Some(median) = crate::compare::stats::median(&t) else {
+        return "-".to_owned();
     };
     format!("median {median:.4} s over {n} steps")
 }

@@ -10,6 +10,7 @@ pub mod extract;
 pub mod list;
 pub mod output;
 pub mod plan;
+pub mod power;
 pub mod report;
 pub mod repro;
 pub mod run;

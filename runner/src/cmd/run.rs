@@ -10,7 +10,7 @@ use super::output::{out, outln};
 use super::select::{Output, Selection, absolute, load_cases, plan_jobs};
 use crate::config::Config;
 use crate::exit::{AppError, Exit};
-use crate::launch;
+use crate::launch::{self, Settle};
 use crate::observe::probe::install::ProbeMode;
 use crate::run::{LocalExecutor, Progress, ResultsWriter, RunError, RunOptions, RunSummary};
 
@@ -55,6 +55,15 @@ pub struct Args {
     /// Keep each job's checkpoints (by default they are deleted once the job is recorded).
     #[arg(long)]
     pub keep_checkpoints: bool,
+    /// Before each job: `none`, `sync` (flush dirty pages) or `drop-caches` (also empty the
+    /// page cache; needs root and a writable /proc/sys, checked before the first job).
+    #[arg(long, default_value = "none", value_parser = Settle::parse)]
+    pub settle: Settle,
+    /// Warm-up jobs run first for every job, recorded but never compared or blessed (default:
+    /// the platform's `warmup_jobs`, else 0). With `--warmup 1 --repeat 3`, repeat 1 warms up
+    /// and repeats 2-4 are measured.
+    #[arg(long, value_name = "N")]
+    pub warmup: Option<u32>,
     #[command(flatten)]
     pub gate: GateArgs,
 }
@@ -73,6 +82,7 @@ impl Args {
             sample_interval: self.sample_interval,
             probe: self.probe,
             keep_checkpoints: self.keep_checkpoints,
+            settle: self.settle,
         })
     }
 }
@@ -82,6 +92,7 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
     // Before any child exists: a Ctrl-C must never orphan a job's process group.
     let stop = launch::install_signal_handlers()?;
     let opts = args.options()?;
+    launch::check_settle(opts.settle)?;
     let cases = load_cases(&args.select.root, &args.cases)?;
     // Loaded once: the gate after a long run uses the rules the run was planned with.
     let config = Config::load(&args.select.config)?;
@@ -89,7 +100,22 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
         out_dir: opts.out_dir.clone(),
         run_id: opts.run_id.clone(),
     };
-    let jobs = plan_jobs(&config, &args.select, &cases, args.repeat, &output)?;
+    let warmup = match args.warmup {
+        Some(n) => n,
+        None => {
+            config
+                .platform(args.select.platform.as_deref())?
+                .warmup_jobs
+        }
+    };
+    let mut jobs = plan_jobs(
+        &config,
+        &args.select,
+        &cases,
+        args.repeat.saturating_add(warmup),
+        &output,
+    )?;
+    crate::plan::mark_warmup(&mut jobs, warmup);
     if jobs.is_empty() {
         return Err(AppError::usage(
             "nothing to run: the selection planned no job",

@@ -98,8 +98,8 @@ fn bless_group(
             case: first.case.clone(),
             message,
         })?;
-    let path = golden_io::golden_dir(golden_root, &first.case, variant)
-        .join(golden_io::golden_file_name("dev", platform));
+    let path = crate::golden::golden_dir(golden_root, &first.case, variant)
+        .join(crate::golden::golden_file_name("dev", platform));
     let old = crate::fsio::exists(&path).then(|| read_golden(&path).map_err(|e| e.to_string()));
     Ok(BlessFile {
         case: first.case.clone(),

@@ -52,6 +52,10 @@ pub struct MetricCalibration {
     pub false_alarms: usize,
     /// Relative tolerance needed for at most 1 % false alarms.
     pub suggested_rtol: f64,
+    /// Repeats (1-based) outside the others' 99 % prediction interval, with their change from
+    /// the others' median: reported, and left out of the suggestion (one cold job must not set
+    /// a tolerance; `--warmup` keeps it out of the runs).
+    pub outliers: Vec<(usize, f64)>,
 }
 
 /// Everything `calibrate` found.
@@ -139,8 +143,13 @@ fn one(
             matches!(v, Verdict::Regression | Verdict::Improvement)
         })
         .count();
+    let outliers = super::twosample::outliers(&values);
+    let kept: Vec<f64> = (0..values.len())
+        .filter(|i| !outliers.contains(i))
+        .map(|i| values[i])
+        .collect();
     let needed = if rule.is_distribution() {
-        bootstrap_needed(&values, rule.atol, gate_repeats)
+        bootstrap_needed(&kept, rule.atol, gate_repeats)
     } else {
         per_step_needed(series)
     };
@@ -157,6 +166,15 @@ fn one(
         current: rule.describe(rule.exact && !nondet),
         current_rtol: rule.rtol,
         false_alarms,
+        outliers: outliers
+            .iter()
+            .map(|&i| {
+                (
+                    i + 1,
+                    values[i] / stats::median(&kept).unwrap_or(f64::NAN) - 1.0,
+                )
+            })
+            .collect(),
         suggested_rtol: round_up((needed * SAFETY).max(MIN_RTOL)),
     })
 }
@@ -280,6 +298,18 @@ pub fn render(c: &Calibration) -> String {
         ALARM_RATE * 100.0,
         c.gate_repeats
     );
+    for m in &c.metrics {
+        for (repeat, change) in &m.outliers {
+            let _ = writeln!(
+                out,
+                "note: {} ({}) `{}`: repeat {repeat} is an outlier ({:+.1}% from the others' median), left out of the suggestion",
+                m.case,
+                m.variant,
+                m.metric,
+                change * 100.0
+            );
+        }
+    }
     for n in &c.notes {
         let _ = writeln!(out, "note: {n}");
     }
@@ -340,17 +370,18 @@ mod tests {
 
     #[test]
     fn the_suggested_rule_raises_no_leave_one_out_alarm() {
-        let mut rules = RuleSet::megatron();
+        let rules = RuleSet::megatron();
         let times = [2.0, 2.1, 1.9, 2.3, 2.05, 1.8];
         let c = calibrate(saves(&times), &rules, 1);
         let suggested = metric(&c, "checkpoint-blocking-time").suggested_rtol;
-        for r in rules
-            .rules
-            .iter_mut()
-            .filter(|r| r.pattern == "checkpoint-blocking-time")
-        {
-            r.rtol = suggested;
-        }
+        let raised = crate::config::RuleOverride {
+            rtol: Some(crate::config::Tolerance(suggested)),
+            ..Default::default()
+        };
+        let rules = RuleSet::from_config(
+            &crate::config::Rules::default()
+                .with_file_rules(vec![("checkpoint-blocking-time".into(), raised)]),
+        );
         let again = calibrate(saves(&times), &rules, 1);
         assert_eq!(metric(&again, "checkpoint-blocking-time").false_alarms, 0);
     }
@@ -366,6 +397,25 @@ mod tests {
         assert!(b < a, "{a} {b}");
         let calm = calibrate(saves(&[2.0, 2.05, 1.95, 2.02, 1.98, 2.04, 1.97]), &rules, 1);
         assert!(metric(&calm, "checkpoint-blocking-time").suggested_rtol < a);
+    }
+
+    /// A cold first repeat is reported and does not set the tolerance.
+    #[test]
+    fn an_outlier_repeat_is_named_and_left_out_of_the_suggestion() {
+        let rules = RuleSet::megatron();
+        let calm = [1.98, 2.0, 2.02, 1.99, 2.01, 2.0, 1.97, 2.03];
+        let mut cold = vec![2.83];
+        cold.extend_from_slice(&calm);
+        let with = calibrate(saves(&cold), &rules, 1);
+        let without = calibrate(saves(&calm), &rules, 1);
+        let m = metric(&with, "checkpoint-blocking-time");
+        assert_eq!(m.outliers.len(), 1);
+        assert_eq!(m.outliers[0].0, 1);
+        assert_eq!(
+            m.suggested_rtol,
+            metric(&without, "checkpoint-blocking-time").suggested_rtol
+        );
+        assert!(render(&with).contains("repeat 1 is an outlier (+41.5% from the others' median)"));
     }
 
     #[test]

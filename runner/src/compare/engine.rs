@@ -14,6 +14,7 @@ use super::judge_two_sample;
 use super::platform;
 use super::rules::RuleSet;
 use super::verdict::{Comparison, JobComparison, Verdict};
+use crate::metric_names::GOLDGATE_METRICS;
 use crate::metrics::RunRecord;
 
 /// Where to look and how to judge.
@@ -163,7 +164,7 @@ pub(crate) fn compare_job(
     let first = &group[0].1;
     let platform = opts.platform.as_deref().unwrap_or(&first.platform);
     let variant = golden_variant(first, &opts.axis_defaults);
-    let Some(path) = golden_io::find_golden(
+    let Some(path) = crate::golden::find_golden(
         &opts.golden_root,
         &opts.root,
         &first.case,
@@ -180,16 +181,6 @@ pub(crate) fn compare_job(
     };
     judge_against(job, group, &path, selected.as_deref(), opts, warnings)
 }
-
-/// goldgate's own metric keys: compared whenever the golden file has them (only goldgate
-/// writes them), whatever the case's `METRICS` says.
-pub const GOLDGATE_METRICS: [&str; 5] = [
-    "gpu-peak-memory-bytes",
-    "host-peak-rss-bytes",
-    "shm-peak-bytes",
-    "checkpoint-blocking-time",
-    "checkpoint-async-latency",
-];
 
 /// The metrics a case compares: its `METRICS` (default `lm loss`, `num-zeros`), as Megatron
 /// does, plus goldgate's own keys.
@@ -213,9 +204,21 @@ pub fn judge_against(
 ) -> Result<JobComparison, CompareError> {
     let first = &group[0].1;
     job.golden_path = Some(path.to_path_buf());
-    let (golden, samples) = golden_io::load_with_samples(path)?;
+    // One read gives the series, the per-job samples (two-sample test) and the metrics of a
+    // shape goldgate cannot compare.
+    let file = crate::golden::read_golden(path)?;
+    let samples = super::golden_samples::from_golden(path, &file)?;
+    let golden = golden_io::to_series(&file);
     let nondeterministic = group.iter().any(|(_, r)| r.nondeterministic);
     let wanted = |m: &String| selected.is_none_or(|list| list.contains(m));
+    for (metric, shape) in file.unsupported.iter().filter(|(m, _)| wanted(m)) {
+        warnings.push(format!(
+            "{} ({}): `{metric}` not compared: unsupported shape in {} ({shape})",
+            job.case,
+            job.variant,
+            path.display()
+        ));
+    }
     for (metric, series) in golden.iter().filter(|(m, _)| wanted(m)) {
         let Some(rule) = opts.rules.find(metric) else {
             warnings.push(format!(
@@ -234,7 +237,12 @@ pub fn judge_against(
             judge::judge(metric, rule, series, &repeats, nondeterministic)
         });
     }
-    for metric in first.metrics.keys().filter(|m| !golden.contains_key(*m)) {
+    let unsupported = |m: &String| file.unsupported.iter().any(|(u, _)| u == m);
+    for metric in first
+        .metrics
+        .keys()
+        .filter(|m| !golden.contains_key(*m) && !unsupported(m))
+    {
         warnings.push(format!(
             "{}: `{metric}` was recorded but {} has no golden value for it",
             job.case,
@@ -272,7 +280,8 @@ fn check_platform(
     allow: bool,
     warnings: &mut Vec<String>,
 ) -> Result<(), CompareError> {
-    let golden_platform = golden_io::platform_of(golden).unwrap_or_else(|| platform.to_string());
+    let golden_platform =
+        crate::golden::platform_of(golden).unwrap_or_else(|| platform.to_string());
     for (_, r) in group {
         if let Err(problem) = platform::check(&golden_platform, &r.fingerprint) {
             if !allow {

@@ -43,6 +43,7 @@ pub(crate) fn record(
         probe: None,
         observer_cpu_seconds: None,
         warnings: Vec::new(),
+        warmup: false,
     };
     (
         PathBuf::from(format!("{case}/default/{repeat}/results.json")),

@@ -1,79 +1,17 @@
 //! Stage "compare": the glue between the `golden` module (Megatron's golden JSON, read and
-//! written byte-exactly) and the plain `step → f64` series the comparison works on: which
-//! golden file a job is judged against, what platform its name says, and the golden file
-//! that `bless` writes.
+//! written byte-exactly; where golden files live is `golden::find`) and the plain
+//! `step → f64` series the comparison works on, and the golden file that `bless` writes.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use super::golden_samples::{self, GoldenSamples};
 use super::judge::Series;
-use crate::golden::{self, GoldenError, GoldenFile, GoldenName, GoldenStyle, Value};
-
-/// `golden_values_<env>_<platform>.json`.
-pub fn golden_file_name(env: &str, platform: &str) -> String {
-    GoldenName {
-        environment: env.to_string(),
-        platform: Some(platform.to_string()),
-        second: false,
-    }
-    .file_name()
-}
-
-/// The platform part of a golden file name (`golden_values_dev_dgx_h100.json` → `dgx_h100`);
-/// `None` for names without one (`golden_values_lts.json`).
-pub fn platform_of(path: &Path) -> Option<String> {
-    GoldenName::parse(path.file_name()?.to_str()?)?.platform
-}
-
-/// The folder holding the golden files of `case` under one variant: the case folder for the
-/// default variant (Megatron's layout), `<case>/variants/<variant slug>/` for any other.
-pub fn golden_dir(golden_root: &Path, case: &str, variant_slug: Option<&str>) -> PathBuf {
-    let dir = golden_root.join(case);
-    match variant_slug {
-        None => dir,
-        Some(slug) => dir.join(golden::VARIANTS_DIR).join(slug),
-    }
-}
-
-/// The golden file for `case` on `platform`: env `dev` before `lts`. The default variant
-/// (`variant_slug` `None`) looks in goldgate's golden tree (`<golden_root>/<case>/`), then
-/// beside the case (`<root>/<case>/`, Megatron's layout); another variant looks only in its
-/// own folder, so a variant is never judged against another variant's values.
-pub fn find_golden(
-    golden_root: &Path,
-    root: &Path,
-    case: &str,
-    platform: &str,
-    variant_slug: Option<&str>,
-) -> Option<PathBuf> {
-    let dirs = match variant_slug {
-        None => vec![golden_dir(golden_root, case, None), root.join(case)],
-        Some(_) => vec![golden_dir(golden_root, case, variant_slug)],
-    };
-    ["dev", "lts"].iter().find_map(|env| {
-        let name = golden_file_name(env, platform);
-        // Any file by that name, not only a regular one: a FIFO or a link to a device where a
-        // golden should be is reported with its path when read, never as "no golden file".
-        dirs.iter()
-            .map(|d| d.join(&name))
-            .find(|p| crate::fsio::exists(p))
-    })
-}
+use crate::golden::{self, GoldenError, GoldenFile, GoldenStyle, Value};
 
 /// Reads a golden file into metric → series (`"nan"` as NaN). Errors name the file.
 pub fn load(path: &Path) -> Result<BTreeMap<String, Series>, GoldenError> {
     Ok(to_series(&golden::read_golden(path)?))
-}
-
-/// Reads a golden file into its series and the per-job samples it keeps for the two-sample
-/// test (none for files written before they existed). Errors name the file.
-pub fn load_with_samples(
-    path: &Path,
-) -> Result<(BTreeMap<String, Series>, GoldenSamples), GoldenError> {
-    let file = golden::read_golden(path)?;
-    let samples = golden_samples::from_golden(path, &file)?;
-    Ok((to_series(&file), samples))
 }
 
 /// The series of a parsed golden file.
@@ -144,6 +82,7 @@ pub fn to_golden_file(metrics: &BTreeMap<String, Series>) -> GoldenFile {
     GoldenFile {
         metrics,
         extra: Vec::new(),
+        unsupported: Vec::new(),
         style: GoldenStyle::Indented,
         trailing_newline: false,
     }
@@ -152,25 +91,6 @@ pub fn to_golden_file(metrics: &BTreeMap<String, Series>) -> GoldenFile {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn platform_from_file_names() {
-        for (name, want) in [
-            ("golden_values_dev_dgx_h100.json", Some("dgx_h100")),
-            (
-                "golden_values_lts_dgxa100_dracooci-ord.json",
-                Some("dgxa100_dracooci-ord"),
-            ),
-            ("golden_values_dev_dgx_gb200_2nd.json", Some("dgx_gb200")),
-            ("golden_values_lts.json", None),
-        ] {
-            assert_eq!(platform_of(Path::new(name)).as_deref(), want, "{name}");
-        }
-        assert_eq!(
-            golden_file_name("dev", "h200"),
-            "golden_values_dev_h200.json"
-        );
-    }
 
     #[test]
     fn written_golden_reads_back_at_5_decimals() {

@@ -11,9 +11,10 @@
 
 use std::collections::BTreeMap;
 
-use super::rules::{Direction, Kind, Rule};
+use super::rules::{Direction, Rule, Statistic, collapse};
 use super::stats::{self, Tolerance};
 use super::verdict::{MetricResult, Verdict};
+use crate::config::MetricKind;
 
 /// Per-step values of one metric (NaN for a `"nan"` golden entry).
 pub type Series = BTreeMap<u64, f64>;
@@ -94,7 +95,7 @@ fn judge_steps(
     let tol = rule.tolerance();
     let (mut bad, mut good, mut differ) = (Vec::new(), Vec::new(), Vec::new());
     let mut worst: Option<(f64, u64)> = None;
-    let (first, last) = rule.steps.unwrap_or((0, u64::MAX));
+    let (first, last) = rule.steps.map_or((0, u64::MAX), |r| (r.first, r.last));
     let checked = || golden.range(first..=last);
     let mut cursors: Vec<Cursor> = repeats.iter().map(|r| Cursor::new(r, first)).collect();
     let mut n = 0;
@@ -256,32 +257,49 @@ fn step_median(repeats: &[&Series], step: u64) -> f64 {
     stats::median(&vals).unwrap_or(f64::INFINITY)
 }
 
-/// Reduces a series to the one value the rule judges, with a note on how.
+/// Reduces a series to the one value the rule judges, with a note on how: the window's
+/// statistic (by default the median) or the median of its [`samples`].
 pub(crate) fn reduce(rule: &Rule, series: &Series, last_golden_step: u64) -> Option<(f64, String)> {
+    let (values, how) = samples(rule, series, last_golden_step)?;
+    let statistic = rule.window.map_or(Statistic::Median, |w| w.statistic);
+    collapse(statistic, &values).map(|m| (m, how))
+}
+
+/// The finite values of a series that the rule's one value is taken over — the saves after the
+/// skipped warm-up ones, the steps of the window, or the last value — with a note on how the
+/// value is taken. `None` when there is none.
+pub(crate) fn samples(
+    rule: &Rule,
+    series: &Series,
+    last_golden_step: u64,
+) -> Option<(Vec<f64>, String)> {
     let finite = |(s, v): (&u64, &f64)| v.is_finite().then_some((*s, *v));
-    match rule.kind {
-        Kind::PerStep | Kind::Scalar => series
-            .iter()
-            .rev()
-            .find_map(finite)
-            .map(|(s, v)| (v, format!("value at step {s}"))),
-        Kind::Window(w) => {
-            let (from, to) = w.range(last_golden_step);
+    match (rule.window, rule.kind) {
+        (Some(w), _) => {
+            let range = w.steps_for(last_golden_step);
+            let (from, to) = (range.first, range.last);
+            let name = w.statistic.name();
             let inside: Vec<f64> = series
                 .range(from..=to)
                 .filter_map(finite)
                 .map(|(_, v)| v)
                 .collect();
-            if let Some(m) = stats::median(&inside) {
-                return Some((m, format!("median over steps {from}-{to}")));
+            if !inside.is_empty() {
+                return Some((inside, format!("{name} over steps {from}-{to}")));
             }
             let all: Vec<f64> = series.iter().filter_map(finite).map(|(_, v)| v).collect();
-            stats::median(&all).map(|m| (m, format!("median over all steps (none in {from}-{to})")))
+            let how = format!("{name} over all steps (none in {from}-{to})");
+            (!all.is_empty()).then_some((all, how))
         }
-        Kind::PerSave => {
+        (None, MetricKind::PerStep | MetricKind::Scalar) => series
+            .iter()
+            .rev()
+            .find_map(finite)
+            .map(|(s, v)| (vec![v], format!("value at step {s}"))),
+        (None, MetricKind::PerSave) => {
             let saves: Vec<f64> = series.iter().filter_map(finite).map(|(_, v)| v).collect();
-            let skip = if saves.len() > rule.skip_first_saves {
-                rule.skip_first_saves
+            let skip = if saves.len() > rule.skipped_saves() {
+                rule.skipped_saves()
             } else {
                 0
             };
@@ -293,7 +311,7 @@ pub(crate) fn reduce(rule: &Rule, series: &Series, last_golden_step: u64) -> Opt
                     saves.len()
                 ),
             };
-            stats::median(&saves[skip..]).map(|m| (m, how))
+            (saves.len() > skip).then(|| (saves[skip..].to_vec(), how))
         }
     }
 }
@@ -641,11 +659,10 @@ mod tests {
     /// every repeat lay far beyond the band. The interval decides now.
     #[test]
     fn noisy_repeats_all_beyond_the_band_are_a_regression() {
-        let mut rule = RuleSet::megatron()
+        let rule = RuleSet::megatron()
             .find("checkpoint-blocking-time")
             .unwrap()
-            .clone();
-        rule.rtol = 0.55;
+            .edited(|r| r.rtol = 0.55);
         let save = |t: f64| s(&[(10, 0.5), (20, t), (30, t)]);
         let golden = save(0.0295);
         let now = [save(0.139), save(0.148), save(0.219)];

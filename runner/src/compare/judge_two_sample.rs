@@ -71,8 +71,13 @@ fn result(
     now: &[f64],
     how: &str,
 ) -> MetricResult {
-    let verdict = twosample::decide(e, rule.direction, rule.min_effect, rule.max_cv);
-    let (up, down) = twosample::thresholds(e.scale, rule.min_effect);
+    // On the linear scale the rule's atol counts too, relative like the change.
+    let min_effect = match e.scale {
+        Scale::Log => rule.min_effect,
+        Scale::Linear => rule.min_effect + rule.atol / twosample::linear_base(e.golden_center),
+    };
+    let verdict = twosample::decide(e, rule.direction, min_effect, rule.max_cv);
+    let (up, down) = twosample::thresholds(e.scale, min_effect);
     let base = e.golden_center;
     let in_unit = |rel: f64| match e.scale {
         Scale::Log => base * (1.0 + rel),
@@ -138,13 +143,13 @@ mod tests {
     use crate::compare::rules::{RuleSet, TestKind};
 
     fn rule() -> Rule {
-        let mut r = RuleSet::megatron()
+        RuleSet::megatron()
             .find("checkpoint-blocking-time")
             .unwrap()
-            .clone();
-        r.test = TestKind::TwoSample;
-        r.min_effect = 0.02;
-        r
+            .edited(|r| {
+                r.test = TestKind::TwoSample;
+                r.min_effect = 0.02;
+            })
     }
 
     /// A job: a slow first save, then `saves` saves at `t`, with a small wobble.
@@ -220,6 +225,35 @@ mod tests {
             "{}",
             r.detail
         );
+    }
+
+    /// A 0 B golden (no `/dev/shm` use) and a job that used 1 MiB: within `atol`, a pass; the
+    /// linear scale must not make every byte a regression.
+    #[test]
+    fn an_all_zero_golden_is_judged_with_atol() {
+        let rule = RuleSet::megatron()
+            .find("shm-peak-bytes")
+            .unwrap()
+            .edited(|r| r.test = TestKind::TwoSample);
+        let zero = Series::from([(33, 0.0)]);
+        let samples = GoldenSamples {
+            jobs: vec![],
+            metrics: [("shm-peak-bytes".to_string(), vec![zero.clone(); 5])].into(),
+        };
+        let used = |b: f64| Series::from([(33, b)]);
+        let judge_with = |b: f64| {
+            judge(
+                "shm-peak-bytes",
+                &rule,
+                &zero,
+                &samples,
+                &[Some(&used(b))],
+                false,
+            )
+            .verdict
+        };
+        assert_eq!(judge_with(1048576.0), Verdict::Pass);
+        assert_eq!(judge_with(1e9), Verdict::Regression);
     }
 
     #[test]

@@ -10,7 +10,9 @@ pub mod golden_io;
 pub mod golden_samples;
 pub mod judge;
 pub mod judge_two_sample;
+pub mod noise;
 pub mod platform;
+pub mod power;
 pub mod rules;
 pub mod rules_yaml;
 pub mod runs;
@@ -22,7 +24,7 @@ pub use engine::{
     CompareOptions, compare_dir, compare_records, golden_variant, is_default_variant,
 };
 pub use error::CompareError;
-pub use rules::{Direction, Kind, Rule, RuleSet};
+pub use rules::{Direction, Rule, RuleSet};
 pub use runs::{RunSelection, load_runs, select_runs};
 pub use verdict::{
     COMPARISON_SCHEMA_VERSION, Comparison, Counts, JobComparison, MetricResult, Unit, Verdict,

@@ -20,7 +20,8 @@
 //! for 3 against 3 is 1/20, for 1 against 10 is 1/11), and a bootstrap over three jobs
 //! underestimates the spread (it sees (n-1)/n of it and only ten distinct resamples).
 //! Values that are not all positive (a `/dev/shm` peak of 0 B) are compared on the linear
-//! scale, relative to the golden mean.
+//! scale, relative to the golden mean, where the tolerance is `atol + min_effect * |golden
+//! mean|` as in the band (else any byte above an all-zero golden would count).
 //!
 //! **The decision** uses the two-sided `1 - 2 alpha` interval of the change (98 % for
 //! `alpha` 1 %), whose one-sided halves are the `alpha` tests: a regression when the whole
@@ -125,7 +126,7 @@ pub(crate) fn estimate(golden: &[f64], now: &[f64], alpha: f64) -> Result<Estima
             ..blank(scale, g, n, alpha, df)
         },
         Scale::Linear => {
-            let base = mx.abs().max(f64::MIN_POSITIVE);
+            let base = linear_base(mx);
             Estimate {
                 golden_center: mx,
                 now_center: mz,
@@ -138,6 +139,16 @@ pub(crate) fn estimate(golden: &[f64], now: &[f64], alpha: f64) -> Result<Estima
         }
     };
     Ok(est)
+}
+
+/// What linear-scale changes are relative to: the golden mean, or 1 (the metric's unit) when it
+/// is 0 (a `/dev/shm` peak of 0 B on every golden job).
+pub(crate) fn linear_base(golden_mean: f64) -> f64 {
+    if golden_mean.abs() > 0.0 {
+        golden_mean.abs()
+    } else {
+        1.0
+    }
 }
 
 fn blank(scale: Scale, golden_jobs: usize, now_jobs: usize, alpha: f64, df: usize) -> Estimate {

@@ -93,6 +93,31 @@ pub enum Unit {
     Plain,
 }
 
+impl Unit {
+    /// The unit a metric name (or rule pattern) implies: `*-bytes` are bytes,
+    /// `*-time`/`*-latency`/`*-seconds` and `*-seconds-per-*` are seconds, `num-*`, `*-calls`,
+    /// `*-retries` and `*-ooms` are counts.
+    pub fn of_metric(name: &str) -> Unit {
+        if name.ends_with("-bytes") {
+            Unit::Bytes
+        } else if name.ends_with("-time")
+            || name.ends_with("-latency")
+            || name.ends_with("-seconds")
+            || name.contains("-seconds-per-")
+        {
+            Unit::Seconds
+        } else if name.starts_with("num-")
+            || name.ends_with("-calls")
+            || name.ends_with("-retries")
+            || name.ends_with("-ooms")
+        {
+            Unit::Count
+        } else {
+            Unit::Plain
+        }
+    }
+}
+
 /// The judgement of one metric of one job (all its repeats together).
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct MetricResult {

@@ -42,6 +42,9 @@ pub struct Platform {
     pub entry: Option<Vec<String>>,
     /// Extra variables for every job, in file order.
     pub env: Vec<(String, String)>,
+    /// Warm-up jobs `goldgate run` runs first for every job (unless `--warmup` says otherwise),
+    /// recorded but never compared or blessed: a cold machine's first job is not the golden.
+    pub warmup_jobs: u32,
 }
 
 /// One value of a variant axis: the edits it makes to a job.
@@ -94,6 +97,9 @@ pub struct Config {
     pub rules: Rules,
     /// The file's `rules:` entries as written, in order (for `compare`'s own rule set).
     pub rule_overrides: Vec<(String, RuleOverride)>,
+    /// `check.ignore`: path glob (relative to the case or golden root) → why the file is known
+    /// to be bad. `goldgate check` reports a problem there as a note, not an error.
+    pub check_ignore: Vec<(String, String)>,
 }
 
 #[derive(Deserialize)]
@@ -107,6 +113,15 @@ struct RawConfig {
     variants: Named<RawAxis>,
     #[serde(default)]
     rules: Named<RuleOverride>,
+    #[serde(default)]
+    check: RawCheck,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawCheck {
+    #[serde(default)]
+    ignore: StringMap,
 }
 
 #[derive(Deserialize)]
@@ -125,6 +140,8 @@ struct RawPlatform {
     entry: Option<Vec<String>>,
     #[serde(default)]
     env: StringMap,
+    #[serde(default)]
+    warmup_jobs: u32,
 }
 
 #[derive(Deserialize)]
@@ -276,6 +293,7 @@ impl Config {
             axes,
             rules,
             rule_overrides,
+            check_ignore: string_pairs(raw.check.ignore),
         })
     }
 }
@@ -290,6 +308,7 @@ fn platform_from_raw((name, raw): (Spanned<String>, RawPlatform)) -> Platform {
         megatron_lm_dir: raw.megatron_lm_dir,
         entry: raw.entry,
         env: string_pairs(raw.env),
+        warmup_jobs: raw.warmup_jobs,
     }
 }
 
@@ -359,6 +378,30 @@ mod tests {
             let err = parse(text).unwrap_err().to_string();
             assert!(err.starts_with(place), "{err:?} should start with {place}");
         }
+    }
+
+    #[test]
+    fn check_ignore_keeps_globs_and_reasons_in_order() {
+        let text = "platforms:\n  a: {gpus_per_node: 1}\ncheck:\n  ignore:\n    \"gpt/*/x.json\": 0 bytes upstream\n    moe/y.json:\n";
+        let config = parse(text).unwrap();
+        assert_eq!(
+            config.check_ignore,
+            [
+                ("gpt/*/x.json".to_owned(), "0 bytes upstream".to_owned()),
+                ("moe/y.json".to_owned(), String::new())
+            ]
+        );
+        let err = parse("check:\n  skip: []\n").unwrap_err().to_string();
+        assert!(err.starts_with("goldgate.yaml:2:3"), "{err}");
+    }
+
+    #[test]
+    fn platforms_may_ask_for_warmup_jobs() {
+        let text =
+            "platforms:\n  gpu: {gpus_per_node: 1, warmup_jobs: 1}\n  cpu: {gpus_per_node: 1}\n";
+        let config = parse(text).unwrap();
+        assert_eq!(config.platform(Some("gpu")).unwrap().warmup_jobs, 1);
+        assert_eq!(config.platform(Some("cpu")).unwrap().warmup_jobs, 0);
     }
 
     #[test]

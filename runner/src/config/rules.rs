@@ -7,6 +7,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::metric_names as names;
+
 /// How a metric's values are keyed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -39,6 +41,18 @@ pub enum Statistic {
     Mean,
     Min,
     Max,
+}
+
+impl Statistic {
+    /// Its name as `goldgate.yaml` writes it (`median`), for reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Statistic::Median => "median",
+            Statistic::Mean => "mean",
+            Statistic::Min => "min",
+            Statistic::Max => "max",
+        }
+    }
 }
 
 /// How repeated measurements of a window, scalar or per-save metric are judged.
@@ -368,7 +382,8 @@ impl Rules {
 }
 
 impl Default for Rules {
-    /// The same numbers as `compare::RuleSet::megatron` (the compare stage's built-in set).
+    /// Megatron's checks (`docs/megatron-format.md` §3) and goldgate's metric rules: the
+    /// built-in set `compare` uses without a `goldgate.yaml`.
     fn default() -> Self {
         const MIB: f64 = 1024.0 * 1024.0;
         let loss = MetricRule {
@@ -406,30 +421,30 @@ impl Default for Rules {
             ..lower.clone()
         };
         let entries = vec![
-            ("lm loss".to_owned(), loss.clone()),
+            (names::LM_LOSS.to_owned(), loss.clone()),
             ("total loss".to_owned(), loss.clone()),
             ("mtp_* loss".to_owned(), loss.clone()),
             (
-                "num-zeros".to_owned(),
+                names::NUM_ZEROS.to_owned(),
                 MetricRule {
                     rtol: 0.2,
                     ..loss.clone()
                 },
             ),
             ("mem-*-bytes".to_owned(), lower),
-            ("iteration-time".to_owned(), iteration_time),
-            ("gpu-peak-memory-bytes".to_owned(), peak.clone()),
-            ("host-peak-rss-bytes".to_owned(), peak.clone()),
-            ("shm-peak-bytes".to_owned(), peak),
+            (names::ITERATION_TIME.to_owned(), iteration_time),
+            (names::GPU_PEAK.to_owned(), peak.clone()),
+            (names::HOST_PEAK.to_owned(), peak.clone()),
+            (names::SHM_PEAK.to_owned(), peak),
             // The first save of a run also starts the async worker and pays for it.
             (
-                "checkpoint-blocking-time".to_owned(),
+                names::CHECKPOINT_BLOCKING.to_owned(),
                 MetricRule {
                     skip_first_saves: 1,
                     ..per_save.clone()
                 },
             ),
-            ("checkpoint-async-latency".to_owned(), per_save),
+            (names::CHECKPOINT_ASYNC_LATENCY.to_owned(), per_save),
             ("*loss".to_owned(), loss),
         ];
         Rules { entries }

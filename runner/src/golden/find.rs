@@ -66,7 +66,62 @@ pub struct GoldenRef {
     pub name: GoldenName,
 }
 
-/// Golden files of one case: beside its config, then under `golden_root/<case name>/`.
+/// `golden_values_<env>_<platform>.json`.
+pub fn golden_file_name(env: &str, platform: &str) -> String {
+    GoldenName {
+        environment: env.to_string(),
+        platform: Some(platform.to_string()),
+        second: false,
+    }
+    .file_name()
+}
+
+/// The platform part of a golden file name (`golden_values_dev_dgx_h100.json` → `dgx_h100`);
+/// `None` for names without one (`golden_values_lts.json`).
+pub fn platform_of(path: &Path) -> Option<String> {
+    GoldenName::parse(path.file_name()?.to_str()?)?.platform
+}
+
+/// The folder of `case`'s golden files in goldgate's tree under one variant: the case folder
+/// for the default variant (`variant_slug` `None`, Megatron's layout),
+/// `<case>/variants/<variant slug>/` for any other.
+pub fn golden_dir(golden_root: &Path, case: &str, variant_slug: Option<&str>) -> PathBuf {
+    let dir = case
+        .split('/')
+        .fold(golden_root.to_path_buf(), |p, part| p.join(part));
+    match variant_slug {
+        None => dir,
+        Some(slug) => dir.join(VARIANTS_DIR).join(slug),
+    }
+}
+
+/// The one golden file a job of `case` on `platform` is judged against: env `dev` before
+/// `lts`. The default variant looks in goldgate's golden tree (`<golden_root>/<case>/`), then
+/// beside the case (`<root>/<case>/`, Megatron's layout); another variant looks only in its
+/// own folder, so a variant is never judged against another variant's values.
+pub fn find_golden(
+    golden_root: &Path,
+    root: &Path,
+    case: &str,
+    platform: &str,
+    variant_slug: Option<&str>,
+) -> Option<PathBuf> {
+    let dirs = match variant_slug {
+        None => vec![golden_dir(golden_root, case, None), root.join(case)],
+        Some(_) => vec![golden_dir(golden_root, case, variant_slug)],
+    };
+    ["dev", "lts"].iter().find_map(|env| {
+        let name = golden_file_name(env, platform);
+        // Any file by that name, not only a regular one: a FIFO or a link to a device where a
+        // golden should be is reported with its path when read, never as "no golden file".
+        dirs.iter()
+            .map(|d| d.join(&name))
+            .find(|p| crate::fsio::exists(p))
+    })
+}
+
+/// Every golden file of one case: beside its config, then under `golden_root/<case name>/`
+/// with its variants' (`find_golden` picks the one a job is judged against).
 pub fn find_goldens(
     case_dir: &Path,
     golden_root: Option<&Path>,
@@ -74,9 +129,7 @@ pub fn find_goldens(
 ) -> Vec<GoldenRef> {
     let mut found = goldens_in(case_dir);
     if let Some(root) = golden_root {
-        let dir = case_name
-            .split('/')
-            .fold(root.to_path_buf(), |p, part| p.join(part));
+        let dir = golden_dir(root, case_name, None);
         if dir != case_dir {
             found.extend(goldens_in(&dir));
         }
@@ -125,6 +178,63 @@ pub fn goldens_in(dir: &Path) -> Vec<GoldenRef> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn platform_from_file_names() {
+        for (name, want) in [
+            ("golden_values_dev_dgx_h100.json", Some("dgx_h100")),
+            (
+                "golden_values_lts_dgxa100_dracooci-ord.json",
+                Some("dgxa100_dracooci-ord"),
+            ),
+            ("golden_values_dev_dgx_gb200_2nd.json", Some("dgx_gb200")),
+            ("golden_values_lts.json", None),
+        ] {
+            assert_eq!(platform_of(Path::new(name)).as_deref(), want, "{name}");
+        }
+        assert_eq!(
+            golden_file_name("dev", "h200"),
+            "golden_values_dev_h200.json"
+        );
+    }
+
+    #[test]
+    fn the_default_variant_prefers_goldgates_tree_then_dev_over_lts() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (golden_root, root) = (tmp.path().join("golden"), tmp.path().join("cases"));
+        let put = |dir: &Path, name: &str| {
+            std::fs::create_dir_all(dir).unwrap();
+            std::fs::write(dir.join(name), "{}").unwrap();
+        };
+        let find = |variant| find_golden(&golden_root, &root, "gpt/a", "h200", variant);
+        assert_eq!(find(None), None);
+        put(&root.join("gpt/a"), "golden_values_lts_h200.json");
+        assert_eq!(
+            find(None),
+            Some(root.join("gpt/a/golden_values_lts_h200.json"))
+        );
+        put(&golden_root.join("gpt/a"), "golden_values_lts_h200.json");
+        let ours = golden_root.join("gpt/a/golden_values_lts_h200.json");
+        assert_eq!(find(None), Some(ours));
+        put(&root.join("gpt/a"), "golden_values_dev_h200.json");
+        assert_eq!(
+            find(None),
+            Some(root.join("gpt/a/golden_values_dev_h200.json"))
+        );
+        assert_eq!(
+            find(Some("allocator-gc80")),
+            None,
+            "never another variant's"
+        );
+        let variant = golden_dir(&golden_root, "gpt/a", Some("allocator-gc80"));
+        put(&variant, "golden_values_dev_h200.json");
+        assert_eq!(
+            find(Some("allocator-gc80")),
+            Some(variant.join("golden_values_dev_h200.json"))
+        );
+        let listed = find_goldens(&root.join("gpt/a"), Some(&golden_root), "gpt/a");
+        assert_eq!(listed.len(), 4);
+    }
 
     #[test]
     fn parses_every_corpus_name_form() {

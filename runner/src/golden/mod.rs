@@ -8,7 +8,10 @@ mod types;
 mod write;
 
 pub use error::GoldenError;
-pub use find::{GoldenName, GoldenRef, VARIANTS_DIR, find_goldens, goldens_in, variant_goldens};
+pub use find::{
+    GoldenName, GoldenRef, VARIANTS_DIR, find_golden, find_goldens, golden_dir, golden_file_name,
+    goldens_in, platform_of, variant_goldens,
+};
 pub use read::{MAX_GOLDEN_BYTES, parse_golden, read_golden};
 pub use types::{GoldenFile, GoldenStyle, Series, Value};
 pub use write::{py_float_repr, render_golden, round5, write_golden};

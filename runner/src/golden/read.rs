@@ -4,7 +4,10 @@
 //! "2": "nan"}}}` with dense or sparse steps; the legacy list form (`"values": [..]`, steps
 //! `start_step + i * step_interval`) with a top-level `iteration_timing_avg`; both written
 //! indented (`json.dumps(x, indent=4)`) or on one line. Inference goldens (keyed by request
-//! id) are recognised and refused with their own error kind.
+//! id) are recognised and refused with their own error kind. A series whose `values` is a list
+//! of lists (Megatron's 2025-01 tree has an `lm loss` like that, which its reader loads as a 2-D
+//! array) reads as an unsupported metric: kept for a rewrite, listed in `unsupported`, never
+//! compared.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -91,6 +94,14 @@ pub fn parse_golden(path: &Path, text: &str) -> Result<GoldenFile, GoldenError> 
     };
     for (name, entry) in entries {
         match entry {
+            Entry::Series {
+                fields,
+                values: RawValues::List(rows),
+            } if nested(&rows) => {
+                let (json, shape) = nested_series(fields, rows);
+                replace_or_push(&mut file.unsupported, name.clone(), shape);
+                replace_or_push(&mut file.extra, name, json);
+            }
             Entry::Series { fields, values } => {
                 let series =
                     series(&name, &fields, values).map_err(|(loc, msg)| shape(&loc, msg))?;
@@ -100,6 +111,36 @@ pub fn parse_golden(path: &Path, text: &str) -> Result<GoldenFile, GoldenError> 
         }
     }
     Ok(file)
+}
+
+/// Whether a list of values is a list of lists (and not one list among numbers: an error).
+fn nested(rows: &[Item]) -> bool {
+    !rows.is_empty() && rows.iter().all(|r| matches!(r, Item::List(_)))
+}
+
+/// A list-of-lists series as the JSON it was, and a description of its shape.
+fn nested_series(fields: Vec<(String, Json)>, rows: Vec<Item>) -> (Json, String) {
+    let rows: Vec<Json> = rows
+        .into_iter()
+        .filter_map(|r| match r {
+            Item::List(items) => Some(Json::Array(items)),
+            _ => None,
+        })
+        .collect();
+    let mut widths: Vec<usize> = rows
+        .iter()
+        .map(|r| r.as_array().map_or(0, Vec::len))
+        .collect();
+    widths.sort_unstable();
+    widths.dedup();
+    let values = match widths.as_slice() {
+        [one] => format!("{one} values"),
+        _ => "different numbers of values".to_string(),
+    };
+    let shape = format!("a list of lists ({} rows of {values})", rows.len());
+    let mut object: serde_json::Map<String, Json> = fields.into_iter().collect();
+    object.insert("values".into(), Json::Array(rows));
+    (Json::Object(object), shape)
 }
 
 /// JSON semantics for a repeated key: the last value wins, at the first position.
@@ -227,6 +268,7 @@ fn read_value(item: Item) -> Result<Value, String> {
         Item::Str(s) => Err(format!(
             "expected a number or \"nan\", found the string {s:?}"
         )),
+        Item::List(_) => Err("expected a number or \"nan\", found a list".to_string()),
         Item::Other(kind) => Err(format!("expected a number or \"nan\", found {kind}")),
     }
 }
@@ -263,6 +305,30 @@ mod tests {
         assert!(s.list_form);
         assert_eq!(s.values.keys().copied().collect::<Vec<_>>(), [0, 5, 10]);
         assert_eq!(g.extra[0].0, "iteration_timing_avg");
+    }
+
+    #[test]
+    fn a_list_of_lists_is_an_unsupported_metric_kept_for_a_rewrite() {
+        let text = r#"{"lm loss": {"start_step": 0, "end_step": 4, "step_interval": 2, "values": [[10.1, 10.0], [9.9, 9.8], [9.7, 9.6]]}, "num-zeros": {"start_step": 0, "end_step": 4, "step_interval": 2, "values": [1, 2, 3]}}"#;
+        let g = parse(text).unwrap();
+        assert_eq!(
+            g.unsupported,
+            [(
+                "lm loss".to_owned(),
+                "a list of lists (3 rows of 2 values)".to_owned()
+            )]
+        );
+        assert!(g.metric("lm loss").is_none());
+        assert_eq!(g.metric("num-zeros").unwrap().values.len(), 3);
+        assert_eq!(g.extra[0].1["values"][2][1], 9.6);
+        let ragged = parse(r#"{"lm loss": {"start_step": 0, "end_step": 1, "step_interval": 1, "values": [[1.0], [2.0, 3.0]]}}"#).unwrap();
+        assert_eq!(
+            ragged.unsupported[0].1,
+            "a list of lists (2 rows of different numbers of values)"
+        );
+        // A list among numbers is still a malformed file.
+        let mixed = parse(r#"{"lm loss": {"start_step": 0, "end_step": 1, "step_interval": 1, "values": [1.0, [2.0]]}}"#).unwrap_err();
+        assert!(mixed.to_string().contains("found a list"), "{mixed}");
     }
 
     #[test]
@@ -345,8 +411,8 @@ mod tests {
                 "g.json: \"m\": missing `start_step`",
             ),
             (
-                r#"{"m": {"start_step": 1, "end_step": 1, "step_interval": 1, "values": [[1]]}}"#,
-                "g.json: \"m\".values[0]: expected a number or \"nan\", found a list",
+                r#"{"m": {"start_step": 1, "end_step": 1, "step_interval": 1, "values": [1, [1]]}}"#,
+                "g.json: \"m\".values[1]: expected a number or \"nan\", found a list",
             ),
             (
                 r#"{"m": {"start_step": 1, "end_step": 1, "step_interval": 1, "values": {"1": null}}}"#,

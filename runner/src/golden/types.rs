@@ -55,8 +55,12 @@ pub enum GoldenStyle {
 pub struct GoldenFile {
     /// Metric name → series, in file order.
     pub metrics: Vec<(String, Series)>,
-    /// Other top-level keys (legacy `iteration_timing_avg`), kept as read, written after the metrics.
+    /// Other top-level keys (legacy `iteration_timing_avg`, and series of a shape goldgate cannot
+    /// compare), kept as read, written after the metrics.
     pub extra: Vec<(String, serde_json::Value)>,
+    /// Metrics whose series has a shape goldgate cannot compare (kept in `extra`): name → what
+    /// the shape is, e.g. `a list of lists (3 rows of 2 values)`.
+    pub unsupported: Vec<(String, String)>,
     /// Layout to write back.
     pub style: GoldenStyle,
     /// Whether the file ended with a newline (Megatron's writer adds none).

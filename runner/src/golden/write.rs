@@ -295,6 +295,7 @@ mod tests {
                 },
             )],
             extra: vec![],
+            unsupported: vec![],
             style,
             trailing_newline: false,
         }
@@ -329,7 +330,7 @@ mod tests {
             let values = if list_form { values.into_values().enumerate().map(|(i, v)| (i as u64, v)).collect() } else { values };
             let series = Series { start_step: 0, end_step: 99_999, step_interval: 1, values, list_form };
             let style = if compact { GoldenStyle::Compact } else { GoldenStyle::Indented };
-            let file = GoldenFile { metrics: vec![("lm loss".into(), series)], extra: vec![], style, trailing_newline: false };
+            let file = GoldenFile { metrics: vec![("lm loss".into(), series)], extra: vec![], unsupported: vec![], style, trailing_newline: false };
             let text = render_golden(&file);
             let back = crate::golden::parse_golden(Path::new("p.json"), &text).unwrap();
             proptest::prop_assert_eq!(&back.metrics, &file.metrics);

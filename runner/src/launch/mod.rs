@@ -4,6 +4,7 @@ mod error;
 mod escape;
 mod outcome;
 mod process;
+mod settle;
 mod signals;
 mod slice;
 mod spec;
@@ -15,6 +16,7 @@ pub use process::{
     CHANNEL_CHUNKS, LaunchEvent, LaunchReport, MAX_LINE, ProcessOutcome, Termination, group_alive,
     launch,
 };
+pub use settle::{Settle, SettleError, check as check_settle, settle};
 pub use signals::{StopFlag, install_signal_handlers};
 pub use slice::{gpu_slices, visible_gpus};
 pub use spec::{DEFAULT_GRACE, LaunchSpec, Launcher, command_line, free_port, resolve_program};

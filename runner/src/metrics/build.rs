@@ -9,20 +9,12 @@ use super::record::{
     Attempt, CheckpointRecord, Outcome, RunRecord, SCHEMA_VERSION, StepValues, VariantRecord,
 };
 use super::sampled::Sampled;
+use crate::metric_names::{
+    CHECKPOINT_ASYNC_LATENCY, CHECKPOINT_BLOCKING, GPU_PEAK, HOST_PEAK, SHM_PEAK,
+};
 use crate::observe::log::LogSummary;
 use crate::observe::probe::read::ProbeSummary;
 use crate::plan::Job;
-
-/// `checkpoint-blocking-time`: seconds `save_checkpoint()` blocked training, per save iteration.
-pub const CHECKPOINT_BLOCKING: &str = "checkpoint-blocking-time";
-/// `checkpoint-async-latency`: seconds from scheduling an async save to its completion.
-pub const CHECKPOINT_ASYNC_LATENCY: &str = "checkpoint-async-latency";
-/// `gpu-peak-memory-bytes`: NVML peak used memory above the pre-job baseline, max over devices.
-pub const GPU_PEAK: &str = "gpu-peak-memory-bytes";
-/// `host-peak-rss-bytes`: peak RSS of the job's process tree.
-pub const HOST_PEAK: &str = "host-peak-rss-bytes";
-/// `shm-peak-bytes`: peak `/dev/shm` usage above the pre-job baseline.
-pub const SHM_PEAK: &str = "shm-peak-bytes";
 
 /// Memory peaks measured by the samplers, in bytes (`None` when not measured).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -207,6 +199,7 @@ pub fn record(job: &Job, result: JobResult) -> RunRecord {
             .into_iter()
             .flat_map(|n| n.warnings)
             .collect(),
+        warmup: job.warmup,
     }
 }
 

@@ -10,6 +10,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+pub use crate::observe::node::NodeIo;
+
 /// Version of the `results.json` / `run.json` schema. Bump on incompatible changes.
 pub const SCHEMA_VERSION: u32 = 1;
 
@@ -171,6 +173,10 @@ pub struct Fingerprint {
     pub goldgate_version: String,
     /// The workload's git commit, when its folder is a git checkout.
     pub workload_commit: Option<String>,
+    /// The node's I/O state around the job (page cache, checkpoint filesystem, node I/O, what
+    /// `--settle` did): what moves save times besides the code. Absent in older results.
+    #[serde(default)]
+    pub io: Option<NodeIo>,
 }
 
 /// One checkpoint save seen in the log.
@@ -301,6 +307,9 @@ pub struct RunRecord {
     /// Problems worth knowing about the measurement (e.g. no NVIDIA driver: GPU fields are null).
     #[serde(default)]
     pub warnings: Vec<String>,
+    /// A warm-up job (`goldgate run --warmup`): recorded, never compared, blessed or calibrated.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub warmup: bool,
 }
 
 impl RunRecord {
@@ -312,7 +321,7 @@ impl RunRecord {
     /// `gpu-peak-memory-bytes`, or (for records without it) the largest per-device NVML peak
     /// above its baseline.
     pub fn gpu_peak_bytes(&self) -> Option<f64> {
-        self.last_value("gpu-peak-memory-bytes").or_else(|| {
+        self.last_value(crate::metric_names::GPU_PEAK).or_else(|| {
             let gpu = self.memory.gpu.as_ref()?;
             gpu.devices
                 .iter()
@@ -498,9 +507,17 @@ fn check_names(r: &RunRecord) -> Result<(), String> {
     Ok(())
 }
 
-/// Every `results.json` under `dir` (a run folder, or a folder of run folders), sorted by
-/// path so reports are stable. Errors name the file.
+/// Every `results.json` under `dir` (a run folder, or a folder of run folders) except those of
+/// warm-up jobs, which ran only to warm the machine and nothing judges, sorted by path so
+/// reports are stable. Errors name the file.
 pub fn load_results(dir: &Path) -> Result<Vec<(PathBuf, RunRecord)>, RecordError> {
+    let mut records = load_all_results(dir)?;
+    records.retain(|(_, r)| !r.warmup);
+    Ok(records)
+}
+
+/// Every `results.json` under `dir`, warm-up jobs included (`goldgate power` reports them).
+pub fn load_all_results(dir: &Path) -> Result<Vec<(PathBuf, RunRecord)>, RecordError> {
     let mut paths = Vec::new();
     collect(dir, &mut paths, 0)?;
     paths.sort();
@@ -606,6 +623,7 @@ pub(crate) mod tests {
             probe: None,
             observer_cpu_seconds: None,
             warnings: vec![],
+            warmup: false,
         }
     }
 

@@ -2,7 +2,7 @@
 //! `memory` and `fingerprint` parts of `results.json` (peaks, per-device figures, one timeline
 //! on a common time axis). Pure functions; the samplers themselves run in `run::local`.
 
-use super::record::{Fingerprint, GpuDevicePeak, GpuMemory, MemoryRecord, Timeline};
+use super::record::{Fingerprint, GpuDevicePeak, GpuMemory, MemoryRecord, NodeIo, Timeline};
 use crate::observe::sample::{Point, SampleSummary};
 
 /// What the samplers recorded on one node (or why they could not): the observation the
@@ -16,6 +16,8 @@ pub struct Sampled {
     pub warnings: Vec<String>,
     /// CPU seconds goldgate itself used while the job ran (all its threads: samplers, log parser).
     pub observer_cpu_seconds: Option<f64>,
+    /// The node's I/O state around the job (page cache, node I/O, `--settle`).
+    pub io: Option<NodeIo>,
 }
 
 impl Sampled {
@@ -34,12 +36,17 @@ impl Sampled {
         self.summary.as_ref()?.shm_peak_bytes()
     }
 
-    /// GPU model, count and driver versions for the environment fingerprint.
+    /// GPU model, count and driver versions, and the node's I/O state, for the environment
+    /// fingerprint.
     pub fn fingerprint(&self) -> Fingerprint {
         let Some(gpu) = self.summary.as_ref().and_then(|s| s.gpu.as_ref()) else {
-            return Fingerprint::default();
+            return Fingerprint {
+                io: self.io.clone(),
+                ..Fingerprint::default()
+            };
         };
         Fingerprint {
+            io: self.io.clone(),
             gpu_model: gpu.devices.iter().find_map(|d| d.name.clone()),
             gpu_count: Some(gpu.devices.len() as u32),
             driver_version: gpu.environment.driver_version.clone(),

@@ -2,5 +2,6 @@
 //! in-process allocator probe.
 
 pub mod log;
+pub mod node;
 pub mod probe;
 pub mod sample;

@@ -161,6 +161,7 @@ fn plan_job(
         platform: platform.name.clone(),
         config_path: case.config_path.clone(),
         from_caller: resolver.from_caller,
+        warmup: false,
     })
 }
 

@@ -219,6 +219,18 @@ pub struct Job {
     /// Placeholders filled from the caller's environment (never printed for secret names).
     #[serde(skip)]
     pub(crate) from_caller: Vec<FromCaller>,
+    /// A warm-up job (`goldgate run --warmup N`): it runs so that a cold machine's first job is
+    /// not measured, and is recorded but never compared, blessed or calibrated.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub warmup: bool,
+}
+
+/// Marks the first `n` repeats of every job as warm-up jobs (`goldgate run --warmup N` plans
+/// `N` more repeats and measures the ones after them).
+pub fn mark_warmup(jobs: &mut [Job], n: u32) {
+    for job in jobs {
+        job.warmup = job.repeat <= n;
+    }
 }
 
 /// Whether a variable's value must not be printed (its name holds TOKEN, KEY, SECRET or PASSWORD).
@@ -278,6 +290,7 @@ impl Job {
             platform: "local".to_owned(),
             config_path: out_dir.join(case).join("model_config.yaml"),
             from_caller: Vec::new(),
+            warmup: false,
         }
     }
 }

@@ -13,7 +13,8 @@ mod variant;
 pub use build::{DEFAULT_ENTRY, PlanInputs, plan_case};
 pub use error::PlanError;
 pub use job::{
-    Job, JobDirs, Launcher, REDACTED, RunAction, RunSpec, is_secret_name, redact_text, redacted_env,
+    Job, JobDirs, Launcher, REDACTED, RunAction, RunSpec, is_secret_name, mark_warmup, redact_text,
+    redacted_env,
 };
 pub use program::resolve_program;
 pub use render::{PORT_PLACEHOLDER, render_plan_json, render_plan_text};

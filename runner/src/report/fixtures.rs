@@ -165,6 +165,7 @@ pub(crate) fn record(v: VariantRecord, repeat: u32, shape: Shape, jitter: f64) -
         probe: None,
         observer_cpu_seconds: None,
         warnings: Vec::new(),
+        warmup: false,
     }
 }
 

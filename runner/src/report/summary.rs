@@ -4,7 +4,7 @@
 
 use crate::metrics::{CheckpointRecord, RunRecord};
 use crate::report::markdown::escape_md;
-use crate::report::units::{self, Kind};
+use crate::report::units::{self, Unit};
 use crate::report::{svg, variants};
 
 /// Longest failure line shown (characters).
@@ -84,14 +84,14 @@ pub fn jobs_markdown(records: &[&RunRecord], svg_dir: Option<&str>) -> String {
             escape_md(&r.variant.name),
             r.repeat,
             outcome(r),
-            units::value(Kind::Seconds, r.wall_seconds),
+            units::value(Unit::Seconds, r.wall_seconds),
             peak(gpu_peak(r)),
             peak(
-                r.last_value("host-peak-rss-bytes")
+                r.last_value(crate::metric_names::HOST_PEAK)
                     .or(r.memory.host_peak_rss_bytes.map(|b| b as f64))
             ),
             peak(
-                r.last_value("shm-peak-bytes")
+                r.last_value(crate::metric_names::SHM_PEAK)
                     .or(r.memory.shm_peak_bytes.map(|b| b as f64))
             ),
             saves(r),

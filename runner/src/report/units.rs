@@ -1,58 +1,11 @@
 //! Stage "report": number formatting shared by every renderer (bytes in binary units, seconds
 //! scaled to ms/µs, signed deltas), so the terminal, markdown and JUnit show the same figures.
 
-/// How a value is measured, for formatting only.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Kind {
-    /// Bytes, shown in KiB/MiB/GiB.
-    Bytes,
-    /// Seconds, shown in s/ms/µs.
-    Seconds,
-    /// A count, shown as an integer.
-    Count,
-    /// Anything else (losses), shown with five significant digits.
-    Plain,
-}
-
-impl Kind {
-    /// Guesses the kind from a metric name: `*-bytes` are bytes, `*-time`/`*-latency`/`*-seconds`
-    /// and `*-seconds-per-*` are seconds, `num-*`, `*-calls`, `*-retries` and `*-ooms` are counts.
-    pub fn of_metric(name: &str) -> Kind {
-        if name.ends_with("-bytes") {
-            Kind::Bytes
-        } else if name.ends_with("-time")
-            || name.ends_with("-latency")
-            || name.ends_with("-seconds")
-            || name.contains("-seconds-per-")
-        {
-            Kind::Seconds
-        } else if name.starts_with("num-")
-            || name.ends_with("-calls")
-            || name.ends_with("-retries")
-            || name.ends_with("-ooms")
-        {
-            Kind::Count
-        } else {
-            Kind::Plain
-        }
-    }
-}
-
-impl From<crate::compare::Unit> for Kind {
-    fn from(u: crate::compare::Unit) -> Kind {
-        use crate::compare::Unit;
-        match u {
-            Unit::Bytes => Kind::Bytes,
-            Unit::Seconds => Kind::Seconds,
-            Unit::Count => Kind::Count,
-            Unit::Plain => Kind::Plain,
-        }
-    }
-}
+pub use crate::compare::Unit;
 
 /// The golden, now, Δ % and interval cells of a metric result, `—` where absent.
 pub fn metric_cells(m: &crate::compare::MetricResult) -> [String; 4] {
-    let kind = Kind::from(m.unit);
+    let kind = m.unit;
     let opt = |v: Option<f64>| v.map_or_else(|| "—".to_string(), |v| value(kind, v));
     [
         opt(m.golden),
@@ -147,17 +100,17 @@ fn non_finite(v: f64) -> String {
 }
 
 /// Formats a value of the given kind.
-pub fn value(kind: Kind, v: f64) -> String {
+pub fn value(kind: Unit, v: f64) -> String {
     match kind {
-        Kind::Bytes => bytes(v),
-        Kind::Seconds => seconds(v),
-        Kind::Count => count(v),
-        Kind::Plain => plain(v),
+        Unit::Bytes => bytes(v),
+        Unit::Seconds => seconds(v),
+        Unit::Count => count(v),
+        Unit::Plain => plain(v),
     }
 }
 
 /// A signed difference of the given kind: `+1.20 GiB`, `-3.58 s`.
-pub fn signed(kind: Kind, v: f64) -> String {
+pub fn signed(kind: Unit, v: f64) -> String {
     let text = value(kind, v);
     if v > 0.0 && v.is_finite() {
         format!("+{text}")
@@ -176,7 +129,7 @@ pub fn pct(p: f64) -> String {
 
 /// An interval in the value's unit, the unit written once when both ends share it:
 /// `60.81 – 62.04 GiB`, `980 ms – 1.02 s`.
-pub fn interval(kind: Kind, lo: f64, hi: f64) -> String {
+pub fn interval(kind: Unit, lo: f64, hi: f64) -> String {
     let (a, b) = (value(kind, lo), value(kind, hi));
     match (a.rsplit_once(' '), b.rsplit_once(' ')) {
         (Some((na, ua)), Some((_, ub))) if ua == ub => format!("{na} – {b}"),
@@ -190,22 +143,22 @@ mod tests {
 
     #[test]
     fn scales_bytes_and_seconds_to_readable_units() {
-        let cases: &[(Kind, f64, &str)] = &[
-            (Kind::Bytes, 65_842_000_000.0, "61.32 GiB"),
-            (Kind::Bytes, 512.0 * MIB, "512.0 MiB"),
-            (Kind::Bytes, 3072.0, "3.0 KiB"),
-            (Kind::Bytes, 17.0, "17 B"),
-            (Kind::Seconds, 4.1, "4.10 s"),
-            (Kind::Seconds, 0.0234, "23.4 ms"),
-            (Kind::Seconds, 0.000812, "812 µs"),
-            (Kind::Seconds, 184.4, "184 s"),
-            (Kind::Seconds, 0.0, "0.00 s"),
-            (Kind::Plain, 10.849213, "10.849"),
-            (Kind::Plain, 0.00123456, "0.0012346"),
-            (Kind::Plain, 1.5e-7, "1.5000e-7"),
-            (Kind::Count, 1024.0, "1024"),
-            (Kind::Plain, f64::NAN, "nan"),
-            (Kind::Bytes, f64::INFINITY, "inf"),
+        let cases: &[(Unit, f64, &str)] = &[
+            (Unit::Bytes, 65_842_000_000.0, "61.32 GiB"),
+            (Unit::Bytes, 512.0 * MIB, "512.0 MiB"),
+            (Unit::Bytes, 3072.0, "3.0 KiB"),
+            (Unit::Bytes, 17.0, "17 B"),
+            (Unit::Seconds, 4.1, "4.10 s"),
+            (Unit::Seconds, 0.0234, "23.4 ms"),
+            (Unit::Seconds, 0.000812, "812 µs"),
+            (Unit::Seconds, 184.4, "184 s"),
+            (Unit::Seconds, 0.0, "0.00 s"),
+            (Unit::Plain, 10.849213, "10.849"),
+            (Unit::Plain, 0.00123456, "0.0012346"),
+            (Unit::Plain, 1.5e-7, "1.5000e-7"),
+            (Unit::Count, 1024.0, "1024"),
+            (Unit::Plain, f64::NAN, "nan"),
+            (Unit::Bytes, f64::INFINITY, "inf"),
         ];
         for (kind, v, want) in cases {
             assert_eq!(value(*kind, *v), *want, "{kind:?} {v}");
@@ -214,31 +167,31 @@ mod tests {
 
     #[test]
     fn signs_and_percentages() {
-        assert_eq!(signed(Kind::Bytes, 1.2 * GIB), "+1.20 GiB");
-        assert_eq!(signed(Kind::Seconds, -3.58), "-3.58 s");
+        assert_eq!(signed(Unit::Bytes, 1.2 * GIB), "+1.20 GiB");
+        assert_eq!(signed(Unit::Seconds, -3.58), "-3.58 s");
         assert_eq!(pct(5.2), "+5.20 %");
         assert_eq!(pct(-87.321), "-87.32 %");
         assert_eq!(pct(f64::NAN), "nan");
         assert_eq!(
-            interval(Kind::Bytes, 60.81 * GIB, 62.04 * GIB),
+            interval(Unit::Bytes, 60.81 * GIB, 62.04 * GIB),
             "60.81 – 62.04 GiB"
         );
-        assert_eq!(interval(Kind::Seconds, 0.98, 1.02), "980 ms – 1.02 s");
-        assert_eq!(interval(Kind::Plain, 2.5, 2.75), "2.5000 – 2.7500");
+        assert_eq!(interval(Unit::Seconds, 0.98, 1.02), "980 ms – 1.02 s");
+        assert_eq!(interval(Unit::Plain, 2.5, 2.75), "2.5000 – 2.7500");
     }
 
     #[test]
     fn kinds_follow_metric_names() {
-        assert_eq!(Kind::of_metric("gpu-peak-memory-bytes"), Kind::Bytes);
-        assert_eq!(Kind::of_metric("iteration-time"), Kind::Seconds);
-        assert_eq!(Kind::of_metric("checkpoint-async-latency"), Kind::Seconds);
-        assert_eq!(Kind::of_metric("num-zeros"), Kind::Count);
+        assert_eq!(Unit::of_metric("gpu-peak-memory-bytes"), Unit::Bytes);
+        assert_eq!(Unit::of_metric("iteration-time"), Unit::Seconds);
+        assert_eq!(Unit::of_metric("checkpoint-async-latency"), Unit::Seconds);
+        assert_eq!(Unit::of_metric("num-zeros"), Unit::Count);
         assert_eq!(
-            Kind::of_metric("empty-cache-seconds-per-checkpoint"),
-            Kind::Seconds
+            Unit::of_metric("empty-cache-seconds-per-checkpoint"),
+            Unit::Seconds
         );
-        assert_eq!(Kind::of_metric("empty-cache-calls"), Kind::Count);
-        assert_eq!(Kind::of_metric("alloc-retries"), Kind::Count);
-        assert_eq!(Kind::of_metric("lm loss"), Kind::Plain);
+        assert_eq!(Unit::of_metric("empty-cache-calls"), Unit::Count);
+        assert_eq!(Unit::of_metric("alloc-retries"), Unit::Count);
+        assert_eq!(Unit::of_metric("lm loss"), Unit::Plain);
     }
 }

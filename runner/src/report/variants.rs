@@ -9,21 +9,24 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::config::Config;
+use crate::compare::rules::{Statistic, collapse};
+use crate::compare::stats::{median, median_sorted};
+use crate::config::{Config, Rules, Window};
+use crate::metric_names as names;
 use crate::metrics::{CheckpointRecord, RunRecord};
 use crate::report::markdown::escape_md;
-use crate::report::units::{self, Kind};
+use crate::report::units::{self, Unit};
 
 /// Metric keys that have their own rows; every other key in `RunRecord.metrics` gets a row
 /// of its final value.
 const COVERED: &[&str] = &[
-    "lm loss",
-    "iteration-time",
-    "gpu-peak-memory-bytes",
-    "host-peak-rss-bytes",
-    "shm-peak-bytes",
-    "checkpoint-blocking-time",
-    "checkpoint-async-latency",
+    names::LM_LOSS,
+    names::ITERATION_TIME,
+    names::GPU_PEAK,
+    names::HOST_PEAK,
+    names::SHM_PEAK,
+    names::CHECKPOINT_BLOCKING,
+    names::CHECKPOINT_ASYNC_LATENCY,
 ];
 
 /// All cases of a results folder, each with its variants side by side.
@@ -61,7 +64,7 @@ pub struct MetricRow {
     /// What the row shows, e.g. `checkpoint blocking, saves after the first`.
     pub label: String,
     /// How to format it.
-    pub kind: Kind,
+    pub kind: Unit,
     /// One per variant column; `None` where no passed repeat had the value.
     pub cells: Vec<Option<Cell>>,
 }
@@ -79,45 +82,64 @@ pub struct Cell {
     pub n: usize,
 }
 
-type Extract = fn(&RunRecord) -> Option<f64>;
+/// Reads one repeat's value (the iteration-time window for the rows that need it).
+type Extract = fn(&RunRecord, Option<&Window>) -> Option<f64>;
 
 /// The fixed rows: label, kind, how to read one repeat's value.
-const FIXED: &[(&str, Kind, Extract)] = &[
+const FIXED: &[(&str, Unit, Extract)] = &[
     (
         "checkpoint blocking, saves after the first (median)",
-        Kind::Seconds,
+        Unit::Seconds,
         blocking_after_first,
     ),
     (
         "checkpoint blocking, first save",
-        Kind::Seconds,
+        Unit::Seconds,
         blocking_first,
     ),
     (
         "checkpoint async latency (median)",
-        Kind::Seconds,
+        Unit::Seconds,
         async_latency,
     ),
-    ("GPU peak memory", Kind::Bytes, gpu_peak),
-    ("host peak RSS", Kind::Bytes, host_peak),
-    ("/dev/shm peak", Kind::Bytes, shm_peak),
-    ("iteration time (median)", Kind::Seconds, iteration_time),
-    ("final lm loss", Kind::Plain, final_loss),
+    ("GPU peak memory", Unit::Bytes, gpu_peak),
+    ("host peak RSS", Unit::Bytes, host_peak),
+    ("/dev/shm peak", Unit::Bytes, shm_peak),
+    (
+        "iteration time ({statistic})",
+        Unit::Seconds,
+        iteration_time,
+    ),
+    ("final lm loss", Unit::Plain, final_loss),
 ];
 
-/// The order of variant columns: the baseline (every axis at its default) first, then by how
-/// many axes differ from their default, then by the axes' and values' order in
-/// `goldgate.yaml` (the first axis varying first).
-/// Variants that tie keep the order they were run in, so a table built from several runs reads
-/// the same as one built from a single `--matrix` run. Without a configuration
-/// ([`VariantOrder::default`]) every chosen axis counts as away from its default.
-#[derive(Clone, Debug, Default)]
+/// What the table takes from `goldgate.yaml`: the order of variant columns and the
+/// iteration-time window (the one the gate judges with).
+///
+/// Columns: the baseline (every axis at its default) first, then by how many axes differ from
+/// their default, then by the axes' and values' order in `goldgate.yaml` (the first axis
+/// varying first). Variants that tie keep the order they were run in, so a table built from
+/// several runs reads the same as one built from a single `--matrix` run. Without a
+/// configuration ([`VariantOrder::default`]) every chosen axis counts as away from its default
+/// and the window is the built-in one.
+#[derive(Clone, Debug)]
 pub struct VariantOrder {
     axes: Vec<(String, Vec<String>)>,
+    iteration_window: Option<Window>,
+}
+
+impl Default for VariantOrder {
+    fn default() -> VariantOrder {
+        VariantOrder {
+            axes: Vec::new(),
+            iteration_window: Rules::default().rule_for(names::ITERATION_TIME).window,
+        }
+    }
 }
 
 impl VariantOrder {
-    /// The axes and values of a configuration, in the order they are written there.
+    /// The axes and values of a configuration, in the order they are written there, and its
+    /// iteration-time window.
     pub fn from_config(config: &Config) -> VariantOrder {
         VariantOrder {
             axes: config
@@ -128,6 +150,7 @@ impl VariantOrder {
                     (a.name.clone(), values)
                 })
                 .collect(),
+            iteration_window: config.rules.rule_for(names::ITERATION_TIME).window,
         }
     }
 
@@ -178,13 +201,17 @@ pub fn build<'a>(
         .into_iter()
         .map(|(case, mut variants)| {
             variants.sort_by_cached_key(|(_, rs)| order.key(&rs[0].variant.choices));
-            build_case(case, variants)
+            build_case(case, variants, order.iteration_window.as_ref())
         })
         .collect();
     VariantTable { cases }
 }
 
-fn build_case(case: &str, variants: Vec<(&str, Vec<&RunRecord>)>) -> CaseVariants {
+fn build_case(
+    case: &str,
+    variants: Vec<(&str, Vec<&RunRecord>)>,
+    window: Option<&Window>,
+) -> CaseVariants {
     let mut ordered = variants;
     if let Some(pos) = ordered.iter().position(|(name, _)| *name == "default") {
         let default = ordered.remove(pos);
@@ -205,7 +232,19 @@ fn build_case(case: &str, variants: Vec<(&str, Vec<&RunRecord>)>) -> CaseVariant
         .collect();
     let mut rows: Vec<MetricRow> = FIXED
         .iter()
-        .map(|(label, kind, extract)| row(label, *kind, &passed, *extract))
+        .map(|(label, kind, extract)| {
+            let statistic = window.map_or("median", |w| w.statistic.name());
+            let label = label.replace("{statistic}", statistic);
+            let cells = passed
+                .iter()
+                .map(|rs| cell(rs.iter().filter_map(|r| finite(extract(r, window)))))
+                .collect();
+            MetricRow {
+                label,
+                kind: *kind,
+                cells,
+            }
+        })
         .collect();
     for key in extra_metric_keys(&passed) {
         let cells = passed
@@ -213,7 +252,7 @@ fn build_case(case: &str, variants: Vec<(&str, Vec<&RunRecord>)>) -> CaseVariant
             .map(|rs| cell(rs.iter().filter_map(|r| finite(r.last_value(&key)))))
             .collect();
         rows.push(MetricRow {
-            kind: Kind::of_metric(&key),
+            kind: Unit::of_metric(&key),
             label: format!("{key} (final)"),
             cells,
         });
@@ -223,18 +262,6 @@ fn build_case(case: &str, variants: Vec<(&str, Vec<&RunRecord>)>) -> CaseVariant
         case: case.to_string(),
         variants: columns,
         rows,
-    }
-}
-
-fn row(label: &str, kind: Kind, passed: &[Vec<&RunRecord>], extract: Extract) -> MetricRow {
-    let cells = passed
-        .iter()
-        .map(|rs| cell(rs.iter().filter_map(|r| finite(extract(r)))))
-        .collect();
-    MetricRow {
-        label: label.to_string(),
-        kind,
-        cells,
     }
 }
 
@@ -268,7 +295,8 @@ fn finite(v: Option<f64>) -> Option<f64> {
 
 fn cell(values: impl Iterator<Item = f64>) -> Option<Cell> {
     let mut v: Vec<f64> = values.collect();
-    let median = median(&mut v)?;
+    v.sort_by(f64::total_cmp);
+    let median = median_sorted(&v)?;
     Some(Cell {
         median,
         min: v.first().copied()?,
@@ -277,88 +305,77 @@ fn cell(values: impl Iterator<Item = f64>) -> Option<Cell> {
     })
 }
 
-/// Median of finite values (sorts `v`); `None` when empty.
-pub(crate) fn median(v: &mut [f64]) -> Option<f64> {
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    match n {
-        0 => None,
-        _ if n % 2 == 1 => Some(v[n / 2]),
-        _ => Some((v[n / 2 - 1] + v[n / 2]) / 2.0),
-    }
-}
-
 fn save_blocking(c: &CheckpointRecord) -> Option<f64> {
     c.blocking_max_seconds.or(c.saving_to_saved_seconds)
 }
 
-fn blocking_after_first(r: &RunRecord) -> Option<f64> {
-    let mut v: Vec<f64> = r
+fn blocking_after_first(r: &RunRecord, _: Option<&Window>) -> Option<f64> {
+    let v: Vec<f64> = r
         .checkpoints
         .iter()
         .skip(1)
         .filter_map(save_blocking)
         .collect();
-    median(&mut v)
+    median(&v)
 }
 
-fn blocking_first(r: &RunRecord) -> Option<f64> {
+fn blocking_first(r: &RunRecord, _: Option<&Window>) -> Option<f64> {
     r.checkpoints.first().and_then(save_blocking)
 }
 
-fn async_latency(r: &RunRecord) -> Option<f64> {
-    let mut v: Vec<f64> = r
+fn async_latency(r: &RunRecord, _: Option<&Window>) -> Option<f64> {
+    let v: Vec<f64> = r
         .checkpoints
         .iter()
         .filter_map(|c| c.async_latency_seconds)
         .collect();
-    median(&mut v)
+    median(&v)
 }
 
-fn gpu_peak(r: &RunRecord) -> Option<f64> {
+fn gpu_peak(r: &RunRecord, _: Option<&Window>) -> Option<f64> {
     r.gpu_peak_bytes()
 }
 
-fn host_peak(r: &RunRecord) -> Option<f64> {
-    r.last_value("host-peak-rss-bytes")
+fn host_peak(r: &RunRecord, _: Option<&Window>) -> Option<f64> {
+    r.last_value(names::HOST_PEAK)
         .or(r.memory.host_peak_rss_bytes.map(|b| b as f64))
 }
 
-fn shm_peak(r: &RunRecord) -> Option<f64> {
-    r.last_value("shm-peak-bytes")
+fn shm_peak(r: &RunRecord, _: Option<&Window>) -> Option<f64> {
+    r.last_value(names::SHM_PEAK)
         .or(r.memory.shm_peak_bytes.map(|b| b as f64))
 }
 
-/// Median iteration time over Megatron's window (steps 5–20 for runs of ≤ 25 steps, else
-/// 30–45); runs too short for the window use every step after the first (warm-up).
-fn iteration_time(r: &RunRecord) -> Option<f64> {
-    let series = &r.metrics.get("iteration-time")?.0;
+/// Iteration time over the gate's window (`goldgate.yaml`, by default the median over steps
+/// 5–20 for runs of ≤ 25 steps, else 30–45); runs too short for the window, or without one,
+/// use every step after the first (warm-up).
+fn iteration_time(r: &RunRecord, window: Option<&Window>) -> Option<f64> {
+    let series = &r.metrics.get(names::ITERATION_TIME)?.0;
     let last = *series.keys().next_back()?;
-    let window = if last <= 25 { 5..=20 } else { 30..=45 };
-    let mut v: Vec<f64> = series
-        .range(window)
-        .map(|(_, v)| *v)
-        .filter(|v| v.is_finite())
-        .collect();
-    if v.is_empty() {
-        v = series
-            .values()
-            .skip(1)
-            .copied()
-            .filter(|v| v.is_finite())
+    let finite = |v: &f64| v.is_finite().then_some(*v);
+    if let Some(w) = window {
+        let steps = w.steps_for(last);
+        let inside: Vec<f64> = series
+            .range(steps.first..=steps.last)
+            .filter_map(|(_, v)| finite(v))
             .collect();
+        if let Some(v) = collapse(w.statistic, &inside) {
+            return Some(v);
+        }
     }
-    median(&mut v)
+    let all: Vec<f64> = series.values().skip(1).filter_map(finite).collect();
+    let statistic = window.map_or(Statistic::Median, |w| w.statistic);
+    collapse(statistic, &all)
 }
 
-fn final_loss(r: &RunRecord) -> Option<f64> {
-    r.last_value("lm loss")
+fn final_loss(r: &RunRecord, _: Option<&Window>) -> Option<f64> {
+    r.last_value(names::LM_LOSS)
 }
 
 impl Cell {
     /// `4.10 s (4.06 – 4.15 s)`; the range only when repeats differ, `n=` only when some
     /// passed repeat lacked the value.
-    fn text(&self, kind: Kind, passed: usize) -> String {
+    fn text(&self, kind: Unit, passed: usize) -> String {
         let mut text = units::value(kind, self.median);
         if self.n >= 2 && self.min != self.max {
             text.push_str(&format!(" ({})", units::interval(kind, self.min, self.max)));
@@ -370,7 +387,7 @@ impl Cell {
     }
 
     /// Difference to the baseline: `-3.58 s (-87.32 %)`; percentages only for plain values.
-    fn delta(&self, base: &Cell, kind: Kind) -> String {
+    fn delta(&self, base: &Cell, kind: Unit) -> String {
         let diff = self.median - base.median;
         let pct = if base.median != 0.0 {
             Some(diff / base.median.abs() * 100.0)
@@ -378,7 +395,7 @@ impl Cell {
             None
         };
         match (kind, pct) {
-            (Kind::Plain, Some(p)) => units::pct(p),
+            (Unit::Plain, Some(p)) => units::pct(p),
             (_, Some(p)) => format!("{} ({})", units::signed(kind, diff), units::pct(p)),
             (_, None) => units::signed(kind, diff),
         }
@@ -494,6 +511,36 @@ mod tests {
         let blocking = &case.rows[0];
         assert_eq!(blocking.cells[0].unwrap().n, 3);
         assert_eq!(blocking.cells[1].unwrap().n, 1);
+    }
+
+    #[test]
+    fn iteration_time_uses_the_window_and_statistic_of_goldgate_yaml() {
+        let mut records = vec![fixtures::variant_sweep().remove(0)];
+        let series = &mut records[0].metrics.get_mut("iteration-time").unwrap().0;
+        series.insert(2, 9.0);
+        let row = |order: &VariantOrder| {
+            let t = build(&records, order);
+            let row = t.cases[0]
+                .rows
+                .iter()
+                .find(|r| r.label.starts_with("iteration time"))
+                .unwrap()
+                .clone();
+            (row.label, row.cells[0].unwrap().median)
+        };
+        let builtin = row(&VariantOrder::default());
+        assert_eq!(builtin.0, "iteration time (median)");
+        let config = Config::parse(
+            "rules:\n  iteration-time:\n    window: {statistic: max, steps: 1-3}\n",
+            std::path::Path::new("goldgate.yaml"),
+        )
+        .unwrap();
+        let configured = row(&VariantOrder::from_config(&config));
+        assert_eq!(configured, ("iteration time (max)".to_owned(), 9.0));
+        assert!(
+            builtin.1 < 9.0,
+            "the built-in window (30-45) leaves step 2 out"
+        );
     }
 
     #[test]

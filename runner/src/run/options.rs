@@ -30,6 +30,8 @@ pub struct RunOptions {
     pub probe: ProbeMode,
     /// `--keep-checkpoints`.
     pub keep_checkpoints: bool,
+    /// `--settle`: `sync` or `drop-caches` before each job (checked before the first).
+    pub settle: crate::launch::Settle,
 }
 
 impl RunOptions {
@@ -56,6 +58,7 @@ impl RunOptions {
             sample_interval: crate::observe::sample::DEFAULT_INTERVAL,
             probe: ProbeMode::default(),
             keep_checkpoints: false,
+            settle: crate::launch::Settle::None,
         }
     }
 }

@@ -56,6 +56,9 @@ pub(crate) struct Config {
     pub(crate) planted: Vec<(u64, Planted)>,
     pub(crate) ignore_sigterm: bool,
     pub(crate) fork_child: bool,
+    /// Words between this program's executable and its own arguments when it is started again
+    /// for `--fork-child`: none for `fake-trainer`, `fake-trainer` for `goldgate fake-trainer`.
+    pub(crate) reexec_prefix: Vec<String>,
     pub(crate) old_format: bool,
     /// Unknown flags, in order, for one warning line.
     pub(crate) unknown: Vec<String>,
@@ -142,7 +145,8 @@ Fake knobs:
   --model-mb N               resident model buffer (default 256)
   --activation-mb N          per-step activation buffer (default model-mb / 4)
   --ckpt-mb N                checkpoint size per save (default 64)
-  --slow-save-ms N           add N ms of blocking work to every save (a planted regression)
+  --slow-save-ms N           add N ms of blocking work to every save (a planted regression;
+                             GOLDGATE_PLANT_SAVE_DELAY_S=SECONDS in the environment adds more)
   --slow-write-ms N          add N ms to every checkpoint file write (slow storage; in the
                              background worker under async saves)
   --crash-at-step N          raise a Python-like error at iteration N (exit 1)
@@ -266,6 +270,34 @@ fn split(argv: &[String]) -> Result<Raw, UsageError> {
         }
     }
     Ok(raw)
+}
+
+/// Adds `GOLDGATE_PLANT_SAVE_DELAY_S` (seconds, as `workloads/megatron/train_gpt.py` reads it)
+/// to `--slow-save-ms`, so goldgate's power study plants the same regression in the fake job as
+/// in the Megatron one, and says so on stdout as the Megatron entry does.
+pub(crate) fn with_planted_delay(
+    mut cfg: Config,
+    env: Option<String>,
+) -> Result<Config, UsageError> {
+    let Some(text) = env.filter(|t| !t.trim().is_empty()) else {
+        return Ok(cfg);
+    };
+    let bad = || UsageError::Bad {
+        flag: "GOLDGATE_PLANT_SAVE_DELAY_S".into(),
+        value: text.clone(),
+        expected: "seconds, at least 0",
+    };
+    let seconds: f64 = text.trim().parse().map_err(|_| bad())?;
+    if !(seconds.is_finite() && seconds >= 0.0) {
+        return Err(bad());
+    }
+    if seconds > 0.0 {
+        cfg.slow_save_ms += (seconds * 1000.0).round() as u64;
+        crate::emit::out(&format!(
+            "goldgate: planted regression: +{seconds} s in every save_checkpoint"
+        ));
+    }
+    Ok(cfg)
 }
 
 fn int(raw: &Raw, flag: &str, default: u64) -> Result<u64, UsageError> {
@@ -443,6 +475,7 @@ fn validate(raw: Raw) -> Result<Config, UsageError> {
         planted,
         ignore_sigterm: raw.has("--ignore-sigterm"),
         fork_child: raw.has("--fork-child"),
+        reexec_prefix: Vec::new(),
         old_format: raw.has("--old-format"),
         unknown: raw.unknown,
     })
@@ -460,6 +493,26 @@ mod tests {
         match parse(&words(s)) {
             Ok(Command::Train(c)) => *c,
             other => panic!("{s}: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn the_power_studys_planted_delay_adds_to_slow_saves() {
+        let c = config("--slow-save-ms 5");
+        let planted = with_planted_delay(c.clone(), Some("0.25".into())).unwrap();
+        assert_eq!(planted.slow_save_ms, 255);
+        assert_eq!(with_planted_delay(c.clone(), None).unwrap().slow_save_ms, 5);
+        assert_eq!(
+            with_planted_delay(c.clone(), Some(" ".into()))
+                .unwrap()
+                .slow_save_ms,
+            5
+        );
+        for bad in ["-1", "x", "inf"] {
+            assert!(
+                with_planted_delay(c.clone(), Some(bad.into())).is_err(),
+                "{bad}"
+            );
         }
     }
 

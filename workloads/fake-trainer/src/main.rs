@@ -1,61 +1,11 @@
-//! fake-trainer: a stand-in Megatron training job for goldgate's integration tests and demo.
-//!
-//! It prints real Megatron-format log lines (iterations, memory reports, checkpoint lines, timers),
-//! holds host memory in a training-like pattern, writes real fsynced checkpoints (sync, or async
-//! from a persistent worker, optionally staged through `/dev/shm`) and can plant failures.
-//! Exit codes: 0 done, 1 the job failed (planted crash/OOM/NaN, I/O error), 2 bad flags.
-
-// The workspace denies unsafe code; this crate needs exactly one call, `libc::signal(SIGTERM,
-// SIG_IGN)` for `--ignore-sigterm` (std has no API for signal dispositions). See `process.rs`.
-#![allow(unsafe_code)]
-
-mod args;
-mod checkpoint;
-mod curve;
-mod emit;
-mod format;
-mod memory;
-mod process;
-mod train;
+//! The `fake-trainer` binary: a stand-in Megatron training job (see the library's docs).
 
 use std::process::ExitCode;
-
-use args::Command;
 
 fn main() -> ExitCode {
     let argv: Vec<String> = std::env::args_os()
         .skip(1)
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
-    let cmd = match args::parse(&argv) {
-        Ok(cmd) => cmd,
-        Err(e) => {
-            emit::err(&format!("fake-trainer: error: {e}"));
-            emit::err("(hint: fake-trainer --help lists the flags)");
-            return ExitCode::from(2);
-        }
-    };
-    let cfg = match cmd {
-        Command::Help => {
-            emit::out(args::USAGE.trim_end());
-            return ExitCode::SUCCESS;
-        }
-        Command::ChildSleep => {
-            process::ignore_sigterm();
-            process::sleep_forever()
-        }
-        Command::Train(cfg) => cfg,
-    };
-    if cfg.ignore_sigterm && !process::ignore_sigterm() {
-        emit::err("fake-trainer: error: cannot ignore SIGTERM");
-        return ExitCode::from(1);
-    }
-    match train::run(&cfg) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(train::TrainError::Planted(code)) => ExitCode::from(code as u8),
-        Err(e) => {
-            emit::err(&format!("fake-trainer: error: {e}"));
-            ExitCode::from(1)
-        }
-    }
+    fake_trainer::run(&argv, &[])
 }

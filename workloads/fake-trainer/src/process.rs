@@ -15,11 +15,13 @@ pub(crate) fn ignore_sigterm() -> bool {
     previous != libc::SIG_ERR
 }
 
-/// Starts this program again in `--child-sleep` mode; it stays in our process group and keeps our
-/// stdout/stderr open, like a dataloader worker, so only a group kill ends it.
-pub(crate) fn spawn_child() -> std::io::Result<Child> {
+/// Starts this program again in `--child-sleep` mode (`prefix`: the words before fake-trainer's
+/// own arguments, e.g. the `fake-trainer` of `goldgate fake-trainer`); it stays in our process
+/// group and keeps our stdout/stderr open, like a dataloader worker, so only a group kill ends it.
+pub(crate) fn spawn_child(prefix: &[String]) -> std::io::Result<Child> {
     let exe = std::env::current_exe()?;
     Command::new(exe)
+        .args(prefix)
         .args(["--child-sleep", "--ignore-sigterm"])
         .spawn()
 }

@@ -117,7 +117,7 @@ fn fork_child(cfg: &Config) -> Result<Option<Child>, TrainError> {
     if !cfg.fork_child {
         return Ok(None);
     }
-    let child = process::spawn_child().map_err(TrainError::Child)?;
+    let child = process::spawn_child(&cfg.reexec_prefix).map_err(TrainError::Child)?;
     emit::err(&format!(
         "fake-trainer: forked child pid {} (ignores SIGTERM, sleeps forever)",
         child.id()

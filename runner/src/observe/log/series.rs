@@ -8,6 +8,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::column::{StepColumn, Values};
 use super::event::Fields;
+use crate::metric_names as names;
 
 /// Bytes per MB in Megatron's memory report (`torch.cuda.memory_allocated() / 1024 / 1024`),
 /// used to turn the report back into the `mem-*-bytes` golden metrics.
@@ -17,8 +18,8 @@ pub(crate) const BYTES_PER_MB: f64 = 1024.0 * 1024.0;
 /// golden one (ms → s).
 fn golden_key(raw: &str) -> (String, f64) {
     let (key, divisor) = match raw {
-        "elapsed time per iteration (ms)" => ("iteration-time", 1000.0),
-        "num zeros" => ("num-zeros", 1.0),
+        "elapsed time per iteration (ms)" => (names::ITERATION_TIME, 1000.0),
+        "num zeros" => (names::NUM_ZEROS, 1.0),
         "learning rate" => ("learning-rate", 1.0),
         "grad norm" => ("grad-norm", 1.0),
         "throughput per GPU (TFLOP/s/GPU)" => ("throughput", 1.0),

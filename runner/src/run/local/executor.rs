@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::sampling;
-use crate::launch::{self, FailureSigns, JobStatus, LaunchError, LaunchEvent, LaunchSpec};
+use crate::launch::{self, FailureSigns, JobStatus, LaunchError, LaunchEvent, LaunchSpec, Settle};
 use crate::metrics::{Observed, Outcome};
 use crate::observe::log::{FailureKind, LogSummary};
 use crate::observe::probe::install::{ProbeMode, install};
@@ -25,6 +25,8 @@ pub struct LocalExecutor {
     grace: Duration,
     sample_interval: Duration,
     probe: ProbeMode,
+    /// `--settle`: what to do to the node before each attempt.
+    settle: Settle,
     /// `CUDA_VISIBLE_DEVICES` of each worker; `None` (no slicing) with one worker.
     slices: Vec<Option<String>>,
     host: String,
@@ -38,6 +40,7 @@ impl LocalExecutor {
             grace: opts.grace,
             sample_interval: opts.sample_interval,
             probe: opts.probe,
+            settle: opts.settle,
             slices: gpu_slices(jobs, opts.workers_for(jobs.len()))?,
             host: crate::run::provenance::hostname(),
         })
@@ -73,6 +76,10 @@ impl LocalExecutor {
                 .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
         }
         let env = self.job_env(job)?;
+        // Settled once per attempt, before its first run: the watch records what was done.
+        let settled = launch::settle(self.settle)
+            .map_err(|e| format!("cannot settle the node before the job: {e}"))?;
+        let settle = (self.settle.label(), Some(settled.as_secs_f64()));
         let mut last = None;
         for (index, run) in job.runs.iter().enumerate() {
             for action in &run.before {
@@ -84,7 +91,7 @@ impl LocalExecutor {
                 .logs
                 .join(log_name(job.runs.len(), index, ctx.number));
             let spec = self.spec(job, run, &env, log, ctx.worker)?;
-            let output = self.run_once(&spec, ctx, on_event)?;
+            let output = self.run_once(&spec, ctx, settle, on_event)?;
             let passed = output.outcome.passed();
             last = Some(output);
             if !passed {
@@ -147,9 +154,15 @@ impl LocalExecutor {
         &self,
         spec: &LaunchSpec,
         ctx: &AttemptContext<'_>,
+        (settle, settle_seconds): (&str, Option<f64>),
         on_event: &mut dyn FnMut(ExecEvent),
     ) -> Result<AttemptOutput, String> {
-        let sampler = sampling::start(self.sample_interval, spec.cuda_visible_devices.as_deref());
+        let node = crate::observe::node::watch(&ctx.job.dirs.checkpoints, settle, settle_seconds);
+        let sampler = sampling::start(
+            self.sample_interval,
+            spec.cuda_visible_devices.as_deref(),
+            node,
+        );
         let mut watch = LogWatch::new();
         let report = launch::launch(spec, ctx.stop, |event| match event {
             LaunchEvent::Spawned { pgid, .. } => sampler.watch(pgid),

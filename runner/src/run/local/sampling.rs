@@ -1,9 +1,11 @@
-//! Stage "run", local executor: drives the memory samplers around one launch on this machine
-//! and hands what they saw back as [`Sampled`], plus goldgate's own CPU time while the job ran.
+//! Stage "run", local executor: drives the memory samplers and the node I/O watch around one
+//! launch on this machine and hands what they saw back as [`Sampled`], plus goldgate's own CPU
+//! time while the job ran.
 
 use std::time::Duration;
 
 use crate::metrics::Sampled;
+use crate::observe::node::NodeWatch;
 use crate::observe::sample::{Sampler, SamplerConfig};
 
 /// Samplers running for one launch.
@@ -11,10 +13,16 @@ pub(crate) struct Running {
     sampler: Option<Sampler>,
     error: Option<String>,
     cpu_at_start: Option<f64>,
+    node: NodeWatch,
 }
 
-/// Starts the samplers; returns once their baselines are taken (spawn the job after this).
-pub(crate) fn start(interval: Duration, cuda_visible_devices: Option<&str>) -> Running {
+/// Starts the samplers and the node I/O watch (`node`, started by the caller right after the
+/// settle step); returns once their baselines are taken (spawn the job after this).
+pub(crate) fn start(
+    interval: Duration,
+    cuda_visible_devices: Option<&str>,
+    node: NodeWatch,
+) -> Running {
     let config = SamplerConfig {
         interval,
         cuda_visible_devices: cuda_visible_devices.map(str::to_owned),
@@ -26,11 +34,13 @@ pub(crate) fn start(interval: Duration, cuda_visible_devices: Option<&str>) -> R
             sampler: Some(sampler),
             error: None,
             cpu_at_start,
+            node,
         },
         Err(e) => Running {
             sampler: None,
             error: Some(format!("memory samplers did not start: {e}")),
             cpu_at_start,
+            node,
         },
     }
 }
@@ -62,6 +72,7 @@ impl Running {
             summary,
             warnings,
             observer_cpu_seconds,
+            io: Some(self.node.finish()),
         }
     }
 }

@@ -1,0 +1,86 @@
+//! `goldgate power`: from unchanged jobs (and jobs with a planted slowdown), the false alarms and
+//! the smallest detected change of each rule, for 1, 3 and 5 repeats per gate run.
+
+use std::path::PathBuf;
+
+use super::output::out;
+use crate::compare::RuleSet;
+use crate::compare::power::{self, PowerOptions};
+use crate::config::Config;
+use crate::exit::{AppError, Exit};
+use crate::metrics::record::{load_all_results, load_results};
+
+/// Arguments of `goldgate power`.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// A folder of unchanged jobs: one run, or a folder of runs (every run in it is used, warm-up
+    /// jobs reported and left out).
+    #[arg(long)]
+    pub results: PathBuf,
+    /// Jobs with a planted slowdown, as `SIZE=DIR` where SIZE is `+10%` (of the unchanged
+    /// median) or `0.25s` (added to every save). Repeatable.
+    #[arg(long = "planted", value_name = "SIZE=DIR", value_parser = parse_planted)]
+    pub planted: Vec<(String, PathBuf)>,
+    /// Repeats per gate run to evaluate.
+    #[arg(long, value_delimiter = ',', default_value = "1,3,5")]
+    pub repeats: Vec<usize>,
+    /// Planted sizes to report detection rates at (shares: 0.1 = +10 %).
+    #[arg(long = "size", value_delimiter = ',', default_value = "0.05,0.1,0.2")]
+    pub sizes: Vec<f64>,
+    /// Golden jobs per comparison (default: every unchanged job not judged as the run).
+    #[arg(long)]
+    pub golden_jobs: Option<usize>,
+    /// Only these metrics (repeatable; default: every metric judged over repeats).
+    #[arg(long = "metric")]
+    pub metrics: Vec<String>,
+    /// Repository configuration (the band rule and the two-sample rule of each metric).
+    #[arg(long, default_value = "goldgate.yaml")]
+    pub config: PathBuf,
+    /// Also write the report as markdown here.
+    #[arg(long)]
+    pub markdown: Option<PathBuf>,
+}
+
+fn parse_planted(text: &str) -> Result<(String, PathBuf), String> {
+    let (size, dir) = text
+        .split_once('=')
+        .ok_or_else(|| format!("`{text}` is not SIZE=DIR (e.g. +10%=runs/planted10)"))?;
+    power::parse_size(size, 1.0)
+        .ok_or_else(|| format!("`{size}` is not a size such as +10% or 0.25s"))?;
+    Ok((size.to_owned(), PathBuf::from(dir)))
+}
+
+/// Runs the command: prints the report, writes the markdown when asked.
+pub fn run(args: Args) -> Result<Exit, AppError> {
+    if args.repeats.contains(&0) {
+        return Err(AppError::usage("--repeats takes counts of 1 or more"));
+    }
+    if args.sizes.iter().any(|s| !s.is_finite() || *s <= 0.0) {
+        return Err(AppError::usage("--size takes shares above 0 (0.1 = +10 %)"));
+    }
+    let rules = RuleSet::from_config(&Config::load(&args.config)?.rules);
+    let unchanged = load_all_results(&args.results)?;
+    let mut planted = Vec::new();
+    for (label, dir) in &args.planted {
+        planted.push((label.clone(), load_results(dir)?));
+    }
+    let opts = PowerOptions {
+        repeats: args.repeats.clone(),
+        golden_jobs: args.golden_jobs,
+        sizes: args.sizes.clone(),
+    };
+    let report = power::power(unchanged, &planted, &rules, &args.metrics, &opts);
+    if report.metrics.is_empty() {
+        return Err(AppError::usage(format!(
+            "no metric judged over repeats was recorded by two or more passed jobs under {} (hint: run the same job several times, e.g. `goldgate run CASE --repeat 10`)",
+            args.results.display()
+        )));
+    }
+    out!("{}", crate::report::power::render_terminal(&report));
+    if let Some(path) = &args.markdown {
+        let text = crate::report::power::render_markdown(&report);
+        crate::fsio::write_atomic(path, text.as_bytes())
+            .map_err(|e| AppError::failure(format!("cannot write {}: {e}", path.display())))?;
+    }
+    Ok(Exit::Pass)
+}
