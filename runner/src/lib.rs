@@ -7,6 +7,7 @@ pub mod case;
 pub mod cmd;
 pub mod compare;
 pub mod config;
+pub mod duration;
 pub mod exit;
 pub mod fsio;
 pub mod github;

@@ -854,7 +854,8 @@ mod end_to_end {
         )
         .unwrap();
         Args {
-            results: dir.join("run"),
+            comparisons: vec![],
+            results: Some(dir.join("run")),
             pr: None,
             repo: None,
             key: None,
@@ -896,6 +897,73 @@ mod end_to_end {
         };
         assert!(at("tiny\\_regress") < at("<details>"));
         insta::assert_snapshot!(body);
+    }
+
+    /// `goldgate compare` as a process in `dir`, writing its comparison JSON to `json`.
+    fn compare_to_json(dir: &Path, json: &Path, extra: &[&str]) -> std::process::Output {
+        std::process::Command::new(env!("CARGO_BIN_EXE_goldgate"))
+            .current_dir(dir)
+            .args([
+                "compare",
+                "--results",
+                "run",
+                "--root",
+                "test_cases",
+                "--json",
+            ])
+            .arg(json)
+            .args(extra)
+            .env_remove("GITHUB_ACTIONS")
+            .env_remove("GITHUB_STEP_SUMMARY")
+            .output()
+            .unwrap()
+    }
+
+    #[test]
+    fn the_comment_renders_the_saved_comparison_and_never_judges_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let from_results = recorded_run(dir.path());
+        let json = dir.path().join("compare.json");
+        let out = compare_to_json(dir.path(), &json, &[]);
+        assert_eq!(out.status.code(), Some(3), "the check fails: a job died");
+        let saved = Args {
+            comparisons: vec![json.clone()],
+            results: None,
+            ..recorded_run(dir.path())
+        };
+        // A golden blessed after the check ran (on another branch, say) changes nothing.
+        let golden = dir
+            .path()
+            .join("golden/gpt/tiny_regress/golden_values_dev_dgx_h100.json");
+        std::fs::write(&golden, r#"{"lm loss": {"start_step": 1, "end_step": 3, "step_interval": 1, "values": {"1": 10.5, "2": 11.2, "3": 11.9}}}"#).unwrap();
+        let body = prepare(&saved, &actions_env).unwrap().body;
+        assert!(body.contains("1 regression"), "{body}");
+        let rejudged = prepare(&from_results, &actions_env).unwrap().body;
+        assert!(!rejudged.contains("1 regression"), "{rejudged}");
+        // Two shards' files merge into one comment; another platform's cannot join it.
+        let second = dir.path().join("second.json");
+        std::fs::write(&second, r#"{"schema_version": 1, "platform": "dgx_h100", "jobs": [], "counts": {"pass": 0, "improvement": 0, "unstable": 0, "missing-metric": 0, "missing-golden": 0, "regression": 0, "job-failed": 0}, "warnings": ["from shard 2"]}"#).unwrap();
+        let both = Args {
+            comparisons: vec![json.clone(), second.clone()],
+            ..saved
+        };
+        let merged = prepare(&both, &actions_env).unwrap().body;
+        assert!(
+            merged.contains("from shard 2") && merged.contains("1 regression"),
+            "{merged}"
+        );
+        std::fs::write(
+            &second,
+            std::fs::read_to_string(&second)
+                .unwrap()
+                .replace("dgx_h100", "h200"),
+        )
+        .unwrap();
+        let err = prepare(&both, &actions_env).unwrap_err();
+        assert!(
+            format!("{err:?}").contains("its platform is h200"),
+            "{err:?}"
+        );
     }
 
     #[test]
@@ -946,8 +1014,16 @@ mod end_to_end {
     ) -> std::process::Output {
         let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_goldgate"));
         cmd.arg("comment")
-            .arg("--results")
-            .arg(&args.results)
+            .args(
+                args.results
+                    .iter()
+                    .flat_map(|r| [std::ffi::OsStr::new("--results"), r.as_os_str()]),
+            )
+            .args(
+                args.comparisons
+                    .iter()
+                    .flat_map(|c| [std::ffi::OsStr::new("--comparison"), c.as_os_str()]),
+            )
             .arg("--golden-root")
             .arg(&args.golden_root)
             .arg("--root")

@@ -279,6 +279,76 @@ fn plan_table_snapshot() {
     insta::assert_snapshot!(text);
 }
 
+/// The cases a `plan` with these arguments takes, from its JSON.
+fn planned_cases(tree: &Tree, args: &[&str]) -> Vec<String> {
+    let out = tree.goldgate(&[&["plan", "--format", "json"], args].concat());
+    assert!(out.status.success(), "{}", tree.text(&out.stderr));
+    let jobs: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mut cases: Vec<String> = jobs
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|j| j["case"].as_str().unwrap().to_owned())
+        .collect();
+    cases.dedup();
+    cases
+}
+
+#[test]
+fn cases_are_picked_by_name_glob_regex_and_partition() {
+    let tree = Tree::new();
+    let simple =
+        "TEST_TYPE: regular\nLAUNCHER: direct\nMODEL_ARGS: {}\nGOLDGATE: {entry: [true]}\n";
+    for case in ["demo/other", "gpt/resume_a", "moe/resume_b"] {
+        write(
+            &tree.path().join(format!("cases/{case}/model_config.yaml")),
+            simple,
+        );
+    }
+    assert_eq!(
+        planned_cases(&tree, &["demo/*"]),
+        ["demo/other", "demo/tricky"]
+    );
+    assert_eq!(
+        planned_cases(&tree, &["*resume*", "demo/other"]),
+        ["demo/other", "gpt/resume_a", "moe/resume_b"]
+    );
+    assert_eq!(
+        planned_cases(&tree, &["--filter", "^gpt/"]),
+        ["gpt/resume_a"]
+    );
+    for kind in ["hash", "count"] {
+        let mut all = Vec::new();
+        for k in 1..=3 {
+            all.extend(planned_cases(
+                &tree,
+                &["--partition", &format!("{kind}:{k}/3")],
+            ));
+        }
+        all.sort();
+        assert_eq!(
+            all,
+            ["demo/other", "demo/tricky", "gpt/resume_a", "moe/resume_b"],
+            "{kind}: every case in exactly one partition"
+        );
+    }
+    let typo = tree.goldgate(&["plan", "gpt/resume_c*"]);
+    assert_eq!(typo.status.code(), Some(2));
+    assert!(
+        tree.text(&typo.stderr)
+            .contains("no case `gpt/resume_c*` under cases"),
+        "{}",
+        tree.text(&typo.stderr)
+    );
+    let bad = tree.goldgate(&["plan", "--partition", "hash:4/3"]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(
+        tree.text(&bad.stderr).contains("K must be between 1 and N"),
+        "{}",
+        tree.text(&bad.stderr)
+    );
+}
+
 #[test]
 fn plan_json_lists_argv_per_run() {
     let tree = Tree::new();

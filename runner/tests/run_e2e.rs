@@ -385,3 +385,80 @@ fn an_installed_goldgate_alone_runs_the_demo_workload() {
         ["fake-trainer", "--child-sleep", "--ignore-sigterm"]
     );
 }
+
+/// `--rerun-failed` runs again only the case/variant pairs that failed in the newest run under
+/// `--out`; with nothing failed it runs nothing and exits 0.
+#[test]
+fn rerun_failed_takes_only_the_newest_runs_failures() {
+    let out = tempfile::tempdir().unwrap();
+    let root = ["--root", fixture_root()];
+    let first = goldgate(
+        out.path(),
+        &[&root[..], &["fake/quick", "fake/oom"]].concat(),
+    )
+    .output()
+    .unwrap();
+    assert_eq!(first.status.code(), Some(3), "{}", text(&first));
+    let again = goldgate(
+        out.path(),
+        &[&root[..], &["fake/*", "--rerun-failed"]].concat(),
+    )
+    .output()
+    .unwrap();
+    assert_eq!(again.status.code(), Some(3), "{}", text(&again));
+    assert!(
+        text(&again).contains("rerunning 1 of run ") && text(&again).contains(": 1 job(s)"),
+        "{}",
+        text(&again)
+    );
+    let newest = std::fs::read_dir(out.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .max_by_key(|p| {
+            std::fs::metadata(p.join("run.json"))
+                .unwrap()
+                .modified()
+                .unwrap()
+        })
+        .unwrap();
+    let rerun: Vec<String> = records(&newest).into_iter().map(|r| r.job_id).collect();
+    assert_eq!(rerun, ["fake/oom@default#1"]);
+    let clean = tempfile::tempdir().unwrap();
+    let ok = goldgate(clean.path(), &[&root[..], &["fake/quick"]].concat())
+        .output()
+        .unwrap();
+    assert_eq!(ok.status.code(), Some(0), "{}", text(&ok));
+    let none = goldgate(clean.path(), &[&root[..], &["--rerun-failed"]].concat())
+        .output()
+        .unwrap();
+    assert_eq!(none.status.code(), Some(0), "{}", text(&none));
+    assert!(text(&none).contains("nothing to rerun"), "{}", text(&none));
+}
+
+/// A case's own `GOLDGATE.timeout` stops a hung job without `--timeout` on the command line.
+#[test]
+fn a_case_timeout_applies_without_the_flag() {
+    let tree = tempfile::tempdir().unwrap();
+    let case = tree.path().join("cases/fake/slow/model_config.yaml");
+    std::fs::create_dir_all(case.parent().unwrap()).unwrap();
+    std::fs::write(
+        &case,
+        "TEST_TYPE: regular\nLAUNCHER: direct\nMODEL_ARGS:\n  --train-iters: 50\n  \
+         --step-ms: 10\n  --model-mb: 8\n  --hang-at-step: 2\nGOLDGATE:\n  \
+         entry: [fake-trainer]\n  timeout: 1500ms\n",
+    )
+    .unwrap();
+    let out = tree.path().join("results");
+    let root = tree.path().join("cases");
+    let started = Instant::now();
+    let o = goldgate(
+        &out,
+        &["--root", root.to_str().unwrap(), "--grace", "200ms"],
+    )
+    .output()
+    .unwrap();
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+    assert!(started.elapsed() < Duration::from_secs(20));
+    let rs = records(&out);
+    assert_eq!(rs[0].outcome, Outcome::TimedOut { after_seconds: 1.5 });
+}

@@ -353,6 +353,7 @@ impl Loader<'_> {
             match k.text.as_str() {
                 "entry" => extras.entry = Some(self.entry(v)?),
                 "nproc" => extras.nproc = Some(self.count("GOLDGATE.nproc", v)?),
+                "timeout" => extras.timeout = Some(self.duration("GOLDGATE.timeout", v)?),
                 "variants" => {
                     for (axis, values) in self.map("GOLDGATE.variants", v)?.unwrap_or_default() {
                         let key = format!("GOLDGATE.variants.{}", axis.text);
@@ -387,6 +388,17 @@ impl Loader<'_> {
             Some(program) if !program.text.is_empty() => Ok(words),
             _ => Err(self.wrong("GOLDGATE.entry", node, "a list that starts with a program")),
         }
+    }
+
+    fn duration(&self, key: &str, node: &Node) -> Result<std::time::Duration, CaseError> {
+        let s = self.scalar(key, node)?;
+        crate::duration::parse_duration(&s.text).map_err(|_| CaseError::WrongType {
+            path: self.path.to_path_buf(),
+            at: node.span,
+            key: key.to_string(),
+            expected: "a duration such as 90s, 30m or 2h",
+            found: format!("`{}`", s.text),
+        })
     }
 
     fn count(&self, key: &str, node: &Node) -> Result<u32, CaseError> {

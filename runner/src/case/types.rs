@@ -188,6 +188,10 @@ pub struct CaseExtras {
     pub nproc: Option<u32>,
     /// Variant axis → the values this case allows (an absent axis allows all).
     pub variants: BTreeMap<String, Vec<String>>,
+    /// Time limit of each run of a job (`GOLDGATE.timeout: 30m`); `goldgate run --timeout`
+    /// overrides it, and it overrides the platform's.
+    #[serde(serialize_with = "crate::duration::seconds::serialize")]
+    pub timeout: Option<std::time::Duration>,
 }
 
 /// A loaded, validated `model_config.yaml`.

@@ -1,10 +1,15 @@
 //! `goldgate comment`: posts or updates the one sticky pull-request comment with timing and memory diffs.
 //!
-//! Loads the recorded run, compares it with the goldens, renders the markdown report, frames
-//! it (marker, run link, size limit) and creates or updates the comment for the key.
+//! Renders the comparison the check saved (`--comparison FILE`, one per CI shard, merged; never
+//! judged again, so the comment cannot contradict the check), or compares a recorded run
+//! (`--results DIR`, for local use), then frames the markdown report (marker, run link, size
+//! limit) and creates or updates the comment for the key.
+
+use std::path::{Path, PathBuf};
 
 use super::output::{errln, out};
-use crate::compare::{CompareOptions, Comparison, Verdict, compare_dir};
+use crate::compare::saved::{merge, parse_saved};
+use crate::compare::{CompareError, CompareOptions, Comparison, RunSelection, Verdict};
 use crate::exit::{AppError, Exit};
 use crate::github::{self, Action, Client, RetryPolicy, context};
 use crate::report;
@@ -12,9 +17,18 @@ use crate::report;
 /// Arguments of `goldgate comment`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// A run directory (`OUT/<run-id>`).
-    #[arg(long)]
-    pub results: std::path::PathBuf,
+    /// A comparison saved by `goldgate compare --json FILE` (repeatable: one per shard, merged).
+    /// The comment shows exactly what that check decided. CI uses this.
+    #[arg(
+        long = "comparison",
+        value_name = "FILE",
+        required_unless_present = "results"
+    )]
+    pub comparisons: Vec<PathBuf>,
+    /// Compare this run directory (`OUT/<run-id>`, or a folder of runs: the newest) with the
+    /// goldens instead, as `goldgate compare` would.
+    #[arg(long, conflicts_with = "comparisons")]
+    pub results: Option<PathBuf>,
     /// Pull request number (default: from `GITHUB_EVENT_PATH`); pull requests start at 1.
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     pub pr: Option<u64>,
@@ -66,16 +80,21 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
     Ok(Exit::Pass)
 }
 
-/// Compares the run and builds the comment (no network).
+/// Reads the saved comparisons (or compares the run) and builds the comment (no network).
 pub fn prepare(args: &Args, env: &dyn Fn(&str) -> Option<String>) -> Result<Prepared, AppError> {
-    let opts = CompareOptions::from_config(
-        &crate::config::Config::load(&args.config)?,
-        args.golden_root.clone(),
-        args.root.clone(),
-        args.platform.clone(),
-        false,
-    );
-    let comparison = compare_dir(&args.results, &opts)?;
+    let comparison = match &args.results {
+        Some(results) => {
+            let opts = CompareOptions::from_config(
+                &crate::config::Config::load(&args.config)?,
+                args.golden_root.clone(),
+                args.root.clone(),
+                args.platform.clone(),
+                false,
+            );
+            super::compare::compare_selected(results, &opts, &RunSelection::Newest)?
+        }
+        None => read_saved(&args.comparisons)?,
+    };
     let key = args
         .key
         .clone()
@@ -87,6 +106,20 @@ pub fn prepare(args: &Args, env: &dyn Fn(&str) -> Option<String>) -> Result<Prep
         body,
         all_passed: all_passed(&comparison),
     })
+}
+
+/// The saved comparisons, merged into one.
+fn read_saved(paths: &[PathBuf]) -> Result<Comparison, CompareError> {
+    let mut parts = Vec::new();
+    for path in paths {
+        let limit = crate::metrics::record::MAX_RECORD_BYTES;
+        let text = crate::fsio::read_text(path, limit).map_err(|source| CompareError::Read {
+            path: path.clone(),
+            source,
+        })?;
+        parts.push((path.clone(), parse_saved(Path::new(path), &text)?));
+    }
+    merge(parts)
 }
 
 /// The comment for a comparison: the markdown report framed for GitHub.

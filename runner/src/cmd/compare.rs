@@ -75,14 +75,19 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
     gate(&comparison, &args.gate)
 }
 
-/// Shows and writes the comparison, then gives its exit code (`compare`, and `run` after it).
+/// Shows and writes the comparison with the gate's decision in it (so the saved JSON, and a PR
+/// comment rendered from it, say what this exit code says), then gives the exit code (`compare`,
+/// and `run` after it).
 pub fn gate(comparison: &Comparison, gate: &super::args::GateArgs) -> Result<Exit, AppError> {
     let outputs = Outputs {
         junit: gate.junit.clone(),
         markdown: gate.markdown.clone(),
         json: gate.json.clone(),
     };
-    emit(comparison, &outputs)?;
+    let gated = comparison
+        .clone()
+        .gated(gate.strict, gate.fail_on_improvement);
+    emit(&gated, &outputs)?;
     Ok(comparison.exit(gate.strict, gate.fail_on_improvement))
 }
 

@@ -3,15 +3,15 @@
 use std::path::PathBuf;
 
 use super::output::out;
-use super::select::{Output, Selection, absolute, load_cases, plan_jobs};
+use super::select::{CaseArgs, Output, Selection, absolute, load_cases, plan_jobs};
 use crate::exit::{AppError, Exit};
 use crate::plan::{render_plan_json, render_plan_text};
 
 /// Arguments of `goldgate plan`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Cases to plan (`<model>/<case>`); all under the root when none.
-    pub cases: Vec<String>,
+    #[command(flatten)]
+    pub which: CaseArgs,
     #[command(flatten)]
     pub select: Selection,
     /// Repeats per job.
@@ -30,7 +30,7 @@ pub struct Args {
 
 /// Runs the command.
 pub fn run(args: Args) -> Result<Exit, AppError> {
-    let cases = load_cases(&args.select.root, &args.cases)?;
+    let cases = load_cases(&args.select.root, &args.which.filter()?)?;
     let output = Output {
         out_dir: absolute(&args.out)?,
         run_id: args.run_id,

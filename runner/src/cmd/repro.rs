@@ -24,7 +24,8 @@ pub struct Args {
 
 /// Runs the command.
 pub fn run(args: Args) -> Result<Exit, AppError> {
-    let cases = load_cases(&args.select.root, std::slice::from_ref(&args.case))?;
+    let filter = crate::plan::CaseFilter::new(std::slice::from_ref(&args.case), None, None)?;
+    let cases = load_cases(&args.select.root, &filter)?;
     let output = Output {
         out_dir: absolute(&args.out)?,
         run_id: args.run_id,

@@ -6,8 +6,10 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::args::{GateArgs, parse_duration};
-use super::output::{out, outln};
-use super::select::{Output, Selection, absolute, load_cases, plan_jobs};
+use super::output::{errln, out, outln};
+use super::select::{
+    CaseArgs, Output, Selection, absolute, failed_in_newest_run, load_cases, plan_jobs,
+};
 use crate::config::Config;
 use crate::exit::{AppError, Exit};
 use crate::launch::{self, Settle};
@@ -17,10 +19,14 @@ use crate::run::{LocalExecutor, Progress, ResultsWriter, RunError, RunOptions, R
 /// Arguments of `goldgate run`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Cases to run (`<model>/<case>`); all under the root when none.
-    pub cases: Vec<String>,
+    #[command(flatten)]
+    pub which: CaseArgs,
     #[command(flatten)]
     pub select: Selection,
+    /// Run only the jobs (case and variant) that failed or did not finish in the newest run
+    /// under `--out`, as the selection plans them now.
+    #[arg(long)]
+    pub rerun_failed: bool,
     /// Repeats per job.
     #[arg(long, default_value_t = 1)]
     pub repeat: u32,
@@ -93,7 +99,7 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
     let stop = launch::install_signal_handlers()?;
     let opts = args.options()?;
     launch::check_settle(opts.settle)?;
-    let cases = load_cases(&args.select.root, &args.cases)?;
+    let cases = load_cases(&args.select.root, &args.which.filter()?)?;
     // Loaded once: the gate after a long run uses the rules the run was planned with.
     let config = Config::load(&args.select.config)?;
     let output = Output {
@@ -115,11 +121,12 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
         args.repeat.saturating_add(warmup),
         &output,
     )?;
+    if args.rerun_failed {
+        keep_failed(&mut jobs, &opts.out_dir)?;
+    }
     crate::plan::mark_warmup(&mut jobs, warmup);
     if jobs.is_empty() {
-        return Err(AppError::usage(
-            "nothing to run: the selection planned no job",
-        ));
+        return nothing_to_run(&args);
     }
     let executor = LocalExecutor::new(&opts, &jobs)?;
     let command = std::env::args().collect();
@@ -131,6 +138,37 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
     })?;
     writer.finish()?;
     finish(&args, &config, &opts, &summary)
+}
+
+/// `--rerun-failed`: keeps the jobs whose case and variant failed in the newest earlier run.
+fn keep_failed(
+    jobs: &mut Vec<crate::plan::Job>,
+    out_dir: &std::path::Path,
+) -> Result<(), AppError> {
+    let (run_id, failed) = failed_in_newest_run(out_dir)?;
+    jobs.retain(|j| failed.contains(&(j.case.clone(), j.variant.name())));
+    errln!(
+        "goldgate: rerunning {} of run {run_id}'s failed or unfinished case/variant pair(s): {} job(s)",
+        failed.len(),
+        jobs.len()
+    );
+    Ok(())
+}
+
+/// An empty selection: fine for a partition that got no case or a rerun with nothing failed
+/// (exit 0, said on stderr); a usage error otherwise.
+fn nothing_to_run(args: &Args) -> Result<Exit, AppError> {
+    if let Some(partition) = args.which.partition {
+        errln!("goldgate: partition {partition} holds no case of this selection; nothing to run");
+        return Ok(Exit::Pass);
+    }
+    if args.rerun_failed {
+        errln!("goldgate: nothing to rerun");
+        return Ok(Exit::Pass);
+    }
+    Err(AppError::usage(
+        "nothing to run: the selection planned no job",
+    ))
 }
 
 /// Prints the variant table, compares unless asked not to, and picks the exit code.

@@ -1,13 +1,13 @@
 //! Arguments shared by the commands that pick cases and expand them into jobs
 //! (`plan`, `repro`, `run`), and the loading they share.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use crate::case::{TestCase, discover, load_case};
 use crate::config::Config;
 use crate::exit::AppError;
-use crate::plan::{Job, PlanInputs, VariantRequest, plan_case};
+use crate::plan::{CaseFilter, Job, Partition, PlanInputs, VariantRequest, plan_case};
 
 /// Where the cases are and which jobs to make of them.
 #[derive(clap::Args, Debug, Clone)]
@@ -38,26 +38,38 @@ pub struct Output {
     pub run_id: String,
 }
 
-/// Loads the cases called `names` (`<model>/<case>`), or every case under `root` when empty.
-pub fn load_cases(root: &Path, names: &[String]) -> Result<Vec<TestCase>, AppError> {
+/// Which cases of the root a command takes (`plan`, `run`).
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct CaseArgs {
+    /// Cases (`<model>/<case>`) or globs of case names (`gpt/*`, `*resume*`); every case under
+    /// the root when none. A name or glob that matches nothing is an error.
+    #[arg(value_name = "CASE")]
+    pub cases: Vec<String>,
+    /// Only cases whose name matches this regular expression (as `goldgate list --filter`).
+    #[arg(long, value_name = "REGEX")]
+    pub filter: Option<String>,
+    /// Only this share of the selected cases, for one of N CI runners: `hash:K/N` (a case stays
+    /// in its partition when others are added) or `count:K/N` (even shares). A case's variants
+    /// and repeats stay together.
+    #[arg(long, value_name = "KIND:K/N")]
+    pub partition: Option<Partition>,
+}
+
+impl CaseArgs {
+    /// The validated filter.
+    pub fn filter(&self) -> Result<CaseFilter, AppError> {
+        Ok(CaseFilter::new(
+            &self.cases,
+            self.filter.as_deref(),
+            self.partition,
+        )?)
+    }
+}
+
+/// Loads the cases the filter selects under `root`.
+pub fn load_cases(root: &Path, filter: &CaseFilter) -> Result<Vec<TestCase>, AppError> {
     let found = discover(root)?;
-    let picked: Vec<_> = if names.is_empty() {
-        found.iter().collect()
-    } else {
-        let mut picked = Vec::new();
-        for name in names {
-            let name = name.trim_end_matches('/');
-            let case = found.iter().find(|c| c.name == name).ok_or_else(|| {
-                AppError::usage(format!(
-                    "no case `{name}` under {} (hint: `goldgate list --root {}` shows the cases)",
-                    root.display(),
-                    root.display()
-                ))
-            })?;
-            picked.push(case);
-        }
-        picked
-    };
+    let picked = filter.select(&found, &root.display().to_string())?;
     let mut cases = Vec::new();
     for case in picked {
         cases.push(load_case(root, &case.config_path)?);
@@ -106,4 +118,35 @@ pub fn plan_jobs(
 pub fn absolute(dir: &Path) -> Result<PathBuf, AppError> {
     std::path::absolute(dir)
         .map_err(|e| AppError::usage(format!("cannot use {}: {e}", dir.display())))
+}
+
+/// `--rerun-failed`: the newest run under `out` (by the start time in its `run.json`), and the
+/// `(case, variant)` of every job in it that failed or never finished (interrupted, killed).
+pub fn failed_in_newest_run(out: &Path) -> Result<(String, BTreeSet<(String, String)>), AppError> {
+    let newest = std::fs::read_dir(out)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| crate::metrics::record::load_index(&e.path().join("run.json")).ok())
+        .max_by_key(|index| {
+            let started = index.started_at.parse::<jiff::Timestamp>().ok();
+            (started, index.run_id.clone())
+        })
+        .ok_or_else(|| {
+            AppError::usage(format!(
+                "--rerun-failed: no earlier run under {} (hint: --out names the folder of runs)",
+                out.display()
+            ))
+        })?;
+    let failed = newest
+        .jobs
+        .iter()
+        .filter(|j| j.outcome.as_ref().is_none_or(|o| !o.passed()))
+        .filter_map(|j| {
+            let (job, _repeat) = j.job_id.rsplit_once('#')?;
+            let (case, variant) = job.split_once('@')?;
+            Some((case.to_owned(), variant.to_owned()))
+        })
+        .collect();
+    Ok((newest.run_id, failed))
 }

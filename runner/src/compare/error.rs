@@ -46,6 +46,16 @@ pub enum CompareError {
     #[error("no run `{run}` in the results folder (runs: {available})")]
     #[diagnostic(help("run ids are the folder names under the results folder"))]
     UnknownRun { run: String, available: String },
+    /// A saved comparison (`compare --json`) cannot be used.
+    #[error("{}: {message}", path.display())]
+    #[diagnostic(help(
+        "pass the JSON that `goldgate compare --json FILE` (or `run --json FILE`) wrote, from the same goldgate version"
+    ))]
+    SavedComparison { path: PathBuf, message: String },
+    /// Nothing to render: no saved comparison was given.
+    #[error("no comparison to render")]
+    #[diagnostic(help("pass --comparison FILE (repeatable) or --results DIR"))]
+    NoComparison,
     /// A case named on the command line has no results.
     #[error("no results for case {case} under {}", dir.display())]
     UnknownCase { case: String, dir: PathBuf },

@@ -16,6 +16,7 @@ pub mod power;
 pub mod rules;
 pub mod rules_yaml;
 pub mod runs;
+pub mod saved;
 pub(crate) mod stats;
 pub(crate) mod twosample;
 pub mod verdict;
@@ -27,5 +28,6 @@ pub use error::CompareError;
 pub use rules::{Direction, Rule, RuleSet};
 pub use runs::{RunSelection, load_runs, select_runs};
 pub use verdict::{
-    COMPARISON_SCHEMA_VERSION, Comparison, Counts, JobComparison, MetricResult, Unit, Verdict,
+    COMPARISON_SCHEMA_VERSION, Comparison, Counts, GateDecision, JobComparison, MetricResult, Unit,
+    Verdict,
 };

@@ -237,6 +237,21 @@ pub struct Comparison {
     /// Things the user should know that are not verdicts (unstable metrics, env mismatches
     /// allowed by flag, metrics recorded without a golden value).
     pub warnings: Vec<String>,
+    /// What the gate decided, once `compare` (or `run`) has gated: saved with the JSON so that a
+    /// report rendered later from it (the PR comment) says what the check said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gate: Option<GateDecision>,
+}
+
+/// The gate's flags and the exit code they gave.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GateDecision {
+    /// `--strict`: unstable metrics fail.
+    pub strict: bool,
+    /// `--fail-on-improvement`: improvements fail.
+    pub fail_on_improvement: bool,
+    /// The exit code (0-3).
+    pub exit_code: u8,
 }
 
 impl Comparison {
@@ -248,7 +263,18 @@ impl Comparison {
             counts: Counts::of(&jobs),
             jobs,
             warnings,
+            gate: None,
         }
+    }
+
+    /// The comparison with the gate's decision under these flags recorded in it.
+    pub fn gated(mut self, strict: bool, fail_on_improvement: bool) -> Comparison {
+        self.gate = Some(GateDecision {
+            strict,
+            fail_on_improvement,
+            exit_code: self.exit(strict, fail_on_improvement).code(),
+        });
+        self
     }
 
     /// The exit code of the gate: 3 if a job failed, else 2 if a golden is missing, else 1 for a

@@ -45,6 +45,10 @@ pub struct Platform {
     /// Warm-up jobs `goldgate run` runs first for every job (unless `--warmup` says otherwise),
     /// recorded but never compared or blessed: a cold machine's first job is not the golden.
     pub warmup_jobs: u32,
+    /// Time limit of each run of a job on this platform when its case sets none
+    /// (`GOLDGATE.timeout`) and `goldgate run --timeout` is not given.
+    #[serde(serialize_with = "crate::duration::seconds::serialize")]
+    pub timeout: Option<std::time::Duration>,
 }
 
 /// One value of a variant axis: the edits it makes to a job.
@@ -142,6 +146,8 @@ struct RawPlatform {
     env: StringMap,
     #[serde(default)]
     warmup_jobs: u32,
+    #[serde(default)]
+    timeout: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize)]
@@ -253,7 +259,12 @@ impl Config {
             crate::fsio::check_component("platform", &name.value)
                 .map_err(|msg| ConfigError::invalid(path, name, msg))?;
         }
-        let platforms: Vec<Platform> = raw.platforms.0.into_iter().map(platform_from_raw).collect();
+        let platforms = raw
+            .platforms
+            .0
+            .into_iter()
+            .map(|p| platform_from_raw(p, path))
+            .collect::<Result<Vec<Platform>, ConfigError>>()?;
         let default_platform = match raw.default_platform {
             None => 0,
             Some(name) => platforms
@@ -298,8 +309,18 @@ impl Config {
     }
 }
 
-fn platform_from_raw((name, raw): (Spanned<String>, RawPlatform)) -> Platform {
-    Platform {
+fn platform_from_raw(
+    (name, raw): (Spanned<String>, RawPlatform),
+    path: &Path,
+) -> Result<Platform, ConfigError> {
+    let timeout =
+        match &raw.timeout {
+            None => None,
+            Some(text) => Some(crate::duration::parse_duration(&text.value).map_err(
+                |message| ConfigError::invalid(path, text, format!("timeout: {message}")),
+            )?),
+        };
+    Ok(Platform {
         name: name.value,
         gpus_per_node: raw.gpus_per_node,
         launcher: raw.launcher,
@@ -309,7 +330,8 @@ fn platform_from_raw((name, raw): (Spanned<String>, RawPlatform)) -> Platform {
         entry: raw.entry,
         env: string_pairs(raw.env),
         warmup_jobs: raw.warmup_jobs,
-    }
+        timeout,
+    })
 }
 
 fn value_from_raw((name, raw): (Spanned<String>, Option<RawValue>)) -> AxisValue {
@@ -393,6 +415,20 @@ mod tests {
         );
         let err = parse("check:\n  skip: []\n").unwrap_err().to_string();
         assert!(err.starts_with("goldgate.yaml:2:3"), "{err}");
+    }
+
+    #[test]
+    fn platform_timeouts_are_durations() {
+        let config = parse("platforms:\n  gpu: {gpus_per_node: 1, timeout: 45m}\n").unwrap();
+        let gpu = config.platform(Some("gpu")).unwrap();
+        assert_eq!(gpu.timeout, Some(std::time::Duration::from_secs(2700)));
+        let err = parse("platforms:\n  gpu:\n    gpus_per_node: 1\n    timeout: soon\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("goldgate.yaml:4:14: timeout: `soon` is not a duration"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -162,6 +162,7 @@ fn plan_job(
         config_path: case.config_path.clone(),
         from_caller: resolver.from_caller,
         warmup: false,
+        timeout: case.goldgate.timeout.or(platform.timeout),
     })
 }
 

@@ -223,6 +223,13 @@ pub struct Job {
     /// not measured, and is recorded but never compared, blessed or calibrated.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub warmup: bool,
+    /// Time limit of each run: the case's `GOLDGATE.timeout`, else the platform's (`goldgate run
+    /// --timeout` overrides both); `None` = no limit.
+    #[serde(
+        rename = "timeout_seconds",
+        serialize_with = "crate::duration::seconds::serialize"
+    )]
+    pub timeout: Option<std::time::Duration>,
 }
 
 /// Marks the first `n` repeats of every job as warm-up jobs (`goldgate run --warmup N` plans
@@ -291,6 +298,7 @@ impl Job {
             config_path: out_dir.join(case).join("model_config.yaml"),
             from_caller: Vec::new(),
             warmup: false,
+            timeout: None,
         }
     }
 }

@@ -1,7 +1,8 @@
-//! Stage "plan": variants, job expansion, placeholders, the `Job` type and the repro script.
+//! Stage "plan": case selection (names, globs, partitions), variants, job expansion, placeholders, the `Job` type and the repro script.
 
 mod build;
 mod error;
+mod filter;
 mod job;
 mod placeholder;
 mod program;
@@ -12,6 +13,7 @@ mod variant;
 
 pub use build::{DEFAULT_ENTRY, PlanInputs, plan_case};
 pub use error::PlanError;
+pub use filter::{CaseFilter, FilterError, Partition};
 pub use job::{
     Job, JobDirs, Launcher, REDACTED, RunAction, RunSpec, is_secret_name, mark_warmup, redact_text,
     redacted_env,

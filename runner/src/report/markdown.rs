@@ -41,7 +41,7 @@ fn headline(c: &Comparison) -> String {
         .map(|j| j.verdict)
         .max()
         .unwrap_or(Verdict::Pass);
-    let (icon, word) = match worst {
+    let (mut icon, mut word) = match worst {
         Verdict::Pass => ("✅", "pass"),
         Verdict::Improvement => ("✅", "pass, with improvements"),
         Verdict::Unstable => ("⚠️", "pass, with unstable metrics"),
@@ -50,6 +50,19 @@ fn headline(c: &Comparison) -> String {
         Verdict::Regression => ("❌", "regression"),
         Verdict::JobFailed => ("❌", "job failed"),
     };
+    // A gate run with --strict or --fail-on-improvement fails on what reads as a pass above: say
+    // what the check said.
+    if let Some(gate) = c
+        .gate
+        .filter(|g| g.exit_code == 1 && worst < Verdict::MissingMetric)
+    {
+        icon = "❌";
+        word = if gate.strict && c.counts.unstable > 0 {
+            "unstable metrics fail under --strict"
+        } else {
+            "improvements fail under --fail-on-improvement (bless the new values)"
+        };
+    }
     format!(
         "## {icon} goldgate: {word}\n\n{}\n",
         escape_md(&counts_line(c))
@@ -193,6 +206,29 @@ mod tests {
     #[test]
     fn snapshot() {
         insta::assert_snapshot!(render(&fixtures::comparison()));
+    }
+
+    #[test]
+    fn the_headline_says_what_the_gate_said() {
+        let mut c = fixtures::comparison();
+        c.jobs.retain(|j| j.verdict <= Verdict::Unstable);
+        c.counts = crate::compare::Counts::of(&c.jobs);
+        let headline = |c: &Comparison| render(c).lines().next().unwrap_or("").to_owned();
+        assert_eq!(headline(&c), "## ⚠️ goldgate: pass, with unstable metrics");
+        let strict = c.clone().gated(true, false);
+        assert_eq!(
+            headline(&strict),
+            "## ❌ goldgate: unstable metrics fail under --strict"
+        );
+        c.jobs.retain(|j| j.verdict <= Verdict::Improvement);
+        c.counts = crate::compare::Counts::of(&c.jobs);
+        let gated = c.clone().gated(false, false);
+        assert_eq!(headline(&gated), "## ✅ goldgate: pass, with improvements");
+        let foi = c.gated(false, true);
+        assert_eq!(
+            headline(&foi),
+            "## ❌ goldgate: improvements fail under --fail-on-improvement (bless the new values)"
+        );
     }
 
     #[test]

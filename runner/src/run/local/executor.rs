@@ -119,7 +119,7 @@ impl LocalExecutor {
         spec.env
             .extend(run.env.iter().map(|(k, v)| (k.clone(), v.clone())));
         spec.env_unset = job.env_unset.clone();
-        spec.timeout = self.timeout;
+        spec.timeout = self.timeout_of(job);
         spec.grace = self.grace;
         spec.cuda_visible_devices = self.slices.get(worker).cloned().flatten();
         Ok(spec)
@@ -180,7 +180,7 @@ impl LocalExecutor {
             .then(|| summary.failures.first().map(|f| f.line.clone()))
             .flatten();
         Ok(AttemptOutput {
-            outcome: self.outcome_of(status),
+            outcome: self.outcome_of(status, ctx.job),
             signs,
             failure_line,
             log: report.log_path,
@@ -195,13 +195,18 @@ impl LocalExecutor {
         })
     }
 
-    fn outcome_of(&self, status: JobStatus) -> Outcome {
+    /// `--timeout` when given, else the job's own limit (its case's, or its platform's).
+    fn timeout_of(&self, job: &Job) -> Option<Duration> {
+        self.timeout.or(job.timeout)
+    }
+
+    fn outcome_of(&self, status: JobStatus, job: &Job) -> Outcome {
         match status {
             JobStatus::Passed => Outcome::Passed,
             JobStatus::Failed { code } => Outcome::Failed { exit_code: code },
             JobStatus::Killed { signal } => Outcome::Killed { signal },
             JobStatus::TimedOut => Outcome::TimedOut {
-                after_seconds: self.timeout.map_or(0.0, |t| t.as_secs_f64()),
+                after_seconds: self.timeout_of(job).map_or(0.0, |t| t.as_secs_f64()),
             },
             JobStatus::OutOfMemory => Outcome::OutOfMemory,
             JobStatus::NcclTimeout => Outcome::NcclTimeout,
