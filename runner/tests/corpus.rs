@@ -22,6 +22,7 @@ fn argv(case: &TestCase, key: &str) -> Vec<String> {
         .find(|m| m.key == key)
         .unwrap()
         .argv_strings()
+        .unwrap()
 }
 
 fn env<'a>(case: &'a TestCase, key: &str) -> &'a str {
@@ -334,7 +335,7 @@ fn merge_keys_expand_base_args_then_own_args() {
         ]
     );
     // A merged word points at the base map it came from.
-    let words = case.model_args[0].argv();
+    let words = case.model_args[0].argv().unwrap();
     assert_eq!(
         words[0].span,
         Some(Span {
@@ -349,23 +350,30 @@ fn merge_keys_expand_base_args_then_own_args() {
 }
 
 #[test]
-fn duplicate_key_keeps_first_position_and_last_value() {
+fn a_repeated_key_is_passed_each_time_as_yq_prints_it() {
     let Some(root) = corpus::test_cases() else {
         return;
     };
     let case = load(&root, "hybrid/hybrid_dynamic_inference_tp1_pp1_dp8_583m");
-    let words = case.model_args[0].argv();
+    let words = case.model_args[0].argv().unwrap();
     let at: Vec<_> = words
         .iter()
         .enumerate()
         .filter(|(_, w)| w.text == "--init-method-std")
+        .map(|(i, _)| i)
         .collect();
-    assert_eq!(at.len(), 1);
-    let i = at[0].0;
-    assert_eq!(i, 29);
-    assert_eq!(words[i + 1].text, "0.014");
-    assert_eq!(words[i + 1].span.map(|s| s.line), Some(31));
-    assert_eq!(words[i + 2].text, "--untie-embeddings-and-output-weights");
+    assert_eq!(
+        at.len(),
+        2,
+        "both entries, in file order (argparse keeps the last)"
+    );
+    assert_eq!(words[at[0] + 1].text, "0.0198");
+    assert_eq!(
+        words[at[0] + 2].text,
+        "--untie-embeddings-and-output-weights"
+    );
+    assert_eq!(words[at[1] + 1].text, "0.014");
+    assert_eq!(words[at[1] + 1].span.map(|s| s.line), Some(31));
     // `--spec` holds a space: one word.
     let spec = words.iter().position(|w| w.text == "--spec").unwrap();
     assert_eq!(
@@ -605,7 +613,7 @@ fn goldgate_block_is_read() {
     );
     assert_eq!(case.metrics, ["lm loss"]);
     assert_eq!(
-        case.model_args[0].argv_strings(),
+        case.model_args[0].argv_strings().unwrap(),
         [
             "--lr",
             "1e-8",

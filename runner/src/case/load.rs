@@ -5,7 +5,6 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use super::error::CaseError;
-use super::placeholder::{KNOWN_PLACEHOLDERS, placeholders};
 use super::types::{
     CaseExtras, DEFAULT_METRICS, LauncherKind, Mode, ModelArgs, Scalar, ScalarKind, Span, TestCase,
     TestType,
@@ -72,9 +71,7 @@ pub fn load_case_checked(
         warnings: Vec::new(),
     };
     let case = loader.case(name, dir, &node)?;
-    let mut warnings = loader.warnings;
-    warnings.extend(placeholder_warnings(config_path, &text, &node));
-    Ok((case, warnings))
+    Ok((case, loader.warnings))
 }
 
 /// Reads a UTF-8 text file of at most `limit` bytes; errors name the file and the bad byte.
@@ -140,30 +137,16 @@ fn case_name(root: &Path, dir: &Path) -> String {
     }
 }
 
-/// Unknown `${VAR}`/`$VAR` placeholders in values, located in the source text.
-fn placeholder_warnings(path: &Path, text: &str, root: &Node) -> Vec<CaseWarning> {
-    let mut scalars = Vec::new();
-    root.scalars(&mut scalars);
-    let mut seen = std::collections::BTreeSet::new();
-    for (_, range) in scalars {
-        let Some(raw) = text.get(range.clone()) else {
-            continue;
-        };
-        for (name, at) in placeholders(raw) {
-            if !KNOWN_PLACEHOLDERS.contains(&name.as_str()) {
-                seen.insert((range.start + at.start, name));
-            }
+/// PyYAML's reading of a map with repeated keys: the first position, the last value.
+fn last_value_wins(entries: &[(Scalar, Node)]) -> Vec<&(Scalar, Node)> {
+    let mut out: Vec<&(Scalar, Node)> = Vec::with_capacity(entries.len());
+    for entry in entries {
+        match out.iter().position(|(k, _)| k.text == entry.0.text) {
+            Some(i) => out[i] = entry,
+            None => out.push(entry),
         }
     }
-    seen.into_iter()
-        .map(|(offset, name)| CaseWarning {
-            path: path.to_path_buf(),
-            at: Some(position(text.as_bytes(), offset)),
-            message: format!(
-                "unknown placeholder `{name}` (left as written unless the environment sets it)"
-            ),
-        })
-        .collect()
+    out
 }
 
 struct Loader<'p> {
@@ -238,8 +221,19 @@ impl Loader<'_> {
         }
     }
 
-    /// A map's entries; `None` for null.
+    /// A map's entries with PyYAML's rule for repeated keys (first position, last value);
+    /// `None` for null.
     fn map<'n>(
+        &self,
+        key: &str,
+        node: &'n Node,
+    ) -> Result<Option<Vec<&'n (Scalar, Node)>>, CaseError> {
+        Ok(self.raw_map(key, node)?.map(last_value_wins))
+    }
+
+    /// A map's entries as written, repeated keys included (what yq prints for MODEL_ARGS);
+    /// `None` for null.
+    fn raw_map<'n>(
         &self,
         key: &str,
         node: &'n Node,
@@ -277,7 +271,7 @@ impl Loader<'_> {
     }
 
     fn model_args(&self, key: &str, node: &Node) -> Result<ModelArgs, CaseError> {
-        let entries = self.map(key, node)?.unwrap_or_default();
+        let entries = self.raw_map(key, node)?.unwrap_or_default();
         let mut args = ModelArgs {
             key: key.to_string(),
             entries: Vec::new(),

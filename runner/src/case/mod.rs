@@ -5,14 +5,20 @@ mod discover;
 mod error;
 mod load;
 mod placeholder;
+mod recipe;
 mod types;
 mod yaml;
 
+pub use argv::{ArgvError, EvalError, Expansion, Lookups, ModelArgv, eval_words, model_argv};
 pub use discover::{CONFIG_FILE, Discovery, discover, discover_all};
 pub use error::CaseError;
 pub(crate) use load::position;
 pub use load::{CaseWarning, MAX_CONFIG_BYTES, load_case, load_case_checked};
-pub use placeholder::{KNOWN_PLACEHOLDERS, placeholders};
+pub use placeholder::placeholders;
+pub use recipe::{
+    CaseRecipe, DEFAULT_CADENCE, RecipeError, RecipeFilter, RecipeRow, Runner, ScriptFacts,
+    for_case, load_recipe, load_recipes, resolve_scope, select,
+};
 pub use types::{
     CaseExtras, CaseRef, DEFAULT_METRICS, LauncherKind, Mode, ModelArgs, Scalar, ScalarKind, Span,
     TestCase, TestType, Word,

@@ -6,19 +6,6 @@
 
 use std::ops::Range;
 
-/// The placeholders goldgate's plan sets; others are reported by `goldgate check`.
-pub const KNOWN_PLACEHOLDERS: [&str; 9] = [
-    "CHECKPOINT_SAVE_PATH",
-    "CHECKPOINT_LOAD_PATH",
-    "TENSORBOARD_PATH",
-    "DATA_PATH",
-    "DATA_CACHE_PATH",
-    "OUTPUT_PATH",
-    "INFERENCE_OUTPUT_PATH",
-    "LOG_DIR",
-    "REPEAT",
-];
-
 /// Every placeholder in `text`: its variable name and the byte range of the whole `${NAME}`
 /// or `$NAME`, in order.
 pub fn placeholders(text: &str) -> Vec<(String, Range<usize>)> {

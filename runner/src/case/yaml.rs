@@ -6,8 +6,8 @@
 //! written, so the tree is built here from the event parser serde-saphyr itself runs on
 //! (`serde_saphyr::granit_parser`, re-exported: no new dependency). Plain scalars arrive with
 //! their text untouched and every event carries a line and column. Anchors, aliases, `<<:`
-//! merge keys and duplicate keys are resolved here with PyYAML's semantics (what Megatron
-//! uses): a duplicate key keeps its first position and takes the last value.
+//! merge keys are resolved here as yq's `explode` and PyYAML agree; a map without merge keys
+//! keeps repeated keys (yq, which prints MODEL_ARGS for Megatron, passes each of them on).
 //!
 //! Hostile input stays cheap: the parser's nesting limits are lowered, and alias expansion
 //! is charged against a node budget before anything is copied (an "alias bomb" fails fast).
@@ -40,7 +40,8 @@ pub(crate) struct Node {
 pub(crate) enum NodeKind {
     Scalar(Scalar),
     Seq(Vec<Node>),
-    /// Keys are scalars (complex keys are rejected); duplicates are already resolved.
+    /// Keys are scalars (complex keys are rejected); repeated keys are kept unless the map
+    /// has merge keys.
     Map(Vec<(Scalar, Node)>),
 }
 
@@ -52,15 +53,6 @@ impl Node {
             NodeKind::Scalar(_) => "a scalar",
             NodeKind::Seq(_) => "a list",
             NodeKind::Map(_) => "a map",
-        }
-    }
-
-    /// Every scalar in the tree (keys included), depth first.
-    pub(crate) fn scalars<'a>(&'a self, out: &mut Vec<(&'a Scalar, Range<usize>)>) {
-        match &self.kind {
-            NodeKind::Scalar(s) => out.push((s, self.range.clone())),
-            NodeKind::Seq(items) => items.iter().for_each(|n| n.scalars(out)),
-            NodeKind::Map(entries) => entries.iter().for_each(|(_, n)| n.scalars(out)),
         }
     }
 }
@@ -329,13 +321,19 @@ fn place_entry(
     Ok(())
 }
 
-/// PyYAML's order: merged entries first (earlier sources win), then the map's own entries;
-/// a repeated key keeps its first position and takes its last value.
+/// A map without merge keys is kept as written, repeated keys included: yq (which builds
+/// Megatron's argv) prints every one of them; readers that want PyYAML's single value per key
+/// pick it themselves. With merge keys, the order yq's `explode` and PyYAML agree on: merged
+/// entries first (earlier sources win), then the map's own entries; a repeated key keeps its
+/// first position and takes its last value.
 fn merge_entries(
     merges: Vec<Node>,
     own: Vec<(Scalar, Node)>,
     span: Span,
 ) -> Result<Vec<(Scalar, Node)>, YamlError> {
+    if merges.is_empty() {
+        return Ok(own);
+    }
     let mut all = Vec::new();
     for source in merges.into_iter().rev() {
         match source.kind {
@@ -452,9 +450,14 @@ mod tests {
     }
 
     #[test]
-    fn duplicate_keys_keep_first_position_and_last_value() {
+    fn duplicate_keys_are_kept_as_written() {
         let root = parse("a: 1\nb: 2\na: 3\n").unwrap();
-        assert_eq!(map(&root), pairs(&[("a", "3"), ("b", "2")]));
+        assert_eq!(map(&root), pairs(&[("a", "1"), ("b", "2"), ("a", "3")]));
+        let merged = parse("base: &B\n  x: 1\nuse:\n  <<: *B\n  y: 2\n  y: 3\n").unwrap();
+        let NodeKind::Map(entries) = &merged.kind else {
+            panic!()
+        };
+        assert_eq!(map(&entries[1].1), pairs(&[("x", "1"), ("y", "3")]));
     }
 
     #[test]

@@ -35,5 +35,12 @@ pub fn platform_name(text: &str) -> Result<String, String> {
     Ok(text.to_owned())
 }
 
+/// An environment name (`dev`, `lts`) given on the command line: also part of a golden file's
+/// name.
+pub fn environment_name(text: &str) -> Result<String, String> {
+    crate::fsio::check_component("environment", text)?;
+    Ok(text.to_owned())
+}
+
 /// The most retries `--retries` takes: a job retried more often than this is broken, not flaky.
 pub const MAX_RETRIES: u32 = 100;

@@ -2,9 +2,11 @@
 //!
 //! Output is one line per problem, `path:line:column: severity: message` (or `path:
 //! severity: message` when there is no position), sorted by file and position, then a summary.
-//! Errors (exit 2): configs or goldens that do not load. Warnings: unknown keys, unknown
-//! placeholders, goldens without metrics, metrics of a shape goldgate cannot compare (a list of
-//! lists). Notes: skipped folders, inference goldens, and problems in files that goldgate.yaml's
+//! Errors (exit 2): configs or goldens that do not load, MODEL_ARGS Megatron's script cannot
+//! turn into arguments. Warnings: unknown keys, placeholders nothing sets and parallel layouts
+//! that do not fit the platform (each exactly as `plan` reports them: `check` plans every case),
+//! goldens without metrics, metrics of a shape goldgate cannot compare (a list of lists).
+//! Notes: skipped folders, inference goldens, and problems in files that goldgate.yaml's
 //! `check.ignore` lists as known to be bad (`note: ignored (REASON): ...`), so a repository can
 //! acknowledge upstream files it cannot fix and still gate on everything else.
 
@@ -27,9 +29,16 @@ pub struct Args {
     /// when the folder does not exist.
     #[arg(long, default_value = "golden")]
     pub golden_root: std::path::PathBuf,
-    /// Repository configuration (its `check.ignore` list).
+    /// Repository configuration: its `check.ignore` list, and the platforms every case is
+    /// planned on, so `check` reports what `plan` would (placeholders nothing sets, too few
+    /// ranks).
     #[arg(long, default_value = "goldgate.yaml")]
-    pub config: std::path::PathBuf,
+    pub config: PathBuf,
+    /// Platform the cases are planned on (default: goldgate.yaml's default platform).
+    #[arg(long)]
+    pub platform: Option<String>,
+    #[command(flatten)]
+    pub recipes: super::select::RecipeArgs,
 }
 
 /// How bad a problem is.
@@ -96,6 +105,8 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
         .then_some(args.golden_root.as_path());
     let config = crate::config::Config::load(&args.config)?;
     let mut report = collect(&args.root, golden_root)?;
+    report.problems.extend(plan_lints(&args, &config)?);
+    report.problems.sort();
     let roots: Vec<&Path> = std::iter::once(args.root.as_path())
         .chain(golden_root)
         .collect();
@@ -165,6 +176,92 @@ pub fn collect(root: &Path, golden_root: Option<&Path>) -> Result<CheckReport, A
         .extend(par_map(&goldens, |path| check_golden(path)).concat());
     report.problems.sort();
     Ok(report)
+}
+
+/// What planning every case would say: a placeholder nothing sets and a parallel layout the
+/// platform's ranks do not fit are warnings (`plan` and `run` refuse the latter); a value
+/// Megatron's script cannot turn into arguments is an error, as in `plan`.
+fn plan_lints(args: &Args, config: &crate::config::Config) -> Result<Vec<Problem>, AppError> {
+    use crate::plan::{PlanInputs, VariantRequest, plan_case};
+    let chosen = config.platform(args.platform.as_deref())?;
+    let rows = super::select::load_rows(&args.recipes, &args.root, config)?;
+    let caller = super::select::caller_env();
+    let environment = args
+        .recipes
+        .environment
+        .clone()
+        .unwrap_or_else(|| "dev".to_owned());
+    let mut problems: Vec<Problem> = Vec::new();
+    for c in case::discover(&args.root)? {
+        let Ok(loaded) = case::load_case(&args.root, &c.config_path) else {
+            continue; // already an error of its own
+        };
+        // Without --platform a case with a recipe is checked on its recipe's platform.
+        let mut recipe = case::for_case(&rows, &c.name, &environment, &chosen.name);
+        let own = recipe.any.and_then(|r| r.platform.as_deref());
+        let platform = match own.map(|p| (p, config.platform(Some(p)))) {
+            Some((name, Ok(p))) if args.platform.is_none() => {
+                recipe = case::for_case(&rows, &c.name, &environment, name);
+                p
+            }
+            _ => chosen,
+        };
+        let inputs = PlanInputs {
+            config,
+            platform,
+            out_dir: Path::new("/goldgate-check"),
+            run_id: "check",
+            base_dir: Path::new("."),
+            caller_env: &caller,
+            environment: &environment,
+            nodes: None,
+            gpus_per_node: None,
+            warmup: 0,
+        };
+        let planned = plan_case(
+            &inputs,
+            &loaded,
+            recipe,
+            &VariantRequest::default(),
+            Some(1),
+        );
+        problems.extend(lints_of(&c.config_path, &platform.name, planned));
+    }
+    Ok(problems)
+}
+
+/// The problems one case's plan shows.
+fn lints_of(
+    config_path: &Path,
+    platform: &str,
+    planned: Result<crate::plan::Planned, crate::plan::PlanError>,
+) -> Vec<Problem> {
+    use crate::plan::PlanError;
+    match planned {
+        // Names used outside the case file (the default entry's `MEGATRON_LM_DIR`) are the
+        // environment's business, not the case's: `plan` warns about them.
+        Ok(planned) => planned
+            .unset
+            .iter()
+            .filter(|u| u.place.file.as_deref() == Some(config_path))
+            .map(|u| Problem {
+                path: config_path.to_path_buf(),
+                at: u.place.at,
+                severity: Severity::Warning,
+                message: format!(
+                    "`${{{}}}` is set by nothing (the environment, the platform, the case's ENV_VARS); plan leaves it as written",
+                    u.name
+                ),
+                hint: None,
+            })
+            .collect(),
+        Err(e @ PlanError::Ranks { .. }) => {
+            let mut problem = diagnostic(config_path, Severity::Warning, &e);
+            problem.message = format!("on platform {platform}: {}", problem.message);
+            vec![problem]
+        }
+        Err(e) => vec![diagnostic(config_path, Severity::Error, &e)],
+    }
 }
 
 /// `f` over `items` on all cores (golden files are many and independent), results in order.

@@ -1,4 +1,4 @@
-//! Everything a command prints goes through [`out!`], [`outln!`] and [`errln!`]. A reader that
+//! Everything a command prints goes through [`out!`], [`outln!`], [`err!`] and [`errln!`]. A reader that
 //! went away (`goldgate list | head`) or a closed stderr ends the printing quietly, never the
 //! command: `print!` would panic (exit 101), and a gate whose stdout is cut short must still
 //! write its report files and exit with its verdict.
@@ -41,6 +41,11 @@ macro_rules! outln {
     };
 }
 
+/// `eprint!` that never panics.
+macro_rules! err {
+    ($($arg:tt)*) => { $crate::cmd::output::stderr(format_args!($($arg)*)) };
+}
+
 /// `eprintln!` that never panics.
 macro_rules! errln {
     ($($arg:tt)*) => {
@@ -48,4 +53,4 @@ macro_rules! errln {
     };
 }
 
-pub(crate) use {errln, out, outln};
+pub(crate) use {err, errln, out, outln};

@@ -2,8 +2,8 @@
 
 use std::path::PathBuf;
 
-use super::output::out;
-use super::select::{CaseArgs, Output, Selection, absolute, load_cases, plan_jobs};
+use super::output::{err, out};
+use super::select::{CaseArgs, Output, Selection, absolute, plan_selection};
 use crate::exit::{AppError, Exit};
 use crate::plan::{render_plan_json, render_plan_text};
 
@@ -14,9 +14,9 @@ pub struct Args {
     pub which: CaseArgs,
     #[command(flatten)]
     pub select: Selection,
-    /// Repeats per job.
-    #[arg(long, default_value_t = 1)]
-    pub repeat: u32,
+    /// Repeats per job (default: the case's `ENV_VARS.N_REPEAT`, else 1).
+    #[arg(long)]
+    pub repeat: Option<u32>,
     /// Output folder the jobs would write to (`OUT/<run-id>/...`).
     #[arg(long, default_value = "goldgate-out")]
     pub out: PathBuf,
@@ -28,19 +28,26 @@ pub struct Args {
     pub format: super::list::Format,
 }
 
-/// Runs the command.
+/// Runs the command: every job that plans is printed; a case that does not plan is reported
+/// on stderr without stopping the others (exit 2 then).
 pub fn run(args: Args) -> Result<Exit, AppError> {
-    let cases = load_cases(&args.select.root, &args.which.filter()?)?;
     let output = Output {
         out_dir: absolute(&args.out)?,
         run_id: args.run_id,
     };
     let config = crate::config::Config::load(&args.select.config)?;
-    let jobs = plan_jobs(&config, &args.select, &cases, args.repeat, &output)?;
+    let filter = args.which.filter()?;
+    let selected = plan_selection(&config, &args.select, &filter, args.repeat, 0, &output)?;
     let text = match args.format {
-        super::list::Format::Table => render_plan_text(&jobs),
-        super::list::Format::Json => render_plan_json(&jobs),
+        super::list::Format::Table => render_plan_text(&selected.jobs),
+        super::list::Format::Json => render_plan_json(&selected.jobs),
     };
     out!("{text}");
-    Ok(Exit::Pass)
+    let strict = args.select.strict_placeholders;
+    err!("{}", selected.render_problems(strict));
+    Ok(if selected.refused(strict) {
+        Exit::Usage
+    } else {
+        Exit::Pass
+    })
 }

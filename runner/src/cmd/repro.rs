@@ -2,8 +2,8 @@
 
 use std::path::{Path, PathBuf};
 
-use super::output::out;
-use super::select::{Output, Selection, absolute, load_cases, plan_jobs};
+use super::output::{err, out};
+use super::select::{Output, Selection, absolute, plan_selection};
 use crate::exit::{AppError, Exit};
 use crate::plan::{Launcher, render_repro, resolve_program};
 
@@ -24,14 +24,19 @@ pub struct Args {
 
 /// Runs the command.
 pub fn run(args: Args) -> Result<Exit, AppError> {
-    let filter = crate::plan::CaseFilter::new(std::slice::from_ref(&args.case), None, None)?;
-    let cases = load_cases(&args.select.root, &filter)?;
     let output = Output {
         out_dir: absolute(&args.out)?,
         run_id: args.run_id,
     };
     let config = crate::config::Config::load(&args.select.config)?;
-    let jobs = plan_jobs(&config, &args.select, &cases, 1, &output)?;
+    let filter = crate::plan::CaseFilter::new(std::slice::from_ref(&args.case), None, None)?;
+    let selected = plan_selection(&config, &args.select, &filter, Some(1), 0, &output)?;
+    let strict = args.select.strict_placeholders;
+    err!("{}", selected.render_problems(strict));
+    if selected.refused(strict) {
+        return Ok(Exit::Usage);
+    }
+    let jobs = selected.jobs;
     let [job] = jobs.as_slice() else {
         let names: Vec<String> = jobs.iter().map(|j| j.variant.name()).collect();
         return Err(AppError::usage(format!(

@@ -6,10 +6,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::args::{GateArgs, parse_duration};
-use super::output::{errln, out, outln};
-use super::select::{
-    CaseArgs, Output, Selection, absolute, failed_in_newest_run, load_cases, plan_jobs,
-};
+use super::output::{err, errln, out, outln};
+use super::select::{CaseArgs, Output, Selection, absolute, failed_in_newest_run, plan_selection};
 use crate::config::Config;
 use crate::exit::{AppError, Exit};
 use crate::launch::{self, Settle};
@@ -27,9 +25,9 @@ pub struct Args {
     /// under `--out`, as the selection plans them now.
     #[arg(long)]
     pub rerun_failed: bool,
-    /// Repeats per job.
-    #[arg(long, default_value_t = 1)]
-    pub repeat: u32,
+    /// Repeats per job (default: the case's `ENV_VARS.N_REPEAT`, else 1).
+    #[arg(long)]
+    pub repeat: Option<u32>,
     /// Where results go: `OUT/<run-id>/<case>/<variant>/<repeat>/`.
     #[arg(long, default_value = "results")]
     pub out: PathBuf,
@@ -94,12 +92,12 @@ impl Args {
 }
 
 /// Runs the command.
+#[allow(clippy::print_stderr)]
 pub fn run(args: Args) -> Result<Exit, AppError> {
     // Before any child exists: a Ctrl-C must never orphan a job's process group.
     let stop = launch::install_signal_handlers()?;
     let opts = args.options()?;
     launch::check_settle(opts.settle)?;
-    let cases = load_cases(&args.select.root, &args.which.filter()?)?;
     // Loaded once: the gate after a long run uses the rules the run was planned with.
     let config = Config::load(&args.select.config)?;
     let output = Output {
@@ -114,17 +112,19 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
                 .warmup_jobs
         }
     };
-    let mut jobs = plan_jobs(
-        &config,
-        &args.select,
-        &cases,
-        args.repeat.saturating_add(warmup),
-        &output,
-    )?;
+    let filter = args.which.filter()?;
+    let selected = plan_selection(&config, &args.select, &filter, args.repeat, warmup, &output)?;
+    let strict = args.select.strict_placeholders;
+    err!("{}", selected.render_problems(strict));
+    if selected.refused(strict) {
+        return Err(AppError::usage(
+            "not running: the cases above do not plan (hint: `goldgate plan` shows the same)",
+        ));
+    }
+    let mut jobs = selected.jobs;
     if args.rerun_failed {
         keep_failed(&mut jobs, &opts.out_dir)?;
     }
-    crate::plan::mark_warmup(&mut jobs, warmup);
     if jobs.is_empty() {
         return nothing_to_run(&args);
     }

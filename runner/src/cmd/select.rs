@@ -1,13 +1,20 @@
 //! Arguments shared by the commands that pick cases and expand them into jobs
-//! (`plan`, `repro`, `run`), and the loading they share.
+//! (`plan`, `repro`, `run`), and the loading and planning they share: case names, or the rows
+//! of Megatron's recipes (`--scope`, `--cadence`, `--environment`, `--platform`), each planned
+//! on its platform; a case that cannot be planned is reported on its own.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use crate::case::{TestCase, discover, load_case};
+use crate::case::{
+    CaseRecipe, RecipeFilter, RecipeRow, Runner, TestCase, discover, for_case, load_case,
+    load_recipes, select,
+};
 use crate::config::Config;
 use crate::exit::AppError;
-use crate::plan::{CaseFilter, Job, Partition, PlanInputs, VariantRequest, plan_case};
+use crate::plan::{
+    CaseFilter, Job, Partition, PlanInputs, Planned, Unset, VariantRequest, plan_case,
+};
 
 /// Where the cases are and which jobs to make of them.
 #[derive(clap::Args, Debug, Clone)]
@@ -25,9 +32,74 @@ pub struct Selection {
     /// Expand every value of these axes (comma-separated), e.g. `--matrix allocator,checkpoint`.
     #[arg(long, value_name = "AXIS,...", value_delimiter = ',')]
     pub matrix: Vec<String>,
-    /// Platform from goldgate.yaml (GPUs per node, launcher, paths).
+    /// Platform (GPUs per node, nodes, launcher, paths): goldgate.yaml's, or Megatron's built-in
+    /// `dgx_a100`, `dgx_h100`, `dgx_gb200`. With `--scope`, also picks the recipe rows.
     #[arg(long, value_parser = super::args::platform_name)]
     pub platform: Option<String>,
+    #[command(flatten)]
+    pub recipes: RecipeArgs,
+    /// Nodes per job, replacing the recipe's and the platform's.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub nodes: Option<u32>,
+    /// GPUs (ranks) per node, replacing the recipe's and the platform's.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub gpus_per_node: Option<u32>,
+    /// Refuse a case with a `${NAME}` placeholder nothing sets (else it stays as written, with
+    /// one warning per name).
+    #[arg(long)]
+    pub strict_placeholders: bool,
+}
+
+/// Megatron's recipes and the filters of its recipe parser.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct RecipeArgs {
+    /// Megatron's recipe folder; default: goldgate.yaml's `recipes`, else
+    /// `<root>/../../test_utils/recipes` (beside a Megatron-LM checkout's test cases).
+    #[arg(long)]
+    pub recipes: Option<PathBuf>,
+    /// Run what Megatron runs for a scope (`mr`, `nightly`, `L1` ...): the recipe rows, each
+    /// on its own platform and environment.
+    #[arg(long)]
+    pub scope: Option<String>,
+    /// Only recipe rows of this cadence (`pr`, `nightly`, `mergegroup`, `weekly`).
+    #[arg(long)]
+    pub cadence: Option<String>,
+    /// Megatron's environment (`dev` or `lts`): recipe rows and the golden file
+    /// (`golden_values_<environment>_<platform>.json`). Default `dev`.
+    #[arg(long, value_parser = super::args::environment_name)]
+    pub environment: Option<String>,
+}
+
+/// The recipe folder to use, if any.
+pub fn recipe_dir(args: &RecipeArgs, root: &Path, config: &Config) -> Option<PathBuf> {
+    if let Some(dir) = args.recipes.clone().or_else(|| config.recipes.clone()) {
+        return Some(dir);
+    }
+    let beside = root.join("../../test_utils/recipes");
+    beside.is_dir().then_some(beside)
+}
+
+/// Every recipe row (`recipes` and Megatron's `local_recipes` beside it); none without a folder.
+pub fn load_rows(
+    args: &RecipeArgs,
+    root: &Path,
+    config: &Config,
+) -> Result<Vec<RecipeRow>, AppError> {
+    let Some(dir) = recipe_dir(args, root, config) else {
+        if args.scope.is_some() || args.cadence.is_some() {
+            return Err(AppError::usage(format!(
+                "--scope and --cadence need Megatron's recipes, and none were found beside {} (hint: --recipes DIR, or `recipes:` in goldgate.yaml)",
+                root.display()
+            )));
+        }
+        return Ok(Vec::new());
+    };
+    let mut rows = load_recipes(&dir)?;
+    let local = dir.with_file_name("local_recipes");
+    if local.is_dir() {
+        rows.extend(load_recipes(&local)?);
+    }
+    Ok(rows)
 }
 
 /// Where a plan's jobs write: `OUT/<run-id>/<case>/<variant>/<repeat>/`.
@@ -66,15 +138,244 @@ impl CaseArgs {
     }
 }
 
-/// Loads the cases the filter selects under `root`.
-pub fn load_cases(root: &Path, filter: &CaseFilter) -> Result<Vec<TestCase>, AppError> {
-    let found = discover(root)?;
-    let picked = filter.select(&found, &root.display().to_string())?;
-    let mut cases = Vec::new();
-    for case in picked {
-        cases.push(load_case(root, &case.config_path)?);
+/// A case that could not be loaded or planned, and why (an error of its own).
+pub struct CaseFailure {
+    pub case: String,
+    pub error: AppError,
+}
+
+/// What a selection planned.
+#[derive(Default)]
+pub struct Selected {
+    pub jobs: Vec<Job>,
+    /// Placeholders nothing sets, one per name.
+    pub unset: Vec<Unset>,
+    /// Cases that could not be loaded or planned.
+    pub failures: Vec<CaseFailure>,
+    /// Recipe rows of the selection that Megatron runs by other means (unit tests, perf
+    /// scripts) or whose case folder is missing: `(row name, why)`.
+    pub skipped: Vec<(String, String)>,
+}
+
+/// One case on one platform, with what its recipes say.
+struct Target<'a> {
+    name: String,
+    platform: Option<String>,
+    environment: String,
+    row: Option<&'a RecipeRow>,
+}
+
+/// Plans the selection under `config` (the selection's goldgate.yaml, loaded once by the
+/// caller): the cases `filter` picks, or of those the recipe rows of `--scope`/`--cadence`.
+/// `repeat` is `--repeat` when given; `warmup` more repeats come first, marked.
+pub fn plan_selection(
+    config: &Config,
+    selection: &Selection,
+    filter: &CaseFilter,
+    repeat: Option<u32>,
+    warmup: u32,
+    output: &Output,
+) -> Result<Selected, AppError> {
+    if let Some(name) = &selection.platform {
+        config.platform(Some(name))?;
     }
-    Ok(cases)
+    let rows = load_rows(&selection.recipes, &selection.root, config)?;
+    let found = discover(&selection.root)?;
+    let picked: Vec<String> = filter
+        .select(&found, &selection.root.display().to_string())?
+        .into_iter()
+        .map(|c| c.name.clone())
+        .collect();
+    let mut selected = Selected::default();
+    let targets = targets(selection, &picked, &rows, &found, &mut selected.skipped);
+    let planner = Planner {
+        config,
+        selection,
+        request: VariantRequest::parse(config, &selection.variants, &selection.matrix)?,
+        base_dir: std::env::current_dir()
+            .map_err(|e| AppError::failure(format!("cannot read the current directory: {e}")))?,
+        caller_env: caller_env(),
+        rows: &rows,
+        output,
+        repeat,
+        warmup,
+    };
+    let mut cases: BTreeMap<String, Result<TestCase, String>> = BTreeMap::new();
+    for target in targets {
+        let Some(case_ref) = found.iter().find(|c| c.name == target.name) else {
+            continue;
+        };
+        let case = cases.entry(target.name.clone()).or_insert_with(|| {
+            load_case(&selection.root, &case_ref.config_path).map_err(|e| e.to_string())
+        });
+        let planned = match case {
+            Ok(case) => planner.plan(&target, case),
+            Err(message) => Err(AppError::usage(message.clone())),
+        };
+        match planned {
+            Ok(planned) => {
+                selected.jobs.extend(planned.jobs);
+                for u in planned.unset {
+                    if !selected.unset.iter().any(|s| s.name == u.name) {
+                        selected.unset.push(u);
+                    }
+                }
+            }
+            Err(error) => selected.failures.push(CaseFailure {
+                case: target.name.clone(),
+                error,
+            }),
+        }
+    }
+    Ok(selected)
+}
+
+/// What every target of a selection is planned with.
+struct Planner<'a> {
+    config: &'a Config,
+    selection: &'a Selection,
+    request: VariantRequest,
+    base_dir: PathBuf,
+    caller_env: BTreeMap<String, String>,
+    rows: &'a [RecipeRow],
+    output: &'a Output,
+    repeat: Option<u32>,
+    warmup: u32,
+}
+
+impl Planner<'_> {
+    /// The jobs of one target: its case on its platform, with its recipe row.
+    fn plan(&self, target: &Target<'_>, case: &TestCase) -> Result<Planned, AppError> {
+        let platform = self.config.platform(target.platform.as_deref())?;
+        let recipe = match target.row {
+            Some(row) => CaseRecipe {
+                exact: Some(row),
+                any: Some(row),
+            },
+            None => for_case(self.rows, &target.name, &target.environment, &platform.name),
+        };
+        let inputs = PlanInputs {
+            config: self.config,
+            platform,
+            out_dir: &self.output.out_dir,
+            run_id: &self.output.run_id,
+            base_dir: &self.base_dir,
+            caller_env: &self.caller_env,
+            environment: &target.environment,
+            nodes: self.selection.nodes,
+            gpus_per_node: self.selection.gpus_per_node,
+            warmup: self.warmup,
+        };
+        Ok(plan_case(
+            &inputs,
+            case,
+            recipe,
+            &self.request,
+            self.repeat,
+        )?)
+    }
+}
+
+impl Selected {
+    /// What goes to stderr before the jobs run or print: skipped recipe rows, placeholders
+    /// nothing sets (one line per name), and the cases that could not be planned.
+    pub fn render_problems(&self, strict: bool) -> String {
+        let mut s = String::new();
+        for (row, why) in &self.skipped {
+            s.push_str(&format!("note: skipped {row}: {why}\n"));
+        }
+        let level = if strict { "error" } else { "warning" };
+        for u in &self.unset {
+            let what = if strict { "" } else { "; left as written" };
+            s.push_str(&format!(
+                "{level}: {}: `${{{}}}` is set by nothing (the environment, the platform, the case's ENV_VARS){what} (case {})\n",
+                u.place, u.name, u.case
+            ));
+        }
+        for f in &self.failures {
+            let message = f.error.report.to_string();
+            if message.starts_with(&f.case) || message.starts_with('/') {
+                s.push_str(&format!("error: {message}\n"));
+            } else {
+                s.push_str(&format!("error: {}: {message}\n", f.case));
+            }
+            if let Some(help) = f.error.report.help() {
+                s.push_str(&format!("  hint: {help}\n"));
+            }
+        }
+        s
+    }
+
+    /// Whether the selection must not run: a case failed, or (strict) a placeholder is unset.
+    pub fn refused(&self, strict: bool) -> bool {
+        !self.failures.is_empty() || (strict && !self.unset.is_empty())
+    }
+}
+
+/// The (case, platform, environment) triples to plan; `picked` are the filter's cases.
+fn targets<'a>(
+    selection: &Selection,
+    picked: &[String],
+    rows: &'a [RecipeRow],
+    found: &[crate::case::CaseRef],
+    skipped: &mut Vec<(String, String)>,
+) -> Vec<Target<'a>> {
+    let recipe = &selection.recipes;
+    let environment = recipe
+        .environment
+        .clone()
+        .unwrap_or_else(|| "dev".to_owned());
+    if recipe.scope.is_some() || recipe.cadence.is_some() {
+        return scope_targets(selection, picked, rows, found, skipped);
+    }
+    picked
+        .iter()
+        .map(|name| Target {
+            name: name.clone(),
+            platform: selection.platform.clone(),
+            environment: environment.clone(),
+            row: None,
+        })
+        .collect()
+}
+
+/// The recipe rows Megatron's parser selects, each on its own platform and environment; rows
+/// Megatron runs by other means, or whose case folder is missing, are noted and skipped.
+fn scope_targets<'a>(
+    selection: &Selection,
+    picked: &[String],
+    rows: &'a [RecipeRow],
+    found: &[crate::case::CaseRef],
+    skipped: &mut Vec<(String, String)>,
+) -> Vec<Target<'a>> {
+    let recipe = &selection.recipes;
+    let named = |case: &str| picked.iter().any(|n| n == case);
+    let filter = RecipeFilter {
+        scope: recipe.scope.clone(),
+        cadence: recipe.cadence.clone(),
+        environment: recipe.environment.clone(),
+        platform: selection.platform.clone(),
+    };
+    let mut out = Vec::new();
+    for row in select(rows, &filter).into_iter().filter(|r| named(&r.case)) {
+        let runner = row.script.as_ref().map(|s| s.runner.clone());
+        if let Ok(Runner::Other(what)) = runner {
+            skipped.push((
+                row.name.clone(),
+                format!("its recipe runs {what}, not run_ci_test.sh"),
+            ));
+        } else if !found.iter().any(|c| c.name == row.case) {
+            skipped.push((row.name.clone(), format!("no case folder {}", row.case)));
+        } else {
+            out.push(Target {
+                name: row.case.clone(),
+                platform: row.platform.clone(),
+                environment: row.environment.clone().unwrap_or_else(|| "dev".to_owned()),
+                row: Some(row),
+            });
+        }
+    }
+    out
 }
 
 /// The caller's environment as a map (variables that are not UTF-8 are left out).
@@ -82,35 +383,6 @@ pub fn caller_env() -> BTreeMap<String, String> {
     std::env::vars_os()
         .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
         .collect()
-}
-
-/// Plans every job of `cases` under the selection and `config` (the selection's goldgate.yaml,
-/// loaded once by the caller), `repeats` times each.
-pub fn plan_jobs(
-    config: &Config,
-    selection: &Selection,
-    cases: &[TestCase],
-    repeats: u32,
-    output: &Output,
-) -> Result<Vec<Job>, AppError> {
-    let platform = config.platform(selection.platform.as_deref())?;
-    let request = VariantRequest::parse(config, &selection.variants, &selection.matrix)?;
-    let base_dir = std::env::current_dir()
-        .map_err(|e| AppError::failure(format!("cannot read the current directory: {e}")))?;
-    let caller_env = caller_env();
-    let inputs = PlanInputs {
-        config,
-        platform,
-        out_dir: &output.out_dir,
-        run_id: &output.run_id,
-        base_dir: &base_dir,
-        caller_env: &caller_env,
-    };
-    let mut jobs = Vec::new();
-    for case in cases {
-        jobs.extend(plan_case(&inputs, case, &request, repeats)?);
-    }
-    Ok(jobs)
 }
 
 /// `dir` made absolute against the current directory (job folders must not depend on the

@@ -30,6 +30,12 @@ pub enum LauncherChoice {
 pub struct Platform {
     pub name: String,
     pub gpus_per_node: u32,
+    /// Nodes a job takes unless its recipe or `--nodes` says otherwise (default 1).
+    pub nodes: u32,
+    /// Megatron's `/mnt/artifacts`: the frozen checkpoints frozen-start, frozen-resume,
+    /// release and checkpoint-consistency cases load (`DATA_PATH` when absent, as Megatron's
+    /// recipes point both at the same folder).
+    pub frozen_checkpoints: Option<String>,
     /// Replaces Megatron's default launcher (torchrun) for cases that do not pick another.
     pub launcher: Option<LauncherChoice>,
     /// `DATA_PATH` for every job (the caller's environment is used when absent).
@@ -101,10 +107,17 @@ pub struct Config {
     pub rules: Rules,
     /// The file's `rules:` entries as written, in order (for `compare`'s own rule set).
     pub rule_overrides: Vec<(String, RuleOverride)>,
+    /// Megatron's recipe folder (`tests/test_utils/recipes`), when the file names one.
+    pub recipes: Option<PathBuf>,
     /// `check.ignore`: path glob (relative to the case or golden root) → why the file is known
     /// to be bad. `goldgate check` reports a problem there as a note, not an error.
     pub check_ignore: Vec<(String, String)>,
 }
+
+/// Platforms every configuration has (a file's own platform of the same name replaces one):
+/// Megatron CI's machines, with the GPUs per node its recipes allocate on them.
+pub const BUILTIN_PLATFORMS: [(&str, u32); 3] =
+    [("dgx_a100", 8), ("dgx_h100", 8), ("dgx_gb200", 4)];
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -117,6 +130,8 @@ struct RawConfig {
     variants: Named<RawAxis>,
     #[serde(default)]
     rules: Named<RuleOverride>,
+    #[serde(default)]
+    recipes: Option<String>,
     #[serde(default)]
     check: RawCheck,
 }
@@ -132,6 +147,10 @@ struct RawCheck {
 #[serde(deny_unknown_fields)]
 struct RawPlatform {
     gpus_per_node: u32,
+    #[serde(default)]
+    nodes: Option<u32>,
+    #[serde(default)]
+    frozen_checkpoints: Option<String>,
     #[serde(default)]
     launcher: Option<LauncherChoice>,
     #[serde(default)]
@@ -259,12 +278,17 @@ impl Config {
             crate::fsio::check_component("platform", &name.value)
                 .map_err(|msg| ConfigError::invalid(path, name, msg))?;
         }
-        let platforms = raw
+        let mut platforms = raw
             .platforms
             .0
             .into_iter()
             .map(|p| platform_from_raw(p, path))
             .collect::<Result<Vec<Platform>, ConfigError>>()?;
+        for (name, gpus) in BUILTIN_PLATFORMS {
+            if !platforms.iter().any(|p| p.name == name) {
+                platforms.push(Platform::builtin(name, gpus));
+            }
+        }
         let default_platform = match raw.default_platform {
             None => 0,
             Some(name) => platforms
@@ -304,8 +328,29 @@ impl Config {
             axes,
             rules,
             rule_overrides,
+            recipes: raw.recipes.map(PathBuf::from),
             check_ignore: string_pairs(raw.check.ignore),
         })
+    }
+}
+
+impl Platform {
+    /// A platform with nothing but its GPUs per node (one node, no paths, no variables).
+    pub fn builtin(name: &str, gpus_per_node: u32) -> Platform {
+        Platform {
+            name: name.to_owned(),
+            gpus_per_node,
+            nodes: 1,
+            frozen_checkpoints: None,
+            warmup_jobs: 0,
+            timeout: None,
+            launcher: None,
+            data_root: None,
+            checkpoint_root: None,
+            megatron_lm_dir: None,
+            entry: None,
+            env: Vec::new(),
+        }
     }
 }
 
@@ -323,6 +368,8 @@ fn platform_from_raw(
     Ok(Platform {
         name: name.value,
         gpus_per_node: raw.gpus_per_node,
+        nodes: raw.nodes.unwrap_or(1).max(1),
+        frozen_checkpoints: raw.frozen_checkpoints,
         launcher: raw.launcher,
         data_root: raw.data_root,
         checkpoint_root: raw.checkpoint_root,
@@ -445,6 +492,21 @@ mod tests {
         let config =
             parse("platforms:\n  a: {gpus_per_node: 1}\n  b: {gpus_per_node: 2}\n").unwrap();
         let err = config.platform(Some("c")).unwrap_err().to_string();
-        assert_eq!(err, "unknown platform `c` (valid: a, b)");
+        assert_eq!(
+            err,
+            "unknown platform `c` (valid: a, b, dgx_a100, dgx_h100, dgx_gb200)"
+        );
+    }
+
+    #[test]
+    fn megatron_platforms_are_built_in_and_a_file_can_replace_them() {
+        let config = parse("platforms:\n  dgx_h100: {gpus_per_node: 2, nodes: 3}\n").unwrap();
+        let gpus = |name: &str| {
+            let p = config.platform(Some(name)).unwrap();
+            (p.gpus_per_node, p.nodes)
+        };
+        assert_eq!(gpus("dgx_a100"), (8, 1));
+        assert_eq!(gpus("dgx_gb200"), (4, 1));
+        assert_eq!(gpus("dgx_h100"), (2, 3), "the file's own dgx_h100");
     }
 }

@@ -7,7 +7,8 @@ mod rules;
 
 pub use error::ConfigError;
 pub use file::{
-    Axis, AxisValue, BUILTIN_CONFIG, Config, LauncherChoice, MAX_CONFIG_BYTES, Platform,
+    Axis, AxisValue, BUILTIN_CONFIG, BUILTIN_PLATFORMS, Config, LauncherChoice, MAX_CONFIG_BYTES,
+    Platform,
 };
 pub use rules::{
     Alpha, DEFAULT_ALPHA, DEFAULT_MIN_EFFECT, Direction, Effect, FailAllowance, MetricKind,

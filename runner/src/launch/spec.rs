@@ -52,42 +52,25 @@ impl LaunchSpec {
 /// How the entry program is started: the plan's launcher (`torchrun`, `ft_launcher`, direct).
 pub use crate::plan::Launcher;
 
-/// The full command line of a job: launcher words, then the entry and its arguments.
+/// The full command line of one run: launcher words (Megatron's, see
+/// [`crate::plan::Launcher::prefix`]), then the entry and its arguments.
 ///
-/// Torchrun-style launchers get a single-node rendezvous on `127.0.0.1:<port>` and
-/// `--tee 3`, so every rank's stdout and stderr reach goldgate with `[defaultN]:` prefixes
-/// that the log parser strips. An entry that is not a `.py` script is a program: it is
-/// resolved here (torchrun would only search PATH) and `--no-python` is added.
+/// An entry that is not a `.py` script is a program: it is resolved here (torchrun would only
+/// search PATH) and `--no-python` is added.
 pub fn command_line(
     launcher: Launcher,
+    nproc: Option<u32>,
+    site: &crate::plan::Site,
     entry: &[String],
-    port: u16,
     cwd: &Path,
 ) -> Result<Vec<String>, LaunchError> {
     let Some(first) = entry.first() else {
         return Err(LaunchError::EmptyArgv);
     };
-    let (program, nproc) = match launcher {
-        Launcher::Direct => return Ok(entry.to_vec()),
-        Launcher::Torchrun { nproc } => ("torchrun", nproc),
-        Launcher::FtLauncher { nproc } => ("ft_launcher", nproc),
-    };
-    let mut argv: Vec<String> = [
-        program,
-        "--nproc-per-node",
-        &nproc.to_string(),
-        "--nnodes",
-        "1",
-        "--master-addr",
-        "127.0.0.1",
-        "--master-port",
-        &port.to_string(),
-        "--tee",
-        "3",
-    ]
-    .iter()
-    .map(|w| (*w).to_owned())
-    .collect();
+    if launcher == Launcher::Direct {
+        return Ok(entry.to_vec());
+    }
+    let mut argv = launcher.prefix(nproc, site);
     if first.ends_with(".py") {
         argv.extend(entry.iter().cloned());
     } else {
@@ -162,12 +145,23 @@ mod tests {
         ws.iter().map(|w| (*w).to_owned()).collect()
     }
 
+    fn site() -> crate::plan::Site {
+        crate::plan::Site {
+            nodes: 1,
+            node_rank: "0".into(),
+            master_addr: "localhost".into(),
+            master_port: "29512".into(),
+            log_dir: "/j/logs".into(),
+        }
+    }
+
     #[test]
     fn direct_keeps_the_entry_as_is() {
         let argv = command_line(
             Launcher::Direct,
+            None,
+            &site(),
             &words(&["x", "--a", "1"]),
-            1,
             Path::new("/"),
         )
         .unwrap();
@@ -179,32 +173,41 @@ mod tests {
         let entry = words(&["pretrain_gpt.py", "--train-iters", "10"]);
         let argv = command_line(
             Launcher::Torchrun { nproc: 8 },
+            None,
+            &site(),
             &entry,
-            29512,
             Path::new("/"),
         )
         .unwrap();
         assert_eq!(
             argv.join(" "),
-            "torchrun --nproc-per-node 8 --nnodes 1 --master-addr 127.0.0.1 --master-port 29512 \
-             --tee 3 pretrain_gpt.py --train-iters 10"
+            "torchrun --nproc_per_node 8 --nnodes 1 --master_addr localhost --master_port 29512 \
+             --node_rank 0 --log-dir /j/logs --tee 0:3,7:3 --redirects 3 pretrain_gpt.py \
+             --train-iters 10"
         );
     }
 
     #[test]
     fn ft_launcher_takes_the_same_flags_and_resolves_programs() {
         let entry = words(&["sh", "-c", "true"]);
-        let argv =
-            command_line(Launcher::FtLauncher { nproc: 2 }, &entry, 7, Path::new("/")).unwrap();
-        assert_eq!(argv[..3], words(&["ft_launcher", "--nproc-per-node", "2"]));
-        assert_eq!(argv[11], "--no-python");
-        assert!(argv[12].ends_with("/sh"), "{argv:?}");
-        assert_eq!(argv[13..], words(&["-c", "true"]));
+        let argv = command_line(
+            Launcher::FtLauncher { nproc: 2 },
+            None,
+            &site(),
+            &entry,
+            Path::new("/"),
+        )
+        .unwrap();
+        assert_eq!(argv[..3], words(&["ft_launcher", "--nproc_per_node", "2"]));
+        assert_eq!(argv[17], "--max-restarts=3");
+        assert_eq!(argv[18], "--no-python");
+        assert!(argv[19].ends_with("/sh"), "{argv:?}");
+        assert_eq!(argv[20..], words(&["-c", "true"]));
     }
 
     #[test]
     fn empty_entry_is_an_error() {
-        let err = command_line(Launcher::Direct, &[], 1, Path::new("/")).unwrap_err();
+        let err = command_line(Launcher::Direct, None, &site(), &[], Path::new("/")).unwrap_err();
         assert!(matches!(err, LaunchError::EmptyArgv));
     }
 

@@ -28,15 +28,32 @@ pub enum PlanError {
     },
     #[error("{path}: GOLDGATE.variants: {message}")]
     CaseVariants { path: String, message: String },
-    #[error("unresolved placeholders in {case}:\n{list}")]
+    #[error("placeholders nothing sets in {case}:\n{list}")]
     #[diagnostic(help(
-        "set them in the environment or in the platform (data_root, megatron_lm_dir) of goldgate.yaml; goldgate never passes `${{NAME}}` on literally"
+        "set them in the environment or in the platform (data_root, megatron_lm_dir) of goldgate.yaml; without --strict-placeholders they stay as written, with a warning"
     ))]
     Unresolved {
         case: String,
         names: Vec<String>,
         list: String,
     },
+    #[error("{case}: run {run} {why} ({nodes} node(s) × {per_node} GPU(s) per node)")]
+    #[diagnostic(help(
+        "give it at least {min} ranks: --nodes N and --gpus-per-node N, or a platform with more GPUs; check only warns"
+    ))]
+    Ranks {
+        case: String,
+        run: usize,
+        why: String,
+        nodes: u32,
+        per_node: u32,
+        min: u64,
+    },
+    #[error("{place}: {message}")]
+    #[diagnostic(help(
+        "Megatron's _run_training.sh passes MODEL_ARGS through `xargs` and `eval`; goldgate refuses values it cannot turn into the same words"
+    ))]
+    Argv { place: String, message: String },
     #[error("{place}: invalid environment variable name `{name}`")]
     EnvName { place: String, name: String },
     #[error("--repeat must be at least 1")]

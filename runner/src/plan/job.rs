@@ -7,46 +7,78 @@ use serde::Serialize;
 
 use super::placeholder::FromCaller;
 use super::variant::Variant;
-use crate::case::{LauncherKind, TestType};
+use crate::case::{LauncherKind, Mode, TestType};
 
 /// How a job's ranks are started. Launcher words are kept apart from the entry so that
 /// `launch` can fill in a free port and `repro` can write `${MASTER_PORT}`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case", tag = "kind")]
 pub enum Launcher {
-    /// `torchrun --nproc-per-node N --nnodes 1 --master-port PORT ENTRY...`
+    /// `torchrun` with Megatron's distributed arguments; `nproc` ranks per node.
     Torchrun { nproc: u32 },
-    /// nvidia-resiliency-ext's `ft_launcher`, with torchrun's arguments.
+    /// nvidia-resiliency-ext's `ft_launcher`: torchrun's arguments plus `--max-restarts=3`.
     FtLauncher { nproc: u32 },
     /// The entry program itself, as is.
     Direct,
 }
 
+/// Where one node of a job starts: the rendezvous and the folder for per-rank logs. Values
+/// are words (a number, or a shell reference such as `${MASTER_PORT}` in `plan`/`repro`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Site {
+    pub nodes: u32,
+    pub node_rank: String,
+    pub master_addr: String,
+    pub master_port: String,
+    /// `--log-dir`: torchrun writes every rank's stdout and stderr below it.
+    pub log_dir: String,
+}
+
+/// The shell reference a multi-node command uses for the node's rank.
+pub const NODE_RANK_REF: &str = "${NODE_RANK}";
+/// The shell reference a multi-node command uses for the first node's address.
+pub const MASTER_ADDR_REF: &str = "${MASTER_ADDR}";
+
+/// The rendezvous host when the caller sets no `MASTER_ADDR` (Megatron's default).
+pub const DEFAULT_MASTER_ADDR: &str = "localhost";
+
 impl Launcher {
-    /// The words before the entry; `master_port` is a number or a shell reference.
-    pub fn prefix(&self, master_port: &str) -> Vec<String> {
-        let (program, nproc) = match self {
-            Launcher::Torchrun { nproc } => ("torchrun", nproc),
-            Launcher::FtLauncher { nproc } => ("ft_launcher", nproc),
+    /// The words before the entry, as Megatron's `_run_training.sh` writes them:
+    /// `--nproc_per_node --nnodes --master_addr --master_port --node_rank --log-dir`,
+    /// `--tee "0:3,<last rank>:3" --redirects 3` (rank 0's and the node's last rank's output
+    /// reach the console, where Megatron prints its log lines; every rank's goes to
+    /// `--log-dir`), and for ft_launcher `--max-restarts=3`. `nproc` overrides the ranks per
+    /// node for one run.
+    pub fn prefix(&self, nproc: Option<u32>, site: &Site) -> Vec<String> {
+        let (program, own) = match self {
+            Launcher::Torchrun { nproc } => ("torchrun", *nproc),
+            Launcher::FtLauncher { nproc } => ("ft_launcher", *nproc),
             Launcher::Direct => return Vec::new(),
         };
-        // The same words `launch` uses: a single-node rendezvous on 127.0.0.1 and `--tee 3`,
-        // so every rank's output reaches the log with a `[defaultN]:` prefix.
-        let nproc = nproc.to_string();
-        let words = [
-            "--nproc-per-node",
-            &nproc,
-            "--nnodes",
-            "1",
-            "--master-addr",
-            "127.0.0.1",
+        let nproc = nproc.unwrap_or(own).max(1);
+        let mut words: Vec<String> = vec![
+            program.to_owned(),
+            "--nproc_per_node".to_owned(),
+            nproc.to_string(),
+            "--nnodes".to_owned(),
+            site.nodes.to_string(),
+            "--master_addr".to_owned(),
+            site.master_addr.clone(),
+            "--master_port".to_owned(),
+            site.master_port.clone(),
+            "--node_rank".to_owned(),
+            site.node_rank.clone(),
+            "--log-dir".to_owned(),
+            site.log_dir.clone(),
+            "--tee".to_owned(),
+            format!("0:3,{}:3", nproc - 1),
+            "--redirects".to_owned(),
+            "3".to_owned(),
         ];
-        let mut prefix: Vec<String> = std::iter::once(program)
-            .chain(words)
-            .map(str::to_owned)
-            .collect();
-        prefix.extend(["--master-port", master_port, "--tee", "3"].map(str::to_owned));
-        prefix
+        if matches!(self, Launcher::FtLauncher { .. }) {
+            words.push("--max-restarts=3".to_owned());
+        }
+        words
     }
 
     /// The launcher's kind, as a case names it.
@@ -70,9 +102,14 @@ pub struct RunSpec {
     /// removes the last checkpoint and points the tracker file back to mid-training).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub before: Vec<RunAction>,
-    /// Variables this run sets on top of the job's `env` (e.g. a per-run `TENSORBOARD_PATH`).
+    /// Variables this run sets on top of the job's `env` (`RUN_NUMBER`, the run's
+    /// `CHECKPOINT_SAVE_PATH`/`CHECKPOINT_LOAD_PATH`/`TENSORBOARD_PATH`).
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub env: BTreeMap<String, String>,
+    /// Ranks per node when this run sets its own (checkpoint-consistency's
+    /// `MODEL_ENV_VARS.<key>.GPUS_PER_NODE`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nproc: Option<u32>,
 }
 
 /// A step between two runs of a job, on the job's own folders.
@@ -92,12 +129,13 @@ impl RunSpec {
             entry_argv,
             before: Vec::new(),
             env: BTreeMap::new(),
+            nproc: None,
         }
     }
 
     /// The full argv: launcher words, then the entry.
-    pub fn argv(&self, launcher: &Launcher, master_port: &str) -> Vec<String> {
-        let mut argv = launcher.prefix(master_port);
+    pub fn argv(&self, launcher: &Launcher, site: &Site) -> Vec<String> {
+        let mut argv = launcher.prefix(self.nproc, site);
         if needs_no_python(launcher, &self.entry_argv) {
             argv.push("--no-python".to_owned());
         }
@@ -119,9 +157,11 @@ pub(crate) fn needs_no_python(launcher: &Launcher, entry_argv: &[String]) -> boo
 pub struct JobDirs {
     /// The job's own folder; `results.json` goes here and the job runs here.
     pub job: PathBuf,
-    /// `CHECKPOINT_SAVE_PATH` and `CHECKPOINT_LOAD_PATH` (below the platform's
-    /// `checkpoint_root` when it has one).
+    /// `CHECKPOINT_SAVE_PATH` (below the platform's `checkpoint_root` when it has one).
     pub checkpoints: PathBuf,
+    /// An empty folder standing for Megatron's `/tmp/checkpoints/`: what first runs "load"
+    /// (nothing), so a restarted rank never resumes from the run's own saves.
+    pub scratch: PathBuf,
     pub tensorboard: PathBuf,
     pub data_cache: PathBuf,
     /// `LOG_DIR`: the job's console log and per-rank logs.
@@ -149,8 +189,11 @@ impl JobDirs {
             Some(root) => root.join(&tail),
             None => job.join("checkpoints"),
         };
+        let mut scratch = checkpoints.clone().into_os_string();
+        scratch.push("-tmp");
         JobDirs {
             checkpoints,
+            scratch: PathBuf::from(scratch),
             tensorboard: job.join("tensorboard"),
             data_cache: job.join("data-cache"),
             logs: job.join("logs"),
@@ -160,10 +203,11 @@ impl JobDirs {
     }
 
     /// Every folder, to create before the job starts.
-    pub fn all(&self) -> [&Path; 6] {
+    pub fn all(&self) -> [&Path; 7] {
         [
             &self.job,
             &self.checkpoints,
+            &self.scratch,
             &self.tensorboard,
             &self.data_cache,
             &self.logs,
@@ -171,13 +215,12 @@ impl JobDirs {
         ]
     }
 
-    /// The placeholder variables these folders define (Megatron's names).
+    /// The variables these folders define for every run of the job (Megatron's names); the
+    /// checkpoint folders and `RUN_NUMBER` are each run's own (`RunSpec::env`).
     pub fn variables(&self, repeat: u32) -> BTreeMap<String, String> {
         let path = |p: &Path| p.display().to_string();
         let inference = self.output.join("inference_output.json");
         [
-            ("CHECKPOINT_SAVE_PATH", path(&self.checkpoints)),
-            ("CHECKPOINT_LOAD_PATH", path(&self.checkpoints)),
             ("TENSORBOARD_PATH", path(&self.tensorboard)),
             ("DATA_CACHE_PATH", path(&self.data_cache)),
             ("OUTPUT_PATH", path(&self.output)),
@@ -201,11 +244,30 @@ pub struct Job {
     /// 1-based.
     pub repeat: u32,
     pub test_type: TestType,
+    pub mode: Mode,
     pub launcher: Launcher,
-    /// Ranks of the job.
+    /// Ranks per node.
     pub nproc: u32,
-    /// One run, or two for `ckpt-resume` (the second resumes from the first's checkpoint).
+    /// Nodes the job takes (the local executor runs one).
+    pub nodes: u32,
+    /// The runs of one repeat, as Megatron's `run_ci_test.sh` lays them out per test type
+    /// (two for ckpt-resume and frozen-resume, one per MODEL_ARGS map for
+    /// checkpoint-consistency).
     pub runs: Vec<RunSpec>,
+    /// `TRAIN_ITERS` of Megatron's checks (`--exit-interval`), for pretraining cases.
+    pub train_iters: Option<u64>,
+    /// Megatron's `environment` (`dev`, `lts`) of the golden file, when a recipe runs the case.
+    pub environment: Option<String>,
+    /// The recipe row the job follows, if any.
+    pub recipe: Option<RecipeRef>,
+    /// `BEFORE_SCRIPT` and `AFTER_SCRIPT` (first placeholder pass done), run by bash in the job
+    /// folder around every run, as Megatron's `_run_training.sh` evals them.
+    pub before_script: Option<String>,
+    pub after_script: Option<String>,
+    /// `ENV_VARS.SKIP_PYTEST` is 1: Megatron judges such a job by its exit code alone.
+    pub skip_checks: bool,
+    /// `TEST_EVALUATION: xpass`: a failing training run is expected and passes.
+    pub expect_failure: bool,
     /// Every variable the plan sets (job folders, platform, ENV_VARS, variant), resolved.
     pub env: BTreeMap<String, String>,
     /// Variables the variant removes from the environment.
@@ -240,12 +302,62 @@ pub fn mark_warmup(jobs: &mut [Job], n: u32) {
     }
 }
 
-/// Whether a variable's value must not be printed (its name holds TOKEN, KEY, SECRET or PASSWORD).
+impl Job {
+    /// Where the job's launcher starts: one node at `localhost` (rank 0), or for a job of
+    /// several nodes the per-node references `${MASTER_ADDR}` and `${NODE_RANK}`.
+    pub fn site(&self, master_port: &str) -> Site {
+        let (addr, rank) = if self.nodes > 1 {
+            (MASTER_ADDR_REF, NODE_RANK_REF)
+        } else {
+            (DEFAULT_MASTER_ADDR, "0")
+        };
+        Site {
+            nodes: self.nodes,
+            node_rank: rank.to_owned(),
+            master_addr: addr.to_owned(),
+            master_port: master_port.to_owned(),
+            log_dir: self.dirs.logs.display().to_string(),
+        }
+    }
+
+    /// Every run's ranks: the largest of its runs' nodes × ranks per node.
+    pub fn world_size(&self) -> u32 {
+        let per_node = self
+            .runs
+            .iter()
+            .map(|r| r.nproc.unwrap_or(self.nproc))
+            .max()
+            .unwrap_or(self.nproc);
+        per_node.saturating_mul(self.nodes)
+    }
+}
+
+/// The recipe row a job follows.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct RecipeRef {
+    /// The recipe file.
+    pub file: PathBuf,
+    /// Megatron's workload name (`<test_case>_<environment>_<platform>`).
+    pub name: String,
+    pub scope: Option<String>,
+    /// Whether the row is for the platform the job is planned on (its nodes and GPUs apply).
+    pub exact: bool,
+}
+
+/// Whether a variable's value must not be printed: a `_`-separated word of its name is
+/// `TOKEN`, `SECRET`, `PASSWORD`, `PASSWD` or `CREDENTIALS`, or it ends in `_KEY` (`HF_TOKEN`,
+/// `WANDB_API_KEY`, `aws_secret_access_key`). Names that merely contain such letters
+/// (`TOKENIZER_TYPE`, `NUM_TOKENS`) are not secrets: redacting them would break the argv.
 pub fn is_secret_name(name: &str) -> bool {
     let upper = name.to_ascii_uppercase();
-    ["TOKEN", "KEY", "SECRET", "PASSWORD"]
-        .iter()
-        .any(|s| upper.contains(s))
+    let words: Vec<&str> = upper.split('_').collect();
+    let secret_word = |w: &&str| {
+        matches!(
+            *w,
+            "TOKEN" | "SECRET" | "PASSWORD" | "PASSWD" | "CREDENTIAL" | "CREDENTIALS"
+        )
+    };
+    words.iter().any(secret_word) || (words.len() > 1 && words.last() == Some(&"KEY"))
 }
 
 /// Text shown instead of a secret value.
@@ -287,9 +399,18 @@ impl Job {
             variant,
             repeat,
             test_type: TestType::Regular,
+            mode: Mode::Pretraining,
             launcher: Launcher::Direct,
             nproc: 1,
+            nodes: 1,
             runs: vec![RunSpec::new(vec!["fake-trainer".to_owned()])],
+            train_iters: None,
+            environment: None,
+            recipe: None,
+            before_script: None,
+            after_script: None,
+            skip_checks: false,
+            expect_failure: false,
             env: BTreeMap::new(),
             env_unset: Vec::new(),
             dirs,
@@ -307,25 +428,47 @@ impl Job {
 mod tests {
     use super::*;
 
+    fn site(nodes: u32) -> Site {
+        Site {
+            nodes,
+            node_rank: "0".into(),
+            master_addr: "localhost".into(),
+            master_port: "${MASTER_PORT}".into(),
+            log_dir: "/j/logs".into(),
+        }
+    }
+
     #[test]
-    fn launcher_words() {
-        let torchrun = Launcher::Torchrun { nproc: 8 }.prefix("${MASTER_PORT}");
-        let want = "torchrun --nproc-per-node 8 --nnodes 1 --master-addr 127.0.0.1 --master-port ${MASTER_PORT} --tee 3";
-        assert_eq!(torchrun.join(" "), want);
+    fn launcher_words_are_megatrons() {
+        let torchrun = Launcher::Torchrun { nproc: 8 }.prefix(None, &site(2));
+        let want = "torchrun --nproc_per_node 8 --nnodes 2 --master_addr localhost \
+                    --master_port ${MASTER_PORT} --node_rank 0 --log-dir /j/logs \
+                    --tee 0:3,7:3 --redirects 3";
         assert_eq!(
-            Launcher::FtLauncher { nproc: 2 }.prefix("29500")[0],
-            "ft_launcher"
+            torchrun.join(" "),
+            want.split_whitespace().collect::<Vec<_>>().join(" ")
         );
-        assert!(Launcher::Direct.prefix("1").is_empty());
+        let ft = Launcher::FtLauncher { nproc: 2 }.prefix(Some(1), &site(1));
+        assert_eq!(ft[0], "ft_launcher");
+        assert_eq!(ft[2], "1", "a run's own ranks per node");
+        assert_eq!(ft[14], "0:3,0:3");
+        assert_eq!(ft.last().map(String::as_str), Some("--max-restarts=3"));
+        assert!(Launcher::Direct.prefix(None, &site(1)).is_empty());
         let run = RunSpec::new(vec!["fake-trainer".into(), "--x".into()]);
-        assert_eq!(run.argv(&Launcher::Direct, "1"), ["fake-trainer", "--x"]);
+        assert_eq!(
+            run.argv(&Launcher::Direct, &site(1)),
+            ["fake-trainer", "--x"]
+        );
         let torchrun = Launcher::Torchrun { nproc: 1 };
         assert_eq!(
-            run.argv(&torchrun, "1")[11..],
+            run.argv(&torchrun, &site(1))[17..],
             ["--no-python", "fake-trainer", "--x"]
         );
         let script = RunSpec::new(vec!["/m/pretrain_gpt.py".into()]);
-        assert_eq!(script.argv(&torchrun, "1")[11..], ["/m/pretrain_gpt.py"]);
+        assert_eq!(
+            script.argv(&torchrun, &site(1))[17..],
+            ["/m/pretrain_gpt.py"]
+        );
     }
 
     #[test]
@@ -336,8 +479,12 @@ mod tests {
             dirs.checkpoints,
             Path::new("/out/r1/gpt/a/allocator-gc80/2/checkpoints")
         );
+        assert_eq!(
+            dirs.scratch,
+            Path::new("/out/r1/gpt/a/allocator-gc80/2/checkpoints-tmp")
+        );
         let vars = dirs.variables(2);
-        assert_eq!(vars["CHECKPOINT_LOAD_PATH"], vars["CHECKPOINT_SAVE_PATH"]);
+        assert!(!vars.contains_key("CHECKPOINT_SAVE_PATH"), "each run's own");
         assert_eq!(vars["REPEAT"], "2");
         let fast = JobDirs::new(
             Path::new("/out"),
@@ -357,6 +504,8 @@ mod tests {
             "WANDB_API_KEY",
             "aws_secret_access_key",
             "DB_PASSWORD",
+            "RO_API_TOKEN",
+            "GITHUB_TOKEN",
         ] {
             assert!(is_secret_name(name), "{name}");
         }
@@ -364,6 +513,10 @@ mod tests {
             "DATA_PATH",
             "PYTORCH_CUDA_ALLOC_CONF",
             "CUDA_DEVICE_MAX_CONNECTIONS",
+            "TOKENIZER_TYPE",
+            "TOKENIZER_MODEL_PATH",
+            "NUM_OF_TOKENS_PER_CHUNK_COMBINE_API",
+            "KEY",
         ] {
             assert!(!is_secret_name(name), "{name}");
         }

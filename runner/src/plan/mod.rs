@@ -1,24 +1,29 @@
 //! Stage "plan": case selection (names, globs, partitions), variants, job expansion, placeholders, the `Job` type and the repro script.
 
 mod build;
+mod environment;
 mod error;
 mod filter;
 mod job;
+mod megatron;
 mod placeholder;
 mod program;
+mod ranks;
 mod render;
 mod repro;
 mod shell;
 mod variant;
 
-pub use build::{DEFAULT_ENTRY, PlanInputs, plan_case};
+pub use build::{DEFAULT_ENTRY, Place, PlanInputs, Planned, Unset, plan_case};
 pub use error::PlanError;
 pub use filter::{CaseFilter, FilterError, Partition};
 pub use job::{
-    Job, JobDirs, Launcher, REDACTED, RunAction, RunSpec, is_secret_name, mark_warmup, redact_text,
-    redacted_env,
+    DEFAULT_MASTER_ADDR, Job, JobDirs, Launcher, MASTER_ADDR_REF, NODE_RANK_REF, REDACTED,
+    RecipeRef, RunAction, RunSpec, Site, is_secret_name, mark_warmup, redact_text, redacted_env,
 };
+pub use megatron::{NCCL_DEFAULTS, is_nemo};
 pub use program::resolve_program;
+pub use ranks::{Layout, Size};
 pub use render::{PORT_PLACEHOLDER, render_plan_json, render_plan_text};
 pub use repro::{REPRO_DEFAULT_PORT, render_repro};
 pub use shell::shell_quote;

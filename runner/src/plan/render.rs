@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use serde_json::json;
 
-use super::job::{Job, redact_text, redacted_env};
+use super::job::{Job, RunAction, redact_text, redacted_env};
 use super::shell::shell_quote;
 
 /// The master-port word `plan` shows where `launch` puts a free port.
@@ -27,36 +27,98 @@ pub fn render_plan_text(jobs: &[Job]) -> String {
         platforms.join(", ")
     );
     for job in jobs {
-        let _ = writeln!(s, "\n{}", job.id);
-        let launcher = job.launcher.kind().as_str();
-        let _ = writeln!(
-            s,
-            "  type     {} · {launcher} · {} rank{} · metrics: {}",
-            job.test_type.as_str(),
-            job.nproc,
-            if job.nproc == 1 { "" } else { "s" },
-            job.metrics.join(", ")
-        );
-        let _ = writeln!(s, "  folder   {}", job.dirs.job.display());
-        let folder_vars = job.dirs.variables(job.repeat);
-        let env = redacted_env(job);
-        let shown: Vec<String> = env
-            .iter()
-            .filter(|(k, v)| folder_vars.get(*k) != Some(*v))
-            .map(|(k, v)| shell_quote(&format!("{k}={v}")))
-            .collect();
-        write_list(&mut s, "env", &shown);
-        write_list(&mut s, "unset", &job.env_unset);
-        for (i, run) in job.runs.iter().enumerate() {
-            let argv: Vec<String> = run
-                .argv(&job.launcher, PORT_PLACEHOLDER)
-                .iter()
-                .map(|w| display_word(job, w))
-                .collect();
-            let _ = writeln!(s, "  run {}    {}", i + 1, argv.join(" "));
-        }
+        render_job(&mut s, job);
     }
     s
+}
+
+fn render_job(s: &mut String, job: &Job) {
+    render_head(s, job);
+    if let Some(recipe) = &job.recipe {
+        let env = job.environment.as_deref().unwrap_or("-");
+        let fit = if recipe.exact {
+            ""
+        } else {
+            " (training script only: another platform's row)"
+        };
+        let _ = writeln!(
+            s,
+            "  recipe   {} · {env} · {}{fit}",
+            recipe.file.display(),
+            recipe.name
+        );
+    }
+    let _ = writeln!(s, "  folder   {}", job.dirs.job.display());
+    let folder_vars = job.dirs.variables(job.repeat);
+    let env = redacted_env(job);
+    let shown: Vec<String> = env
+        .iter()
+        .filter(|(k, v)| folder_vars.get(*k) != Some(*v))
+        .map(|(k, v)| shell_quote(&format!("{k}={v}")))
+        .collect();
+    write_list(s, "env", &shown);
+    write_list(s, "unset", &job.env_unset);
+    if let Some(script) = &job.before_script {
+        write_list(s, "before", &script_lines(job, script));
+    }
+    let site = job.site(PORT_PLACEHOLDER);
+    for (i, run) in job.runs.iter().enumerate() {
+        for action in &run.before {
+            let _ = writeln!(s, "  then     {}", action_text(action));
+        }
+        let argv: Vec<String> = run
+            .argv(&job.launcher, &site)
+            .iter()
+            .map(|w| display_word(job, w))
+            .collect();
+        let _ = writeln!(s, "  run {}    {}", i + 1, argv.join(" "));
+    }
+    if let Some(script) = &job.after_script {
+        write_list(s, "after", &script_lines(job, script));
+    }
+}
+
+/// The job's id, kind, size, recipe and folder.
+fn render_head(s: &mut String, job: &Job) {
+    let _ = writeln!(s, "\n{}", job.id);
+    let launcher = job.launcher.kind().as_str();
+    let ranks = if job.nodes > 1 {
+        format!("{} nodes × {} ranks", job.nodes, job.nproc)
+    } else {
+        format!(
+            "{} rank{}",
+            job.nproc,
+            if job.nproc == 1 { "" } else { "s" }
+        )
+    };
+    let _ = writeln!(
+        s,
+        "  type     {} · {launcher} · {ranks} · metrics: {}",
+        job.test_type.as_str(),
+        job.metrics.join(", ")
+    );
+}
+
+/// A script's non-empty lines, secrets redacted.
+fn script_lines(job: &Job, script: &str) -> Vec<String> {
+    script
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| redact_text(job, l))
+        .collect()
+}
+
+/// A step between runs, as a person reads it.
+pub(crate) fn action_text(action: &RunAction) -> String {
+    match action {
+        RunAction::RemoveCheckpoint { dir, iteration } => {
+            format!("remove {}/iter_{iteration:07}", dir.display())
+        }
+        RunAction::WriteLatestIteration { dir, iteration } => format!(
+            "write {iteration} to {}/latest_checkpointed_iteration.txt",
+            dir.display()
+        ),
+    }
 }
 
 /// A word for display: the port placeholder as a shell reference, secrets redacted, quoted.
@@ -79,16 +141,22 @@ pub fn render_plan_json(jobs: &[Job]) -> String {
     let items: Vec<serde_json::Value> = jobs
         .iter()
         .map(|job| {
+            let site = job.site(PORT_PLACEHOLDER);
             let runs: Vec<serde_json::Value> = job
                 .runs
                 .iter()
                 .map(|run| {
                     let argv: Vec<String> = run
-                        .argv(&job.launcher, PORT_PLACEHOLDER)
+                        .argv(&job.launcher, &site)
                         .iter()
                         .map(|w| redact_text(job, w))
                         .collect();
-                    json!({ "argv": argv })
+                    json!({
+                        "argv": argv,
+                        "env": run.env,
+                        "nproc": run.nproc.unwrap_or(job.nproc),
+                        "before": run.before,
+                    })
                 })
                 .collect();
             json!({
@@ -106,7 +174,15 @@ pub fn render_plan_json(jobs: &[Job]) -> String {
                 "test_type": job.test_type,
                 "launcher": job.launcher,
                 "nproc": job.nproc,
+                "nodes": job.nodes,
                 "platform": job.platform,
+                "environment": job.environment,
+                "recipe": job.recipe,
+                "train_iters": job.train_iters,
+                "before_script": job.before_script.as_deref().map(|t| redact_text(job, t)),
+                "after_script": job.after_script.as_deref().map(|t| redact_text(job, t)),
+                "skip_checks": job.skip_checks,
+                "expect_failure": job.expect_failure,
                 "dirs": job.dirs,
                 "env": redacted_env(job),
                 "env_unset": job.env_unset,

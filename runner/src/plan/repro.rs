@@ -1,11 +1,16 @@
 //! Stage "plan": the repro script — a self-contained bash script that reruns one job exactly.
 //!
 //! Every word is quoted for bash; secrets are referred to by name; the master port comes from
-//! `$MASTER_PORT` (29500 when unset), which `launch` instead fills with a free port.
+//! `$MASTER_PORT` (29500 when unset), which `launch` instead fills with a free port. A job of
+//! several nodes prints the command of one node: run the script on each, with `NODE_RANK` and
+//! `MASTER_ADDR` set (the Slurm executor does that). The steps between runs and the case's
+//! `BEFORE_SCRIPT`/`AFTER_SCRIPT` (each run by bash, as goldgate runs them) are part of it.
 
 use std::fmt::Write as _;
 
-use super::job::{Job, Launcher, is_secret_name, needs_no_python};
+use super::job::RunAction;
+use super::job::{Job, Launcher, RunSpec, is_secret_name, needs_no_python};
+use super::render::action_text;
 use super::shell::{quote_with_secrets, required_ref, shell_quote};
 
 /// The port a repro script uses when `MASTER_PORT` is not set (torchrun's own default).
@@ -25,10 +30,50 @@ pub fn render_repro(job: &Job, entry_program: Option<&str>) -> String {
         env!("CARGO_PKG_VERSION")
     );
     s.push_str("set -euo pipefail\n\n");
+    header(&mut s, job);
+    s.push('\n');
+    let dirs: Vec<String> = job
+        .dirs
+        .all()
+        .iter()
+        .map(|d| shell_quote(&d.display().to_string()))
+        .collect();
+    let _ = writeln!(s, "mkdir -p {}", dirs.join(" "));
+    let _ = writeln!(s, "cd {}", shell_quote(&job.dirs.job.display().to_string()));
+    for (i, run) in job.runs.iter().enumerate() {
+        let _ = writeln!(s, "\n# run {} of {}", i + 1, job.runs.len());
+        for action in &run.before {
+            let _ = writeln!(s, "# {}", action_text(action));
+            s.push_str(&action_line(action));
+        }
+        s.push_str(&run_block(job, run, entry_program));
+    }
+    s
+}
+
+/// The rendezvous variables and the job's environment.
+fn header(s: &mut String, job: &Job) {
     if job.launcher != Launcher::Direct {
         let _ = writeln!(
             s,
             "export MASTER_PORT=\"${{MASTER_PORT:-{REPRO_DEFAULT_PORT}}}\""
+        );
+    }
+    if job.nodes > 1 {
+        let last = job.nodes - 1;
+        let _ = writeln!(
+            s,
+            "# This job takes {} nodes: run this script on each of them with NODE_RANK=0..{last}\n\
+             # and MASTER_ADDR set to node 0's address (the Slurm executor does this).",
+            job.nodes
+        );
+        let _ = writeln!(
+            s,
+            "export NODE_RANK=\"${{NODE_RANK:?set NODE_RANK (0 to {last})}}\""
+        );
+        let _ = writeln!(
+            s,
+            "export MASTER_ADDR=\"${{MASTER_ADDR:?set MASTER_ADDR (node 0)}}\""
         );
     }
     for name in &job.env_unset {
@@ -45,33 +90,78 @@ pub fn render_repro(job: &Job, entry_program: Option<&str>) -> String {
             );
         }
     }
-    s.push('\n');
-    let dirs: Vec<String> = job
-        .dirs
-        .all()
-        .iter()
-        .map(|d| shell_quote(&d.display().to_string()))
-        .collect();
-    let _ = writeln!(s, "mkdir -p {}", dirs.join(" "));
-    let _ = writeln!(s, "cd {}", shell_quote(&job.dirs.job.display().to_string()));
-    for (i, run) in job.runs.iter().enumerate() {
-        let _ = writeln!(s, "\n# run {} of {}", i + 1, job.runs.len());
-        s.push_str(&run_lines(job, &run.entry_argv, entry_program));
+}
+
+fn action_line(action: &RunAction) -> String {
+    match action {
+        RunAction::RemoveCheckpoint { dir, iteration } => {
+            let path = dir.join(format!("iter_{iteration:07}"));
+            format!("rm -rf {}\n", shell_quote(&path.display().to_string()))
+        }
+        RunAction::WriteLatestIteration { dir, iteration } => {
+            let path = dir.join("latest_checkpointed_iteration.txt");
+            format!(
+                "echo {iteration} > {}\n",
+                shell_quote(&path.display().to_string())
+            )
+        }
     }
+}
+
+/// One run: its variables, the before script, the command (its exit code kept in
+/// `EXIT_CODE`, which the after script may change, as in Megatron), the after script.
+fn run_block(job: &Job, run: &RunSpec, entry_program: Option<&str>) -> String {
+    let mut s = String::new();
+    for (name, value) in &run.env {
+        let _ = writeln!(
+            s,
+            "export {}",
+            quote_with_secrets(job, &format!("{name}={value}"))
+        );
+    }
+    if let Some(script) = &job.before_script {
+        s.push_str(&script_block("BEFORE_SCRIPT", script));
+    }
+    let command = run_lines(job, run, entry_program);
+    if job.after_script.is_none() {
+        s.push_str(&command);
+        return s;
+    }
+    let _ = writeln!(s, "{} && EXIT_CODE=0 || EXIT_CODE=$?", command.trim_end());
+    s.push_str("export EXIT_CODE\n");
+    if let Some(script) = &job.after_script {
+        s.push_str(&script_block("AFTER_SCRIPT", script));
+    }
+    s.push_str("[ \"$EXIT_CODE\" -eq 0 ] || exit \"$EXIT_CODE\"\n");
     s
+}
+
+/// A case script run by bash with errexit, nounset and pipefail (Megatron evals it under
+/// `set -euxo pipefail`), fed as a quoted here-document so nothing is expanded early.
+fn script_block(marker: &str, script: &str) -> String {
+    format!(
+        "bash -euo pipefail <<'GOLDGATE_{marker}'\n{}\nGOLDGATE_{marker}\n",
+        script.trim_end()
+    )
 }
 
 /// One run as a command: launcher words on the first line, the entry on the next, and each
 /// `-` option with its values on a line of its own.
-fn run_lines(job: &Job, entry_argv: &[String], entry_program: Option<&str>) -> String {
+fn run_lines(job: &Job, run: &RunSpec, entry_program: Option<&str>) -> String {
     let mut lines: Vec<Vec<String>> = Vec::new();
+    let site = job.site(PORT_REF);
+    let refs = [
+        PORT_REF,
+        super::job::NODE_RANK_REF,
+        super::job::MASTER_ADDR_REF,
+    ];
     let prefix: Vec<String> = job
         .launcher
-        .prefix(PORT_REF)
+        .prefix(run.nproc, &site)
         .iter()
         .map(|w| {
-            if w == PORT_REF {
-                format!("\"{PORT_REF}\"")
+            if refs.contains(&w.as_str()) {
+                format!("\"{w}\"")
             } else {
                 shell_quote(w)
             }
@@ -80,6 +170,7 @@ fn run_lines(job: &Job, entry_argv: &[String], entry_program: Option<&str>) -> S
     if !prefix.is_empty() {
         lines.push(prefix);
     }
+    let entry_argv = &run.entry_argv;
     if needs_no_python(&job.launcher, entry_argv)
         && let Some(line) = lines.last_mut()
     {

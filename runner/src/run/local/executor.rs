@@ -14,7 +14,7 @@ use crate::observe::log::{FailureKind, LogSummary};
 use crate::observe::probe::install::{ProbeMode, install};
 use crate::plan::{Job, Launcher, RunSpec};
 use crate::run::event::ExecEvent;
-use crate::run::executor::{AttemptContext, AttemptOutput, Executor};
+use crate::run::executor::{AttemptContext, AttemptOutput, Executor, Refusal};
 use crate::run::options::RunOptions;
 use crate::run::watch::LogWatch;
 
@@ -50,6 +50,23 @@ impl LocalExecutor {
 impl Executor for LocalExecutor {
     fn name(&self) -> &'static str {
         "local"
+    }
+
+    /// One node only: a job of several nodes needs one launcher per node.
+    fn admit(&self, job: &Job) -> Result<(), Refusal> {
+        if job.nodes <= 1 {
+            return Ok(());
+        }
+        Err(Refusal {
+            reason: format!(
+                "needs {} nodes ({} ranks), and the local executor runs one node",
+                job.nodes,
+                job.world_size()
+            ),
+            hint: Some(
+                "run it with the Slurm executor, which starts one launcher per node (`goldgate repro` prints the per-node command), or give it one node with --nodes 1 if its parallel layout fits".to_owned(),
+            ),
+        })
     }
 
     fn attempt(
@@ -112,8 +129,15 @@ impl LocalExecutor {
         worker: usize,
     ) -> Result<LaunchSpec, String> {
         let port = launch::free_port().map_err(|e| e.to_string())?;
-        let argv = launch::command_line(job.launcher, &run.entry_argv, port, &job.dirs.job)
-            .map_err(|e| e.to_string())?;
+        let site = job.site(&port.to_string());
+        let argv = launch::command_line(
+            job.launcher,
+            run.nproc,
+            &site,
+            &run.entry_argv,
+            &job.dirs.job,
+        )
+        .map_err(|e| e.to_string())?;
         let mut spec = LaunchSpec::new(argv, job.dirs.job.clone(), log);
         spec.env = env.clone();
         spec.env
