@@ -1,4 +1,5 @@
-//! Exit codes and the top-level error: the one place that maps outcomes to process exit codes.
+//! Exit codes: the documented outcomes of a goldgate command (errors get theirs in one place,
+//! `cmd::error::AppError::exit`).
 //!
 //! | code | meaning |
 //! |---|---|
@@ -7,10 +8,9 @@
 //! | 2 | usage or configuration error: bad flags, bad YAML or JSON, missing golden file |
 //! | 3 | a job or the infrastructure failed: crash, timeout, out of memory, GitHub API refusal |
 //!
-//! Stage errors implement [`Classify`] next to their definition, so `?` turns any of them
-//! into an [`AppError`] without this module listing their variants.
+//! A regression is data (a verdict), not an error: `compare` turns verdicts into an [`Exit`];
+//! errors are mapped by `cmd::error::AppError::exit`.
 
-use std::fmt;
 use std::process::ExitCode;
 
 /// The documented outcome of a goldgate command.
@@ -59,56 +59,6 @@ impl Exit {
 impl From<Exit> for ExitCode {
     fn from(e: Exit) -> ExitCode {
         ExitCode::from(e.code())
-    }
-}
-
-/// Which exit code an error maps to. Implemented by every stage's error enum.
-pub trait Classify {
-    /// `Exit::Usage` for bad input, `Exit::Failure` for jobs and infrastructure.
-    fn exit(&self) -> Exit;
-}
-
-/// A command's failure: a diagnostic to print and the exit code it maps to.
-pub struct AppError {
-    /// The exit code the process ends with.
-    pub exit: Exit,
-    /// What to print (with source spans and hints where the stage provides them).
-    pub report: miette::Report,
-}
-
-impl AppError {
-    /// A usage error from a plain message.
-    pub fn usage(msg: impl fmt::Display) -> AppError {
-        AppError {
-            exit: Exit::Usage,
-            report: miette::miette!("{msg}"),
-        }
-    }
-
-    /// An infrastructure failure from a plain message.
-    pub fn failure(msg: impl fmt::Display) -> AppError {
-        AppError {
-            exit: Exit::Failure,
-            report: miette::miette!("{msg}"),
-        }
-    }
-}
-
-impl fmt::Debug for AppError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{:?} (exit {})", self.report, self.exit.code())
-    }
-}
-
-impl<E> From<E> for AppError
-where
-    E: Classify + miette::Diagnostic + Send + Sync + 'static,
-{
-    fn from(e: E) -> AppError {
-        AppError {
-            exit: e.exit(),
-            report: miette::Report::new(e),
-        }
     }
 }
 

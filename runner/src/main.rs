@@ -70,9 +70,11 @@ fn main() -> ExitCode {
     match result {
         Ok(exit) => exit.into(),
         Err(err) => {
-            // A closed stderr must not turn the documented exit code into a panic's 101.
-            cmd::output::stderr(format_args!("{:?}\n", err.report));
-            err.exit.into()
+            // The one decision: every stage error's code comes from `AppError::exit`. A closed
+            // stderr must not turn that code into a panic's 101.
+            let exit = err.exit();
+            cmd::output::stderr(format_args!("{:?}\n", miette::Report::new(err)));
+            exit.into()
         }
     }
 }

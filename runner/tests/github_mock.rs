@@ -8,7 +8,8 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use goldgate::exit::{Classify, Exit};
+use goldgate::cmd::error::AppError;
+use goldgate::exit::Exit;
 use goldgate::github::{Action, Client, GithubError, Repo, RetryPolicy, Token, compose, upsert};
 use miette::Diagnostic;
 use wiremock::matchers::any;
@@ -489,7 +490,7 @@ async fn a_rate_limit_longer_than_the_budget_fails_at_once() {
         "it slept instead of failing"
     );
     assert!(matches!(err, GithubError::RateLimited { .. }), "{err:?}");
-    assert_eq!(err.exit(), Exit::Failure);
+    assert_eq!(AppError::from(err).exit(), Exit::Failure);
     assert_eq!(gh.count("GET"), 1);
 }
 
@@ -508,9 +509,9 @@ async fn unauthorized_names_the_permission_and_never_the_token() {
     )
     .await
     .unwrap_err();
-    assert_eq!(err.exit(), Exit::Failure);
-    let app: goldgate::exit::AppError = err.into();
-    assert_eq!(app.exit.code(), 3);
+    let app = AppError::from(err);
+    assert_eq!(app.exit(), Exit::Failure);
+    assert_eq!(app.exit().code(), 3);
     let text = format!("{:?}", app);
     assert!(text.contains("pull-requests: write"), "{text}");
     assert!(!text.contains(TOKEN), "{text}");
@@ -528,12 +529,12 @@ async fn refusal_messages_are_redacted_and_snapshotted() {
         let err = upsert(&client, &repo(), PR, "h100", &body("run"), false, false)
             .await
             .unwrap_err();
-        assert_eq!(err.exit(), Exit::Failure);
         let text = rendered(&err);
         assert!(
             !text.contains(TOKEN) && !format!("{err:?}").contains(TOKEN),
             "{text}"
         );
+        assert_eq!(AppError::from(err).exit(), Exit::Failure);
         out.push(text);
     }
     insta::assert_snapshot!(out.join("\n\n"));
@@ -744,8 +745,8 @@ async fn unreachable_api_is_a_transport_failure_without_the_token() {
         matches!(err, GithubError::Transport { attempts, .. } if attempts > 1),
         "{err:?}"
     );
-    assert_eq!(err.exit(), Exit::Failure);
     assert!(!rendered(&err).contains(TOKEN));
+    assert_eq!(AppError::from(err).exit(), Exit::Failure);
 }
 
 mod end_to_end {
@@ -755,6 +756,7 @@ mod end_to_end {
     use std::collections::BTreeMap;
     use std::path::Path;
 
+    use goldgate::cmd::args::{CaseRoot, ConfigFile, GoldenRoot};
     use goldgate::cmd::comment::{Args, prepare};
     use goldgate::metrics::{
         Attempt, Fingerprint, MemoryRecord, Outcome, RunRecord, SCHEMA_VERSION, StepValues,
@@ -861,10 +863,16 @@ mod end_to_end {
             key: None,
             only_on_change: false,
             dry_run: true,
-            golden_root: dir.join("golden"),
-            root: dir.join("test_cases"),
+            golden_root: GoldenRoot {
+                path: dir.join("golden"),
+            },
+            root: CaseRoot {
+                path: dir.join("test_cases"),
+            },
             platform: None,
-            config: dir.join("goldgate.yaml"),
+            config: ConfigFile {
+                path: dir.join("goldgate.yaml"),
+            },
         }
     }
 
@@ -1025,9 +1033,9 @@ mod end_to_end {
                     .flat_map(|c| [std::ffi::OsStr::new("--comparison"), c.as_os_str()]),
             )
             .arg("--golden-root")
-            .arg(&args.golden_root)
+            .arg(&args.golden_root.path)
             .arg("--root")
-            .arg(&args.root)
+            .arg(&args.root.path)
             .args(extra)
             .env_clear()
             .envs(env.iter().copied());

@@ -2,8 +2,6 @@
 
 use std::path::PathBuf;
 
-use crate::exit::{Classify, Exit};
-
 use super::types::Span;
 
 /// A `model_config.yaml` or case tree that cannot be used. Every message starts with
@@ -144,11 +142,5 @@ impl CaseError {
             | CaseError::Missing { path, .. }
             | CaseError::NotADirectory { path } => path,
         }
-    }
-}
-
-impl Classify for CaseError {
-    fn exit(&self) -> Exit {
-        Exit::Usage
     }
 }

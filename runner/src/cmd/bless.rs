@@ -1,8 +1,9 @@
 //! `goldgate bless`: writes golden files from recorded results, after printing what changes.
 
+use super::error::AppError;
 use super::output::{errln, out, outln};
 use crate::compare::{RuleSet, RunSelection, bless, load_runs};
-use crate::exit::{AppError, Exit};
+use crate::exit::Exit;
 
 /// Arguments of `goldgate bless`.
 #[derive(clap::Args, Debug)]
@@ -17,18 +18,15 @@ pub struct Args {
     /// Bless from every run in the folder, repeats of the same job merged across runs.
     #[arg(long, conflicts_with = "runs")]
     pub all_runs: bool,
-    /// Where golden files are written.
-    #[arg(long, default_value = "golden")]
-    pub golden_root: std::path::PathBuf,
+    #[command(flatten)]
+    pub golden_root: super::args::GoldenRoot,
     /// Only these cases.
     pub cases: Vec<String>,
     /// Print the diff, write nothing.
     #[arg(long)]
     pub dry_run: bool,
-    /// Repository configuration (its rules say how each metric is summarised in the diff; its
-    /// variant axes say which variant is the default one).
-    #[arg(long, default_value = "goldgate.yaml")]
-    pub config: std::path::PathBuf,
+    #[command(flatten)]
+    pub config: super::args::ConfigFile,
     /// Platform in the golden file name (default: the one recorded in the results).
     #[arg(long, value_parser = super::args::platform_name)]
     pub platform: Option<String>,
@@ -36,7 +34,7 @@ pub struct Args {
 
 /// Runs the command: prints the per-metric diff, then writes (unless `--dry-run`).
 pub fn run(args: Args) -> Result<Exit, AppError> {
-    let config = crate::config::Config::load(&args.config)?;
+    let config = crate::config::Config::load(&args.config.path)?;
     let rules = RuleSet::from_config(&config.rules);
     let selection = RunSelection::from_flags(&args.runs, args.all_runs);
     let (records, note) = load_runs(&args.from, &selection)?;
@@ -45,7 +43,7 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
     }
     let files = bless::plan(
         records,
-        &args.golden_root,
+        &args.golden_root.path,
         args.platform.as_deref(),
         &args.cases,
         &args.from,

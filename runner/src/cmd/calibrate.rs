@@ -1,9 +1,10 @@
 //! `goldgate calibrate`: measures per-metric spread over repeats and suggests tolerances.
 
+use super::error::AppError;
 use super::output::{out, outln};
 use crate::compare::{CompareError, RuleSet, calibrate, rules_yaml};
 use crate::config::{BUILTIN_CONFIG, Config};
-use crate::exit::{AppError, Exit};
+use crate::exit::Exit;
 use crate::metrics::record::load_results;
 
 /// Arguments of `goldgate calibrate`.
@@ -12,9 +13,8 @@ pub struct Args {
     /// A run directory holding repeats of the same jobs.
     #[arg(long)]
     pub results: std::path::PathBuf,
-    /// Repository configuration (current rules; `--write` updates it).
-    #[arg(long, default_value = "goldgate.yaml")]
-    pub config: std::path::PathBuf,
+    #[command(flatten)]
+    pub config: super::args::ConfigFile,
     /// Write the suggested rules into the configuration file (a text edit of the `rtol:` lines
     /// under `rules:`; comments and everything else are kept).
     #[arg(long)]
@@ -28,7 +28,7 @@ pub struct Args {
 /// Runs the command: prints the per-metric spread and suggestions; `--write` edits the config.
 pub fn run(args: Args) -> Result<Exit, AppError> {
     let records = load_results(&args.results)?;
-    let rules = RuleSet::from_config(&crate::config::Config::load(&args.config)?.rules);
+    let rules = RuleSet::from_config(&crate::config::Config::load(&args.config.path)?.rules);
     let cal = calibrate::calibrate(records, &rules, args.repeats);
     out!("{}", calibrate::render(&cal));
     if args.write {
@@ -41,7 +41,7 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
         outln!(
             "updated rtol of {} metric(s) in {}",
             updates.len(),
-            args.config.display()
+            args.config.path.display()
         );
     }
     Ok(Exit::Pass)
@@ -51,7 +51,7 @@ fn write_rules(
     args: &Args,
     updates: &std::collections::BTreeMap<String, f64>,
 ) -> Result<(), AppError> {
-    let path = &args.config;
+    let path = &args.config.path;
     let text = match crate::fsio::read_text(path, crate::config::MAX_CONFIG_BYTES) {
         Ok(t) => t,
         // No file yet: start from the shipped configuration, so the result is complete.

@@ -13,27 +13,22 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+use super::error::AppError;
 use super::output::out;
 use crate::case::{self, Span};
 use crate::config::glob_match;
-use crate::exit::{AppError, Exit};
+use crate::exit::Exit;
 use crate::golden::{self, GoldenError};
 
 /// Arguments of `goldgate check`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Root of the test-case tree.
-    #[arg(long, default_value = "test_cases")]
-    pub root: std::path::PathBuf,
-    /// Golden root to check as well (`<golden-root>/<model>/<case>/golden_values_*.json`); skipped
-    /// when the folder does not exist.
-    #[arg(long, default_value = "golden")]
-    pub golden_root: std::path::PathBuf,
-    /// Repository configuration: its `check.ignore` list, and the platforms every case is
-    /// planned on, so `check` reports what `plan` would (placeholders nothing sets, too few
-    /// ranks).
-    #[arg(long, default_value = "goldgate.yaml")]
-    pub config: PathBuf,
+    #[command(flatten)]
+    pub root: super::args::CaseRoot,
+    #[command(flatten)]
+    pub golden_root: super::args::GoldenRoot,
+    #[command(flatten)]
+    pub config: super::args::ConfigFile,
     /// Platform the cases are planned on (default: goldgate.yaml's default platform).
     #[arg(long)]
     pub platform: Option<String>,
@@ -101,13 +96,14 @@ impl CheckReport {
 pub fn run(args: Args) -> Result<Exit, AppError> {
     let golden_root = args
         .golden_root
+        .path
         .is_dir()
-        .then_some(args.golden_root.as_path());
-    let config = crate::config::Config::load(&args.config)?;
-    let mut report = collect(&args.root, golden_root)?;
+        .then_some(args.golden_root.path.as_path());
+    let config = crate::config::Config::load(&args.config.path)?;
+    let mut report = collect(&args.root.path, golden_root)?;
     report.problems.extend(plan_lints(&args, &config)?);
     report.problems.sort();
-    let roots: Vec<&Path> = std::iter::once(args.root.as_path())
+    let roots: Vec<&Path> = std::iter::once(args.root.path.as_path())
         .chain(golden_root)
         .collect();
     apply_ignores(&mut report, &roots, &config.path, &config.check_ignore);
@@ -184,7 +180,7 @@ pub fn collect(root: &Path, golden_root: Option<&Path>) -> Result<CheckReport, A
 fn plan_lints(args: &Args, config: &crate::config::Config) -> Result<Vec<Problem>, AppError> {
     use crate::plan::{PlanInputs, VariantRequest, plan_case};
     let chosen = config.platform(args.platform.as_deref())?;
-    let rows = super::select::load_rows(&args.recipes, &args.root, config)?;
+    let rows = super::select::load_rows(&args.recipes, &args.root.path, config)?;
     let caller = super::select::caller_env();
     let environment = args
         .recipes
@@ -192,8 +188,8 @@ fn plan_lints(args: &Args, config: &crate::config::Config) -> Result<Vec<Problem
         .clone()
         .unwrap_or_else(|| "dev".to_owned());
     let mut problems: Vec<Problem> = Vec::new();
-    for c in case::discover(&args.root)? {
-        let Ok(loaded) = case::load_case(&args.root, &c.config_path) else {
+    for c in case::discover(&args.root.path)? {
+        let Ok(loaded) = case::load_case(&args.root.path, &c.config_path) else {
             continue; // already an error of its own
         };
         // Without --platform a case with a recipe is checked on its recipe's platform.

@@ -7,10 +7,11 @@
 
 use std::path::{Path, PathBuf};
 
+use super::error::AppError;
 use super::output::{errln, out};
 use crate::compare::saved::{merge, parse_saved};
 use crate::compare::{CompareError, CompareOptions, Comparison, RunSelection, Verdict};
-use crate::exit::{AppError, Exit};
+use crate::exit::Exit;
 use crate::github::{self, Action, Client, RetryPolicy, context};
 use crate::report;
 
@@ -44,18 +45,15 @@ pub struct Args {
     /// Print the body instead of posting it.
     #[arg(long)]
     pub dry_run: bool,
-    /// Golden root used for the comparison.
-    #[arg(long, default_value = "golden")]
-    pub golden_root: std::path::PathBuf,
-    /// Root of the test-case tree (for goldens beside cases and the case metrics).
-    #[arg(long, default_value = "test_cases")]
-    pub root: std::path::PathBuf,
+    #[command(flatten)]
+    pub golden_root: super::args::GoldenRoot,
+    #[command(flatten)]
+    pub root: super::args::CaseRoot,
     /// Platform of the golden files (default: the one recorded in the results).
     #[arg(long, value_parser = super::args::platform_name)]
     pub platform: Option<String>,
-    /// Repository configuration (rules).
-    #[arg(long, default_value = "goldgate.yaml")]
-    pub config: std::path::PathBuf,
+    #[command(flatten)]
+    pub config: super::args::ConfigFile,
 }
 
 /// The finished comment and what the bot needs to know about the run.
@@ -85,9 +83,9 @@ pub fn prepare(args: &Args, env: &dyn Fn(&str) -> Option<String>) -> Result<Prep
     let comparison = match &args.results {
         Some(results) => {
             let opts = CompareOptions::from_config(
-                &crate::config::Config::load(&args.config)?,
-                args.golden_root.clone(),
-                args.root.clone(),
+                &crate::config::Config::load(&args.config.path)?,
+                args.golden_root.path.clone(),
+                args.root.path.clone(),
                 args.platform.clone(),
                 false,
             );
@@ -145,7 +143,7 @@ fn post(
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| AppError::failure(format!("cannot start the async runtime: {e}")))?;
+        .map_err(|source| super::error::CmdError::Runtime { source })?;
     let action = runtime.block_on(async {
         let client = Client::new(&api, &token, RetryPolicy::default())?;
         let (key, body) = (&prepared.key, &prepared.body);

@@ -3,11 +3,12 @@
 use std::io::{IsTerminal, Write as _};
 use std::path::{Path, PathBuf};
 
+use super::error::AppError;
 use super::output::{errln, out};
 use crate::compare::{
     CompareError, CompareOptions, Comparison, RunSelection, compare_records, load_runs,
 };
-use crate::exit::{AppError, Exit};
+use crate::exit::Exit;
 use crate::report;
 
 /// Arguments of `goldgate compare`.
@@ -23,15 +24,12 @@ pub struct Args {
     /// Judge every run in the results folder, repeats of the same job merged across runs.
     #[arg(long, conflicts_with = "runs")]
     pub all_runs: bool,
-    /// Where golden files live (goldens beside the case are found too).
-    #[arg(long, default_value = "golden")]
-    pub golden_root: std::path::PathBuf,
-    /// Root of the test-case tree (for goldens beside cases and the case metrics).
-    #[arg(long, default_value = "test_cases")]
-    pub root: std::path::PathBuf,
-    /// Repository configuration (rules).
-    #[arg(long, default_value = "goldgate.yaml")]
-    pub config: std::path::PathBuf,
+    #[command(flatten)]
+    pub golden_root: super::args::GoldenRoot,
+    #[command(flatten)]
+    pub root: super::args::CaseRoot,
+    #[command(flatten)]
+    pub config: super::args::ConfigFile,
     /// Platform of the golden files (default: the one recorded in the results).
     #[arg(long, value_parser = super::args::platform_name)]
     pub platform: Option<String>,
@@ -64,9 +62,9 @@ pub struct Outputs {
 /// Runs the command.
 pub fn run(args: Args) -> Result<Exit, AppError> {
     let opts = CompareOptions::from_config(
-        &crate::config::Config::load(&args.config)?,
-        args.golden_root.clone(),
-        args.root.clone(),
+        &crate::config::Config::load(&args.config.path)?,
+        args.golden_root.path.clone(),
+        args.root.path.clone(),
         args.platform.clone(),
         args.gate.allow_env_mismatch,
     );

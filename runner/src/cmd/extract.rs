@@ -4,8 +4,9 @@
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
+use super::error::AppError;
 use super::output::out;
-use crate::exit::{AppError, Exit};
+use crate::exit::Exit;
 use crate::observe::log::{CheckpointSave, LogSummary, summarize_file};
 
 /// Arguments of `goldgate extract`.
@@ -49,7 +50,7 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
 /// The summaries as a pretty JSON array, one object per log.
 pub fn render_json(logs: &[Extracted]) -> Result<String, AppError> {
     let mut s = serde_json::to_string_pretty(logs)
-        .map_err(|e| AppError::failure(format!("cannot encode the summaries as json: {e}")))?;
+        .map_err(|source| super::error::CmdError::Encode { source })?;
     s.push('\n');
     Ok(s)
 }

@@ -5,20 +5,19 @@ use std::path::{Path, PathBuf};
 use tabled::settings::object::Columns;
 use tabled::settings::{Style, Width};
 
+use super::error::AppError;
 use super::output::{errln, outln};
 use crate::case::{self, CaseError, CaseRef};
-use crate::exit::{AppError, Exit};
+use crate::exit::Exit;
 use crate::golden::{self, GoldenRef};
 
 /// Arguments of `goldgate list`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Root of the test-case tree.
-    #[arg(long, default_value = "test_cases")]
-    pub root: std::path::PathBuf,
-    /// Golden root searched as well (`<golden-root>/<model>/<case>/golden_values_*.json`).
-    #[arg(long, default_value = "golden")]
-    pub golden_root: std::path::PathBuf,
+    #[command(flatten)]
+    pub root: super::args::CaseRoot,
+    #[command(flatten)]
+    pub golden_root: super::args::GoldenRoot,
     /// Only cases whose name matches this regular expression.
     #[arg(long)]
     pub filter: Option<String>,
@@ -60,22 +59,24 @@ pub struct Row {
 
 /// Runs the command.
 pub fn run(args: Args) -> Result<Exit, AppError> {
-    let filter =
-        match &args.filter {
-            Some(re) => Some(regex::Regex::new(re).map_err(|e| {
-                AppError::usage(format!("--filter: invalid regular expression: {e}"))
-            })?),
-            None => None,
-        };
-    let cases = case::discover(&args.root)?;
+    let filter = match &args.filter {
+        Some(re) => Some(
+            regex::Regex::new(re).map_err(|source| super::error::CmdError::BadFilter { source })?,
+        ),
+        None => None,
+    };
+    let cases = case::discover(&args.root.path)?;
     let cases = cases
         .iter()
         .filter(|c| filter.as_ref().is_none_or(|re| re.is_match(&c.name)));
     let golden_root = args
         .golden_root
+        .path
         .is_dir()
-        .then_some(args.golden_root.as_path());
-    let rows: Vec<Row> = cases.map(|c| row(&args.root, golden_root, c)).collect();
+        .then_some(args.golden_root.path.as_path());
+    let rows: Vec<Row> = cases
+        .map(|c| row(&args.root.path, golden_root, c))
+        .collect();
     let out = match args.format {
         Format::Table => render_table(&rows),
         Format::Json => render_json(&rows),
@@ -85,7 +86,7 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
     if broken > 0 {
         errln!(
             "{broken} case(s) do not load; run `goldgate check --root {}` for details",
-            args.root.display()
+            args.root.path.display()
         );
         return Ok(Exit::Usage);
     }

@@ -6,6 +6,7 @@ pub mod calibrate;
 pub mod check;
 pub mod comment;
 pub mod compare;
+pub mod error;
 pub mod extract;
 pub mod list;
 pub mod output;

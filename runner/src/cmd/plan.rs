@@ -2,9 +2,10 @@
 
 use std::path::PathBuf;
 
+use super::error::AppError;
 use super::output::{err, out};
 use super::select::{CaseArgs, Output, Selection, absolute, plan_selection};
-use crate::exit::{AppError, Exit};
+use crate::exit::Exit;
 use crate::plan::{render_plan_json, render_plan_text};
 
 /// Arguments of `goldgate plan`.
@@ -35,7 +36,7 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
         out_dir: absolute(&args.out)?,
         run_id: args.run_id,
     };
-    let config = crate::config::Config::load(&args.select.config)?;
+    let config = crate::config::Config::load(&args.select.config.path)?;
     let filter = args.which.filter()?;
     let selected = plan_selection(&config, &args.select, &filter, args.repeat, 0, &output)?;
     let text = match args.format {

@@ -3,11 +3,13 @@
 
 use std::path::PathBuf;
 
+use super::error::AppError;
+use super::error::CmdError;
 use super::output::out;
 use crate::compare::RuleSet;
 use crate::compare::power::{self, PowerOptions};
 use crate::config::Config;
-use crate::exit::{AppError, Exit};
+use crate::exit::Exit;
 use crate::metrics::record::{load_all_results, load_results};
 
 /// Arguments of `goldgate power`.
@@ -33,9 +35,8 @@ pub struct Args {
     /// Only these metrics (repeatable; default: every metric judged over repeats).
     #[arg(long = "metric")]
     pub metrics: Vec<String>,
-    /// Repository configuration (the band rule and the two-sample rule of each metric).
-    #[arg(long, default_value = "goldgate.yaml")]
-    pub config: PathBuf,
+    #[command(flatten)]
+    pub config: super::args::ConfigFile,
     /// Also write the report as markdown here.
     #[arg(long)]
     pub markdown: Option<PathBuf>,
@@ -53,12 +54,18 @@ fn parse_planted(text: &str) -> Result<(String, PathBuf), String> {
 /// Runs the command: prints the report, writes the markdown when asked.
 pub fn run(args: Args) -> Result<Exit, AppError> {
     if args.repeats.contains(&0) {
-        return Err(AppError::usage("--repeats takes counts of 1 or more"));
+        return Err(CmdError::BadValue {
+            message: "--repeats takes counts of 1 or more",
+        }
+        .into());
     }
     if args.sizes.iter().any(|s| !s.is_finite() || *s <= 0.0) {
-        return Err(AppError::usage("--size takes shares above 0 (0.1 = +10 %)"));
+        return Err(CmdError::BadValue {
+            message: "--size takes shares above 0 (0.1 = +10 %)",
+        }
+        .into());
     }
-    let rules = RuleSet::from_config(&Config::load(&args.config)?.rules);
+    let rules = RuleSet::from_config(&Config::load(&args.config.path)?.rules);
     let unchanged = load_all_results(&args.results)?;
     let mut planted = Vec::new();
     for (label, dir) in &args.planted {
@@ -71,16 +78,18 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
     };
     let report = power::power(unchanged, &planted, &rules, &args.metrics, &opts);
     if report.metrics.is_empty() {
-        return Err(AppError::usage(format!(
-            "no metric judged over repeats was recorded by two or more passed jobs under {} (hint: run the same job several times, e.g. `goldgate run CASE --repeat 10`)",
-            args.results.display()
-        )));
+        return Err(CmdError::NothingToJudge {
+            results: args.results.clone(),
+        }
+        .into());
     }
     out!("{}", crate::report::power::render_terminal(&report));
     if let Some(path) = &args.markdown {
         let text = crate::report::power::render_markdown(&report);
-        crate::fsio::write_atomic(path, text.as_bytes())
-            .map_err(|e| AppError::failure(format!("cannot write {}: {e}", path.display())))?;
+        crate::fsio::write_atomic(path, text.as_bytes()).map_err(|source| CmdError::Write {
+            path: path.clone(),
+            source,
+        })?;
     }
     Ok(Exit::Pass)
 }

@@ -3,9 +3,10 @@
 
 use std::path::{Path, PathBuf};
 
+use super::error::AppError;
 use super::output::{out, outln};
 use crate::compare::Comparison;
-use crate::exit::{AppError, Exit};
+use crate::exit::Exit;
 use crate::fsio::write_atomic;
 use crate::metrics::RunRecord;
 use crate::metrics::record::load_results;
@@ -23,9 +24,8 @@ pub struct Args {
     /// Write the markdown report here.
     #[arg(long)]
     pub markdown: Option<std::path::PathBuf>,
-    /// Repository configuration: its axes order the variant columns (baseline first).
-    #[arg(long, default_value = "goldgate.yaml")]
-    pub config: std::path::PathBuf,
+    #[command(flatten)]
+    pub config: super::args::ConfigFile,
 }
 
 fn write(path: &Path, text: &str) -> Result<(), ReportError> {
@@ -87,7 +87,8 @@ fn svg_link_prefix(svg_dir: &Path, markdown: &Path) -> String {
 pub fn run(args: Args) -> Result<Exit, AppError> {
     let loaded = load_results(&args.results)?;
     let records: Vec<&RunRecord> = loaded.iter().map(|(_, r)| r).collect();
-    let order = variants::VariantOrder::from_config(&crate::config::Config::load(&args.config)?);
+    let order =
+        variants::VariantOrder::from_config(&crate::config::Config::load(&args.config.path)?);
     out!(
         "{}",
         variants::render_terminal(&variants::build(records.iter().copied(), &order))

@@ -2,9 +2,10 @@
 
 use std::path::{Path, PathBuf};
 
+use super::error::AppError;
 use super::output::{err, out};
 use super::select::{Output, Selection, absolute, plan_selection};
-use crate::exit::{AppError, Exit};
+use crate::exit::Exit;
 use crate::plan::{Launcher, render_repro, resolve_program};
 
 /// Arguments of `goldgate repro`.
@@ -28,7 +29,7 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
         out_dir: absolute(&args.out)?,
         run_id: args.run_id,
     };
-    let config = crate::config::Config::load(&args.select.config)?;
+    let config = crate::config::Config::load(&args.select.config.path)?;
     let filter = crate::plan::CaseFilter::new(std::slice::from_ref(&args.case), None, None)?;
     let selected = plan_selection(&config, &args.select, &filter, Some(1), 0, &output)?;
     let strict = args.select.strict_placeholders;
@@ -39,11 +40,11 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
     let jobs = selected.jobs;
     let [job] = jobs.as_slice() else {
         let names: Vec<String> = jobs.iter().map(|j| j.variant.name()).collect();
-        return Err(AppError::usage(format!(
-            "repro makes one job, but the selection gives {}: {} (hint: use --variant instead of --matrix)",
-            jobs.len(),
-            names.join("; ")
-        )));
+        return Err(super::error::CmdError::NotOneJob {
+            count: jobs.len(),
+            names: names.join("; "),
+        }
+        .into());
     };
     let program = entry_program(
         job.launcher,

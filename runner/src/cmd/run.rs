@@ -6,10 +6,11 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::args::{GateArgs, parse_duration};
+use super::error::AppError;
 use super::output::{err, errln, out, outln};
 use super::select::{CaseArgs, Output, Selection, absolute, failed_in_newest_run, plan_selection};
 use crate::config::Config;
-use crate::exit::{AppError, Exit};
+use crate::exit::Exit;
 use crate::launch::{self, Settle};
 use crate::observe::probe::install::ProbeMode;
 use crate::run::{LocalExecutor, Progress, ResultsWriter, RunError, RunOptions, RunSummary};
@@ -50,9 +51,8 @@ pub struct Args {
     /// Record only; do not compare with the golden files afterwards.
     #[arg(long)]
     pub no_compare: bool,
-    /// Golden root used by the comparison after the run.
-    #[arg(long, default_value = "golden")]
-    pub golden_root: PathBuf,
+    #[command(flatten)]
+    pub golden_root: super::args::GoldenRoot,
     /// In-process probe for Python jobs: `torch`, `torch,history` or `none`.
     #[arg(long, default_value = "torch", value_parser = ProbeMode::parse)]
     pub probe: ProbeMode,
@@ -99,7 +99,7 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
     let opts = args.options()?;
     launch::check_settle(opts.settle)?;
     // Loaded once: the gate after a long run uses the rules the run was planned with.
-    let config = Config::load(&args.select.config)?;
+    let config = Config::load(&args.select.config.path)?;
     let output = Output {
         out_dir: opts.out_dir.clone(),
         run_id: opts.run_id.clone(),
@@ -117,9 +117,7 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
     let strict = args.select.strict_placeholders;
     err!("{}", selected.render_problems(strict));
     if selected.refused(strict) {
-        return Err(AppError::usage(
-            "not running: the cases above do not plan (hint: `goldgate plan` shows the same)",
-        ));
+        return Err(super::error::CmdError::NotPlanned.into());
     }
     let mut jobs = selected.jobs;
     if args.rerun_failed {
@@ -166,9 +164,7 @@ fn nothing_to_run(args: &Args) -> Result<Exit, AppError> {
         errln!("goldgate: nothing to rerun");
         return Ok(Exit::Pass);
     }
-    Err(AppError::usage(
-        "nothing to run: the selection planned no job",
-    ))
+    Err(super::error::CmdError::NothingToRun.into())
 }
 
 /// Prints the variant table, compares unless asked not to, and picks the exit code.
@@ -190,8 +186,8 @@ fn finish(
     }
     let compare = crate::compare::CompareOptions::from_config(
         config,
-        args.golden_root.clone(),
-        args.select.root.clone(),
+        args.golden_root.path.clone(),
+        args.select.root.path.clone(),
         args.select.platform.clone(),
         args.gate.allow_env_mismatch,
     );

@@ -6,12 +6,12 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
+use super::error::{AppError, CmdError};
 use crate::case::{
     CaseRecipe, RecipeFilter, RecipeRow, Runner, TestCase, discover, for_case, load_case,
     load_recipes, select,
 };
 use crate::config::Config;
-use crate::exit::AppError;
 use crate::plan::{
     CaseFilter, Job, Partition, PlanInputs, Planned, Unset, VariantRequest, plan_case,
 };
@@ -19,13 +19,10 @@ use crate::plan::{
 /// Where the cases are and which jobs to make of them.
 #[derive(clap::Args, Debug, Clone)]
 pub struct Selection {
-    /// Root of the test-case tree (`<root>/<model>/<case>/model_config.yaml`).
-    #[arg(long, default_value = "test_cases")]
-    pub root: PathBuf,
-    /// Repository configuration (platforms, variant axes, rules); the built-in one when the
-    /// default `goldgate.yaml` does not exist.
-    #[arg(long, default_value = "goldgate.yaml")]
-    pub config: PathBuf,
+    #[command(flatten)]
+    pub root: super::args::CaseRoot,
+    #[command(flatten)]
+    pub config: super::args::ConfigFile,
     /// Choose one value of a variant axis, e.g. `--variant allocator=gc80`. Repeatable.
     #[arg(long = "variant", value_name = "AXIS=VALUE")]
     pub variants: Vec<String>,
@@ -87,10 +84,10 @@ pub fn load_rows(
 ) -> Result<Vec<RecipeRow>, AppError> {
     let Some(dir) = recipe_dir(args, root, config) else {
         if args.scope.is_some() || args.cadence.is_some() {
-            return Err(AppError::usage(format!(
-                "--scope and --cadence need Megatron's recipes, and none were found beside {} (hint: --recipes DIR, or `recipes:` in goldgate.yaml)",
-                root.display()
-            )));
+            return Err(CmdError::NoRecipes {
+                root: root.to_path_buf(),
+            }
+            .into());
         }
         return Ok(Vec::new());
     };
@@ -179,10 +176,10 @@ pub fn plan_selection(
     if let Some(name) = &selection.platform {
         config.platform(Some(name))?;
     }
-    let rows = load_rows(&selection.recipes, &selection.root, config)?;
-    let found = discover(&selection.root)?;
+    let rows = load_rows(&selection.recipes, &selection.root.path, config)?;
+    let found = discover(&selection.root.path)?;
     let picked: Vec<String> = filter
-        .select(&found, &selection.root.display().to_string())?
+        .select(&found, &selection.root.path.display().to_string())?
         .into_iter()
         .map(|c| c.name.clone())
         .collect();
@@ -192,8 +189,7 @@ pub fn plan_selection(
         config,
         selection,
         request: VariantRequest::parse(config, &selection.variants, &selection.matrix)?,
-        base_dir: std::env::current_dir()
-            .map_err(|e| AppError::failure(format!("cannot read the current directory: {e}")))?,
+        base_dir: std::env::current_dir().map_err(|source| CmdError::Cwd { source })?,
         caller_env: caller_env(),
         rows: &rows,
         output,
@@ -206,11 +202,14 @@ pub fn plan_selection(
             continue;
         };
         let case = cases.entry(target.name.clone()).or_insert_with(|| {
-            load_case(&selection.root, &case_ref.config_path).map_err(|e| e.to_string())
+            load_case(&selection.root.path, &case_ref.config_path).map_err(|e| e.to_string())
         });
         let planned = match case {
             Ok(case) => planner.plan(&target, case),
-            Err(message) => Err(AppError::usage(message.clone())),
+            Err(message) => Err(CmdError::CaseNotLoaded {
+                message: message.clone(),
+            }
+            .into()),
         };
         match planned {
             Ok(planned) => {
@@ -293,13 +292,13 @@ impl Selected {
             ));
         }
         for f in &self.failures {
-            let message = f.error.report.to_string();
+            let message = f.error.to_string();
             if message.starts_with(&f.case) || message.starts_with('/') {
                 s.push_str(&format!("error: {message}\n"));
             } else {
                 s.push_str(&format!("error: {}: {message}\n", f.case));
             }
-            if let Some(help) = f.error.report.help() {
+            if let Some(help) = miette::Diagnostic::help(&f.error) {
                 s.push_str(&format!("  hint: {help}\n"));
             }
         }
@@ -388,8 +387,13 @@ pub fn caller_env() -> BTreeMap<String, String> {
 /// `dir` made absolute against the current directory (job folders must not depend on the
 /// folder a job runs in).
 pub fn absolute(dir: &Path) -> Result<PathBuf, AppError> {
-    std::path::absolute(dir)
-        .map_err(|e| AppError::usage(format!("cannot use {}: {e}", dir.display())))
+    std::path::absolute(dir).map_err(|source| {
+        CmdError::BadDir {
+            dir: dir.to_path_buf(),
+            source,
+        }
+        .into()
+    })
 }
 
 /// `--rerun-failed`: the newest run under `out` (by the start time in its `run.json`), and the
@@ -404,11 +408,8 @@ pub fn failed_in_newest_run(out: &Path) -> Result<(String, BTreeSet<(String, Str
             let started = index.started_at.parse::<jiff::Timestamp>().ok();
             (started, index.run_id.clone())
         })
-        .ok_or_else(|| {
-            AppError::usage(format!(
-                "--rerun-failed: no earlier run under {} (hint: --out names the folder of runs)",
-                out.display()
-            ))
+        .ok_or_else(|| CmdError::NoEarlierRun {
+            out: out.to_path_buf(),
         })?;
     let failed = newest
         .jobs

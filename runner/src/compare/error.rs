@@ -3,7 +3,6 @@
 
 use std::path::PathBuf;
 
-use crate::exit::{Classify, Exit};
 use crate::golden::GoldenError;
 use crate::metrics::record::RecordError;
 
@@ -101,16 +100,4 @@ pub enum CompareError {
         #[source]
         source: std::io::Error,
     },
-}
-
-impl Classify for CompareError {
-    fn exit(&self) -> Exit {
-        match self {
-            CompareError::Records(e) => e.exit(),
-            CompareError::Golden(e) => e.exit(),
-            CompareError::Case(e) => e.exit(),
-            CompareError::Write { .. } | CompareError::Incomplete { .. } => Exit::Failure,
-            _ => Exit::Usage,
-        }
-    }
 }

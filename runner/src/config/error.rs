@@ -4,8 +4,6 @@ use std::path::{Path, PathBuf};
 
 use serde_saphyr::Spanned;
 
-use crate::exit::{Classify, Exit};
-
 /// Why `goldgate.yaml` could not be used.
 #[derive(Debug, thiserror::Error, miette::Diagnostic)]
 pub enum ConfigError {
@@ -58,11 +56,5 @@ impl ConfigError {
             column: at.referenced.column(),
             message,
         }
-    }
-}
-
-impl Classify for ConfigError {
-    fn exit(&self) -> Exit {
-        Exit::Usage
     }
 }

@@ -6,8 +6,6 @@
 
 use std::path::PathBuf;
 
-use crate::exit::{Classify, Exit};
-
 /// The permission the bot needs, named by every "GitHub said no" error.
 const WRITE_PERMISSION: &str = "`permissions: pull-requests: write` (or `issues: write`)";
 
@@ -146,48 +144,9 @@ impl GithubError {
     }
 }
 
-impl Classify for GithubError {
-    fn exit(&self) -> Exit {
-        match self {
-            GithubError::MissingToken
-            | GithubError::BadToken
-            | GithubError::MissingRepo
-            | GithubError::BadRepo(_)
-            | GithubError::BadKey(_)
-            | GithubError::BadApiUrl { .. }
-            | GithubError::MissingPr
-            | GithubError::EventRead { .. }
-            | GithubError::EventJson { .. }
-            | GithubError::EventWithoutPr { .. } => Exit::Usage,
-            GithubError::Setup { .. }
-            | GithubError::Unauthorized { .. }
-            | GithubError::Forbidden { .. }
-            | GithubError::NotFound { .. }
-            | GithubError::RateLimited { .. }
-            | GithubError::Server { .. }
-            | GithubError::Transport { .. }
-            | GithubError::Unexpected { .. }
-            | GithubError::BadResponse { .. }
-            | GithubError::TooManyPages { .. } => Exit::Failure,
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn refusals_are_infrastructure_failures_and_bad_input_is_usage() {
-        let op = "listing comments on o/r#1".to_string();
-        assert_eq!(
-            GithubError::Unauthorized { op: op.clone() }.exit(),
-            Exit::Failure
-        );
-        assert_eq!(GithubError::NotFound { op }.exit(), Exit::Failure);
-        assert_eq!(GithubError::MissingToken.exit(), Exit::Usage);
-        assert_eq!(GithubError::BadRepo("x".into()).exit(), Exit::Usage);
-    }
 
     #[test]
     fn only_lost_answers_may_have_been_applied() {

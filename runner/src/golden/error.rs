@@ -3,7 +3,6 @@
 use std::path::PathBuf;
 
 use crate::case::Span;
-use crate::exit::{Classify, Exit};
 
 /// A golden file that cannot be used.
 #[derive(Debug, thiserror::Error, miette::Diagnostic)]
@@ -103,14 +102,5 @@ impl GoldenError {
     /// Whether this is the "unsupported inference golden" kind rather than a broken file.
     pub fn is_unsupported(&self) -> bool {
         matches!(self, GoldenError::Inference { .. })
-    }
-}
-
-impl Classify for GoldenError {
-    fn exit(&self) -> Exit {
-        match self {
-            GoldenError::Write { .. } => Exit::Failure,
-            _ => Exit::Usage,
-        }
     }
 }

@@ -2,8 +2,6 @@
 
 use std::path::PathBuf;
 
-use crate::exit::{Classify, Exit};
-
 /// Everything that can go wrong while launching or supervising a job.
 #[derive(Debug, thiserror::Error, miette::Diagnostic)]
 pub enum LaunchError {
@@ -80,16 +78,4 @@ pub enum LaunchError {
         #[source]
         source: std::io::Error,
     },
-}
-
-impl Classify for LaunchError {
-    fn exit(&self) -> Exit {
-        match self {
-            LaunchError::EmptyArgv
-            | LaunchError::ProgramNotFound { .. }
-            | LaunchError::MissingCwd { .. }
-            | LaunchError::TooFewGpus { .. } => Exit::Usage,
-            _ => Exit::Failure,
-        }
-    }
 }

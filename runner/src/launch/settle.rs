@@ -11,8 +11,6 @@ use std::io::Write as _;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use crate::exit::{Classify, Exit};
-
 /// The kernel's switch for dropping caches.
 const DROP_CACHES: &str = "/proc/sys/vm/drop_caches";
 
@@ -64,13 +62,6 @@ pub enum SettleError {
         #[source]
         source: std::io::Error,
     },
-}
-
-impl Classify for SettleError {
-    fn exit(&self) -> Exit {
-        // A flag the machine cannot honour: the user's choice to change, not a job failure.
-        Exit::Usage
-    }
 }
 
 /// Whether `mode` can be done on this machine: opens `drop_caches` for writing (and writes

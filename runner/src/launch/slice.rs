@@ -58,13 +58,13 @@ mod tests {
     }
 
     #[test]
-    fn too_many_jobs_is_a_usage_error() {
+    fn too_many_jobs_is_an_error_that_says_why() {
         let err = gpu_slices(&visible_gpus(4, None), 2, 3).unwrap_err();
         assert_eq!(
             err.to_string(),
             "3 concurrent jobs of 2 GPUs each need 6 GPUs, but 4 are visible"
         );
-        assert_eq!(crate::exit::Classify::exit(&err), crate::exit::Exit::Usage);
+        assert!(matches!(err, LaunchError::TooFewGpus { .. }));
         assert!(gpu_slices(&visible_gpus(4, None), 0, 1).is_err());
     }
 }

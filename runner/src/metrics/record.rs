@@ -415,12 +415,6 @@ pub enum RecordError {
     Empty { path: PathBuf },
 }
 
-impl crate::exit::Classify for RecordError {
-    fn exit(&self) -> crate::exit::Exit {
-        crate::exit::Exit::Usage
-    }
-}
-
 /// Largest `results.json` or `run.json` goldgate reads. Long series are downsampled when a
 /// record is built, so a record of a million-step run stays a few MiB.
 pub const MAX_RECORD_BYTES: u64 = 256 << 20;

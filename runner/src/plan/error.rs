@@ -1,7 +1,5 @@
 //! Stage "plan": errors turning cases into jobs (bad variant choices, unresolved placeholders).
 
-use crate::exit::{Classify, Exit};
-
 /// Why a case could not be planned.
 #[derive(Debug, thiserror::Error, miette::Diagnostic)]
 pub enum PlanError {
@@ -60,10 +58,4 @@ pub enum PlanError {
     ZeroRepeat,
     #[error("case {case} has no MODEL_ARGS and no entry")]
     NothingToRun { case: String },
-}
-
-impl Classify for PlanError {
-    fn exit(&self) -> Exit {
-        Exit::Usage
-    }
 }

@@ -12,7 +12,6 @@ use std::str::FromStr;
 
 use crate::case::CaseRef;
 use crate::config::glob_match;
-use crate::exit::{Classify, Exit};
 
 /// One share of the cases: the `k`-th (1-based) of `n`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -74,12 +73,6 @@ pub enum FilterError {
     NoMatch { pattern: String, root: String },
     #[error("--filter: invalid regular expression: {message}")]
     Regex { message: String },
-}
-
-impl Classify for FilterError {
-    fn exit(&self) -> Exit {
-        Exit::Usage
-    }
 }
 
 impl CaseFilter {

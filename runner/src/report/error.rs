@@ -22,9 +22,3 @@ pub enum ReportError {
     #[error("cannot draw the memory timeline of {job}: {message}")]
     Svg { job: String, message: String },
 }
-
-impl crate::exit::Classify for ReportError {
-    fn exit(&self) -> crate::exit::Exit {
-        crate::exit::Exit::Failure
-    }
-}

@@ -3,8 +3,6 @@
 
 use std::path::PathBuf;
 
-use crate::exit::{Classify, Exit};
-
 /// Everything that stops a run or loses its results.
 #[derive(Debug, thiserror::Error, miette::Diagnostic)]
 pub enum RunError {
@@ -49,16 +47,4 @@ pub enum RunError {
         #[source]
         source: std::io::Error,
     },
-}
-
-impl Classify for RunError {
-    fn exit(&self) -> Exit {
-        match self {
-            RunError::Refused { .. } => Exit::Usage,
-            RunError::Encode { .. }
-            | RunError::Write { .. }
-            | RunError::Saves { .. }
-            | RunError::Cwd { .. } => Exit::Failure,
-        }
-    }
 }

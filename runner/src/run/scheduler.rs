@@ -613,7 +613,7 @@ mod tests {
             text.contains("  m/big@default#1: needs 2 nodes\n  m/huge@default#1: needs 2 nodes"),
             "{text}"
         );
-        assert_eq!(crate::exit::Classify::exit(&err), crate::exit::Exit::Usage);
+        assert!(matches!(err, RunError::Refused { count: 2, .. }));
     }
 
     #[test]

@@ -2,8 +2,6 @@
 
 use std::path::PathBuf;
 
-use crate::exit::{Classify, Exit};
-
 /// A recipe file or folder that cannot be used.
 #[derive(Debug, thiserror::Error, miette::Diagnostic)]
 pub enum RecipeError {
@@ -57,11 +55,5 @@ impl RecipeError {
             column: 1,
             message: message.to_owned(),
         }
-    }
-}
-
-impl Classify for RecipeError {
-    fn exit(&self) -> Exit {
-        Exit::Usage
     }
 }

@@ -2,8 +2,6 @@
 
 use std::path::PathBuf;
 
-use crate::exit::{Classify, Exit};
-
 /// Reading a log failed (parsing itself never fails: unknown lines are skipped).
 #[derive(Debug, thiserror::Error, miette::Diagnostic)]
 pub enum LogError {
@@ -27,13 +25,4 @@ pub enum LogError {
         #[source]
         source: std::io::Error,
     },
-}
-
-impl Classify for LogError {
-    fn exit(&self) -> Exit {
-        match self {
-            LogError::Open { .. } | LogError::Folder { .. } => Exit::Usage,
-            LogError::Read { .. } => Exit::Failure,
-        }
-    }
 }

@@ -16,7 +16,6 @@ use rustix::time::{ClockId, Timespec, clock_gettime};
 
 use super::gpu::{self, GpuSummary, Gpus, MemoryQuery};
 use super::host::{Host, HostSummary};
-use crate::exit::{Classify, Exit};
 
 /// Per-process GPU memory is asked for at most this often (the query is costlier than
 /// `memory_info` and the numbers move slowly).
@@ -100,12 +99,6 @@ pub enum SampleError {
         #[source]
         source: std::io::Error,
     },
-}
-
-impl Classify for SampleError {
-    fn exit(&self) -> Exit {
-        Exit::Failure
-    }
 }
 
 /// What the sampler thread recorded.

@@ -1,0 +1,436 @@
+//! Commands: the one exit-code decision point. Stages return their own typed errors; `?`
+//! wraps each in an [`AppError`], and [`AppError::exit`] maps every variant of every stage's
+//! error to its documented code — one match per stage, no wildcard arm, so a new variant must
+//! be given its code here (nextest's single match in its errors module). [`CmdError`] holds
+//! the command layer's own errors (a selection that names nothing, a bad flag value).
+
+use std::fmt;
+use std::path::PathBuf;
+
+use crate::case::{CaseError, RecipeError};
+use crate::compare::CompareError;
+use crate::config::ConfigError;
+use crate::exit::Exit;
+use crate::github::GithubError;
+use crate::golden::GoldenError;
+use crate::launch::{LaunchError, SettleError};
+use crate::metrics::record::RecordError;
+use crate::observe::log::LogError;
+use crate::plan::{FilterError, PlanError};
+use crate::report::error::ReportError;
+use crate::run::RunError;
+
+/// Every error a command can end with: each stage's own error, unchanged, or the command
+/// layer's. [`AppError::exit`] is the one place that decides its exit code.
+#[derive(thiserror::Error, miette::Diagnostic)]
+pub enum AppError {
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Case(#[from] CaseError),
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Recipe(#[from] RecipeError),
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Golden(#[from] GoldenError),
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Config(#[from] ConfigError),
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Plan(#[from] PlanError),
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Filter(#[from] FilterError),
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Launch(#[from] LaunchError),
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Settle(#[from] SettleError),
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Log(#[from] LogError),
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Record(#[from] RecordError),
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Run(#[from] RunError),
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Compare(#[from] CompareError),
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Report(#[from] ReportError),
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Github(#[from] GithubError),
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Cmd(#[from] CmdError),
+}
+
+impl AppError {
+    /// The documented exit code of this error: `Usage` (2) for what the user can fix in their
+    /// flags or files, `Failure` (3) for jobs, the machine and remote services. Every variant
+    /// is named, so a new one cannot get a code by accident.
+    pub fn exit(&self) -> Exit {
+        match self {
+            AppError::Case(e) => case(e),
+            AppError::Recipe(e) => recipe(e),
+            AppError::Golden(e) => golden(e),
+            AppError::Config(e) => config(e),
+            AppError::Plan(e) => plan(e),
+            AppError::Filter(e) => filter(e),
+            AppError::Launch(e) => launch(e),
+            AppError::Settle(e) => settle(e),
+            AppError::Log(e) => log(e),
+            AppError::Record(e) => record(e),
+            AppError::Run(e) => run(e),
+            AppError::Compare(e) => compare(e),
+            AppError::Report(e) => report(e),
+            AppError::Github(e) => github(e),
+            AppError::Cmd(e) => cmd(e),
+        }
+    }
+}
+
+impl fmt::Debug for AppError {
+    /// The rendered diagnostic and its exit code (what a test wants to see).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut text = String::new();
+        miette::GraphicalReportHandler::new_themed(miette::GraphicalTheme::unicode_nocolor())
+            .render_report(&mut text, self)?;
+        write!(f, "{text} (exit {})", self.exit().code())
+    }
+}
+
+fn case(e: &CaseError) -> Exit {
+    match e {
+        CaseError::Read { .. }
+        | CaseError::Empty { .. }
+        | CaseError::TooLarge { .. }
+        | CaseError::NotUtf8 { .. }
+        | CaseError::Syntax { .. }
+        | CaseError::Limit { .. }
+        | CaseError::WrongType { .. }
+        | CaseError::UnknownValue { .. }
+        | CaseError::Missing { .. }
+        | CaseError::NotADirectory { .. } => Exit::Usage,
+    }
+}
+
+fn recipe(e: &RecipeError) -> Exit {
+    match e {
+        RecipeError::Read { .. } | RecipeError::TooLarge { .. } | RecipeError::Invalid { .. } => {
+            Exit::Usage
+        }
+    }
+}
+
+fn golden(e: &GoldenError) -> Exit {
+    match e {
+        GoldenError::Read { .. }
+        | GoldenError::Empty { .. }
+        | GoldenError::TooLarge { .. }
+        | GoldenError::NotUtf8 { .. }
+        | GoldenError::Json { .. }
+        | GoldenError::Shape { .. }
+        | GoldenError::Inference { .. } => Exit::Usage,
+        GoldenError::Write { .. } => Exit::Failure,
+    }
+}
+
+fn config(e: &ConfigError) -> Exit {
+    match e {
+        ConfigError::Read { .. }
+        | ConfigError::Invalid { .. }
+        | ConfigError::NoPlatform
+        | ConfigError::UnknownPlatform { .. } => Exit::Usage,
+    }
+}
+
+fn plan(e: &PlanError) -> Exit {
+    match e {
+        PlanError::VariantSyntax { .. }
+        | PlanError::UnknownAxis { .. }
+        | PlanError::UnknownValue { .. }
+        | PlanError::AxisTwice { .. }
+        | PlanError::NotAllowed { .. }
+        | PlanError::CaseVariants { .. }
+        | PlanError::Unresolved { .. }
+        | PlanError::Ranks { .. }
+        | PlanError::Argv { .. }
+        | PlanError::EnvName { .. }
+        | PlanError::ZeroRepeat
+        | PlanError::NothingToRun { .. } => Exit::Usage,
+    }
+}
+
+fn filter(e: &FilterError) -> Exit {
+    match e {
+        FilterError::NoMatch { .. } | FilterError::Regex { .. } => Exit::Usage,
+    }
+}
+
+/// A program that cannot be found is the machine's state, not the user's flags: `run` records
+/// it as the job's launch error (exit 3), and every other path says the same.
+fn launch(e: &LaunchError) -> Exit {
+    match e {
+        LaunchError::EmptyArgv
+        | LaunchError::MissingCwd { .. }
+        | LaunchError::TooFewGpus { .. } => Exit::Usage,
+        LaunchError::ProgramNotFound { .. }
+        | LaunchError::Spawn { .. }
+        | LaunchError::LogFile { .. }
+        | LaunchError::Plumbing { .. }
+        | LaunchError::FreePort { .. }
+        | LaunchError::Wait { .. }
+        | LaunchError::Signals { .. } => Exit::Failure,
+    }
+}
+
+/// A flag the machine cannot honour is the user's choice to change, not a job failure.
+fn settle(e: &SettleError) -> Exit {
+    match e {
+        SettleError::NotPermitted { .. } => Exit::Usage,
+    }
+}
+
+fn log(e: &LogError) -> Exit {
+    match e {
+        LogError::Open { .. } | LogError::Folder { .. } => Exit::Usage,
+        LogError::Read { .. } => Exit::Failure,
+    }
+}
+
+fn record(e: &RecordError) -> Exit {
+    match e {
+        RecordError::Read { .. }
+        | RecordError::Parse { .. }
+        | RecordError::Version { .. }
+        | RecordError::Name { .. }
+        | RecordError::TooLarge { .. }
+        | RecordError::Empty { .. } => Exit::Usage,
+    }
+}
+
+fn run(e: &RunError) -> Exit {
+    match e {
+        RunError::Refused { .. } => Exit::Usage,
+        RunError::Encode { .. }
+        | RunError::Write { .. }
+        | RunError::Saves { .. }
+        | RunError::Cwd { .. } => Exit::Failure,
+    }
+}
+
+fn compare(e: &CompareError) -> Exit {
+    match e {
+        CompareError::Records(e) => record(e),
+        CompareError::Golden(e) => golden(e),
+        CompareError::Case(e) => case(e),
+        CompareError::EnvMismatch { .. }
+        | CompareError::BlessFailed { .. }
+        | CompareError::BlessNothing { .. }
+        | CompareError::UnknownRun { .. }
+        | CompareError::UnknownCase { .. }
+        | CompareError::ConfigEdit { .. }
+        | CompareError::Read { .. }
+        | CompareError::SavedComparison { .. }
+        | CompareError::UnsafeName { .. }
+        | CompareError::NoComparison => Exit::Usage,
+        // An incomplete run is a job that did not finish: never a pass, never "bad input".
+        CompareError::Write { .. } | CompareError::Incomplete { .. } => Exit::Failure,
+    }
+}
+
+fn report(e: &ReportError) -> Exit {
+    match e {
+        ReportError::Junit { .. }
+        | ReportError::Json { .. }
+        | ReportError::Write { .. }
+        | ReportError::Svg { .. } => Exit::Failure,
+    }
+}
+
+/// Bad local set-up is a usage error; GitHub refusing or failing is an infrastructure one.
+fn github(e: &GithubError) -> Exit {
+    match e {
+        GithubError::MissingToken
+        | GithubError::BadToken
+        | GithubError::MissingRepo
+        | GithubError::BadRepo(_)
+        | GithubError::BadKey(_)
+        | GithubError::BadApiUrl { .. }
+        | GithubError::MissingPr
+        | GithubError::EventRead { .. }
+        | GithubError::EventJson { .. }
+        | GithubError::EventWithoutPr { .. } => Exit::Usage,
+        GithubError::Setup { .. }
+        | GithubError::Unauthorized { .. }
+        | GithubError::Forbidden { .. }
+        | GithubError::NotFound { .. }
+        | GithubError::RateLimited { .. }
+        | GithubError::Server { .. }
+        | GithubError::Transport { .. }
+        | GithubError::Unexpected { .. }
+        | GithubError::BadResponse { .. }
+        | GithubError::TooManyPages { .. } => Exit::Failure,
+    }
+}
+
+fn cmd(e: &CmdError) -> Exit {
+    match e {
+        CmdError::BadDir { .. }
+        | CmdError::NoEarlierRun { .. }
+        | CmdError::NoRecipes { .. }
+        | CmdError::CaseNotLoaded { .. }
+        | CmdError::NotPlanned
+        | CmdError::NothingToRun
+        | CmdError::NotOneJob { .. }
+        | CmdError::BadFilter { .. }
+        | CmdError::BadValue { .. }
+        | CmdError::NothingToJudge { .. } => Exit::Usage,
+        CmdError::Cwd { .. }
+        | CmdError::Write { .. }
+        | CmdError::Encode { .. }
+        | CmdError::Runtime { .. } => Exit::Failure,
+    }
+}
+
+/// What a command can fail on besides its stages' errors.
+#[derive(Debug, thiserror::Error, miette::Diagnostic)]
+pub enum CmdError {
+    /// `--out` (or another folder) cannot be made absolute.
+    #[error("cannot use {}: {source}", dir.display())]
+    BadDir {
+        dir: PathBuf,
+        source: std::io::Error,
+    },
+
+    /// The current directory cannot be read (relative entries and folders need it).
+    #[error("cannot read the current directory: {source}")]
+    Cwd { source: std::io::Error },
+
+    /// `--rerun-failed` found no run to rerun.
+    #[error(
+        "--rerun-failed: no earlier run under {} (hint: --out names the folder of runs)",
+        out.display()
+    )]
+    NoEarlierRun { out: PathBuf },
+
+    /// `--scope`/`--cadence` without Megatron's recipes.
+    #[error(
+        "--scope and --cadence need Megatron's recipes, and none were found beside {} (hint: --recipes DIR, or `recipes:` in goldgate.yaml)",
+        root.display()
+    )]
+    NoRecipes { root: PathBuf },
+
+    /// A selected case could not be loaded (said once per case, with the case's own error).
+    #[error("{message}")]
+    CaseNotLoaded { message: String },
+
+    /// Some selected cases do not plan; `run` starts nothing.
+    #[error("not running: the cases above do not plan (hint: `goldgate plan` shows the same)")]
+    NotPlanned,
+
+    /// The selection planned no job at all.
+    #[error("nothing to run: the selection planned no job")]
+    NothingToRun,
+
+    /// `repro` needs exactly one job.
+    #[error(
+        "repro makes one job, but the selection gives {count}: {names} (hint: use --variant instead of --matrix)"
+    )]
+    NotOneJob { count: usize, names: String },
+
+    /// `--filter` is not a regular expression.
+    #[error("--filter: invalid regular expression: {source}")]
+    BadFilter { source: regex::Error },
+
+    /// A flag's value is out of its range.
+    #[error("{message}")]
+    BadValue { message: &'static str },
+
+    /// `power` found nothing it can judge over repeats.
+    #[error(
+        "no metric judged over repeats was recorded by two or more passed jobs under {} (hint: run the same job several times, e.g. `goldgate run CASE --repeat 10`)",
+        results.display()
+    )]
+    NothingToJudge { results: PathBuf },
+
+    /// A file the command writes could not be written.
+    #[error("cannot write {}: {source}", path.display())]
+    Write {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+
+    /// Output could not be encoded as JSON.
+    #[error("cannot encode the summaries as json: {source}")]
+    Encode { source: serde_json::Error },
+
+    /// The async runtime for the GitHub client could not start.
+    #[error("cannot start the async runtime: {source}")]
+    Runtime { source: std::io::Error },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_missing_program_is_a_failure_on_every_path() {
+        let missing = LaunchError::ProgramNotFound {
+            program: "trainer".into(),
+            searched: "/bin".into(),
+        };
+        assert_eq!(AppError::from(missing).exit(), Exit::Failure);
+    }
+
+    #[test]
+    fn github_refusals_are_failures_and_bad_input_is_usage() {
+        let code = |e: GithubError| AppError::from(e).exit();
+        let op = "listing comments on o/r#1".to_string();
+        assert_eq!(
+            code(GithubError::Unauthorized { op: op.clone() }),
+            Exit::Failure
+        );
+        assert_eq!(code(GithubError::NotFound { op }), Exit::Failure);
+        assert_eq!(code(GithubError::MissingToken), Exit::Usage);
+        assert_eq!(code(GithubError::BadRepo("x".into())), Exit::Usage);
+    }
+
+    #[test]
+    fn too_many_jobs_for_the_gpus_is_a_usage_error() {
+        let err = crate::launch::gpu_slices(&crate::launch::visible_gpus(4, None), 2, 3);
+        assert_eq!(AppError::from(err.unwrap_err()).exit(), Exit::Usage);
+    }
+
+    #[test]
+    fn nested_stage_errors_keep_their_stage_code() {
+        let write = GoldenError::Write {
+            path: "g.json".into(),
+            source: std::io::Error::other("disk full"),
+        };
+        assert_eq!(
+            AppError::from(CompareError::Golden(write)).exit(),
+            Exit::Failure
+        );
+        let refused = RunError::Refused {
+            executor: "local",
+            count: 1,
+            list: "  a: needs 2 nodes".into(),
+            hint: "use slurm".into(),
+        };
+        let app = AppError::from(refused);
+        assert_eq!(app.exit(), Exit::Usage);
+        let shown = format!("{app:?}");
+        assert!(
+            shown.contains("needs 2 nodes") && shown.ends_with("(exit 2)"),
+            "{shown}"
+        );
+    }
+}
