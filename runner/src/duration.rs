@@ -27,8 +27,19 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     if !(seconds.is_finite() && seconds > 0.0) {
         return Err(format!("`{text}` must be more than zero"));
     }
+    // Far past any job's length, and far from where adding it to a clock instant overflows.
+    if seconds > MAX_DURATION.as_secs_f64() {
+        return Err(format!(
+            "`{text}` is too long (at most {} days)",
+            MAX_DURATION.as_secs() / 86_400
+        ));
+    }
     Ok(Duration::from_secs_f64(seconds))
 }
+
+/// The longest duration goldgate takes (`--timeout`, `--grace`, `--sample-interval`, a case's
+/// or platform's timeout): one year.
+pub const MAX_DURATION: Duration = Duration::from_secs(365 * 86_400);
 
 /// serde for an optional duration as a number of seconds (`timeout_seconds`-style fields of the
 /// plan's JSON), `null` when absent.
@@ -60,6 +71,19 @@ mod tests {
                 .unwrap_err()
                 .contains("not a duration")
         );
+        for huge in [
+            "99999999999999999999s",
+            "99999999999999999999",
+            "8761h",
+            "999999999999ms",
+        ] {
+            assert!(parse_duration(huge).is_err(), "{huge}");
+        }
+        assert_eq!(
+            parse_duration("99999999999999999999s").unwrap_err(),
+            "`99999999999999999999s` is too long (at most 365 days)"
+        );
+        assert!(parse_duration("8760h").is_ok());
         assert!(
             parse_duration("5d")
                 .unwrap_err()

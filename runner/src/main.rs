@@ -70,12 +70,10 @@ fn main() -> ExitCode {
     match result {
         Ok(exit) => exit.into(),
         Err(err) => {
-            // The one decision: every stage error's code comes from `AppError::exit`.
+            // The one decision: every stage error's code comes from `AppError::exit`. A closed
+            // stderr must not turn that code into a panic's 101.
             let exit = err.exit();
-            #[allow(clippy::print_stderr)]
-            {
-                eprintln!("{:?}", miette::Report::new(err));
-            }
+            cmd::output::stderr(format_args!("{:?}\n", miette::Report::new(err)));
             exit.into()
         }
     }

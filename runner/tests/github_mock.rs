@@ -1,6 +1,6 @@
 //! The sticky PR comment bot against a fake GitHub API on 127.0.0.1 (wiremock): create,
-//! update, pagination, GitHub Enterprise's path prefix, retries, rate limits, refusals, and
-//! a create whose answer is lost.
+//! update, pagination, GitHub Enterprise's path prefix, retries, rate limits, refusals, a
+//! create whose answer is lost, and two runs that comment at once.
 
 #![allow(clippy::unwrap_used)] // a test: a failed unwrap is a failed test
 
@@ -220,6 +220,18 @@ impl FakeGithub {
                             .set_body_json(json_comment(&self.base, id, &text))
                     }
                     None => ResponseTemplate::new(404),
+                }
+            }
+            "DELETE" => {
+                let id: Option<u64> = path
+                    .strip_prefix("/repos/o/r/issues/comments/")
+                    .and_then(|i| i.parse().ok());
+                let before = s.comments.len();
+                s.comments.retain(|(i, _)| Some(*i) != id);
+                match s.comments.len() < before {
+                    true => ResponseTemplate::new(204),
+                    false => ResponseTemplate::new(404)
+                        .set_body_json(serde_json::json!({"message": "Not Found"})),
                 }
             }
             _ => ResponseTemplate::new(404)
@@ -452,7 +464,8 @@ async fn rate_limits_are_waited_out() {
     .await
     .unwrap();
     assert!(matches!(action, Action::Created { .. }), "{action:?}");
-    assert_eq!((gh.count("GET"), gh.count("POST")), (2, 2));
+    // The last GET is the list after the create that makes concurrent runs converge.
+    assert_eq!((gh.count("GET"), gh.count("POST")), (3, 2));
     assert_eq!(marked(&gh.comments()).len(), 1);
 }
 
@@ -592,7 +605,7 @@ async fn create_that_failed_unapplied_is_retried_once_after_listing() {
     .unwrap();
     assert!(matches!(action, Action::Created { .. }), "{action:?}");
     let methods: Vec<String> = gh.log().into_iter().map(|(m, _)| m).collect();
-    assert_eq!(methods, ["GET", "POST", "GET", "POST"]);
+    assert_eq!(methods, ["GET", "POST", "GET", "POST", "GET"]);
     assert_eq!(marked(&gh.comments()).len(), 1);
 }
 
@@ -639,6 +652,75 @@ async fn only_on_change_posts_nothing_new_but_updates_an_existing_comment() {
     .unwrap();
     assert!(matches!(updated, Action::Updated { .. }), "{updated:?}");
     assert!(gh.comments()[0].1.contains("all passed"));
+}
+
+#[tokio::test]
+async fn two_runs_commenting_at_once_converge_to_one_sticky_comment() {
+    let (_server, gh) = FakeGithub::start("").await;
+    gh.seed(["LGTM".to_string()]);
+    // Both runs list before either creates: each list answer is held back 300 ms.
+    gh.fault("GET", Fault::ApplyThenStall(300));
+    gh.fault("GET", Fault::ApplyThenStall(300));
+    let (a, b) = (gh.client(), gh.client());
+    let (body_a, body_b, r) = (body("run A"), body("run B"), repo());
+    let (got_a, got_b) = tokio::join!(
+        upsert(&a, &r, PR, "h100", &body_a, false, false),
+        upsert(&b, &r, PR, "h100", &body_b, false, false),
+    );
+    let (got_a, got_b) = (got_a.unwrap(), got_b.unwrap());
+    assert_eq!(gh.count("POST"), 2, "the race happened: both created");
+    let comments = gh.comments();
+    let sticky = marked(&comments);
+    assert_eq!(sticky.len(), 1, "{comments:?}");
+    // Both runs may delete the newer comment; the second delete finds it gone (404, fine).
+    let deleted: Vec<String> = gh
+        .log()
+        .into_iter()
+        .filter(|(m, _)| m == "DELETE")
+        .map(|(_, p)| p)
+        .collect();
+    assert!(!deleted.is_empty(), "{:?}", gh.log());
+    assert!(deleted.iter().all(|p| p.ends_with("/1002")), "{deleted:?}");
+    // The oldest is kept; whichever run finished last wrote its body.
+    let kept = sticky[0].0;
+    assert_eq!(kept, 1001, "{comments:?}");
+    let ids = |a: &Action| match a {
+        Action::Created { id, .. } | Action::Updated { id, .. } | Action::Unchanged { id, .. } => {
+            Some(*id)
+        }
+        Action::Skipped => None,
+    };
+    assert_eq!((ids(&got_a), ids(&got_b)), (Some(kept), Some(kept)));
+}
+
+#[tokio::test]
+async fn two_stickies_left_by_an_earlier_race_become_one() {
+    let (_server, gh) = FakeGithub::start("").await;
+    gh.seed([body("old A"), "LGTM".to_string(), body("old B")]);
+    let action = upsert(
+        &gh.client(),
+        &repo(),
+        PR,
+        "h100",
+        &body("new"),
+        false,
+        false,
+    )
+    .await
+    .unwrap();
+    let comments = gh.comments();
+    let sticky = marked(&comments);
+    assert_eq!(sticky.len(), 1, "{comments:?}");
+    assert_eq!(sticky[0].0, 1000, "the oldest is kept");
+    assert!(sticky[0].1.contains("new"));
+    assert!(
+        matches!(action, Action::Updated { id: 1000, .. }),
+        "{action:?}"
+    );
+    assert!(
+        comments.iter().any(|c| c.1 == "LGTM"),
+        "other comments stay"
+    );
 }
 
 #[tokio::test]

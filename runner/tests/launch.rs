@@ -400,6 +400,7 @@ fn interrupt_supervisor(grace_ms: u64, signals: u32) -> (LaunchReport, Option<u3
         wall: Duration::from_secs_f64(v["wall"]["secs"].as_f64().unwrap()),
         lines: v["lines"].as_u64().unwrap(),
         stray_processes: v["stray_processes"].as_bool().unwrap(),
+        escaped: serde_json::from_value(v["escaped"].clone()).unwrap(),
         log_path: PathBuf::from(v["log_path"].as_str().unwrap()),
     };
     (report, job_child)

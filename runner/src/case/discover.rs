@@ -2,7 +2,8 @@
 //!
 //! Megatron nests exactly two levels (all 333 corpus cases do), so only that depth is
 //! searched; a folder at case depth without `model_config.yaml` is reported, not an error
-//! (six corpus folders hold only golden files).
+//! (six corpus folders hold only golden files). A `model_config.yaml` that is not a regular
+//! file is a case that fails to load, never a folder "without config".
 
 use std::path::{Path, PathBuf};
 
@@ -38,7 +39,9 @@ pub fn discover_all(root: &Path) -> Result<Discovery, CaseError> {
         let model_name = file_name(&model);
         for dir in subdirs(&model)? {
             let config_path = dir.join(CONFIG_FILE);
-            if config_path.is_file() {
+            // Any file by that name makes a case, also a folder, a FIFO or a symlink loop:
+            // loading it then fails with an error naming it, instead of a silent skip.
+            if crate::fsio::exists(&config_path) {
                 let name = format!("{model_name}/{}", file_name(&dir));
                 found.cases.push(CaseRef {
                     name,
@@ -106,5 +109,42 @@ mod tests {
     fn missing_root_is_an_error() {
         let e = discover(Path::new("/nonexistent/goldgate/root")).unwrap_err();
         assert!(e.to_string().contains("not a folder of test cases"), "{e}");
+    }
+
+    #[test]
+    fn a_broken_config_file_is_a_case_that_fails_to_load_not_a_skip() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path();
+        for dir in ["m/folder", "m/fifo", "m/loop"] {
+            std::fs::create_dir_all(root.join(dir)).unwrap();
+        }
+        std::fs::create_dir(root.join("m/folder").join(CONFIG_FILE)).unwrap();
+        let fifo = root.join("m/fifo").join(CONFIG_FILE);
+        assert!(
+            std::process::Command::new("mkfifo")
+                .arg(&fifo)
+                .status()
+                .unwrap()
+                .success()
+        );
+        let looped = root.join("m/loop").join(CONFIG_FILE);
+        std::os::unix::fs::symlink(&looped, &looped).unwrap();
+        let found = discover_all(root).unwrap();
+        let names: Vec<_> = found.cases.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, ["m/fifo", "m/folder", "m/loop"]);
+        assert!(found.without_config.is_empty());
+        for case in &found.cases {
+            let err = crate::case::load_case(root, &case.config_path).unwrap_err();
+            let text = format!(
+                "{err} {}",
+                std::error::Error::source(&err)
+                    .map(ToString::to_string)
+                    .unwrap_or_default()
+            );
+            assert!(
+                text.contains(&case.config_path.display().to_string()),
+                "{text}"
+            );
+        }
     }
 }

@@ -80,7 +80,7 @@ pub(crate) fn read_text(path: &Path, limit: u64) -> Result<String, CaseError> {
         path: path.to_path_buf(),
         source,
     };
-    let bytes = read_limited(path, limit).map_err(read)?;
+    let bytes = crate::fsio::read_limited(path, limit).map_err(read)?;
     let bytes = match bytes {
         Ok(b) => b,
         Err(size) => {
@@ -103,15 +103,6 @@ pub(crate) fn read_text(path: &Path, limit: u64) -> Result<String, CaseError> {
             at,
         }
     })
-}
-
-/// The file's bytes, or `Err(size)` when it is larger than `limit` (checked before reading).
-pub(crate) fn read_limited(path: &Path, limit: u64) -> std::io::Result<Result<Vec<u8>, u64>> {
-    let size = std::fs::metadata(path)?.len();
-    if size > limit {
-        return Ok(Err(size));
-    }
-    std::fs::read(path).map(Ok)
 }
 
 /// 1-based line and column (in characters) of byte `offset`.
@@ -354,7 +345,7 @@ impl Loader<'_> {
         let mut extras = CaseExtras::default();
         for (k, v) in self.map("GOLDGATE", node)?.unwrap_or_default() {
             match k.text.as_str() {
-                "entry" => extras.entry = Some(self.scalar_list("GOLDGATE.entry", v)?),
+                "entry" => extras.entry = Some(self.entry(v)?),
                 "nproc" => extras.nproc = Some(self.count("GOLDGATE.nproc", v)?),
                 "timeout" => extras.timeout = Some(self.duration("GOLDGATE.timeout", v)?),
                 "variants" => {
@@ -380,6 +371,16 @@ impl Loader<'_> {
                 .map(|n| Ok(self.scalar(key, n)?.clone()))
                 .collect(),
             _ => Err(self.wrong(key, node, "a list")),
+        }
+    }
+
+    /// `GOLDGATE.entry`: a program and its leading words; an empty list runs nothing (`plan`
+    /// refuses it, so `check` must too).
+    fn entry(&self, node: &Node) -> Result<Vec<Scalar>, CaseError> {
+        let words = self.scalar_list("GOLDGATE.entry", node)?;
+        match words.first() {
+            Some(program) if !program.text.is_empty() => Ok(words),
+            _ => Err(self.wrong("GOLDGATE.entry", node, "a list that starts with a program")),
         }
     }
 

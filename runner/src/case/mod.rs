@@ -12,8 +12,8 @@ mod yaml;
 pub use argv::{ArgvError, EvalError, Expansion, Lookups, ModelArgv, eval_words, model_argv};
 pub use discover::{CONFIG_FILE, Discovery, discover, discover_all};
 pub use error::CaseError;
+pub(crate) use load::position;
 pub use load::{CaseWarning, MAX_CONFIG_BYTES, load_case, load_case_checked};
-pub(crate) use load::{position, read_limited};
 pub use placeholder::placeholders;
 pub use recipe::{
     CaseRecipe, DEFAULT_CADENCE, RecipeError, RecipeFilter, RecipeRow, Runner, ScriptFacts,

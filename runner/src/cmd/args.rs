@@ -67,8 +67,8 @@ pub struct ExecArgs {
     /// Jobs at once, each on its own slice of the platform's GPUs.
     #[arg(long, default_value_t = 1)]
     pub jobs: u32,
-    /// Re-run a job whose failure matches a flaky pattern up to N times.
-    #[arg(long, default_value_t = 0)]
+    /// Re-run a job whose failure matches a flaky pattern up to N times (at most 100).
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=i64::from(MAX_RETRIES)))]
     pub retries: u32,
     /// Interval of the GPU and host memory samplers (e.g. `10ms`).
     #[arg(long, value_parser = parse_duration, default_value = "10ms")]
@@ -126,6 +126,23 @@ pub struct GateArgs {
     #[arg(long)]
     pub json: Option<PathBuf>,
 }
+
+/// A platform name given on the command line: it becomes part of a golden file's name, so it
+/// must be one plain path component (`--platform '../..'` is refused).
+pub fn platform_name(text: &str) -> Result<String, String> {
+    crate::fsio::check_component("platform", text)?;
+    Ok(text.to_owned())
+}
+
+/// An environment name (`dev`, `lts`) given on the command line: also part of a golden file's
+/// name.
+pub fn environment_name(text: &str) -> Result<String, String> {
+    crate::fsio::check_component("environment", text)?;
+    Ok(text.to_owned())
+}
+
+/// The most retries `--retries` takes: a job retried more often than this is broken, not flaky.
+pub const MAX_RETRIES: u32 = 100;
 
 #[cfg(test)]
 mod tests {

@@ -1,9 +1,9 @@
 //! `goldgate bless`: writes golden files from recorded results, after printing what changes.
 
 use super::error::AppError;
-use crate::compare::{RuleSet, RunSelection, bless, select_runs};
+use super::output::{errln, out, outln};
+use crate::compare::{RuleSet, RunSelection, bless, load_runs};
 use crate::exit::Exit;
-use crate::metrics::record::load_results;
 
 /// Arguments of `goldgate bless`.
 #[derive(clap::Args, Debug)]
@@ -28,19 +28,18 @@ pub struct Args {
     #[command(flatten)]
     pub config: super::args::ConfigFile,
     /// Platform in the golden file name (default: the one recorded in the results).
-    #[arg(long)]
+    #[arg(long, value_parser = super::args::platform_name)]
     pub platform: Option<String>,
 }
 
 /// Runs the command: prints the per-metric diff, then writes (unless `--dry-run`).
-#[allow(clippy::print_stdout, clippy::print_stderr)]
 pub fn run(args: Args) -> Result<Exit, AppError> {
     let config = crate::config::Config::load(&args.config.path)?;
     let rules = RuleSet::from_config(&config.rules);
     let selection = RunSelection::from_flags(&args.runs, args.all_runs);
-    let (records, note) = select_runs(load_results(&args.from)?, &selection)?;
+    let (records, note) = load_runs(&args.from, &selection)?;
     if let Some(note) = note {
-        eprintln!("goldgate: {note}");
+        errln!("goldgate: {note}");
     }
     let files = bless::plan(
         records,
@@ -51,12 +50,12 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
         &config.axis_defaults(),
         &rules,
     )?;
-    print!("{}", bless::render_diff(&files, &rules));
+    out!("{}", bless::render_diff(&files, &rules));
     if args.dry_run {
-        println!("dry run: {} golden file(s) not written", files.len());
+        outln!("dry run: {} golden file(s) not written", files.len());
     } else {
         bless::write(&files)?;
-        println!("wrote {} golden file(s)", files.len());
+        outln!("wrote {} golden file(s)", files.len());
     }
     Ok(Exit::Pass)
 }

@@ -1,6 +1,7 @@
 //! `goldgate calibrate`: measures per-metric spread over repeats and suggests tolerances.
 
 use super::error::AppError;
+use super::output::{out, outln};
 use crate::compare::{CompareError, RuleSet, calibrate, rules_yaml};
 use crate::config::{BUILTIN_CONFIG, Config};
 use crate::exit::Exit;
@@ -25,20 +26,19 @@ pub struct Args {
 }
 
 /// Runs the command: prints the per-metric spread and suggestions; `--write` edits the config.
-#[allow(clippy::print_stdout)]
 pub fn run(args: Args) -> Result<Exit, AppError> {
     let records = load_results(&args.results)?;
     let rules = RuleSet::from_config(&crate::config::Config::load(&args.config.path)?.rules);
     let cal = calibrate::calibrate(records, &rules, args.repeats);
-    print!("{}", calibrate::render(&cal));
+    out!("{}", calibrate::render(&cal));
     if args.write {
         let updates = calibrate::suggestions(&cal);
         if updates.is_empty() {
-            println!("nothing to write: no metric had two or more passed repeats");
+            outln!("nothing to write: no metric had two or more passed repeats");
             return Ok(Exit::Pass);
         }
         write_rules(&args, &updates)?;
-        println!(
+        outln!(
             "updated rtol of {} metric(s) in {}",
             updates.len(),
             args.config.path.display()
@@ -52,7 +52,7 @@ fn write_rules(
     updates: &std::collections::BTreeMap<String, f64>,
 ) -> Result<(), AppError> {
     let path = &args.config.path;
-    let text = match std::fs::read_to_string(path) {
+    let text = match crate::fsio::read_text(path, crate::config::MAX_CONFIG_BYTES) {
         Ok(t) => t,
         // No file yet: start from the shipped configuration, so the result is complete.
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => BUILTIN_CONFIG.to_string(),

@@ -14,6 +14,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use super::error::AppError;
+use super::output::out;
 use crate::case::{self, Span};
 use crate::config::glob_match;
 use crate::exit::Exit;
@@ -92,7 +93,6 @@ impl CheckReport {
 }
 
 /// Runs the command.
-#[allow(clippy::print_stdout)]
 pub fn run(args: Args) -> Result<Exit, AppError> {
     let golden_root = args
         .golden_root
@@ -107,7 +107,7 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
         .chain(golden_root)
         .collect();
     apply_ignores(&mut report, &roots, &config.path, &config.check_ignore);
-    print!("{}", render(&report));
+    out!("{}", render(&report));
     Ok(if report.count(Severity::Error) > 0 {
         Exit::Usage
     } else {

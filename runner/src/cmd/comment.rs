@@ -8,6 +8,7 @@
 use std::path::{Path, PathBuf};
 
 use super::error::AppError;
+use super::output::{errln, out};
 use crate::compare::saved::{merge, parse_saved};
 use crate::compare::{CompareError, CompareOptions, Comparison, RunSelection, Verdict};
 use crate::exit::Exit;
@@ -29,8 +30,8 @@ pub struct Args {
     /// goldens instead, as `goldgate compare` would.
     #[arg(long, conflicts_with = "comparisons")]
     pub results: Option<PathBuf>,
-    /// Pull request number (default: from `GITHUB_EVENT_PATH`).
-    #[arg(long)]
+    /// Pull request number (default: from `GITHUB_EVENT_PATH`); pull requests start at 1.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     pub pr: Option<u64>,
     /// Repository `OWNER/NAME` (default: `GITHUB_REPOSITORY`).
     #[arg(long)]
@@ -49,7 +50,7 @@ pub struct Args {
     #[command(flatten)]
     pub root: super::args::CaseRoot,
     /// Platform of the golden files (default: the one recorded in the results).
-    #[arg(long)]
+    #[arg(long, value_parser = super::args::platform_name)]
     pub platform: Option<String>,
     #[command(flatten)]
     pub config: super::args::ConfigFile,
@@ -65,16 +66,15 @@ pub struct Prepared {
 }
 
 /// Runs the command.
-#[allow(clippy::print_stdout, clippy::print_stderr)]
 pub fn run(args: Args) -> Result<Exit, AppError> {
     let env = |k: &str| std::env::var(k).ok();
     let prepared = prepare(&args, &env)?;
     if args.dry_run {
-        print!("{}", prepared.body);
+        out!("{}", prepared.body);
         return Ok(Exit::Pass);
     }
     let action = post(&args, &prepared, &env)?;
-    eprintln!("goldgate comment: {}", action.describe());
+    errln!("goldgate comment: {}", action.describe());
     Ok(Exit::Pass)
 }
 
@@ -110,7 +110,8 @@ pub fn prepare(args: &Args, env: &dyn Fn(&str) -> Option<String>) -> Result<Prep
 fn read_saved(paths: &[PathBuf]) -> Result<Comparison, CompareError> {
     let mut parts = Vec::new();
     for path in paths {
-        let text = std::fs::read_to_string(path).map_err(|source| CompareError::Read {
+        let limit = crate::metrics::record::MAX_RECORD_BYTES;
+        let text = crate::fsio::read_text(path, limit).map_err(|source| CompareError::Read {
             path: path.clone(),
             source,
         })?;

@@ -4,8 +4,9 @@ use std::io::{IsTerminal, Write as _};
 use std::path::{Path, PathBuf};
 
 use super::error::AppError;
+use super::output::{errln, out};
 use crate::compare::{
-    CompareError, CompareOptions, Comparison, RunSelection, compare_records, select_runs,
+    CompareError, CompareOptions, Comparison, RunSelection, compare_records, load_runs,
 };
 use crate::exit::Exit;
 use crate::report;
@@ -30,7 +31,7 @@ pub struct Args {
     #[command(flatten)]
     pub config: super::args::ConfigFile,
     /// Platform of the golden files (default: the one recorded in the results).
-    #[arg(long)]
+    #[arg(long, value_parser = super::args::platform_name)]
     pub platform: Option<String>,
     #[command(flatten)]
     pub gate: super::args::GateArgs,
@@ -38,16 +39,14 @@ pub struct Args {
 
 /// Loads the results folder, keeps the selected runs (saying on stderr which when others were
 /// left out) and compares them.
-#[allow(clippy::print_stderr)]
 pub fn compare_selected(
     results: &Path,
     opts: &CompareOptions,
     selection: &RunSelection,
 ) -> Result<Comparison, AppError> {
-    let records = crate::metrics::record::load_results(results).map_err(CompareError::from)?;
-    let (records, note) = select_runs(records, selection)?;
+    let (records, note) = load_runs(results, selection)?;
     if let Some(note) = note {
-        eprintln!("goldgate: {note}");
+        errln!("goldgate: {note}");
     }
     Ok(compare_records(records, opts)?)
 }
@@ -93,15 +92,14 @@ pub fn gate(comparison: &Comparison, gate: &super::args::GateArgs) -> Result<Exi
 /// Prints the table with its warnings (stdout) and, under GitHub Actions, annotations; writes
 /// the requested report files atomically and appends the markdown to `$GITHUB_STEP_SUMMARY`.
 /// `goldgate run` calls this after comparing.
-#[allow(clippy::print_stdout, clippy::print_stderr)]
 pub fn emit(c: &Comparison, outputs: &Outputs) -> Result<(), AppError> {
     let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
-    print!(
+    out!(
         "{}",
         report::table::render(c, report::table::Style { color })
     );
     if std::env::var("GITHUB_ACTIONS").is_ok_and(|v| v == "true") {
-        print!("{}", report::annotations::render(c));
+        out!("{}", report::annotations::render(c));
     }
     let markdown = report::markdown::render(c);
     if let Some(path) = &outputs.markdown {

@@ -200,7 +200,7 @@ fn settle(e: &SettleError) -> Exit {
 
 fn log(e: &LogError) -> Exit {
     match e {
-        LogError::Open { .. } => Exit::Usage,
+        LogError::Open { .. } | LogError::Folder { .. } => Exit::Usage,
         LogError::Read { .. } => Exit::Failure,
     }
 }
@@ -210,6 +210,8 @@ fn record(e: &RecordError) -> Exit {
         RecordError::Read { .. }
         | RecordError::Parse { .. }
         | RecordError::Version { .. }
+        | RecordError::Name { .. }
+        | RecordError::TooLarge { .. }
         | RecordError::Empty { .. } => Exit::Usage,
     }
 }
@@ -237,8 +239,10 @@ fn compare(e: &CompareError) -> Exit {
         | CompareError::ConfigEdit { .. }
         | CompareError::Read { .. }
         | CompareError::SavedComparison { .. }
+        | CompareError::UnsafeName { .. }
         | CompareError::NoComparison => Exit::Usage,
-        CompareError::Write { .. } => Exit::Failure,
+        // An incomplete run is a job that did not finish: never a pass, never "bad input".
+        CompareError::Write { .. } | CompareError::Incomplete { .. } => Exit::Failure,
     }
 }
 

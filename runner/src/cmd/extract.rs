@@ -5,6 +5,7 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use super::error::AppError;
+use super::output::out;
 use crate::exit::Exit;
 use crate::observe::log::{CheckpointSave, LogSummary, summarize_file};
 
@@ -29,7 +30,6 @@ pub struct Extracted {
 }
 
 /// Runs the command.
-#[allow(clippy::print_stdout)]
 pub fn run(args: Args) -> Result<Exit, AppError> {
     let mut out = Vec::with_capacity(args.logs.len());
     for path in &args.logs {
@@ -43,7 +43,7 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
         super::list::Format::Table => render_table(&out),
         super::list::Format::Json => render_json(&out)?,
     };
-    print!("{text}");
+    out!("{text}");
     Ok(Exit::Pass)
 }
 

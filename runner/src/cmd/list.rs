@@ -6,6 +6,7 @@ use tabled::settings::object::Columns;
 use tabled::settings::{Style, Width};
 
 use super::error::AppError;
+use super::output::{errln, outln};
 use crate::case::{self, CaseError, CaseRef};
 use crate::exit::Exit;
 use crate::golden::{self, GoldenRef};
@@ -57,7 +58,6 @@ pub struct Row {
 }
 
 /// Runs the command.
-#[allow(clippy::print_stdout, clippy::print_stderr)]
 pub fn run(args: Args) -> Result<Exit, AppError> {
     let filter = match &args.filter {
         Some(re) => Some(
@@ -81,10 +81,10 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
         Format::Table => render_table(&rows),
         Format::Json => render_json(&rows),
     };
-    println!("{out}");
+    outln!("{out}");
     let broken = rows.iter().filter(|r| r.error.is_some()).count();
     if broken > 0 {
-        eprintln!(
+        errln!(
             "{broken} case(s) do not load; run `goldgate check --root {}` for details",
             args.root.path.display()
         );

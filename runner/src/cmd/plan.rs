@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use super::error::AppError;
+use super::output::{err, out};
 use super::select::{CaseArgs, Output, Selection, absolute, plan_selection};
 use crate::exit::Exit;
 use crate::plan::{render_plan_json, render_plan_text};
@@ -30,7 +31,6 @@ pub struct Args {
 
 /// Runs the command: every job that plans is printed; a case that does not plan is reported
 /// on stderr without stopping the others (exit 2 then).
-#[allow(clippy::print_stdout, clippy::print_stderr)]
 pub fn run(args: Args) -> Result<Exit, AppError> {
     let output = Output {
         out_dir: absolute(&args.out)?,
@@ -43,9 +43,9 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
         super::list::Format::Table => render_plan_text(&selected.jobs),
         super::list::Format::Json => render_plan_json(&selected.jobs),
     };
-    print!("{text}");
+    out!("{text}");
     let strict = args.select.strict_placeholders;
-    eprint!("{}", selected.render_problems(strict));
+    err!("{}", selected.render_problems(strict));
     Ok(if selected.refused(strict) {
         Exit::Usage
     } else {

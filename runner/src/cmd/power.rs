@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use super::error::AppError;
 use super::error::CmdError;
+use super::output::out;
 use crate::compare::RuleSet;
 use crate::compare::power::{self, PowerOptions};
 use crate::config::Config;
@@ -51,7 +52,6 @@ fn parse_planted(text: &str) -> Result<(String, PathBuf), String> {
 }
 
 /// Runs the command: prints the report, writes the markdown when asked.
-#[allow(clippy::print_stdout)]
 pub fn run(args: Args) -> Result<Exit, AppError> {
     if args.repeats.contains(&0) {
         return Err(CmdError::BadValue {
@@ -83,7 +83,7 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
         }
         .into());
     }
-    print!("{}", crate::report::power::render_terminal(&report));
+    out!("{}", crate::report::power::render_terminal(&report));
     if let Some(path) = &args.markdown {
         let text = crate::report::power::render_markdown(&report);
         crate::fsio::write_atomic(path, text.as_bytes()).map_err(|source| CmdError::Write {

@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use super::error::AppError;
+use super::output::{out, outln};
 use crate::compare::Comparison;
 use crate::exit::Exit;
 use crate::fsio::write_atomic;
@@ -83,24 +84,23 @@ fn svg_link_prefix(svg_dir: &Path, markdown: &Path) -> String {
 }
 
 /// Runs the command.
-#[allow(clippy::print_stdout)]
 pub fn run(args: Args) -> Result<Exit, AppError> {
     let loaded = load_results(&args.results)?;
     let records: Vec<&RunRecord> = loaded.iter().map(|(_, r)| r).collect();
     let order =
         variants::VariantOrder::from_config(&crate::config::Config::load(&args.config.path)?);
-    print!(
+    out!(
         "{}",
         variants::render_terminal(&variants::build(records.iter().copied(), &order))
     );
     if let Some(dir) = &args.svg {
         let written = write_svgs(dir, &records)?;
-        println!("wrote {} SVG timelines to {}", written.len(), dir.display());
+        outln!("wrote {} SVG timelines to {}", written.len(), dir.display());
     }
     if let Some(md) = &args.markdown {
         let prefix = args.svg.as_deref().map(|d| svg_link_prefix(d, md));
         write(md, &summary::render(&records, &order, prefix.as_deref()))?;
-        println!("wrote {}", md.display());
+        outln!("wrote {}", md.display());
     }
     Ok(Exit::Pass)
 }

@@ -3,6 +3,7 @@
 use std::path::{Path, PathBuf};
 
 use super::error::AppError;
+use super::output::{err, out};
 use super::select::{Output, Selection, absolute, plan_selection};
 use crate::exit::Exit;
 use crate::plan::{Launcher, render_repro, resolve_program};
@@ -23,7 +24,6 @@ pub struct Args {
 }
 
 /// Runs the command.
-#[allow(clippy::print_stdout, clippy::print_stderr)]
 pub fn run(args: Args) -> Result<Exit, AppError> {
     let output = Output {
         out_dir: absolute(&args.out)?,
@@ -33,7 +33,7 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
     let filter = crate::plan::CaseFilter::new(std::slice::from_ref(&args.case), None, None)?;
     let selected = plan_selection(&config, &args.select, &filter, Some(1), 0, &output)?;
     let strict = args.select.strict_placeholders;
-    eprint!("{}", selected.render_problems(strict));
+    err!("{}", selected.render_problems(strict));
     if selected.refused(strict) {
         return Ok(Exit::Usage);
     }
@@ -50,7 +50,7 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
         job.launcher,
         job.runs.first().and_then(|r| r.entry_argv.first()),
     );
-    print!("{}", render_repro(job, program.as_deref()));
+    out!("{}", render_repro(job, program.as_deref()));
     Ok(Exit::Pass)
 }
 

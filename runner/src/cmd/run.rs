@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 use super::args::{ExecArgs, GateArgs};
 use super::error::AppError;
+use super::output::{err, errln, out, outln};
 use super::select::{CaseArgs, Output, Selection, failed_in_newest_run, plan_selection};
 use crate::config::Config;
 use crate::exit::Exit;
@@ -69,7 +70,7 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
     let filter = args.which.filter()?;
     let selected = plan_selection(&config, &args.select, &filter, args.repeat, warmup, &output)?;
     let strict = args.select.strict_placeholders;
-    eprint!("{}", selected.render_problems(strict));
+    err!("{}", selected.render_problems(strict));
     if selected.refused(strict) {
         return Err(super::error::CmdError::NotPlanned.into());
     }
@@ -93,14 +94,13 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
 }
 
 /// `--rerun-failed`: keeps the jobs whose case and variant failed in the newest earlier run.
-#[allow(clippy::print_stderr)]
 fn keep_failed(
     jobs: &mut Vec<crate::plan::Job>,
     out_dir: &std::path::Path,
 ) -> Result<(), AppError> {
     let (run_id, failed) = failed_in_newest_run(out_dir)?;
     jobs.retain(|j| failed.contains(&(j.case.clone(), j.variant.name())));
-    eprintln!(
+    errln!(
         "goldgate: rerunning {} of run {run_id}'s failed or unfinished case/variant pair(s): {} job(s)",
         failed.len(),
         jobs.len()
@@ -110,23 +110,19 @@ fn keep_failed(
 
 /// An empty selection: fine for a partition that got no case or a rerun with nothing failed
 /// (exit 0, said on stderr); a usage error otherwise.
-#[allow(clippy::print_stderr)]
 fn nothing_to_run(args: &Args) -> Result<Exit, AppError> {
     if let Some(partition) = args.which.partition {
-        eprintln!(
-            "goldgate: partition {partition} holds no case of this selection; nothing to run"
-        );
+        errln!("goldgate: partition {partition} holds no case of this selection; nothing to run");
         return Ok(Exit::Pass);
     }
     if args.rerun_failed {
-        eprintln!("goldgate: nothing to rerun");
+        errln!("goldgate: nothing to rerun");
         return Ok(Exit::Pass);
     }
     Err(super::error::CmdError::NothingToRun.into())
 }
 
 /// Prints the variant table, compares unless asked not to, and picks the exit code.
-#[allow(clippy::print_stdout)]
 fn finish(
     args: &Args,
     config: &Config,
@@ -136,8 +132,8 @@ fn finish(
     let run_dir = opts.run_dir();
     let order = crate::report::variants::VariantOrder::from_config(config);
     let table = crate::report::variants::build(&summary.records, &order);
-    print!("{}", crate::report::variants::render_terminal(&table));
-    println!("results: {}", run_dir.display());
+    out!("{}", crate::report::variants::render_terminal(&table));
+    outln!("results: {}", run_dir.display());
     let failed = summary.records.iter().any(|r| !r.outcome.passed()) || summary.interrupted;
     let run_exit = if failed { Exit::Failure } else { Exit::Pass };
     if args.no_compare || summary.interrupted {

@@ -31,7 +31,7 @@ pub struct Selection {
     pub matrix: Vec<String>,
     /// Platform (GPUs per node, nodes, launcher, paths): goldgate.yaml's, or Megatron's built-in
     /// `dgx_a100`, `dgx_h100`, `dgx_gb200`. With `--scope`, also picks the recipe rows.
-    #[arg(long)]
+    #[arg(long, value_parser = super::args::platform_name)]
     pub platform: Option<String>,
     #[command(flatten)]
     pub recipes: RecipeArgs,
@@ -63,7 +63,7 @@ pub struct RecipeArgs {
     pub cadence: Option<String>,
     /// Megatron's environment (`dev` or `lts`): recipe rows and the golden file
     /// (`golden_values_<environment>_<platform>.json`). Default `dev`.
-    #[arg(long)]
+    #[arg(long, value_parser = super::args::environment_name)]
     pub environment: Option<String>,
 }
 

@@ -91,11 +91,16 @@ fn bless_group(
     }
     let first = &g[0].1;
     let platform = platform.unwrap_or(&first.platform);
+    // The names come from results.json and the command line: neither may lead out of the root.
+    crate::fsio::check_relative("case", &first.case)
+        .and_then(|()| crate::fsio::check_component("platform", platform))
+        .map_err(|message| CompareError::UnsafeName {
+            case: first.case.clone(),
+            message,
+        })?;
     let path = crate::golden::golden_dir(golden_root, &first.case, variant)
         .join(crate::golden::golden_file_name("dev", platform));
-    let old = path
-        .is_file()
-        .then(|| read_golden(&path).map_err(|e| e.to_string()));
+    let old = crate::fsio::exists(&path).then(|| read_golden(&path).map_err(|e| e.to_string()));
     Ok(BlessFile {
         case: first.case.clone(),
         path,

@@ -375,7 +375,7 @@ mod tests {
         let c = calibrate(saves(&times), &rules, 1);
         let suggested = metric(&c, "checkpoint-blocking-time").suggested_rtol;
         let raised = crate::config::RuleOverride {
-            rtol: Some(suggested),
+            rtol: Some(crate::config::Tolerance(suggested)),
             ..Default::default()
         };
         let rules = RuleSet::from_config(

@@ -15,7 +15,7 @@ use super::platform;
 use super::rules::RuleSet;
 use super::verdict::{Comparison, JobComparison, Verdict};
 use crate::metric_names::GOLDGATE_METRICS;
-use crate::metrics::{RunRecord, record::load_results};
+use crate::metrics::RunRecord;
 
 /// Where to look and how to judge.
 #[derive(Clone, Debug)]
@@ -104,9 +104,10 @@ pub(crate) fn group(records: Vec<(PathBuf, RunRecord)>) -> BTreeMap<(String, Str
     groups
 }
 
-/// Loads every `results.json` under `results` and compares it.
+/// Loads every `results.json` under `results` and compares it (an incomplete run is an error).
 pub fn compare_dir(results: &Path, opts: &CompareOptions) -> Result<Comparison, CompareError> {
-    compare_records(load_results(results)?, opts)
+    let (records, _) = super::runs::load_runs(results, &super::runs::RunSelection::All)?;
+    compare_records(records, opts)
 }
 
 /// Compares records already loaded (`(results.json path, record)` pairs).

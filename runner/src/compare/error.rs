@@ -65,6 +65,27 @@ pub enum CompareError {
         line: usize,
         message: String,
     },
+    /// A name would place a golden file outside the golden root.
+    #[error("refusing to bless {case}: {message}")]
+    #[diagnostic(help("golden files are written only under --golden-root"))]
+    UnsafeName { case: String, message: String },
+    /// A selected run did not finish: `run.json` lists jobs without an outcome or without
+    /// their `results.json` (goldgate was killed, or the disk filled up).
+    #[error(
+        "run {run} is incomplete: {missing} of {total} job(s) have no result ({})\n{list}",
+        index.display()
+    )]
+    #[diagnostic(help(
+        "an incomplete run never passes the gate: rerun it (`goldgate run`), or judge another \
+         run with --run ID"
+    ))]
+    Incomplete {
+        run: String,
+        index: PathBuf,
+        missing: usize,
+        total: usize,
+        list: String,
+    },
     /// A file could not be written.
     #[error("cannot write {}", path.display())]
     Write {

@@ -26,7 +26,7 @@ pub use engine::{
 };
 pub use error::CompareError;
 pub use rules::{Direction, Rule, RuleSet};
-pub use runs::{RunSelection, select_runs};
+pub use runs::{RunSelection, load_runs, select_runs};
 pub use verdict::{
     COMPARISON_SCHEMA_VERSION, Comparison, Counts, GateDecision, JobComparison, MetricResult, Unit,
     Verdict,

@@ -7,10 +7,11 @@
 //! the last run's failures.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use super::error::CompareError;
-use crate::metrics::RunRecord;
+use crate::metrics::record::{self, RecordError};
+use crate::metrics::{RunIndex, RunRecord};
 
 /// Which runs of a results folder to judge.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -40,15 +41,49 @@ impl RunSelection {
 /// `(results.json path, record)` pairs, as `load_results` gives them.
 pub type Records = Vec<(PathBuf, RunRecord)>;
 
+/// `(run.json path, index)` pairs, as `load_indexes` gives them.
+pub type Indexes = Vec<(PathBuf, RunIndex)>;
+
+/// Loads a results folder — every `results.json` and every run's `run.json` — and keeps the
+/// selected runs. A selected run whose `run.json` lists a job without an outcome or without
+/// its `results.json` is an error (exit 3): goldgate was killed or the disk filled up, and an
+/// incomplete run never passes the gate.
+pub fn load_runs(
+    dir: &Path,
+    selection: &RunSelection,
+) -> Result<(Records, Option<String>), CompareError> {
+    let indexes = record::load_indexes(dir)?;
+    let records = match record::load_results(dir) {
+        Ok(records) => records,
+        // A run killed before its first job ended has an index and no results.
+        Err(RecordError::Empty { .. }) if !indexes.is_empty() => Vec::new(),
+        Err(e) => return Err(e.into()),
+    };
+    let (records, kept, note) = select(records, &indexes, selection)?;
+    for (path, index) in indexes.iter().filter(|(_, i)| kept.contains(&i.run_id)) {
+        check_complete(path, index, &records)?;
+    }
+    Ok((records, note))
+}
+
 /// The records of the selected runs, and a line saying what was left out (none when the folder
 /// held only the runs taken).
 pub fn select_runs(
     records: Records,
     selection: &RunSelection,
 ) -> Result<(Records, Option<String>), CompareError> {
-    let starts = run_starts(&records);
+    select(records, &[], selection).map(|(records, _, note)| (records, note))
+}
+
+/// [`select_runs`] over the runs of both the records and the indexes; also returns the ids kept.
+fn select(
+    records: Records,
+    indexes: &[(PathBuf, RunIndex)],
+    selection: &RunSelection,
+) -> Result<(Records, Vec<String>, Option<String>), CompareError> {
+    let starts = run_starts(&records, indexes);
     let keep: Vec<String> = match selection {
-        RunSelection::All => return Ok((records, None)),
+        RunSelection::All => starts.keys().map(|id| (*id).to_owned()).collect(),
         RunSelection::Newest => starts
             .iter()
             .max_by(|a, b| a.1.cmp(b.1).then_with(|| a.0.cmp(b.0)))
@@ -69,7 +104,44 @@ pub fn select_runs(
         .into_iter()
         .filter(|(_, r)| keep.contains(&r.run_id))
         .collect();
-    Ok((records, note))
+    Ok((records, keep, note))
+}
+
+/// Jobs of `index` are complete when each has an outcome and a loaded record.
+fn check_complete(path: &Path, index: &RunIndex, records: &Records) -> Result<(), CompareError> {
+    const LISTED: usize = 20;
+    let recorded = |job: &str| {
+        records
+            .iter()
+            .any(|(_, r)| r.run_id == index.run_id && r.job_id == job)
+    };
+    let missing: Vec<String> = index
+        .jobs
+        .iter()
+        .filter_map(|j| match (&j.outcome, recorded(&j.job_id)) {
+            (None, _) => Some(format!("  {}: no outcome (it never finished)", j.job_id)),
+            (Some(_), false) => Some(format!(
+                "  {}: no results.json in {}",
+                j.job_id,
+                j.dir.display()
+            )),
+            (Some(_), true) => None,
+        })
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let mut list = missing[..missing.len().min(LISTED)].join("\n");
+    if missing.len() > LISTED {
+        list.push_str(&format!("\n  ... and {} more", missing.len() - LISTED));
+    }
+    Err(CompareError::Incomplete {
+        run: index.run_id.clone(),
+        index: path.to_path_buf(),
+        missing: missing.len(),
+        total: index.jobs.len(),
+        list,
+    })
 }
 
 fn note(keep: &[String], total: usize, selection: &RunSelection) -> String {
@@ -88,12 +160,25 @@ fn note(keep: &[String], total: usize, selection: &RunSelection) -> String {
     }
 }
 
-/// Each run id with the time its first job started (a timestamp that does not parse sorts first).
-fn run_starts(records: &[(PathBuf, RunRecord)]) -> BTreeMap<&str, Option<jiff::Timestamp>> {
+/// Each run id with the time it started: its index's start, else its first job's (a timestamp
+/// that does not parse sorts first). A run known only from its index still counts: a newer run
+/// that was killed must not let an older one be judged in its place.
+fn run_starts<'a>(
+    records: &'a [(PathBuf, RunRecord)],
+    indexes: &'a [(PathBuf, RunIndex)],
+) -> BTreeMap<&'a str, Option<jiff::Timestamp>> {
     let mut starts: BTreeMap<&str, Option<jiff::Timestamp>> = BTreeMap::new();
-    for (_, r) in records {
-        let entry = starts.entry(r.run_id.as_str()).or_insert(None);
-        if let Ok(at) = r.started_at.parse::<jiff::Timestamp>()
+    let times = records
+        .iter()
+        .map(|(_, r)| (r.run_id.as_str(), r.started_at.as_str()))
+        .chain(
+            indexes
+                .iter()
+                .map(|(_, i)| (i.run_id.as_str(), i.started_at.as_str())),
+        );
+    for (run, started_at) in times {
+        let entry = starts.entry(run).or_insert(None);
+        if let Ok(at) = started_at.parse::<jiff::Timestamp>()
             && entry.is_none_or(|earliest| at < earliest)
         {
             *entry = Some(at);

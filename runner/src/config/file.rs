@@ -192,10 +192,13 @@ struct RawValue {
     remove_args: Vec<String>,
 }
 
+/// Largest `goldgate.yaml` goldgate reads (the shipped one is a few KiB).
+pub const MAX_CONFIG_BYTES: u64 = 4 << 20;
+
 impl Config {
     /// Reads `path`; a missing `goldgate.yaml` at the default path falls back to the shipped one.
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
-        match std::fs::read_to_string(path) {
+        match crate::fsio::read_text(path, MAX_CONFIG_BYTES) {
             Ok(text) => Config::parse(&text, path),
             Err(e)
                 if e.kind() == std::io::ErrorKind::NotFound
@@ -270,6 +273,11 @@ impl Config {
     }
 
     fn from_raw(raw: RawConfig, path: &Path) -> Result<Config, ConfigError> {
+        // A platform's name becomes part of golden file names.
+        for (name, _) in &raw.platforms.0 {
+            crate::fsio::check_component("platform", &name.value)
+                .map_err(|msg| ConfigError::invalid(path, name, msg))?;
+        }
         let mut platforms = raw
             .platforms
             .0

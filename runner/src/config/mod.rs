@@ -7,9 +7,10 @@ mod rules;
 
 pub use error::ConfigError;
 pub use file::{
-    Axis, AxisValue, BUILTIN_CONFIG, BUILTIN_PLATFORMS, Config, LauncherChoice, Platform,
+    Axis, AxisValue, BUILTIN_CONFIG, BUILTIN_PLATFORMS, Config, LauncherChoice, MAX_CONFIG_BYTES,
+    Platform,
 };
 pub use rules::{
     Alpha, DEFAULT_ALPHA, DEFAULT_MIN_EFFECT, Direction, Effect, FailAllowance, MetricKind,
-    MetricRule, RuleOverride, Rules, Statistic, StepRange, TestKind, Window, glob_match,
+    MetricRule, RuleOverride, Rules, Statistic, StepRange, TestKind, Tolerance, Window, glob_match,
 };

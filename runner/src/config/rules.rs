@@ -92,6 +92,32 @@ impl From<Effect> for f64 {
     }
 }
 
+/// A tolerance or limit such as `rtol: 0.05`: finite and at least 0. `.inf`, `.nan` or a
+/// negative value would let any change pass (or none), silently.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "f64", into = "f64")]
+pub struct Tolerance(pub f64);
+
+impl TryFrom<f64> for Tolerance {
+    type Error = String;
+
+    fn try_from(v: f64) -> Result<Tolerance, String> {
+        if v.is_finite() && v >= 0.0 {
+            Ok(Tolerance(v))
+        } else {
+            Err(format!(
+                "a tolerance must be a finite number of at least 0 (0.05 = 5 %), not {v}"
+            ))
+        }
+    }
+}
+
+impl From<Tolerance> for f64 {
+    fn from(t: Tolerance) -> f64 {
+        t.0
+    }
+}
+
 /// A false-alarm rate such as `0.01`: above 0 and at most 0.25.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(try_from = "f64", into = "f64")]
@@ -184,9 +210,22 @@ impl Window {
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FailAllowance {
+    #[serde(deserialize_with = "share")]
     pub fraction: f64,
     pub min: u64,
     pub max: u64,
+}
+
+/// A share from 0 to 1 (`fail_steps_allowance.fraction`).
+fn share<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    let v = f64::deserialize(d)?;
+    if (0.0..=1.0).contains(&v) {
+        Ok(v)
+    } else {
+        Err(serde::de::Error::custom(format!(
+            "a share of the steps must be from 0 to 1 (0.01 = 1 %), not {v}"
+        )))
+    }
 }
 
 impl FailAllowance {
@@ -275,11 +314,11 @@ impl Default for MetricRule {
 #[serde(deny_unknown_fields)]
 pub struct RuleOverride {
     pub kind: Option<MetricKind>,
-    pub rtol: Option<f64>,
-    pub atol: Option<f64>,
+    pub rtol: Option<Tolerance>,
+    pub atol: Option<Tolerance>,
     pub exact: Option<bool>,
     pub direction: Option<Direction>,
-    pub max_cv: Option<f64>,
+    pub max_cv: Option<Tolerance>,
     pub steps: Option<StepRange>,
     pub window: Option<Window>,
     pub skip_first_saves: Option<u32>,
@@ -294,11 +333,11 @@ impl RuleOverride {
     pub fn over(self, base: MetricRule) -> MetricRule {
         MetricRule {
             kind: self.kind.unwrap_or(base.kind),
-            rtol: self.rtol.unwrap_or(base.rtol),
-            atol: self.atol.unwrap_or(base.atol),
+            rtol: self.rtol.map_or(base.rtol, f64::from),
+            atol: self.atol.map_or(base.atol, f64::from),
             exact: self.exact.unwrap_or(base.exact),
             direction: self.direction.unwrap_or(base.direction),
-            max_cv: self.max_cv.or(base.max_cv),
+            max_cv: self.max_cv.map(f64::from).or(base.max_cv),
             steps: self.steps.or(base.steps),
             window: self.window.or(base.window),
             skip_first_saves: self.skip_first_saves.unwrap_or(base.skip_first_saves),
@@ -509,6 +548,15 @@ mod tests {
         );
         assert_eq!(Rules::default().rule_for("lm loss").test, TestKind::Band);
         for bad in [
+            "rtol: .inf",
+            "rtol: -5",
+            "rtol: .nan",
+            "atol: -1",
+            "atol: .inf",
+            "max_cv: .nan",
+            "max_cv: -0.1",
+            "fail_steps_allowance: {fraction: -1, min: 1, max: 50}",
+            "fail_steps_allowance: {fraction: .nan, min: 1, max: 50}",
             "alpha: 0",
             "alpha: 0.6",
             "min_effect: -1",
@@ -530,5 +578,30 @@ mod tests {
         );
         assert!(StepRange::try_from("20-5".to_owned()).is_err());
         assert!(StepRange::try_from("x".to_owned()).is_err());
+    }
+
+    #[test]
+    fn nonsense_tolerances_in_goldgate_yaml_name_file_line_and_column() {
+        for (text, value) in [
+            ("rules:\n  lm loss:\n    rtol: .inf\n", "inf"),
+            ("rules:\n  lm loss:\n    rtol: -5\n", "-5"),
+            ("rules:\n  lm loss:\n    atol: .nan\n", "NaN"),
+        ] {
+            let err = crate::config::Config::parse(text, std::path::Path::new("goldgate.yaml"))
+                .unwrap_err()
+                .to_string();
+            assert!(err.starts_with("goldgate.yaml:3:"), "{err}");
+            assert!(
+                err.contains(&format!(
+                    "a tolerance must be a finite number of at least 0 (0.05 = 5 %), not {value}"
+                )),
+                "{err}"
+            );
+        }
+        let platform = "platforms:\n  ../..:\n    gpus_per_node: 1\n";
+        let err = crate::config::Config::parse(platform, std::path::Path::new("goldgate.yaml"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.starts_with("goldgate.yaml:2:"), "{err}");
     }
 }

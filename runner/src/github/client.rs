@@ -1,5 +1,5 @@
-//! Stage "report" (PR comment bot): the three GitHub calls the bot makes (list, create and
-//! update issue comments) over octocrab's raw requests, with our own retry loop so that
+//! Stage "report" (PR comment bot): the four GitHub calls the bot makes (list, create, update
+//! and delete issue comments) over octocrab's raw requests, with our own retry loop so that
 //! status codes and rate-limit headers stay visible.
 //!
 //! Requests go out with a path only; octocrab joins it to the base URL (keeping a GitHub
@@ -43,6 +43,7 @@ enum Method {
     Get,
     Post,
     Patch,
+    Delete,
 }
 
 /// One answer: status, the headers in [`KEPT_HEADERS`], the body text.
@@ -162,6 +163,17 @@ impl Client {
         self.decode(&reply, &op)
     }
 
+    /// Deletes a comment; one already gone (a concurrent run deleted it) is not an error.
+    /// Idempotent, so retried like a read.
+    pub async fn delete_comment(&self, repo: &Repo, id: u64) -> Result<(), GithubError> {
+        let op = format!("deleting comment {id} on {repo}");
+        let path = format!("/repos/{}/{}/issues/comments/{id}", repo.owner, repo.name);
+        match self.request(Method::Delete, &path, None, &op, true).await {
+            Ok(_) | Err(GithubError::NotFound { .. }) => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
     fn decode<T: serde::de::DeserializeOwned>(
         &self,
         reply: &Reply,
@@ -240,6 +252,7 @@ impl Client {
                 Method::Get => self.octo._get(path).await,
                 Method::Post => self.octo._post(path, body).await,
                 Method::Patch => self.octo._patch(path, body).await,
+                Method::Delete => self.octo._delete(path, body).await,
             }
             .map_err(|e| redact(&e, &self.secret))?;
             let status = response.status().as_u16();

@@ -130,7 +130,8 @@ pub fn pr_number(
 /// `pull_request.number`, else `issue.number` (issue_comment on a PR), else
 /// `workflow_run.pull_requests[0].number`.
 pub fn pr_from_event_file(path: &Path) -> Result<u64, GithubError> {
-    let text = std::fs::read_to_string(path).map_err(|source| GithubError::EventRead {
+    // GitHub's event payloads are at most a few MiB.
+    let text = crate::fsio::read_text(path, 64 << 20).map_err(|source| GithubError::EventRead {
         path: path.to_path_buf(),
         source,
     })?;
@@ -150,6 +151,7 @@ pub fn pr_from_event_file(path: &Path) -> Result<u64, GithubError> {
         .into_iter()
         .flatten()
         .find_map(serde_json::Value::as_u64)
+        .filter(|n| *n > 0)
         .ok_or_else(|| GithubError::EventWithoutPr {
             path: PathBuf::from(path),
         })

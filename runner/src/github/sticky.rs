@@ -3,7 +3,10 @@
 //!
 //! The comment is found by its hidden marker on any page of the conversation. A create whose
 //! answer was lost (5xx or no answer after sending) may still have been applied, so the next
-//! attempt lists again before it creates: there is never a second comment for one key.
+//! attempt lists again before it creates. Two runs that comment at the same moment (two
+//! workflows of one push) may both create one; each lists again after its create, and the
+//! oldest sticky comment of the key is the one kept: the newer is deleted and the oldest gets
+//! the body. Stickies left over from an earlier race are deleted the same way when found.
 
 use super::body::{is_sticky, marker, validate_key};
 use super::client::{Client, Comment};
@@ -67,19 +70,17 @@ pub async fn upsert(
     let mut sent_blind = false;
     let mut attempt = 0;
     loop {
-        if let Some(existing) = find(client, repo, pr, key).await? {
+        let mut stickies = find(client, repo, pr, key).await?;
+        if !stickies.is_empty() {
+            let existing = stickies.remove(0);
+            delete_all(client, repo, &stickies).await?;
             return update(client, repo, existing, &body, sent_blind).await;
         }
         if only_on_change && all_passed && !sent_blind {
             return Ok(Action::Skipped);
         }
         match client.create_comment(repo, pr, &body).await {
-            Ok(c) => {
-                return Ok(Action::Created {
-                    id: c.id,
-                    url: c.html_url,
-                });
-            }
+            Ok(c) => return converge(client, repo, pr, key, c, &body).await,
             Err(e) if e.maybe_applied() && attempt + 1 < attempts => {
                 sent_blind = true;
                 tokio::time::sleep(client.policy().backoff(attempt)).await;
@@ -90,17 +91,56 @@ pub async fn upsert(
     }
 }
 
-/// The oldest comment carrying the marker for `key`, over all pages.
+/// Every comment carrying the marker for `key`, over all pages, oldest (lowest id) first.
 async fn find(
     client: &Client,
     repo: &Repo,
     pr: u64,
     key: &str,
-) -> Result<Option<Comment>, GithubError> {
-    let comments = client.list_comments(repo, pr).await?;
-    Ok(comments
+) -> Result<Vec<Comment>, GithubError> {
+    let mut found: Vec<Comment> = client
+        .list_comments(repo, pr)
+        .await?
         .into_iter()
-        .find(|c| c.body.as_deref().is_some_and(|b| is_sticky(b, key))))
+        .filter(|c| c.body.as_deref().is_some_and(|b| is_sticky(b, key)))
+        .collect();
+    found.sort_by_key(|c| c.id);
+    Ok(found)
+}
+
+/// After our create: lists again and keeps the oldest sticky. When a concurrent run created
+/// one first, ours is deleted and theirs gets our body; newer duplicates are deleted.
+async fn converge(
+    client: &Client,
+    repo: &Repo,
+    pr: u64,
+    key: &str,
+    created: Comment,
+    body: &str,
+) -> Result<Action, GithubError> {
+    let mut stickies = find(client, repo, pr, key).await?;
+    // The list may not show our own comment yet; it is a sticky all the same.
+    if !stickies.iter().any(|c| c.id == created.id) {
+        stickies.push(created.clone());
+        stickies.sort_by_key(|c| c.id);
+    }
+    let oldest = stickies.remove(0);
+    delete_all(client, repo, &stickies).await?;
+    if oldest.id == created.id {
+        return Ok(Action::Created {
+            id: created.id,
+            url: created.html_url,
+        });
+    }
+    update(client, repo, oldest, body, false).await
+}
+
+/// Deletes duplicate stickies (a concurrent run may delete them too).
+async fn delete_all(client: &Client, repo: &Repo, dups: &[Comment]) -> Result<(), GithubError> {
+    for dup in dups {
+        client.delete_comment(repo, dup.id).await?;
+    }
+    Ok(())
 }
 
 /// Brings an existing comment to `body`. `sent_blind`: an earlier create of ours may be this

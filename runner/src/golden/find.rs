@@ -112,7 +112,11 @@ pub fn find_golden(
     };
     ["dev", "lts"].iter().find_map(|env| {
         let name = golden_file_name(env, platform);
-        dirs.iter().map(|d| d.join(&name)).find(|p| p.is_file())
+        // Any file by that name, not only a regular one: a FIFO or a link to a device where a
+        // golden should be is reported with its path when read, never as "no golden file".
+        dirs.iter()
+            .map(|d| d.join(&name))
+            .find(|p| crate::fsio::exists(p))
     })
 }
 

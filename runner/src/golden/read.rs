@@ -17,7 +17,8 @@ use serde_json::Value as Json;
 use super::error::GoldenError;
 use super::raw::{Entry, Item, RawValues, StepKey, TopLevel};
 use super::types::{GoldenFile, GoldenStyle, Series, Value};
-use crate::case::{Span, position, read_limited};
+use crate::case::{Span, position};
+use crate::fsio::read_limited;
 
 /// Largest golden file goldgate reads (the corpus' largest is well under 1 MiB).
 pub const MAX_GOLDEN_BYTES: u64 = 64 << 20;
@@ -207,6 +208,10 @@ fn series(name: &str, fields: &[(String, Json)], raw: RawValues) -> Result<Serie
         step("end_step")?,
         step("step_interval")?,
     );
+    if step_interval == 0 {
+        // Megatron's steps are `start_step + i * step_interval`: 0 names one step only.
+        return Err((loc("step_interval"), "must be at least 1, found 0".into()));
+    }
     // Collected then bulk-built: steps arrive sorted, and `collect` builds a BTreeMap from a
     // sorted run in one pass (inserting one by one was the largest cost of `goldgate check`).
     let mut values = Vec::new();

@@ -1,6 +1,7 @@
 //! Stage "launch": process groups, launchers, timeouts, signals and outcome classification.
 
 mod error;
+mod escape;
 mod outcome;
 mod process;
 mod settle;
@@ -9,9 +10,11 @@ mod slice;
 mod spec;
 
 pub use error::LaunchError;
+pub use escape::TOKEN_VAR;
 pub use outcome::{FailureSigns, JobStatus, classify};
 pub use process::{
-    LaunchEvent, LaunchReport, MAX_LINE, ProcessOutcome, Termination, group_alive, launch,
+    CHANNEL_CHUNKS, LaunchEvent, LaunchReport, MAX_LINE, ProcessOutcome, Termination, group_alive,
+    launch,
 };
 pub use settle::{Settle, SettleError, check as check_settle, settle};
 pub use signals::{StopFlag, install_signal_handlers};

@@ -1,17 +1,24 @@
 //! Stage "launch": runs one job as its own process group, streams its combined output to
-//! the job log and a callback, and enforces the timeout and stop requests on the whole group.
+//! the job log and a callback, and enforces the timeout and stop requests on the whole group
+//! and on any process that escaped it (`escape`).
+//!
+//! The output travels from the pipe to the log in chunks through a channel of
+//! [`CHANNEL_CHUNKS`] places: when the log or the parser falls behind, the reader blocks, the
+//! pipe fills and the job waits on its own writes. goldgate's memory stays bounded however
+//! fast a job prints or however slow the disk is.
 
 use std::fs::File;
 use std::io::{BufWriter, PipeReader, Read, Write};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender};
 use std::time::{Duration, Instant};
 
 use rustix::process::{Pid, Signal};
 
 use super::error::LaunchError;
+use super::escape;
 use super::signals::StopFlag;
 use super::spec::{LaunchSpec, resolve_program};
 
@@ -23,6 +30,14 @@ use super::spec::{LaunchSpec, resolve_program};
 const TICK: Duration = Duration::from_millis(100);
 /// Longest line handed to the callback; longer output is split into pieces of this size.
 pub const MAX_LINE: usize = 64 * 1024;
+/// Bytes the reader takes from the pipe at once (one chunk).
+const CHUNK: usize = 64 * 1024;
+/// Chunks that may wait between the pipe and the log: with [`CHUNK`], at most 1 MiB of a
+/// job's output is held in goldgate's memory.
+pub const CHANNEL_CHUNKS: usize = 16;
+/// Messages handled before the supervisor looks at the timeout and stop requests again, so a
+/// job that prints without pause cannot starve them.
+const DRAIN_BATCH: usize = 64;
 /// How long zombies of the group may linger before goldgate stops waiting for them (they
 /// are not goldgate's to reap when they left before goldgate became their subreaper).
 const ZOMBIE_WAIT: Duration = Duration::from_secs(1);
@@ -76,11 +91,15 @@ pub struct LaunchReport {
     pub lines: u64,
     /// Processes of the group outlived the main process and had to be terminated.
     pub stray_processes: bool,
+    /// Processes that left the group (a `setsid` daemon) and were stopped after it, as
+    /// `pid 123 (sleep)`.
+    pub escaped: Vec<String>,
     pub log_path: PathBuf,
 }
 
 enum Msg {
-    Line(Vec<u8>),
+    /// Output as read from the pipe (any number of lines, maybe a partial one).
+    Chunk(Vec<u8>),
     Eof,
     Exited(std::io::Result<ExitStatus>),
     /// A stop was requested: look at the flag now.
@@ -113,7 +132,8 @@ pub fn launch(
     let program_path = resolve_program(program, &spec.cwd, path_var)?;
     let log = open_log(&spec.log_path)?;
     become_subreaper();
-    let (reader, mut command) = command(spec, &program_path)?;
+    let token = escape::new_token();
+    let (reader, mut command) = command(spec, &program_path, &token)?;
     let start = Instant::now();
     let child = command.spawn().map_err(|source| LaunchError::Spawn {
         program: program.clone(),
@@ -131,10 +151,17 @@ pub fn launch(
         }
     };
     let _wake = stop.on_request(move || {
-        let _ = tx.send(Msg::Wake);
+        // A full channel wakes the supervisor anyway.
+        let _ = tx.try_send(Msg::Wake);
     });
-    let mut sup = Supervisor::new(spec, stop, pid, log, start);
-    let termination = sup.run(&rx, &mut on_event)?;
+    let mut sup = Supervisor::new(spec, stop, pid, log, start, token);
+    let termination = match sup.run(&rx, &mut on_event) {
+        Ok(termination) => termination,
+        Err(e) => {
+            escape::kill_all(&sup.token);
+            return Err(e);
+        }
+    };
     let outcome = sup.reason.unwrap_or(match termination {
         Termination::Exited(code) => ProcessOutcome::Exited(code),
         Termination::Signaled(sig) => ProcessOutcome::Signaled(sig),
@@ -147,6 +174,7 @@ pub fn launch(
         wall: start.elapsed(),
         lines: sup.lines,
         stray_processes: sup.stray,
+        escaped: sup.escaped.unwrap_or_default(),
         log_path: spec.log_path.clone(),
     })
 }
@@ -165,7 +193,11 @@ fn open_log(path: &Path) -> Result<BufWriter<File>, LaunchError> {
     ))
 }
 
-fn command(spec: &LaunchSpec, program: &Path) -> Result<(PipeReader, Command), LaunchError> {
+fn command(
+    spec: &LaunchSpec,
+    program: &Path,
+    token: &str,
+) -> Result<(PipeReader, Command), LaunchError> {
     let plumbing = |source| LaunchError::Plumbing {
         what: "output pipe",
         source,
@@ -186,24 +218,25 @@ fn command(spec: &LaunchSpec, program: &Path) -> Result<(PipeReader, Command), L
     if let Some(devices) = &spec.cuda_visible_devices {
         cmd.env("CUDA_VISIBLE_DEVICES", devices);
     }
+    cmd.env(escape::TOKEN_VAR, token);
     Ok((reader, cmd))
 }
 
-/// Starts the output reader and the waiter; returns the channel they report on (and a
+/// Starts the output reader and the waiter; returns the bounded channel they report on (and a
 /// sender for the stop flag's wake-up).
 fn start_threads(
     reader: PipeReader,
     mut child: Child,
-) -> Result<(Sender<Msg>, Receiver<Msg>), LaunchError> {
+) -> Result<(SyncSender<Msg>, Receiver<Msg>), LaunchError> {
     let plumbing = |source| LaunchError::Plumbing {
         what: "supervisor threads",
         source,
     };
-    let (tx, rx) = mpsc::channel();
-    let (line_tx, wake_tx) = (tx.clone(), tx.clone());
+    let (tx, rx) = mpsc::sync_channel(CHANNEL_CHUNKS);
+    let (chunk_tx, wake_tx) = (tx.clone(), tx.clone());
     std::thread::Builder::new()
         .name("goldgate-job-output".to_owned())
-        .spawn(move || read_lines(reader, &line_tx))
+        .spawn(move || read_chunks(reader, &chunk_tx))
         .map_err(plumbing)?;
     std::thread::Builder::new()
         .name("goldgate-job-wait".to_owned())
@@ -214,36 +247,62 @@ fn start_threads(
     Ok((wake_tx, rx))
 }
 
-/// Splits the pipe into lines (bounded at [`MAX_LINE`]) and sends them, line endings kept.
-fn read_lines(mut pipe: PipeReader, tx: &Sender<Msg>) {
-    let mut buf = vec![0u8; 64 * 1024];
-    let mut line = Vec::new();
+/// Sends the pipe's output in chunks of at most [`CHUNK`] bytes, blocking while the channel
+/// is full, then end-of-output.
+fn read_chunks(mut pipe: PipeReader, tx: &SyncSender<Msg>) {
     loop {
+        let mut buf = vec![0u8; CHUNK];
         let n = match pipe.read(&mut buf) {
             Ok(0) => break,
             Ok(n) => n,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(_) => break,
         };
-        let mut rest = &buf[..n];
-        while !rest.is_empty() {
-            let room = MAX_LINE - line.len();
-            let take = match memchr::memchr(b'\n', &rest[..rest.len().min(room)]) {
-                Some(i) => i + 1,
-                None => rest.len().min(room),
-            };
-            line.extend_from_slice(&rest[..take]);
-            rest = &rest[take..];
-            let complete = line.ends_with(b"\n") || line.len() == MAX_LINE;
-            if complete && tx.send(Msg::Line(std::mem::take(&mut line))).is_err() {
-                return;
+        buf.truncate(n);
+        if tx.send(Msg::Chunk(buf)).is_err() {
+            return;
+        }
+    }
+    let _ = tx.send(Msg::Eof);
+}
+
+/// Cuts chunks of output into lines of at most [`MAX_LINE`] bytes (a longer line is handed
+/// on in pieces), holding at most one unfinished line.
+#[derive(Default)]
+struct LineSplitter {
+    partial: Vec<u8>,
+}
+
+impl LineSplitter {
+    /// Calls `line` with each line completed by `chunk`, line ending kept.
+    fn feed(&mut self, mut chunk: &[u8], line: &mut impl FnMut(&[u8])) {
+        while !chunk.is_empty() {
+            let room = MAX_LINE - self.partial.len();
+            let window = &chunk[..chunk.len().min(room)];
+            let take = memchr::memchr(b'\n', window).map_or(window.len(), |i| i + 1);
+            let (head, rest) = chunk.split_at(take);
+            chunk = rest;
+            let complete = head.ends_with(b"\n") || self.partial.len() + head.len() == MAX_LINE;
+            match (complete, self.partial.is_empty()) {
+                // The common case: a whole line inside the chunk, handed on without a copy.
+                (true, true) => line(head),
+                (true, false) => {
+                    self.partial.extend_from_slice(head);
+                    line(&self.partial);
+                    self.partial.clear();
+                }
+                (false, _) => self.partial.extend_from_slice(head),
             }
         }
     }
-    if !line.is_empty() {
-        let _ = tx.send(Msg::Line(line));
+
+    /// The last line, when the output did not end with a line ending.
+    fn finish(&mut self, line: &mut impl FnMut(&[u8])) {
+        if !self.partial.is_empty() {
+            line(&self.partial);
+            self.partial.clear();
+        }
     }
-    let _ = tx.send(Msg::Eof);
 }
 
 /// Sends `sig` to the whole group; a group that is already gone is not an error.
@@ -340,6 +399,11 @@ struct Supervisor<'a> {
     status: Option<(Termination, Instant)>,
     eof: bool,
     zombies_since: Option<Instant>,
+    splitter: LineSplitter,
+    /// The environment token of this launch's processes (`escape`).
+    token: String,
+    /// Set once escaped processes were looked for (after the group is gone).
+    escaped: Option<Vec<String>>,
 }
 
 impl<'a> Supervisor<'a> {
@@ -349,6 +413,7 @@ impl<'a> Supervisor<'a> {
         pgid: u32,
         log: BufWriter<File>,
         start: Instant,
+        token: String,
     ) -> Self {
         Supervisor {
             spec,
@@ -364,6 +429,9 @@ impl<'a> Supervisor<'a> {
             status: None,
             eof: false,
             zombies_since: None,
+            splitter: LineSplitter::default(),
+            token,
+            escaped: None,
         }
     }
 
@@ -385,21 +453,39 @@ impl<'a> Supervisor<'a> {
                 Err(RecvTimeoutError::Timeout) => {}
                 Err(RecvTimeoutError::Disconnected) => self.eof = true,
             }
-            while let Ok(msg) = rx.try_recv() {
+            for msg in rx.try_iter().take(DRAIN_BATCH) {
                 self.handle(msg, on_event)?;
             }
             if self.status.is_some() {
                 reap_group(self.pgid);
             }
             self.enforce(Instant::now());
-            if let Some((termination, exited_at)) = self.status
-                && self.group_gone()
-                && (self.eof || exited_at.elapsed() >= EOF_WAIT)
-            {
-                self.flush_log()?;
-                return Ok(termination);
+            if self.status.is_some() && self.group_gone() {
+                if self.escaped.is_none() {
+                    self.stop_escaped();
+                }
+                if let Some((termination, since)) = self.status
+                    && (self.eof || since.elapsed() >= EOF_WAIT)
+                {
+                    let (splitter, lines) = (&mut self.splitter, &mut self.lines);
+                    splitter.finish(&mut |line| emit_line(line, lines, on_event));
+                    self.flush_log()?;
+                    return Ok(termination);
+                }
             }
         }
+    }
+
+    /// Once the group is gone: stops the processes that escaped it (they may hold the output
+    /// pipe open), then gives their output [`EOF_WAIT`] to arrive.
+    fn stop_escaped(&mut self) {
+        let escaped = escape::stop_escaped(&self.token, self.spec.grace, self.stop);
+        if let Some((termination, _)) = self.status
+            && !escaped.is_empty()
+        {
+            self.status = Some((termination, Instant::now()));
+        }
+        self.escaped = Some(escaped);
     }
 
     fn handle(
@@ -408,12 +494,10 @@ impl<'a> Supervisor<'a> {
         on_event: &mut impl FnMut(LaunchEvent<'_>),
     ) -> Result<(), LaunchError> {
         match msg {
-            Msg::Line(bytes) => {
+            Msg::Chunk(bytes) => {
                 self.log.write_all(&bytes).map_err(|e| self.log_error(e))?;
-                self.lines += 1;
-                let text = bytes.strip_suffix(b"\n").unwrap_or(&bytes);
-                let text = text.strip_suffix(b"\r").unwrap_or(text);
-                on_event(LaunchEvent::Line(text));
+                let (splitter, lines) = (&mut self.splitter, &mut self.lines);
+                splitter.feed(&bytes, &mut |line| emit_line(line, lines, on_event));
             }
             Msg::Eof => self.eof = true,
             Msg::Wake => {}
@@ -495,6 +579,14 @@ impl<'a> Supervisor<'a> {
     }
 }
 
+/// Hands one line to the callback without its line ending, and counts it.
+fn emit_line(line: &[u8], lines: &mut u64, on_event: &mut impl FnMut(LaunchEvent<'_>)) {
+    *lines += 1;
+    let text = line.strip_suffix(b"\n").unwrap_or(line);
+    let text = text.strip_suffix(b"\r").unwrap_or(text);
+    on_event(LaunchEvent::Line(text));
+}
+
 fn termination_of(status: ExitStatus) -> Termination {
     match (status.code(), status.signal()) {
         (Some(code), _) => Termination::Exited(code),
@@ -502,5 +594,45 @@ fn termination_of(status: ExitStatus) -> Termination {
         // Neither code nor signal happens only for stopped/continued states, which
         // `wait` does not report; treat it as a failure rather than guess success.
         (None, None) => Termination::Exited(-1),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn split(chunks: &[&[u8]]) -> Vec<Vec<u8>> {
+        let mut splitter = LineSplitter::default();
+        let mut lines = Vec::new();
+        for chunk in chunks {
+            splitter.feed(chunk, &mut |l| lines.push(l.to_vec()));
+        }
+        splitter.finish(&mut |l| lines.push(l.to_vec()));
+        lines
+    }
+
+    #[test]
+    fn chunks_become_lines_across_chunk_borders() {
+        assert_eq!(
+            split(&[b"a\nbb", b"b\n", b"\ncc"]),
+            [
+                b"a\n".to_vec(),
+                b"bbb\n".to_vec(),
+                b"\n".to_vec(),
+                b"cc".to_vec()
+            ]
+        );
+        assert!(split(&[b""]).is_empty());
+    }
+
+    #[test]
+    fn long_lines_are_cut_at_max_line() {
+        let long = vec![b'x'; MAX_LINE * 2 + 10];
+        let mut with_end = long.clone();
+        with_end.push(b'\n');
+        let halves: Vec<&[u8]> = with_end.chunks(1000).collect();
+        let lines = split(&halves);
+        let lens: Vec<usize> = lines.iter().map(Vec::len).collect();
+        assert_eq!(lens, [MAX_LINE, MAX_LINE, 11]);
     }
 }

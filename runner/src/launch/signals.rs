@@ -1,5 +1,9 @@
-//! Stage "launch": Ctrl-C and SIGTERM to goldgate. The first signal asks every running job
-//! to stop (SIGTERM, grace period, SIGKILL) and marks it interrupted; the second kills at once.
+//! Stage "launch": Ctrl-C and SIGTERM to goldgate — and SIGHUP (a closed terminal or SSH
+//! session), SIGQUIT and SIGUSR1, whose default action would also end goldgate and orphan the
+//! job. The first signal asks every running job to stop (SIGTERM, grace period, SIGKILL) and
+//! marks it interrupted; the second kills at once. SIGXFSZ (a write past `ulimit -f`) is
+//! caught and dropped, so the write fails with `EFBIG` and is reported instead of killing
+//! goldgate without results.
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -84,8 +88,17 @@ impl Drop for WakeOnStop {
     }
 }
 
-/// Installs SIGINT and SIGTERM handlers that raise the returned flag; call it once, before
-/// any job is spawned.
+/// Signals handled like Ctrl-C.
+const STOP_SIGNALS: [i32; 5] = [
+    libc::SIGINT,
+    libc::SIGTERM,
+    libc::SIGHUP,
+    libc::SIGQUIT,
+    libc::SIGUSR1,
+];
+
+/// Installs handlers for [`STOP_SIGNALS`] that raise the returned flag, and one that drops
+/// SIGXFSZ; call it once, before any job is spawned.
 ///
 /// The handlers are registered (through tokio's signal driver on a small dedicated thread)
 /// before this function returns, so a signal can never hit the default "terminate" action
@@ -120,9 +133,21 @@ fn watch_signals(flag: StopFlag, ready: std::sync::mpsc::Sender<std::io::Result<
         }
     };
     runtime.block_on(async move {
-        let streams =
-            signal(SignalKind::interrupt()).and_then(|i| Ok((i, signal(SignalKind::terminate())?)));
-        let (mut int, mut term) = match streams {
+        let open = |raw| signal(SignalKind::from_raw(raw));
+        let streams = (|| {
+            let [int, term, hup, quit, usr1] = STOP_SIGNALS;
+            Ok::<_, std::io::Error>((
+                [
+                    open(int)?,
+                    open(term)?,
+                    open(hup)?,
+                    open(quit)?,
+                    open(usr1)?,
+                ],
+                open(libc::SIGXFSZ)?,
+            ))
+        })();
+        let ([mut int, mut term, mut hup, mut quit, mut usr1], mut xfsz) = match streams {
             Ok(s) => s,
             Err(e) => {
                 let _ = ready.send(Err(e));
@@ -131,11 +156,20 @@ fn watch_signals(flag: StopFlag, ready: std::sync::mpsc::Sender<std::io::Result<
         };
         let _ = ready.send(Ok(()));
         loop {
-            tokio::select! {
-                got = int.recv() => if got.is_none() { return },
-                got = term.recv() => if got.is_none() { return },
+            // `Some(true)`: a stop signal; `Some(false)`: SIGXFSZ, dropped; `None`: shutting down.
+            let got = tokio::select! {
+                got = int.recv() => got.map(|()| true),
+                got = term.recv() => got.map(|()| true),
+                got = hup.recv() => got.map(|()| true),
+                got = quit.recv() => got.map(|()| true),
+                got = usr1.recv() => got.map(|()| true),
+                got = xfsz.recv() => got.map(|()| false),
+            };
+            match got {
+                None => return,
+                Some(true) => flag.request(),
+                Some(false) => {}
             }
-            flag.request();
         }
     });
 }

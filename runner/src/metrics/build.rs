@@ -47,7 +47,8 @@ pub fn checkpoints(summary: &LogSummary) -> Vec<CheckpointRecord> {
         .collect()
 }
 
-/// Every metric of the job: the log's per-step series under golden names, the checkpoint
+/// Every metric of the job: the log's per-step series under golden names (long ones thinned,
+/// see `downsample`), the checkpoint
 /// metrics per save iteration, and single-valued metrics (memory peaks, probe figures) keyed
 /// by the last step the log printed (0 when it printed none).
 pub fn metrics(
@@ -59,7 +60,10 @@ pub fn metrics(
     let mut out: BTreeMap<String, StepValues> = summary
         .metrics
         .iter()
-        .map(|(name, values)| (name.clone(), StepValues(values.iter().collect())))
+        .map(|(name, values)| {
+            let thinned = super::downsample::downsample(values.iter());
+            (name.clone(), StepValues(thinned))
+        })
         .collect();
     let per_save = |f: fn(&CheckpointRecord) -> Option<f64>| {
         let values: BTreeMap<u64, f64> = saves

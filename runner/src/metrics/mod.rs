@@ -3,6 +3,7 @@
 //! record.
 
 pub mod build;
+pub mod downsample;
 pub mod record;
 pub mod sampled;
 

@@ -398,23 +398,51 @@ pub enum RecordError {
     #[error("{}: schema_version {found} is not supported (this goldgate reads {SCHEMA_VERSION})", path.display())]
     #[diagnostic(help("re-record with this goldgate version, or use the version that wrote it"))]
     Version { path: PathBuf, found: u64 },
+    /// A name in a file cannot be part of a path (`"case": "../../x"`).
+    #[error("{}: {message}", path.display())]
+    #[diagnostic(help(
+        "this file was not written by goldgate as it is, or was edited; goldgate never uses such \
+         a name in a path"
+    ))]
+    Name { path: PathBuf, message: String },
+    /// A file is larger than goldgate reads.
+    #[error("{} is {bytes} bytes, more than the {MAX_RECORD_BYTES} goldgate reads", path.display())]
+    #[diagnostic(help("re-record with this goldgate version, which downsamples long series"))]
+    TooLarge { path: PathBuf, bytes: u64 },
     /// No results were found where the user pointed.
     #[error("no results.json under {}", path.display())]
     #[diagnostic(help("pass the folder that `goldgate run --out` wrote, e.g. results/<run-id>"))]
     Empty { path: PathBuf },
 }
 
+/// Largest `results.json` or `run.json` goldgate reads. Long series are downsampled when a
+/// record is built, so a record of a million-step run stays a few MiB.
+pub const MAX_RECORD_BYTES: u64 = 256 << 20;
+
 fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, RecordError> {
-    let bytes = std::fs::read(path).map_err(|source| RecordError::Read {
-        path: path.to_path_buf(),
-        source,
-    })?;
-    let value: serde_json::Value =
-        serde_json::from_slice(&bytes).map_err(|e| parse_error(path, &e))?;
-    let found = value
-        .get("schema_version")
-        .and_then(|v| v.as_u64())
-        .unwrap_or(0);
+    let bytes = match crate::fsio::read_limited(path, MAX_RECORD_BYTES) {
+        Ok(Ok(bytes)) => bytes,
+        Ok(Err(bytes)) => {
+            return Err(RecordError::TooLarge {
+                path: path.to_path_buf(),
+                bytes,
+            });
+        }
+        Err(source) => {
+            return Err(RecordError::Read {
+                path: path.to_path_buf(),
+                source,
+            });
+        }
+    };
+    /// Only the version, read without building the whole document.
+    #[derive(serde::Deserialize)]
+    struct Version {
+        #[serde(default)]
+        schema_version: Option<u64>,
+    }
+    let version: Version = serde_json::from_slice(&bytes).map_err(|e| parse_error(path, &e))?;
+    let found = version.schema_version.unwrap_or(0);
     if found != u64::from(SCHEMA_VERSION) {
         return Err(RecordError::Version {
             path: path.to_path_buf(),
@@ -435,12 +463,42 @@ fn parse_error(path: &Path, e: &serde_json::Error) -> RecordError {
 
 /// Reads one `results.json`.
 pub fn load_record(path: &Path) -> Result<RunRecord, RecordError> {
-    read_json(path)
+    let record: RunRecord = read_json(path)?;
+    check_names(&record).map_err(|message| RecordError::Name {
+        path: path.to_path_buf(),
+        message,
+    })?;
+    Ok(record)
 }
 
 /// Reads one `run.json`.
 pub fn load_index(path: &Path) -> Result<RunIndex, RecordError> {
-    read_json(path)
+    let index: RunIndex = read_json(path)?;
+    let names = || -> Result<(), String> {
+        crate::fsio::check_component("run id", &index.run_id)?;
+        index
+            .jobs
+            .iter()
+            .try_for_each(|j| crate::fsio::check_relative("job folder", &j.dir.to_string_lossy()))
+    };
+    names().map_err(|message| RecordError::Name {
+        path: path.to_path_buf(),
+        message,
+    })?;
+    Ok(index)
+}
+
+/// The names of a record that become parts of paths (`bless` writes
+/// `<golden root>/<case>/variants/<slug>/golden_values_dev_<platform>.json`): a record with
+/// `"case": "../../../x"` must never reach a path.
+fn check_names(r: &RunRecord) -> Result<(), String> {
+    crate::fsio::check_relative("case", &r.case)?;
+    crate::fsio::check_component("variant slug", &r.variant.slug)?;
+    crate::fsio::check_component("run id", &r.run_id)?;
+    if !r.platform.is_empty() {
+        crate::fsio::check_component("platform", &r.platform)?;
+    }
+    Ok(())
 }
 
 /// Every `results.json` under `dir` (a run folder, or a folder of run folders) except those of
@@ -465,6 +523,26 @@ pub fn load_all_results(dir: &Path) -> Result<Vec<(PathBuf, RunRecord)>, RecordE
     paths
         .into_iter()
         .map(|p| load_record(&p).map(|r| (p, r)))
+        .collect()
+}
+
+/// Every `run.json` of a results folder: `dir/run.json` (a run folder) and `dir/*/run.json` (a
+/// folder of runs), sorted by path. A folder without any (results from `extract`, or written by
+/// hand) has none, which is not an error.
+pub fn load_indexes(dir: &Path) -> Result<Vec<(PathBuf, RunIndex)>, RecordError> {
+    let mut paths = vec![dir.join("run.json")];
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for entry in entries.flatten() {
+            if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                paths.push(entry.path().join("run.json"));
+            }
+        }
+    }
+    paths.retain(|p| crate::fsio::exists(p));
+    paths.sort();
+    paths
+        .into_iter()
+        .map(|p| load_index(&p).map(|i| (p, i)))
         .collect()
 }
 
@@ -499,7 +577,7 @@ fn collect(dir: &Path, out: &mut Vec<PathBuf>, depth: usize) -> Result<(), Recor
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     pub(crate) fn sample() -> RunRecord {

@@ -604,9 +604,16 @@ fn entry_words(inputs: &PlanInputs<'_>, case: &TestCase, recipe: CaseRecipe<'_>)
     }]
 }
 
-/// A relative path among the entry words, made absolute; options and plain names stay as they are.
+/// A relative path among the entry words, made absolute; options, plain names and URLs
+/// (`http://host/x`, `s3://bucket/key`) stay as they are.
 fn absolute(base_dir: &Path, word: String) -> String {
-    if word.contains('/') && !word.starts_with('/') && !word.starts_with('-') {
+    let url = word.split_once("://").is_some_and(|(scheme, _)| {
+        scheme.starts_with(|c: char| c.is_ascii_alphabetic())
+            && scheme
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
+    });
+    if word.contains('/') && !word.starts_with('/') && !word.starts_with('-') && !url {
         return base_dir.join(&word).display().to_string();
     }
     word
@@ -887,5 +894,23 @@ variants:
             err.to_string(),
             "m/c: run 1 needs at least 64 ranks (TP 2 = 2 for the model, EP 64 × ETP 1 = 64 for the experts), but gets 4 (1 node(s) × 4 GPU(s) per node)"
         );
+    }
+
+    #[test]
+    fn relative_entry_words_become_absolute_but_urls_do_not() {
+        let base = Path::new("/repo");
+        let cases = [
+            ("scripts/train.sh", "/repo/scripts/train.sh"),
+            ("http://host/x", "http://host/x"),
+            ("s3://bucket/key", "s3://bucket/key"),
+            ("git+https://h/r.git", "git+https://h/r.git"),
+            ("--flag=a/b", "--flag=a/b"),
+            ("/abs/p", "/abs/p"),
+            ("plain", "plain"),
+            ("a/://b", "/repo/a/://b"),
+        ];
+        for (word, want) in cases {
+            assert_eq!(absolute(base, word.to_owned()), want, "{word}");
+        }
     }
 }

@@ -24,6 +24,8 @@ pub struct Progress {
     sink: Sink,
     total: usize,
     done: usize,
+    /// Warnings already shown: one that every job repeats (no GPU driver) is shown once.
+    shown: std::collections::HashSet<String>,
 }
 
 impl Progress {
@@ -45,6 +47,7 @@ impl Progress {
             sink,
             total: 0,
             done: 0,
+            shown: std::collections::HashSet::new(),
         }
     }
 
@@ -54,6 +57,7 @@ impl Progress {
             sink: Sink::Lines(out),
             total: 0,
             done: 0,
+            shown: std::collections::HashSet::new(),
         }
     }
 
@@ -77,7 +81,13 @@ impl Progress {
             RunEvent::AttemptFinished { .. } => {}
             RunEvent::JobFinished { job, record, .. } => {
                 self.done += 1;
-                let line = finish_line(&job.id, self.done, self.total, record);
+                let new: Vec<&str> = record
+                    .warnings
+                    .iter()
+                    .filter(|w| self.shown.insert((*w).clone()))
+                    .map(String::as_str)
+                    .collect();
+                let line = finish_line(&job.id, self.done, self.total, record, &new);
                 match &mut self.sink {
                     Sink::Bar(bar) => {
                         bar.inc(1);
@@ -128,18 +138,31 @@ fn retry_line(job_id: &str, attempt: &Attempt) -> String {
     )
 }
 
-/// `ok    <job> [1/3] passed in 12.3 s` or `FAIL  <job> [2/3] out of memory in 4.0 s`.
-fn finish_line(job_id: &str, n: usize, total: usize, record: &RunRecord) -> String {
+/// `ok    <job> [1/3] passed in 12.3 s` or `FAIL  <job> [2/3] out of memory in 4.0 s`, then
+/// one `warning:` line per warning not shown before (processes that escaped the job, samplers
+/// that could not run).
+fn finish_line(
+    job_id: &str,
+    n: usize,
+    total: usize,
+    record: &RunRecord,
+    warnings: &[&str],
+) -> String {
     let mark = if record.outcome.passed() {
         "ok    "
     } else {
         "FAIL  "
     };
-    format!(
+    let mut line = format!(
         "{mark}{job_id} [{n}/{total}] {} in {:.1} s",
         record.outcome.label(),
         record.wall_seconds
-    )
+    );
+    for warning in warnings {
+        line.push_str("\n      warning: ");
+        line.push_str(warning);
+    }
+    line
 }
 
 /// The bar's message while a job runs.
@@ -177,5 +200,45 @@ mod tests {
         );
         let run = ExecEvent::RunStarted { run: 2 };
         assert_eq!(exec_status("a@default#1", &run), "a@default#1  run 2");
+    }
+
+    #[test]
+    fn warnings_are_shown_under_the_job_each_text_once_per_run() {
+        let out = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let mut progress = Progress::lines(Box::new(Shared(out.clone())));
+        let out_dir = std::path::Path::new("/o");
+        let jobs = [
+            crate::plan::Job::fixture(out_dir, "m/a", 1),
+            crate::plan::Job::fixture(out_dir, "m/b", 1),
+        ];
+        progress.event(&RunEvent::RunStarted {
+            run_id: "r",
+            jobs: &jobs,
+        });
+        for (index, escaped) in [(0, "pid 7 (sleep)"), (1, "pid 9 (sleep)")] {
+            let mut record = crate::metrics::record::tests::sample();
+            record.warnings = vec!["no GPU driver".into(), format!("escaped: {escaped}")];
+            progress.event(&RunEvent::JobFinished {
+                index,
+                job: &jobs[index],
+                record: &record,
+            });
+        }
+        let text = String::from_utf8(out.lock().unwrap().clone()).unwrap();
+        assert_eq!(text.matches("warning: no GPU driver").count(), 1, "{text}");
+        assert!(text.contains("warning: escaped: pid 7 (sleep)"), "{text}");
+        assert!(text.contains("warning: escaped: pid 9 (sleep)"), "{text}");
+    }
+
+    struct Shared(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+    impl Write for Shared {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(b);
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
     }
 }

@@ -123,7 +123,7 @@ pub fn load_recipe(path: &Path) -> Result<Vec<RecipeRow>, RecipeError> {
         path: path.to_path_buf(),
         source,
     };
-    let bytes = crate::case::read_limited(path, MAX_RECIPE_BYTES).map_err(read)?;
+    let bytes = crate::fsio::read_limited(path, MAX_RECIPE_BYTES).map_err(read)?;
     let bytes = bytes.map_err(|size| RecipeError::TooLarge {
         path: path.to_path_buf(),
         bytes: size,

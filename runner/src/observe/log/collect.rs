@@ -71,6 +71,12 @@ pub fn summarize_reader(input: impl Read, path: &Path) -> Result<LogSummary, Log
 
 /// Streams the log file at `path` through the parser.
 pub fn summarize_file(path: &Path) -> Result<LogSummary, LogError> {
+    // A pipe (`extract <(zcat log.gz)`) streams like a file; a folder is a usage error.
+    if std::fs::metadata(path).is_ok_and(|m| m.is_dir()) {
+        return Err(LogError::Folder {
+            path: path.to_owned(),
+        });
+    }
     let file = File::open(path).map_err(|source| LogError::Open {
         path: path.to_owned(),
         source,

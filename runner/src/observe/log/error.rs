@@ -13,6 +13,10 @@ pub enum LogError {
         #[source]
         source: std::io::Error,
     },
+    /// The path is a folder.
+    #[error("{} is a folder, not a log file", path.display())]
+    #[diagnostic(help("pass the log files themselves, e.g. `goldgate extract logs/*.log`"))]
+    Folder { path: PathBuf },
     /// Reading failed part way.
     #[error("cannot read log {} after line {line}", path.display())]
     Read {

@@ -92,6 +92,9 @@ struct RawFile {
     rank: RankProbe,
 }
 
+/// Largest probe file read (one rank's summary and history are a few hundred KiB).
+const MAX_PROBE_FILE_BYTES: u64 = 64 << 20;
+
 /// Reads `<job_dir>/probe/probe-rank*.json`. `None` when the probe did not run or no process
 /// used CUDA; unreadable files become warnings naming the file (one bad rank never hides
 /// the others).
@@ -110,7 +113,8 @@ pub fn read(job_dir: &Path) -> Option<ProbeSummary> {
         .collect();
     paths.sort();
     for path in paths {
-        match std::fs::read(&path)
+        // The job wrote these files: a link to a device or a huge file must not stall goldgate.
+        match crate::fsio::read_bounded(&path, MAX_PROBE_FILE_BYTES)
             .map_err(|e| e.to_string())
             .and_then(|b| serde_json::from_slice::<RawFile>(&b).map_err(|e| e.to_string()))
         {

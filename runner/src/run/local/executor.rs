@@ -192,8 +192,11 @@ impl LocalExecutor {
             LaunchEvent::Spawned { pgid, .. } => sampler.watch(pgid),
             LaunchEvent::Line(line) => watch.line(line, on_event),
         });
-        let sampled = sampler.stop(self.host.clone());
-        let report = report.map_err(|e| e.to_string())?;
+        let mut sampled = sampler.stop(self.host.clone());
+        let report = report.map_err(|e| with_causes(&e))?;
+        if !report.escaped.is_empty() {
+            sampled.warnings.push(escaped_warning(&report.escaped));
+        }
         let (summary, save_marks) = watch.finish();
         let signs = signs(&summary);
         let status = launch::classify(report.outcome, signs);
@@ -235,6 +238,28 @@ impl LocalExecutor {
             JobStatus::Interrupted => Outcome::Interrupted,
         }
     }
+}
+
+/// An error and its causes on one line (`cannot write the job log x: File too large`): the
+/// cause is what a user can act on.
+fn with_causes(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+/// The warning for processes that left the job's process group and outlived it.
+fn escaped_warning(escaped: &[String]) -> String {
+    format!(
+        "{} process(es) escaped the job's process group and outlived it; goldgate stopped them: {}",
+        escaped.len(),
+        escaped.join(", ")
+    )
 }
 
 /// `console.log`, or with several runs or attempts `console.run2.attempt3.log`.
