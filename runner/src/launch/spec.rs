@@ -147,7 +147,7 @@ mod tests {
 
     fn site() -> crate::plan::Site {
         crate::plan::Site {
-            nodes: 1,
+            nodes: "1".into(),
             node_rank: "0".into(),
             master_addr: "localhost".into(),
             master_port: "29512".into(),
