@@ -9,7 +9,7 @@
 use std::fmt::Write as _;
 
 use super::job::RunAction;
-use super::job::{Job, Launcher, RunSpec, Site, is_secret_name, needs_no_python};
+use super::job::{Job, Launcher, RunSpec, Site, is_secret_name};
 use super::render::action_text;
 use super::shell::{quote_with_secrets, required_ref, shell_quote};
 
@@ -180,9 +180,10 @@ fn script_block(marker: &str, script: &str) -> String {
 /// `-` option with its values on a line of its own.
 fn run_lines(job: &Job, run: &RunSpec, entry_program: Option<&str>, site: &Site) -> String {
     let mut lines: Vec<Vec<String>> = Vec::new();
+    let entry_argv = &run.entry_argv;
     let prefix: Vec<String> = job
         .launcher
-        .prefix(run.nproc, site)
+        .words(run.nproc, site, entry_argv)
         .iter()
         .map(|w| {
             if is_variable_ref(w) {
@@ -194,12 +195,6 @@ fn run_lines(job: &Job, run: &RunSpec, entry_program: Option<&str>, site: &Site)
         .collect();
     if !prefix.is_empty() {
         lines.push(prefix);
-    }
-    let entry_argv = &run.entry_argv;
-    if needs_no_python(&job.launcher, entry_argv)
-        && let Some(line) = lines.last_mut()
-    {
-        line.push("--no-python".to_owned());
     }
     for (j, word) in entry_argv.iter().enumerate() {
         let word = if j == 0 {
