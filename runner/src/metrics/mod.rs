@@ -10,6 +10,6 @@ pub mod sampled;
 pub use build::{JobResult, Observed, Peaks};
 pub use record::{
     Attempt, CheckpointRecord, Fingerprint, GpuDevicePeak, GpuMemory, JobEntry, MemoryRecord,
-    Outcome, RunIndex, RunRecord, SCHEMA_VERSION, StepValues, Timeline, VariantRecord,
+    Outcome, ResumedRun, RunIndex, RunRecord, SCHEMA_VERSION, StepValues, Timeline, VariantRecord,
 };
 pub use sampled::Sampled;
