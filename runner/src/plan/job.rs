@@ -26,7 +26,8 @@ pub enum Launcher {
 /// are words (a number, or a shell reference such as `${MASTER_PORT}` in `plan`/`repro`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Site {
-    pub nodes: u32,
+    /// `--nnodes`: a number, or `${SLURM_NNODES}` in a batch script.
+    pub nodes: String,
     pub node_rank: String,
     pub master_addr: String,
     pub master_port: String,
@@ -49,7 +50,7 @@ impl Launcher {
     /// reach the console, where Megatron prints its log lines; every rank's goes to
     /// `--log-dir`), and for ft_launcher `--max-restarts=3`. `nproc` overrides the ranks per
     /// node for one run.
-    pub fn prefix(&self, nproc: Option<u32>, site: &Site) -> Vec<String> {
+    fn prefix(&self, nproc: Option<u32>, site: &Site) -> Vec<String> {
         let (program, own) = match self {
             Launcher::Torchrun { nproc } => ("torchrun", *nproc),
             Launcher::FtLauncher { nproc } => ("ft_launcher", *nproc),
@@ -61,7 +62,7 @@ impl Launcher {
             "--nproc_per_node".to_owned(),
             nproc.to_string(),
             "--nnodes".to_owned(),
-            site.nodes.to_string(),
+            site.nodes.clone(),
             "--master_addr".to_owned(),
             site.master_addr.clone(),
             "--master_port".to_owned(),
@@ -77,6 +78,18 @@ impl Launcher {
         ];
         if matches!(self, Launcher::FtLauncher { .. }) {
             words.push("--max-restarts=3".to_owned());
+        }
+        words
+    }
+
+    /// Every word of a run's launcher line before the entry: the launcher's own words (see
+    /// `prefix`: Megatron's `torchrun`/`ft_launcher` flags for `site`, `nproc` overriding the
+    /// ranks per node), then `--no-python` when the entry is a program rather than a `.py`
+    /// script. Empty for [`Launcher::Direct`]. [`RunSpec::argv`] is these words plus the entry.
+    pub fn words(&self, nproc: Option<u32>, site: &Site, entry_argv: &[String]) -> Vec<String> {
+        let mut words = self.prefix(nproc, site);
+        if needs_no_python(self, entry_argv) {
+            words.push("--no-python".to_owned());
         }
         words
     }
@@ -133,19 +146,25 @@ impl RunSpec {
         }
     }
 
-    /// The full argv: launcher words, then the entry.
+    /// THE launcher line of this run — the one builder every consumer uses (the local
+    /// executor through `launch::command_line`, `goldgate plan`'s text and JSON, `repro`'s
+    /// words, a batch-script renderer): [`Launcher::words`] for `site` and this run's
+    /// `nproc`, then the entry words as they are. For a job, pass `&job.launcher` and
+    /// `&job.site(port)` (`port` a number, or a shell reference such as `${MASTER_PORT}`).
+    ///
+    /// ```text
+    /// torchrun --nproc_per_node 8 --nnodes 1 --master_addr localhost --master_port 29500
+    ///   --node_rank 0 --log-dir <job>/logs --tee 0:3,7:3 --redirects 3 [--no-python] <entry…>
+    /// ```
     pub fn argv(&self, launcher: &Launcher, site: &Site) -> Vec<String> {
-        let mut argv = launcher.prefix(self.nproc, site);
-        if needs_no_python(launcher, &self.entry_argv) {
-            argv.push("--no-python".to_owned());
-        }
+        let mut argv = launcher.words(self.nproc, site, &self.entry_argv);
         argv.extend(self.entry_argv.iter().cloned());
         argv
     }
 }
 
 /// torchrun runs a `.py` entry with Python; any other entry is a program and needs `--no-python`.
-pub(crate) fn needs_no_python(launcher: &Launcher, entry_argv: &[String]) -> bool {
+fn needs_no_python(launcher: &Launcher, entry_argv: &[String]) -> bool {
     *launcher != Launcher::Direct
         && entry_argv
             .first()
@@ -312,7 +331,7 @@ impl Job {
             (DEFAULT_MASTER_ADDR, "0")
         };
         Site {
-            nodes: self.nodes,
+            nodes: self.nodes.to_string(),
             node_rank: rank.to_owned(),
             master_addr: addr.to_owned(),
             master_port: master_port.to_owned(),
@@ -342,6 +361,9 @@ pub struct RecipeRef {
     pub scope: Option<String>,
     /// Whether the row is for the platform the job is planned on (its nodes and GPUs apply).
     pub exact: bool,
+    /// The row's `time_limit` in seconds (a Slurm batch job's limit when nothing else sets one).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub time_limit: Option<u64>,
 }
 
 /// Whether a variable's value must not be printed: a `_`-separated word of its name is
@@ -430,7 +452,7 @@ mod tests {
 
     fn site(nodes: u32) -> Site {
         Site {
-            nodes,
+            nodes: nodes.to_string(),
             node_rank: "0".into(),
             master_addr: "localhost".into(),
             master_port: "${MASTER_PORT}".into(),
