@@ -4,6 +4,7 @@ mod error;
 mod file;
 mod named;
 mod rules;
+mod slurm;
 
 pub use error::ConfigError;
 pub use file::{
@@ -14,3 +15,4 @@ pub use rules::{
     Alpha, DEFAULT_ALPHA, DEFAULT_MIN_EFFECT, Direction, Effect, FailAllowance, MetricKind,
     MetricRule, RuleOverride, Rules, Statistic, StepRange, TestKind, Tolerance, Window, glob_match,
 };
+pub use slurm::{ExecutorChoice, SlurmConfig};

@@ -15,7 +15,7 @@ use std::path::Path;
 use serde_json::Value as Json;
 
 use super::error::GoldenError;
-use super::raw::{Entry, Item, RawValues, StepKey, TopLevel};
+use super::raw::{Entry, Item, RawValues, StepKey, TopLevel, kind_of};
 use super::types::{GoldenFile, GoldenStyle, Series, Value};
 use crate::case::{Span, position};
 use crate::fsio::read_limited;
@@ -168,17 +168,6 @@ fn json_error(path: &Path, e: &serde_json::Error) -> GoldenError {
     }
 }
 
-fn kind(value: &Json) -> &'static str {
-    match value {
-        Json::Null => "null",
-        Json::Bool(_) => "a boolean",
-        Json::Number(_) => "a number",
-        Json::String(_) => "a string",
-        Json::Array(_) => "a list",
-        Json::Object(_) => "an object",
-    }
-}
-
 type ShapeError = (String, String);
 
 const SERIES_KEYS: [&str; 3] = ["start_step", "end_step", "step_interval"];
@@ -199,7 +188,7 @@ fn series(name: &str, fields: &[(String, Json)], raw: RawValues) -> Result<Serie
         v.as_u64().ok_or_else(|| {
             (
                 loc(key),
-                format!("expected a step number, found {}", kind(v)),
+                format!("expected a step number, found {}", kind_of(v)),
             )
         })
     };
@@ -212,6 +201,24 @@ fn series(name: &str, fields: &[(String, Json)], raw: RawValues) -> Result<Serie
         // Megatron's steps are `start_step + i * step_interval`: 0 names one step only.
         return Err((loc("step_interval"), "must be at least 1, found 0".into()));
     }
+    let (values, list_form) = series_values(name, raw, start_step, step_interval)?;
+    Ok(Series {
+        start_step,
+        end_step,
+        step_interval,
+        values,
+        list_form,
+    })
+}
+
+/// A series' values by step, and whether the file wrote them as a list (steps
+/// `start_step + i * step_interval`) rather than an object keyed by step.
+fn series_values(
+    name: &str,
+    raw: RawValues,
+    start_step: u64,
+    step_interval: u64,
+) -> Result<(BTreeMap<u64, Value>, bool), ShapeError> {
     // Collected then bulk-built: steps arrive sorted, and `collect` builds a BTreeMap from a
     // sorted run in one pass (inserting one by one was the largest cost of `goldgate check`).
     let mut values = Vec::new();
@@ -245,19 +252,12 @@ fn series(name: &str, fields: &[(String, Json)], raw: RawValues) -> Result<Serie
         }
         RawValues::Other(found) => {
             return Err((
-                loc("values"),
+                format!("{name:?}.values"),
                 format!("expected an object or a list, found {found}"),
             ));
         }
     };
-    let values: BTreeMap<u64, Value> = values.into_iter().collect();
-    Ok(Series {
-        start_step,
-        end_step,
-        step_interval,
-        values,
-        list_form,
-    })
+    Ok((values.into_iter().collect(), list_form))
 }
 
 fn read_value(item: Item) -> Result<Value, String> {

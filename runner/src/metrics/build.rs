@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use super::record::{
-    Attempt, CheckpointRecord, Outcome, ResumedRun, RunRecord, SCHEMA_VERSION, StepValues,
-    VariantRecord,
+    Attempt, CheckpointRecord, Fingerprint, MemoryRecord, Outcome, ResumedRun, RunRecord,
+    SCHEMA_VERSION, StepValues, VariantRecord,
 };
 use super::sampled::Sampled;
 use crate::metric_names::{
@@ -21,7 +21,8 @@ use crate::plan::Job;
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Peaks {
     pub gpu_above_baseline: Option<u64>,
-    pub host_rss: Option<u64>,
+    /// Peak PSS of the process tree.
+    pub host_pss: Option<u64>,
     pub shm: Option<u64>,
 }
 
@@ -86,7 +87,7 @@ pub fn metrics(
         }
     };
     scalar(GPU_PEAK, peaks.gpu_above_baseline.map(|b| b as f64));
-    scalar(HOST_PEAK, peaks.host_rss.map(|b| b as f64));
+    scalar(HOST_PEAK, peaks.host_pss.map(|b| b as f64));
     scalar(SHM_PEAK, peaks.shm.map(|b| b as f64));
     if let Some(p) = probe {
         for (name, value) in p.metrics(saves.len()) {
@@ -116,7 +117,7 @@ impl Observed {
         let max = |f: fn(&Sampled) -> Option<u64>| self.nodes.iter().filter_map(f).max();
         Peaks {
             gpu_above_baseline: max(Sampled::gpu_peak_above_baseline),
-            host_rss: max(Sampled::host_peak_rss),
+            host_pss: max(Sampled::host_peak_pss),
             shm: max(Sampled::shm_peak),
         }
     }
@@ -142,6 +143,17 @@ pub struct JobResult {
     pub workload_commit: Option<String>,
 }
 
+/// Node 0's memory view (with the run's save marks) and machine fingerprint: rank 0 runs
+/// there, and a job's nodes are alike.
+fn node0_views(observed: &Observed) -> (MemoryRecord, Fingerprint) {
+    let node0 = observed.nodes.first();
+    let mut memory = node0.map(Sampled::memory_record).unwrap_or_default();
+    if node0.is_some() {
+        memory.timeline.saves = observed.save_marks.clone();
+    }
+    (memory, node0.map(Sampled::fingerprint).unwrap_or_default())
+}
+
 /// The `results.json` record of `job`.
 pub fn record(job: &Job, result: JobResult) -> RunRecord {
     let ran = result.observed.is_some();
@@ -157,13 +169,7 @@ pub fn record(job: &Job, result: JobResult) -> RunRecord {
         ),
         false => BTreeMap::new(),
     };
-    // Node 0's memory view and fingerprint: rank 0 runs there, and a job's nodes are alike.
-    let node0 = observed.nodes.first();
-    let mut memory = node0.map(Sampled::memory_record).unwrap_or_default();
-    if node0.is_some() {
-        memory.timeline.saves = observed.save_marks.clone();
-    }
-    let mut fingerprint = node0.map(Sampled::fingerprint).unwrap_or_default();
+    let (memory, mut fingerprint) = node0_views(&observed);
     fingerprint.host = result.host;
     fingerprint.goldgate_version = env!("CARGO_PKG_VERSION").to_string();
     fingerprint.workload_commit = result.workload_commit;
@@ -299,7 +305,7 @@ mod tests {
         assert!(saves.iter().all(|c| c.asynchronous));
         let peaks = Peaks {
             gpu_above_baseline: Some(7),
-            host_rss: Some(5),
+            host_pss: Some(5),
             shm: None,
         };
         let m = metrics(&s, &saves, peaks, None);
@@ -308,6 +314,7 @@ mod tests {
         assert!((latency - 1.839453).abs() < 1e-6, "{latency}");
         assert!((m[CHECKPOINT_BLOCKING].0[&20] - 0.1158).abs() < 1e-9);
         assert_eq!(m[GPU_PEAK].0[&30], 7.0);
+        assert_eq!(m[HOST_PEAK].0[&30], 5.0);
         assert!(!m.contains_key(SHM_PEAK));
     }
 }
