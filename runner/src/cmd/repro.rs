@@ -29,7 +29,7 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
         out_dir: absolute(&args.out)?,
         run_id: args.run_id,
     };
-    let config = crate::config::Config::load(&args.select.config.path)?;
+    let config = args.select.config.load()?;
     let filter = crate::plan::CaseFilter::new(std::slice::from_ref(&args.case), None, None)?;
     let selected = plan_selection(&config, &args.select, &filter, Some(1), 0, &output)?;
     let strict = args.select.strict_placeholders;
