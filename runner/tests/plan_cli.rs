@@ -694,3 +694,79 @@ fn the_config_is_found_above_the_working_directory_and_said() {
         "{text}"
     );
 }
+
+/// A Megatron GPT case as the corpus writes it: real data sets, a BPE tokenizer, fused kernels.
+const DATA_CASE: &str = r#"TEST_TYPE: regular
+MODEL_ARGS:
+  --num-layers: 2
+  --data-path: ${DATA_PATH}/text/my-gpt3_00_text_document
+  --vocab-file: ${DATA_PATH}/bpe/vocab.json
+  --merge-file: ${DATA_PATH}/bpe/merges.txt
+  --tokenizer-type: GPT2BPETokenizer
+  --split: 949,50,1
+  --transformer-impl: local
+  --no-gradient-accumulation-fusion: true
+  --train-iters: 10
+"#;
+
+#[test]
+fn data_mock_and_fused_none_make_a_corpus_case_run_without_data_sets_or_apex() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("gpt/data_case/model_config.yaml");
+    write(&path, DATA_CASE);
+    let case = load_case(dir.path(), &path).unwrap();
+    let config = Config::builtin().unwrap();
+    let caller: BTreeMap<String, String> = [
+        ("DATA_PATH", "/data"),
+        ("MEGATRON_LM_DIR", "/opt/megatron-lm"),
+    ]
+    .map(|(k, v)| (k.to_owned(), v.to_owned()))
+    .into();
+    let inputs = corpus_inputs(&config, &caller, None);
+    let argv = |variants: &[&str]| -> Vec<String> {
+        let variants: Vec<String> = variants.iter().map(|v| (*v).to_owned()).collect();
+        let request = VariantRequest::parse(&config, &variants, &[]).unwrap();
+        let planned = plan_case(&inputs, &case, no_recipe(), &request, Some(1)).unwrap();
+        let argv = &planned.jobs[0].runs[0].entry_argv;
+        let script = argv.iter().position(|w| w.ends_with("pretrain_gpt.py"));
+        argv[script.unwrap() + 1..].to_vec()
+    };
+    // Both axes are opt-in: a plain plan keeps the case's data and kernels.
+    let plain = argv(&[]);
+    assert!(plain.contains(&"--data-path".to_owned()), "{plain:?}");
+    assert!(!plain.contains(&"--mock-data".to_owned()), "{plain:?}");
+    assert!(!plain.contains(&"--no-persist-layer-norm".to_owned()));
+    let words = argv(&["data=mock", "fused=none"]);
+    for gone in [
+        "--data-path",
+        "--vocab-file",
+        "--merge-file",
+        "GPT2BPETokenizer",
+    ] {
+        assert!(!words.iter().any(|w| w == gone), "{gone} in {words:?}");
+    }
+    let joined = words.join(" ");
+    for kept in [
+        "--num-layers 2",
+        "--split 949,50,1",
+        "--transformer-impl local",
+        "--train-iters 10",
+        "--mock-data",
+        "--tokenizer-type NullTokenizer --vocab-size 50257",
+        "--no-persist-layer-norm",
+        "--no-gradient-accumulation-fusion",
+        "--no-masked-softmax-fusion",
+        "--no-bias-gelu-fusion",
+        "--no-bias-swiglu-fusion",
+        "--no-bias-dropout-fusion",
+        "--no-rope-fusion",
+    ] {
+        assert!(joined.contains(kept), "{kept} missing from {joined}");
+    }
+    // The case's own flag is not given twice.
+    let fusion = words
+        .iter()
+        .filter(|w| *w == "--no-gradient-accumulation-fusion")
+        .count();
+    assert_eq!(fusion, 1, "{joined}");
+}

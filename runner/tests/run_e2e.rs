@@ -3,6 +3,7 @@
 //! nothing lost.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -354,32 +355,42 @@ fn an_installed_goldgate_alone_runs_the_demo_workload() {
     assert_eq!(rs.len(), 1);
     assert_eq!(rs[0].argv[0][..2], ["goldgate", "fake-trainer"]);
     assert_eq!(rs[0].checkpoints.len(), 3);
-    // The forked child keeps the parent's stderr open, so read lines only up to its pid.
+    // The forked child keeps the parent's stderr open, so read lines only up to its pid. The
+    // reader stays open until the child has been looked at: closing it early lets a write into
+    // the pipe end the parent (and anything else writing there) by SIGPIPE. The pair runs in a
+    // process group of its own, out of reach of other tests' signals.
     let mut forked = Command::new(&installed)
         .args(["fake-trainer", "--train-iters", "2", "--step-ms", "1"])
         .args(["--model-mb", "1", "--crash-at-step", "1", "--fork-child"])
+        .process_group(0)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let stderr = std::io::BufReader::new(forked.stderr.take().unwrap());
-    let child: u32 = std::io::BufRead::lines(stderr)
+    let mut stderr =
+        std::io::BufRead::lines(std::io::BufReader::new(forked.stderr.take().unwrap()));
+    let child: u32 = stderr
+        .by_ref()
         .map_while(Result::ok)
         .find_map(|l| {
             let rest = l.split("forked child pid ").nth(1)?;
             rest.split_whitespace().next()?.parse().ok()
         })
         .expect("fake-trainer names its child");
-    let cmdline = std::fs::read(format!("/proc/{child}/cmdline")).unwrap_or_default();
+    let cmdline = std::fs::read(format!("/proc/{child}/cmdline"));
+    let status = std::fs::read_to_string(format!("/proc/{child}/status")).unwrap_or_default();
     let _ = Command::new("kill")
         .args(["-KILL", &child.to_string()])
         .status();
     let _ = forked.wait();
+    drop(stderr);
+    let cmdline = cmdline.unwrap_or_else(|e| panic!("/proc/{child}/cmdline: {e}"));
     let words: Vec<String> = String::from_utf8_lossy(&cmdline)
         .split('\0')
         .map(str::to_owned)
         .collect();
+    assert!(words.len() >= 4, "child {child}: {words:?}\n{status}");
     assert_eq!(
         words[1..4],
         ["fake-trainer", "--child-sleep", "--ignore-sigterm"]

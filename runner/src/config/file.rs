@@ -411,6 +411,8 @@ mod tests {
             ("allocator", "default, expandable, gc80"),
             ("checkpoint", "sync, async, async_shm"),
             ("empty_cache", "level0, level2"),
+            ("data", "real, mock"),
+            ("fused", "default, none"),
         ] {
             assert_eq!(config.axis(axis).unwrap().value_names(), values);
         }

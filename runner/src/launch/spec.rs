@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::error::LaunchError;
+use crate::plan::{RunSpec, Site};
 
 /// Default time between SIGTERM and SIGKILL when a job is stopped.
 pub const DEFAULT_GRACE: Duration = Duration::from_secs(10);
@@ -52,34 +53,25 @@ impl LaunchSpec {
 /// How the entry program is started: the plan's launcher (`torchrun`, `ft_launcher`, direct).
 pub use crate::plan::Launcher;
 
-/// The full command line of one run: launcher words (Megatron's, see
-/// [`crate::plan::Launcher::prefix`]), then the entry and its arguments.
-///
-/// An entry that is not a `.py` script is a program: it is resolved here (torchrun would only
-/// search PATH) and `--no-python` is added.
+/// The command line the local executor starts for one run: [`RunSpec::argv`] (the one
+/// launcher-line builder), with a program entry resolved here first (torchrun would only
+/// search PATH; a `.py` script and a direct launcher's program are left as they are).
 pub fn command_line(
-    launcher: Launcher,
-    nproc: Option<u32>,
-    site: &crate::plan::Site,
-    entry: &[String],
+    launcher: &Launcher,
+    run: &RunSpec,
+    site: &Site,
     cwd: &Path,
 ) -> Result<Vec<String>, LaunchError> {
-    let Some(first) = entry.first() else {
+    let Some(first) = run.entry_argv.first() else {
         return Err(LaunchError::EmptyArgv);
     };
-    if launcher == Launcher::Direct {
-        return Ok(entry.to_vec());
+    if *launcher == Launcher::Direct || first.ends_with(".py") {
+        return Ok(run.argv(launcher, site));
     }
-    let mut argv = launcher.prefix(nproc, site);
-    if first.ends_with(".py") {
-        argv.extend(entry.iter().cloned());
-    } else {
-        argv.push("--no-python".to_owned());
-        let resolved = resolve_program(first, cwd, std::env::var_os("PATH"))?;
-        argv.push(resolved.to_string_lossy().into_owned());
-        argv.extend(entry[1..].iter().cloned());
-    }
-    Ok(argv)
+    let resolved = resolve_program(first, cwd, std::env::var_os("PATH"))?;
+    let mut run = run.clone();
+    run.entry_argv[0] = resolved.to_string_lossy().into_owned();
+    Ok(run.argv(launcher, site))
 }
 
 /// A TCP port on 127.0.0.1 that was free a moment ago: bind port 0, read it, close.
@@ -145,8 +137,8 @@ mod tests {
         ws.iter().map(|w| (*w).to_owned()).collect()
     }
 
-    fn site() -> crate::plan::Site {
-        crate::plan::Site {
+    fn site() -> Site {
+        Site {
             nodes: 1,
             node_rank: "0".into(),
             master_addr: "localhost".into(),
@@ -157,25 +149,18 @@ mod tests {
 
     #[test]
     fn direct_keeps_the_entry_as_is() {
-        let argv = command_line(
-            Launcher::Direct,
-            None,
-            &site(),
-            &words(&["x", "--a", "1"]),
-            Path::new("/"),
-        )
-        .unwrap();
+        let run = RunSpec::new(words(&["x", "--a", "1"]));
+        let argv = command_line(&Launcher::Direct, &run, &site(), Path::new("/")).unwrap();
         assert_eq!(argv, words(&["x", "--a", "1"]));
     }
 
     #[test]
     fn torchrun_prefix_for_a_python_script() {
-        let entry = words(&["pretrain_gpt.py", "--train-iters", "10"]);
+        let run = RunSpec::new(words(&["pretrain_gpt.py", "--train-iters", "10"]));
         let argv = command_line(
-            Launcher::Torchrun { nproc: 8 },
-            None,
+            &Launcher::Torchrun { nproc: 8 },
+            &run,
             &site(),
-            &entry,
             Path::new("/"),
         )
         .unwrap();
@@ -189,12 +174,11 @@ mod tests {
 
     #[test]
     fn ft_launcher_takes_the_same_flags_and_resolves_programs() {
-        let entry = words(&["sh", "-c", "true"]);
+        let run = RunSpec::new(words(&["sh", "-c", "true"]));
         let argv = command_line(
-            Launcher::FtLauncher { nproc: 2 },
-            None,
+            &Launcher::FtLauncher { nproc: 2 },
+            &run,
             &site(),
-            &entry,
             Path::new("/"),
         )
         .unwrap();
@@ -207,7 +191,8 @@ mod tests {
 
     #[test]
     fn empty_entry_is_an_error() {
-        let err = command_line(Launcher::Direct, None, &site(), &[], Path::new("/")).unwrap_err();
+        let run = RunSpec::new(Vec::new());
+        let err = command_line(&Launcher::Direct, &run, &site(), Path::new("/")).unwrap_err();
         assert!(matches!(err, LaunchError::EmptyArgv));
     }
 

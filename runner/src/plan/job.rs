@@ -49,7 +49,7 @@ impl Launcher {
     /// reach the console, where Megatron prints its log lines; every rank's goes to
     /// `--log-dir`), and for ft_launcher `--max-restarts=3`. `nproc` overrides the ranks per
     /// node for one run.
-    pub fn prefix(&self, nproc: Option<u32>, site: &Site) -> Vec<String> {
+    fn prefix(&self, nproc: Option<u32>, site: &Site) -> Vec<String> {
         let (program, own) = match self {
             Launcher::Torchrun { nproc } => ("torchrun", *nproc),
             Launcher::FtLauncher { nproc } => ("ft_launcher", *nproc),
@@ -77,6 +77,18 @@ impl Launcher {
         ];
         if matches!(self, Launcher::FtLauncher { .. }) {
             words.push("--max-restarts=3".to_owned());
+        }
+        words
+    }
+
+    /// Every word of a run's launcher line before the entry: the launcher's own words (see
+    /// `prefix`: Megatron's `torchrun`/`ft_launcher` flags for `site`, `nproc` overriding the
+    /// ranks per node), then `--no-python` when the entry is a program rather than a `.py`
+    /// script. Empty for [`Launcher::Direct`]. [`RunSpec::argv`] is these words plus the entry.
+    pub fn words(&self, nproc: Option<u32>, site: &Site, entry_argv: &[String]) -> Vec<String> {
+        let mut words = self.prefix(nproc, site);
+        if needs_no_python(self, entry_argv) {
+            words.push("--no-python".to_owned());
         }
         words
     }
@@ -133,19 +145,25 @@ impl RunSpec {
         }
     }
 
-    /// The full argv: launcher words, then the entry.
+    /// THE launcher line of this run — the one builder every consumer uses (the local
+    /// executor through `launch::command_line`, `goldgate plan`'s text and JSON, `repro`'s
+    /// words, a batch-script renderer): [`Launcher::words`] for `site` and this run's
+    /// `nproc`, then the entry words as they are. For a job, pass `&job.launcher` and
+    /// `&job.site(port)` (`port` a number, or a shell reference such as `${MASTER_PORT}`).
+    ///
+    /// ```text
+    /// torchrun --nproc_per_node 8 --nnodes 1 --master_addr localhost --master_port 29500
+    ///   --node_rank 0 --log-dir <job>/logs --tee 0:3,7:3 --redirects 3 [--no-python] <entry…>
+    /// ```
     pub fn argv(&self, launcher: &Launcher, site: &Site) -> Vec<String> {
-        let mut argv = launcher.prefix(self.nproc, site);
-        if needs_no_python(launcher, &self.entry_argv) {
-            argv.push("--no-python".to_owned());
-        }
+        let mut argv = launcher.words(self.nproc, site, &self.entry_argv);
         argv.extend(self.entry_argv.iter().cloned());
         argv
     }
 }
 
 /// torchrun runs a `.py` entry with Python; any other entry is a program and needs `--no-python`.
-pub(crate) fn needs_no_python(launcher: &Launcher, entry_argv: &[String]) -> bool {
+fn needs_no_python(launcher: &Launcher, entry_argv: &[String]) -> bool {
     *launcher != Launcher::Direct
         && entry_argv
             .first()

@@ -9,7 +9,7 @@
 use std::fmt::Write as _;
 
 use super::job::RunAction;
-use super::job::{Job, Launcher, RunSpec, is_secret_name, needs_no_python};
+use super::job::{Job, Launcher, RunSpec, is_secret_name};
 use super::render::action_text;
 use super::shell::{quote_with_secrets, required_ref, shell_quote};
 
@@ -155,9 +155,10 @@ fn run_lines(job: &Job, run: &RunSpec, entry_program: Option<&str>) -> String {
         super::job::NODE_RANK_REF,
         super::job::MASTER_ADDR_REF,
     ];
+    let entry_argv = &run.entry_argv;
     let prefix: Vec<String> = job
         .launcher
-        .prefix(run.nproc, &site)
+        .words(run.nproc, &site, entry_argv)
         .iter()
         .map(|w| {
             if refs.contains(&w.as_str()) {
@@ -169,12 +170,6 @@ fn run_lines(job: &Job, run: &RunSpec, entry_program: Option<&str>) -> String {
         .collect();
     if !prefix.is_empty() {
         lines.push(prefix);
-    }
-    let entry_argv = &run.entry_argv;
-    if needs_no_python(&job.launcher, entry_argv)
-        && let Some(line) = lines.last_mut()
-    {
-        line.push("--no-python".to_owned());
     }
     for (j, word) in entry_argv.iter().enumerate() {
         let word = if j == 0 {

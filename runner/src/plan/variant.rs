@@ -312,7 +312,7 @@ mod tests {
             (
                 &["nope=1"],
                 &[],
-                "unknown variant axis `nope` (valid: allocator, checkpoint, empty_cache)",
+                "unknown variant axis `nope` (valid: allocator, checkpoint, empty_cache, data, fused)",
             ),
             (
                 &["allocator=big"],
@@ -332,7 +332,7 @@ mod tests {
             (
                 &[],
                 &["checkpoint", "nope"],
-                "unknown variant axis `nope` (valid: allocator, checkpoint, empty_cache)",
+                "unknown variant axis `nope` (valid: allocator, checkpoint, empty_cache, data, fused)",
             ),
         ];
         for (variants, matrix, want) in cases {

@@ -130,14 +130,8 @@ impl LocalExecutor {
     ) -> Result<LaunchSpec, String> {
         let port = launch::free_port().map_err(|e| e.to_string())?;
         let site = job.site(&port.to_string());
-        let argv = launch::command_line(
-            job.launcher,
-            run.nproc,
-            &site,
-            &run.entry_argv,
-            &job.dirs.job,
-        )
-        .map_err(|e| e.to_string())?;
+        let argv = launch::command_line(&job.launcher, run, &site, &job.dirs.job)
+            .map_err(|e| e.to_string())?;
         let mut spec = LaunchSpec::new(argv, job.dirs.job.clone(), log);
         spec.env = env.clone();
         spec.env
