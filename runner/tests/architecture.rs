@@ -2,7 +2,8 @@
 //! code left out) must point along `case → plan → launch → observe → metrics → compare →
 //! report` or to a shared base module; `run` orchestrates (it may use every stage up to
 //! `metrics`, and only `cmd` uses it); `github` sits aside (only `cmd` uses it); `cmd` is on
-//! top and nothing uses it. The top-level module graph must have no cycle.
+//! top and nothing uses it. The top-level module graph must have no cycle. No non-test
+//! function is longer than 60 lines, and `cmd/run.rs` stays at 200 lines or fewer.
 
 #![allow(clippy::unwrap_used)] // a test: a failed unwrap is a failed test
 
@@ -95,10 +96,26 @@ fn test_only_files(files: &[PathBuf]) -> BTreeSet<PathBuf> {
     out
 }
 
+/// Where a file's test module starts: its `#[cfg(test)]` line followed, after other
+/// attributes, by `mod tests` (the end of the file when it has none).
+fn tests_start(text: &str) -> usize {
+    let mut at = 0;
+    let mut lines = text.split_inclusive('\n').peekable();
+    while let Some(line) = lines.next() {
+        if line.trim_end() == "#[cfg(test)]" {
+            let mut rest = lines.clone().map(str::trim);
+            if rest.find(|l| !l.starts_with("#[")) == Some("mod tests {") {
+                return at;
+            }
+        }
+        at += line.len();
+    }
+    text.len()
+}
+
 /// The production part of a file: up to its `#[cfg(test)] mod tests`, comments removed.
 fn production_code(text: &str) -> String {
-    let end = text.find("#[cfg(test)]\nmod tests").unwrap_or(text.len());
-    text[..end]
+    text[..tests_start(text)]
         .lines()
         .map(|l| match l.find("//") {
             Some(i) => &l[..i],
@@ -167,6 +184,68 @@ fn module_graph() -> BTreeMap<String, BTreeMap<String, PathBuf>> {
     graph
 }
 
+/// The longest a non-test function's body may be, in lines (the style guide's rule).
+const MAX_FN_LINES: usize = 60;
+
+/// Every non-test function of `text` (rustfmt-formatted: the body closes with `}` at the
+/// `fn` line's indentation) as (first line, name, body lines). A function with a
+/// `#[cfg(test)]` or `#[test]` attribute is test code and left out.
+fn functions(text: &str) -> Vec<(usize, String, usize)> {
+    let lines: Vec<&str> = text[..tests_start(text)].lines().collect();
+    let mut out = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        let code = line.trim_start();
+        let indent = &line[..line.len() - code.len()];
+        let Some(name) = fn_name(code) else { continue };
+        let attrs = lines[..i]
+            .iter()
+            .rev()
+            .map(|l| l.trim())
+            .take_while(|l| l.starts_with("#[") || l.starts_with("///"));
+        if attrs
+            .into_iter()
+            .any(|a| a == "#[cfg(test)]" || a == "#[test]")
+        {
+            continue;
+        }
+        let Some(open) = (i..lines.len()).find(|&k| {
+            let l = lines[k].trim_end();
+            l.ends_with('{') || l.ends_with(';') || l.ends_with('}')
+        }) else {
+            continue;
+        };
+        if !lines[open].trim_end().ends_with('{') {
+            continue; // a declaration or a one-line body
+        }
+        let close = (open + 1..lines.len()).find(|&k| lines[k] == format!("{indent}}}"));
+        if let Some(close) = close {
+            out.push((i + 1, name, close - open - 1));
+        }
+    }
+    out
+}
+
+/// The name of the function a line declares, if it does.
+fn fn_name(code: &str) -> Option<String> {
+    let mut rest = code;
+    for prefix in [
+        "pub(crate) ",
+        "pub(super) ",
+        "pub ",
+        "const ",
+        "async ",
+        "unsafe ",
+    ] {
+        rest = rest.strip_prefix(prefix).unwrap_or(rest);
+    }
+    let name: String = rest
+        .strip_prefix("fn ")?
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+        .collect();
+    (!name.is_empty()).then_some(name)
+}
+
 /// A cycle through `start`, if any (depth-first).
 fn cycle_from(
     graph: &BTreeMap<String, BTreeMap<String, PathBuf>>,
@@ -233,6 +312,36 @@ fn the_module_graph_has_no_cycle() {
 }
 
 #[test]
+fn no_function_is_longer_than_sixty_lines() {
+    let root = src();
+    let mut files = Vec::new();
+    rust_files(&root, &mut files);
+    let tests = test_only_files(&files);
+    let mut long = Vec::new();
+    for file in files.iter().filter(|f| !tests.contains(*f)) {
+        let text = std::fs::read_to_string(file).unwrap();
+        for (line, name, body) in functions(&text) {
+            if body > MAX_FN_LINES {
+                let rel = file.strip_prefix(&root).unwrap().display();
+                long.push(format!("{rel}:{line} fn {name}: {body} lines"));
+            }
+        }
+    }
+    assert!(
+        long.is_empty(),
+        "functions over {MAX_FN_LINES} lines (split them):\n{}",
+        long.join("\n")
+    );
+}
+
+#[test]
+fn cmd_run_stays_small() {
+    let text = std::fs::read_to_string(src().join("cmd/run.rs")).unwrap();
+    let lines = text.lines().count();
+    assert!(lines <= 200, "cmd/run.rs has {lines} lines (at most 200)");
+}
+
+#[test]
 fn the_checks_catch_what_they_are_for() {
     // The rules themselves, so a test that cannot fail cannot hide here.
     assert!(
@@ -257,4 +366,16 @@ fn the_checks_catch_what_they_are_for() {
     }
     let cycle = cycle_from(&graph, "a", &mut vec!["a".to_owned()]).unwrap();
     assert_eq!(cycle, ["a", "b", "c", "a"]);
+    let body = "    x();\n".repeat(3);
+    let code = format!(
+        "pub(crate) fn long(\n    a: u32,\n) -> u32 {{\n{body}}}\nfn decl();\nfn one() {{}}\n\
+         impl X {{\n    fn m(&self) {{\n    {body}    }}\n}}\n#[cfg(test)]\nfn helper() {{\n{body}}}\n\
+         #[cfg(test)]\n#[allow(x)]\nmod tests {{\n    fn t() {{\n{body}    }}\n}}\n"
+    );
+    let found = functions(&code);
+    assert_eq!(
+        found,
+        [(1, "long".to_owned(), 3), (11, "m".to_owned(), 3)],
+        "{code}"
+    );
 }

@@ -52,6 +52,18 @@ printf '%s\0' "PLAIN=$PLAIN" "FLAG=$FLAG" "ALLOC=$ALLOC" "HF_TOKEN=$HF_TOKEN" "Q
 const CONFIG: &str = r#"platforms:
   local:
     gpus_per_node: 1
+  cluster:
+    gpus_per_node: 1
+    executor: slurm
+    timeout: 5m
+    slurm:
+      partition: batch
+      account: research
+      qos: high
+      gres: gpu:1
+      sbatch_args: [--exclusive]
+      container_image: nvcr.io/nvidia/pytorch:25.01-py3
+      container_mounts: [/lustre:/lustre]
 variants:
   allocator:
     values:
@@ -268,6 +280,30 @@ fn repro_script_snapshot() {
 }
 
 #[test]
+fn slurm_batch_script_snapshot() {
+    let tree = Tree::new();
+    let out = tree.goldgate(&["repro", "demo/tricky", "--platform", "cluster"]);
+    assert!(out.status.success(), "{}", tree.text(&out.stderr));
+    let text = tree.text(&out.stdout);
+    assert!(!text.contains("sekrit-value"));
+    insta::assert_snapshot!(text);
+    // `--executor slurm` picks the same script on a platform whose executor is local.
+    let plan = tree.goldgate(&["plan", "demo/tricky", "--executor", "slurm"]);
+    let plan = tree.text(&plan.stdout);
+    assert!(plan.contains("── batch script of demo/tricky@"), "{plan}");
+    assert!(plan.contains("#SBATCH --nodes=1\n#SBATCH --ntasks-per-node=1\n"));
+    let local = tree.goldgate(&[
+        "repro",
+        "demo/tricky",
+        "--platform",
+        "cluster",
+        "--executor",
+        "local",
+    ]);
+    assert!(!tree.text(&local.stdout).contains("#SBATCH"));
+}
+
+#[test]
 fn plan_table_snapshot() {
     let tree = Tree::new();
     let out = tree.goldgate(&["plan", "--matrix", "allocator", "--repeat", "2"]);
@@ -461,6 +497,7 @@ fn corpus_inputs<'a>(
         nodes: None,
         gpus_per_node,
         warmup: 0,
+        fit_nodes: false,
     }
 }
 
@@ -769,4 +806,56 @@ fn data_mock_and_fused_none_make_a_corpus_case_run_without_data_sets_or_apex() {
         .filter(|w| *w == "--no-gradient-accumulation-fusion")
         .count();
     assert_eq!(fusion, 1, "{joined}");
+}
+
+/// The mission's example case needs 64 ranks (EP 64); on GB200 nodes of 4 GPUs the Slurm
+/// executor gives it 16 nodes, one launcher per node with Slurm's node count and id.
+#[test]
+fn nemotron_super_plans_sixteen_gb200_nodes_on_slurm() {
+    let Some(root) = corpus::test_cases() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let case = "nemotron/nemotron3_super_release_gb200";
+    let plan = |extra: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_goldgate"))
+            .args(["plan", case, "--platform", "dgx_gb200", "--root"])
+            .arg(&root)
+            .args(extra)
+            .current_dir(dir.path())
+            .output()
+            .unwrap()
+    };
+    let local = plan(&[]);
+    assert_eq!(
+        local.status.code(),
+        Some(2),
+        "one node of 4 GPUs fails the rank check"
+    );
+    let out = plan(&["--executor", "slurm"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("16 nodes × 4 ranks"), "{text}");
+    assert!(
+        text.contains("#SBATCH --nodes=16\n#SBATCH --ntasks-per-node=1\n"),
+        "{text}"
+    );
+    let launcher = text
+        .lines()
+        .find(|l| l.starts_with("ft_launcher "))
+        .unwrap_or_else(|| panic!("no launcher line in {text}"));
+    for words in [
+        "--nproc_per_node 4",
+        "--nnodes \"${SLURM_NNODES}\"",
+        "--node_rank \"${SLURM_NODEID}\"",
+        "--master_addr \"${MASTER_ADDR}\"",
+    ] {
+        assert!(launcher.contains(words), "{words} missing in {launcher}");
+    }
+    assert!(text.contains("scontrol show hostnames \"$SLURM_JOB_NODELIST\""));
+    assert!(text.contains("\nsrun --ntasks-per-node=1 --kill-on-bad-exit=1 bash "));
 }

@@ -154,6 +154,16 @@ pub fn platform_name(text: &str) -> Result<String, String> {
     Ok(text.to_owned())
 }
 
+/// `--executor`: `local` or `slurm`.
+pub fn executor_name(text: &str) -> Result<crate::config::ExecutorChoice, String> {
+    use crate::config::ExecutorChoice;
+    match text {
+        "local" => Ok(ExecutorChoice::Local),
+        "slurm" => Ok(ExecutorChoice::Slurm),
+        other => Err(format!("`{other}` is not an executor (local, slurm)")),
+    }
+}
+
 /// An environment name (`dev`, `lts`) given on the command line: also part of a golden file's
 /// name.
 pub fn environment_name(text: &str) -> Result<String, String> {

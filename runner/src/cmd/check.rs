@@ -213,6 +213,7 @@ fn plan_lints(args: &Args, config: &crate::config::Config) -> Result<Vec<Problem
             nodes: None,
             gpus_per_node: None,
             warmup: 0,
+            fit_nodes: false,
         };
         let planned = plan_case(
             &inputs,

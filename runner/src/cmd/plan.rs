@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use super::error::AppError;
 use super::output::{err, out};
-use super::select::{CaseArgs, Output, Selection, absolute, plan_selection};
+use super::select::{CaseArgs, Output, Selection, plan_selection};
 use crate::exit::Exit;
 use crate::plan::{render_plan_json, render_plan_text};
 
@@ -32,11 +32,11 @@ pub struct Args {
 /// Runs the command: every job that plans is printed; a case that does not plan is reported
 /// on stderr without stopping the others (exit 2 then).
 pub fn run(args: Args) -> Result<Exit, AppError> {
+    let config = args.select.config.load()?;
     let output = Output {
-        out_dir: absolute(&args.out)?,
+        out_dir: args.select.out_dir(&config, &args.out)?,
         run_id: args.run_id,
     };
-    let config = args.select.config.load()?;
     let filter = args.which.filter()?;
     let selected = plan_selection(&config, &args.select, &filter, args.repeat, 0, &output)?;
     let text = match args.format {
@@ -44,6 +44,16 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
         super::list::Format::Json => render_plan_json(&selected.jobs),
     };
     out!("{text}");
+    let slurm = args.select.executor(&config)?.1 == crate::config::ExecutorChoice::Slurm;
+    if slurm && matches!(args.format, super::list::Format::Table) {
+        for job in &selected.jobs {
+            out!(
+                "\n── batch script of {} (sbatch) ──\n{}",
+                job.id,
+                super::repro::batch_script(&config, job)?
+            );
+        }
+    }
     let strict = args.select.strict_placeholders;
     err!("{}", selected.render_problems(strict));
     Ok(if selected.refused(strict) {

@@ -4,9 +4,12 @@ use std::path::{Path, PathBuf};
 
 use super::error::AppError;
 use super::output::{err, out};
-use super::select::{Output, Selection, absolute, plan_selection};
+use super::select::{Output, Selection, plan_selection};
+use crate::config::{Config, ExecutorChoice};
 use crate::exit::Exit;
-use crate::plan::{Launcher, render_repro, resolve_program};
+use crate::plan::{
+    BatchSpec, Job, Launcher, batch_time_limit, render_batch, render_repro, resolve_program,
+};
 
 /// Arguments of `goldgate repro`.
 #[derive(clap::Args, Debug)]
@@ -25,11 +28,11 @@ pub struct Args {
 
 /// Runs the command.
 pub fn run(args: Args) -> Result<Exit, AppError> {
+    let config = args.select.config.load()?;
     let output = Output {
-        out_dir: absolute(&args.out)?,
+        out_dir: args.select.out_dir(&config, &args.out)?,
         run_id: args.run_id,
     };
-    let config = args.select.config.load()?;
     let filter = crate::plan::CaseFilter::new(std::slice::from_ref(&args.case), None, None)?;
     let selected = plan_selection(&config, &args.select, &filter, Some(1), 0, &output)?;
     let strict = args.select.strict_placeholders;
@@ -46,12 +49,36 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
         }
         .into());
     };
-    let program = entry_program(
+    let program = job_entry_program(job);
+    match args.select.executor(&config)?.1 {
+        ExecutorChoice::Local => out!("{}", render_repro(job, program.as_deref())),
+        ExecutorChoice::Slurm => out!("{}", batch_script(&config, job)?),
+    }
+    Ok(Exit::Pass)
+}
+
+/// The batch script `sbatch` would get for `job` (console log `logs/console.log`, the time
+/// limit of the job's case, platform or recipe), as `plan` and `repro` print it.
+pub(super) fn batch_script(config: &Config, job: &Job) -> Result<String, AppError> {
+    let platform = config.platform(Some(&job.platform))?;
+    let program = job_entry_program(job);
+    let log = job.dirs.logs.join("console.log");
+    let spec = BatchSpec {
+        slurm: &platform.slurm,
+        time_limit: batch_time_limit(job, None, &platform.slurm),
+        log: &log,
+        entry_program: program.as_deref(),
+        sampler: None,
+    };
+    Ok(render_batch(job, &spec))
+}
+
+/// The job's bare entry resolved as `launch` would (see [`entry_program`]).
+pub(super) fn job_entry_program(job: &Job) -> Option<String> {
+    entry_program(
         job.launcher,
         job.runs.first().and_then(|r| r.entry_argv.first()),
-    );
-    out!("{}", render_repro(job, program.as_deref()));
-    Ok(Exit::Pass)
+    )
 }
 
 /// For a direct launch, the bare entry name resolved as `launch` would (next to goldgate's

@@ -11,7 +11,7 @@ use crate::case::{
     CaseRecipe, RecipeFilter, RecipeRow, Runner, TestCase, discover, for_case, load_case,
     load_recipes, select,
 };
-use crate::config::Config;
+use crate::config::{Config, ExecutorChoice, Platform};
 use crate::plan::{
     CaseFilter, Job, Partition, PlanInputs, Planned, Unset, VariantRequest, plan_case,
 };
@@ -41,10 +41,41 @@ pub struct Selection {
     /// GPUs (ranks) per node, replacing the recipe's and the platform's.
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     pub gpus_per_node: Option<u32>,
+    /// What runs the jobs: `local` (process groups on this machine, one node) or `slurm` (one
+    /// batch job per job, one launcher per node); default: the platform's `executor`.
+    #[arg(long, value_parser = super::args::executor_name)]
+    pub executor: Option<ExecutorChoice>,
     /// Refuse a case with a `${NAME}` placeholder nothing sets (else it stays as written, with
     /// one warning per name).
     #[arg(long)]
     pub strict_placeholders: bool,
+}
+
+impl Selection {
+    /// The executor that runs this selection's jobs on `platform`: `--executor`, else the
+    /// platform's.
+    pub fn executor_on(&self, platform: &Platform) -> ExecutorChoice {
+        self.executor.unwrap_or(platform.executor)
+    }
+
+    /// The selection's platform (`--platform`, else the default) and its executor.
+    pub fn executor<'c>(
+        &self,
+        config: &'c Config,
+    ) -> Result<(&'c Platform, ExecutorChoice), AppError> {
+        let platform = config.platform(self.platform.as_deref())?;
+        Ok((platform, self.executor_on(platform)))
+    }
+
+    /// Where jobs' folders go: the platform's `slurm.job_root` for Slurm jobs when it has one
+    /// (a folder every node sees), else `out` (absolute).
+    pub fn out_dir(&self, config: &Config, out: &Path) -> Result<PathBuf, AppError> {
+        let (platform, executor) = self.executor(config)?;
+        match (&platform.slurm.job_root, executor) {
+            (Some(root), ExecutorChoice::Slurm) => Ok(root.clone()),
+            _ => absolute(out),
+        }
+    }
 }
 
 /// Megatron's recipes and the filters of its recipe parser.
@@ -264,6 +295,7 @@ impl Planner<'_> {
             nodes: self.selection.nodes,
             gpus_per_node: self.selection.gpus_per_node,
             warmup: self.warmup,
+            fit_nodes: self.selection.executor_on(platform) == ExecutorChoice::Slurm,
         };
         Ok(plan_case(
             &inputs,

@@ -249,6 +249,12 @@ pub fn judge_against(
             path.display()
         ));
     }
+    set_verdict(&mut job, warnings);
+    Ok(job)
+}
+
+/// The job's verdict is its worst metric's; each unstable metric is also a warning.
+fn set_verdict(job: &mut JobComparison, warnings: &mut Vec<String>) {
     job.verdict = job
         .metrics
         .iter()
@@ -265,7 +271,6 @@ pub fn judge_against(
             job.case, job.variant, m.metric, m.detail
         ));
     }
-    Ok(job)
 }
 
 /// Reads a golden file for comparison; any problem names the file (exit 2).

@@ -134,13 +134,25 @@ fn judge_steps(
         out.golden = golden.get(&step).copied().filter(|g| g.is_finite());
         out.now = Some(step_median(repeats, step)).filter(|a| a.is_finite());
     }
-    (out.verdict, out.detail) = if !differ.is_empty() {
+    (out.verdict, out.detail) = step_verdict(n, allowed, &differ, bad, good);
+}
+
+/// The verdict over `n` checked steps: any step differing under an exact check regresses;
+/// otherwise more than `allowed` steps outside the tolerance on one side decide it.
+fn step_verdict(
+    n: usize,
+    allowed: usize,
+    differ: &[u64],
+    bad: Vec<u64>,
+    good: Vec<u64>,
+) -> (Verdict, String) {
+    if !differ.is_empty() {
         (
             Verdict::Regression,
             format!(
                 "exact check: {} of {n} steps differ: {}",
                 differ.len(),
-                list(&differ)
+                list(differ)
             ),
         )
     } else if bad.len() > allowed {
@@ -156,7 +168,7 @@ fn judge_steps(
         let mut all = [bad, good].concat();
         all.sort_unstable();
         (Verdict::Pass, beyond(&all, n, allowed, ""))
-    };
+    }
 }
 
 fn beyond(steps: &[u64], n: usize, allowed: usize, how: &str) -> String {

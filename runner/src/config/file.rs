@@ -12,6 +12,7 @@ use serde_saphyr::Spanned;
 use super::error::ConfigError;
 use super::named::{Named, StringMap, string_pairs};
 use super::rules::{RuleOverride, Rules};
+use super::slurm::{ExecutorChoice, RawSlurm, SlurmConfig, slurm_from_raw};
 
 /// The repository's `goldgate.yaml` as shipped: used when no file is found (see `discover`).
 pub const BUILTIN_CONFIG: &str = include_str!("../../../goldgate.yaml");
@@ -55,6 +56,10 @@ pub struct Platform {
     /// (`GOLDGATE.timeout`) and `goldgate run --timeout` is not given.
     #[serde(serialize_with = "crate::duration::seconds::serialize")]
     pub timeout: Option<std::time::Duration>,
+    /// What runs its jobs unless `--executor` says (`local` by default).
+    pub executor: ExecutorChoice,
+    /// Its `slurm:` block (empty when absent: the cluster's defaults).
+    pub slurm: SlurmConfig,
 }
 
 /// One value of a variant axis: the edits it makes to a job.
@@ -167,6 +172,10 @@ struct RawPlatform {
     warmup_jobs: u32,
     #[serde(default)]
     timeout: Option<Spanned<String>>,
+    #[serde(default)]
+    executor: Option<ExecutorChoice>,
+    #[serde(default)]
+    slurm: Option<RawSlurm>,
 }
 
 #[derive(Deserialize)]
@@ -353,6 +362,8 @@ impl Platform {
             megatron_lm_dir: None,
             entry: None,
             env: Vec::new(),
+            executor: ExecutorChoice::Local,
+            slurm: SlurmConfig::default(),
         }
     }
 }
@@ -381,6 +392,11 @@ fn platform_from_raw(
         env: string_pairs(raw.env),
         warmup_jobs: raw.warmup_jobs,
         timeout,
+        executor: raw.executor.unwrap_or_default(),
+        slurm: match raw.slurm {
+            Some(block) => slurm_from_raw(block, path)?,
+            None => SlurmConfig::default(),
+        },
     })
 }
 
@@ -481,6 +497,55 @@ mod tests {
             err.starts_with("goldgate.yaml:4:14: timeout: `soon` is not a duration"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn slurm_blocks_are_checked_with_their_place() {
+        let text = "platforms:\n  c:\n    gpus_per_node: 4\n    executor: slurm\n    slurm:\n      partition: batch\n      gres: gpu:4\n      time_limit: 30m\n      sbatch_args: [--exclusive]\n      container_image: nvcr.io/x:1\n      container_mounts: [/lustre:/lustre]\n      job_root: /lustre/gg\n";
+        let config = parse(text).unwrap();
+        let c = config.platform(Some("c")).unwrap();
+        assert_eq!(c.executor, ExecutorChoice::Slurm);
+        assert_eq!(c.slurm.gres.as_deref(), Some("gpu:4"));
+        assert_eq!(
+            c.slurm.time_limit,
+            Some(std::time::Duration::from_secs(1800))
+        );
+        assert_eq!(
+            config.platform(Some("dgx_h100")).unwrap().executor,
+            ExecutorChoice::Local
+        );
+        let cases = [
+            ("      gres: 4\n", "goldgate.yaml:5:13: slurm.gres: `4`"),
+            (
+                "      time_limit: soon\n",
+                "goldgate.yaml:5:19: slurm.time_limit",
+            ),
+            (
+                "      sbatch_args: [--nodes=2]\n",
+                "goldgate.yaml:5:21: slurm.sbatch_args: goldgate sets `--nodes`",
+            ),
+            (
+                "      container_mounts: [data:/data]\n",
+                "goldgate.yaml:5:26: slurm.container_mounts",
+            ),
+            ("      job_root: gg\n", "goldgate.yaml:5:17: slurm.job_root"),
+            (
+                "      partition: a b\n",
+                "goldgate.yaml:5:18: slurm.partition",
+            ),
+            ("      nodes: 2\n", "goldgate.yaml:5:7"),
+            ("    executor: k8s\n", "goldgate.yaml:5:15"),
+        ];
+        for (line, want) in cases {
+            let text = format!("platforms:\n  c:\n    gpus_per_node: 4\n    slurm:\n{line}");
+            let text = if line.starts_with("    executor") {
+                format!("platforms:\n  c:\n    gpus_per_node: 4\n    slurm: {{}}\n{line}")
+            } else {
+                text
+            };
+            let err = parse(&text).unwrap_err().to_string();
+            assert!(err.starts_with(want), "{err:?} should start with {want:?}");
+        }
     }
 
     #[test]

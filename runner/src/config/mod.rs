@@ -5,6 +5,7 @@ mod error;
 mod file;
 mod named;
 mod rules;
+mod slurm;
 
 pub use discover::{CONFIG_ENV, CONFIG_NAME, ConfigSource, discover};
 pub use error::ConfigError;
@@ -16,3 +17,4 @@ pub use rules::{
     Alpha, DEFAULT_ALPHA, DEFAULT_MIN_EFFECT, Direction, Effect, FailAllowance, MetricKind,
     MetricRule, RuleOverride, Rules, Statistic, StepRange, TestKind, Tolerance, Window, glob_match,
 };
+pub use slurm::{ExecutorChoice, SlurmConfig};

@@ -381,6 +381,20 @@ impl Rules {
     }
 }
 
+/// The built-in iteration-time window: the median over steps 5–20, or 30–45 for runs of
+/// more than 25 steps (past Megatron's warm-up and the first checkpoint saves).
+fn builtin_iteration_window() -> Window {
+    Window {
+        statistic: Statistic::Median,
+        steps: StepRange { first: 5, last: 20 },
+        long_run_steps: Some(StepRange {
+            first: 30,
+            last: 45,
+        }),
+        long_run_after: 25,
+    }
+}
+
 impl Default for Rules {
     /// Megatron's checks (`docs/megatron-format.md` §3) and goldgate's metric rules: the
     /// built-in set `compare` uses without a `goldgate.yaml`.
@@ -396,15 +410,7 @@ impl Default for Rules {
         };
         let iteration_time = MetricRule {
             max_cv: Some(0.10),
-            window: Some(Window {
-                statistic: Statistic::Median,
-                steps: StepRange { first: 5, last: 20 },
-                long_run_steps: Some(StepRange {
-                    first: 30,
-                    last: 45,
-                }),
-                long_run_after: 25,
-            }),
+            window: Some(builtin_iteration_window()),
             ..lower.clone()
         };
         let peak = MetricRule {

@@ -212,6 +212,24 @@ fn series(name: &str, fields: &[(String, Json)], raw: RawValues) -> Result<Serie
         // Megatron's steps are `start_step + i * step_interval`: 0 names one step only.
         return Err((loc("step_interval"), "must be at least 1, found 0".into()));
     }
+    let (values, list_form) = series_values(name, raw, start_step, step_interval)?;
+    Ok(Series {
+        start_step,
+        end_step,
+        step_interval,
+        values,
+        list_form,
+    })
+}
+
+/// A series' values by step, and whether the file wrote them as a list (steps
+/// `start_step + i * step_interval`) rather than an object keyed by step.
+fn series_values(
+    name: &str,
+    raw: RawValues,
+    start_step: u64,
+    step_interval: u64,
+) -> Result<(BTreeMap<u64, Value>, bool), ShapeError> {
     // Collected then bulk-built: steps arrive sorted, and `collect` builds a BTreeMap from a
     // sorted run in one pass (inserting one by one was the largest cost of `goldgate check`).
     let mut values = Vec::new();
@@ -245,19 +263,12 @@ fn series(name: &str, fields: &[(String, Json)], raw: RawValues) -> Result<Serie
         }
         RawValues::Other(found) => {
             return Err((
-                loc("values"),
+                format!("{name:?}.values"),
                 format!("expected an object or a list, found {found}"),
             ));
         }
     };
-    let values: BTreeMap<u64, Value> = values.into_iter().collect();
-    Ok(Series {
-        start_step,
-        end_step,
-        step_interval,
-        values,
-        list_form,
-    })
+    Ok((values.into_iter().collect(), list_form))
 }
 
 fn read_value(item: Item) -> Result<Value, String> {

@@ -139,7 +139,7 @@ mod tests {
 
     fn site() -> Site {
         Site {
-            nodes: 1,
+            nodes: "1".into(),
             node_rank: "0".into(),
             master_addr: "localhost".into(),
             master_port: "29512".into(),

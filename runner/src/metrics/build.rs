@@ -6,7 +6,8 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use super::record::{
-    Attempt, CheckpointRecord, Outcome, RunRecord, SCHEMA_VERSION, StepValues, VariantRecord,
+    Attempt, CheckpointRecord, Fingerprint, MemoryRecord, Outcome, RunRecord, SCHEMA_VERSION,
+    StepValues, VariantRecord,
 };
 use super::sampled::Sampled;
 use crate::metric_names::{
@@ -138,6 +139,17 @@ pub struct JobResult {
     pub workload_commit: Option<String>,
 }
 
+/// Node 0's memory view (with the run's save marks) and machine fingerprint: rank 0 runs
+/// there, and a job's nodes are alike.
+fn node0_views(observed: &Observed) -> (MemoryRecord, Fingerprint) {
+    let node0 = observed.nodes.first();
+    let mut memory = node0.map(Sampled::memory_record).unwrap_or_default();
+    if node0.is_some() {
+        memory.timeline.saves = observed.save_marks.clone();
+    }
+    (memory, node0.map(Sampled::fingerprint).unwrap_or_default())
+}
+
 /// The `results.json` record of `job`.
 pub fn record(job: &Job, result: JobResult) -> RunRecord {
     let ran = result.observed.is_some();
@@ -153,13 +165,7 @@ pub fn record(job: &Job, result: JobResult) -> RunRecord {
         ),
         false => BTreeMap::new(),
     };
-    // Node 0's memory view and fingerprint: rank 0 runs there, and a job's nodes are alike.
-    let node0 = observed.nodes.first();
-    let mut memory = node0.map(Sampled::memory_record).unwrap_or_default();
-    if node0.is_some() {
-        memory.timeline.saves = observed.save_marks.clone();
-    }
-    let mut fingerprint = node0.map(Sampled::fingerprint).unwrap_or_default();
+    let (memory, mut fingerprint) = node0_views(&observed);
     fingerprint.host = result.host;
     fingerprint.goldgate_version = env!("CARGO_PKG_VERSION").to_string();
     fingerprint.workload_commit = result.workload_commit;

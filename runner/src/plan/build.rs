@@ -41,6 +41,10 @@ pub struct PlanInputs<'a> {
     pub gpus_per_node: Option<u32>,
     /// Warm-up repeats planned before the measured ones (`goldgate run --warmup N`).
     pub warmup: u32,
+    /// The executor starts one launcher per node (Slurm): a job whose node count comes from
+    /// the platform's default, not `--nodes` or its recipe, gets the fewest nodes its parallel
+    /// layout runs on when the default is too few.
+    pub fit_nodes: bool,
 }
 
 /// The entry used when neither the case, its recipe nor the platform names one.
@@ -139,6 +143,8 @@ struct Shape<'a> {
     train_iters: Option<u64>,
     nproc: u32,
     nodes: u32,
+    /// `--nodes` or the recipe set `nodes` (else it is the platform's default).
+    nodes_given: bool,
 }
 
 fn plan_job(
@@ -149,7 +155,7 @@ fn plan_job(
     repeat: u32,
 ) -> Result<(Job, Vec<Unset>), PlanError> {
     let values = applied_values(inputs.config, variant, &case.goldgate.variants);
-    let shape = shape(inputs, case, recipe, &values)?;
+    let mut shape = shape(inputs, case, recipe, &values)?;
     let draft = draft(inputs, &shape, &values, variant, repeat)?;
     let mut missing = draft.env.missing.clone();
     let mut runs = Vec::new();
@@ -158,6 +164,9 @@ fn plan_job(
         runs.push(run);
     }
     add_resume_actions(case.test_type, shape.train_iters, &draft.dirs, &mut runs);
+    if inputs.fit_nodes && !shape.nodes_given {
+        shape.nodes = fitted_nodes(&shape, &runs);
+    }
     check_ranks(case, &shape, &runs)?;
     let scripts = scripts(&shape, &draft, inputs, &mut missing);
     let job = assemble(
@@ -262,6 +271,7 @@ fn assemble(
             name: row.name.clone(),
             scope: row.scope.clone(),
             exact: recipe.exact.is_some(),
+            time_limit: row.time_limit,
         }),
         before_script: scripts.0,
         after_script: scripts.1,
@@ -314,11 +324,8 @@ fn shape<'a>(
         .or(exact.map(|r| r.gpus_per_node()))
         .unwrap_or(inputs.platform.gpus_per_node)
         .max(1);
-    let nodes = inputs
-        .nodes
-        .or(exact.and_then(|r| r.nodes))
-        .unwrap_or(inputs.platform.nodes)
-        .max(1);
+    let given = inputs.nodes.or(exact.and_then(|r| r.nodes));
+    let nodes = given.unwrap_or(inputs.platform.nodes).max(1);
     Ok(Shape {
         case,
         entry,
@@ -332,6 +339,7 @@ fn shape<'a>(
         train_iters,
         nproc,
         nodes,
+        nodes_given: given.is_some(),
     })
 }
 
@@ -462,6 +470,26 @@ fn add_resume_actions(
             iteration: iters / 2,
         },
     ];
+}
+
+/// The fewest nodes, from the shape's own count up, on which every run's ranks fit its
+/// parallel layout (the shape's count when none up to 10,000 does).
+fn fitted_nodes(shape: &Shape<'_>, runs: &[RunSpec]) -> u32 {
+    let layouts: Vec<(u64, Layout)> = runs
+        .iter()
+        .map(|run| {
+            let per_node = u64::from(run.nproc.unwrap_or(shape.nproc));
+            (per_node, Layout::of(&run.entry_argv))
+        })
+        .collect();
+    let fits = |nodes: u32| {
+        layouts
+            .iter()
+            .all(|(per_node, layout)| layout.check(per_node * u64::from(nodes)).is_ok())
+    };
+    (shape.nodes..=10_000)
+        .find(|n| fits(*n))
+        .unwrap_or(shape.nodes)
 }
 
 /// Refuses a job whose ranks do not fit the parallel layout its flags ask for.
@@ -726,6 +754,7 @@ variants:
             nodes: None,
             gpus_per_node: None,
             warmup: 0,
+            fit_nodes: false,
         };
         let none = CaseRecipe {
             exact: None,

@@ -26,7 +26,8 @@ pub enum Launcher {
 /// are words (a number, or a shell reference such as `${MASTER_PORT}` in `plan`/`repro`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Site {
-    pub nodes: u32,
+    /// `--nnodes`: a number, or `${SLURM_NNODES}` in a batch script.
+    pub nodes: String,
     pub node_rank: String,
     pub master_addr: String,
     pub master_port: String,
@@ -61,7 +62,7 @@ impl Launcher {
             "--nproc_per_node".to_owned(),
             nproc.to_string(),
             "--nnodes".to_owned(),
-            site.nodes.to_string(),
+            site.nodes.clone(),
             "--master_addr".to_owned(),
             site.master_addr.clone(),
             "--master_port".to_owned(),
@@ -330,7 +331,7 @@ impl Job {
             (DEFAULT_MASTER_ADDR, "0")
         };
         Site {
-            nodes: self.nodes,
+            nodes: self.nodes.to_string(),
             node_rank: rank.to_owned(),
             master_addr: addr.to_owned(),
             master_port: master_port.to_owned(),
@@ -360,6 +361,9 @@ pub struct RecipeRef {
     pub scope: Option<String>,
     /// Whether the row is for the platform the job is planned on (its nodes and GPUs apply).
     pub exact: bool,
+    /// The row's `time_limit` in seconds (a Slurm batch job's limit when nothing else sets one).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub time_limit: Option<u64>,
 }
 
 /// Whether a variable's value must not be printed: a `_`-separated word of its name is
@@ -448,7 +452,7 @@ mod tests {
 
     fn site(nodes: u32) -> Site {
         Site {
-            nodes,
+            nodes: nodes.to_string(),
             node_rank: "0".into(),
             master_addr: "localhost".into(),
             master_port: "${MASTER_PORT}".into(),

@@ -12,6 +12,7 @@ mod ranks;
 mod render;
 mod repro;
 mod shell;
+mod slurm;
 mod variant;
 
 pub use build::{DEFAULT_ENTRY, Place, PlanInputs, Planned, Unset, plan_case};
@@ -27,4 +28,8 @@ pub use ranks::{Layout, Size};
 pub use render::{PORT_PLACEHOLDER, render_plan_json, render_plan_text};
 pub use repro::{REPRO_DEFAULT_PORT, render_repro};
 pub use shell::shell_quote;
+pub use slurm::{
+    BatchSpec, SAMPLER_STOP_FILE, SamplerStep, batch_time_limit, job_name, render_batch,
+    slurm_minutes,
+};
 pub use variant::{Variant, VariantRequest};

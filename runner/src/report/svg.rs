@@ -109,8 +109,16 @@ pub fn render(r: &RunRecord) -> Result<String, ReportError> {
     Ok(buf)
 }
 
-fn draw(r: &RunRecord, buf: &mut String) -> Result<(), String> {
-    let tl = &r.memory.timeline;
+/// The chart's scale: the memory unit's name and bytes per unit, and the ends of the time
+/// and memory axes (in seconds and units).
+struct Axes {
+    unit_name: &'static str,
+    scale: f64,
+    t_max: f64,
+    y_max: f64,
+}
+
+fn axes(tl: &Timeline) -> Axes {
     let max_bytes = tl
         .gpu_used_bytes
         .iter()
@@ -130,7 +138,22 @@ fn draw(r: &RunRecord, buf: &mut String) -> Result<(), String> {
         .chain(tl.saves.iter().filter_map(|s| s.1))
         .filter(|t| t.is_finite())
         .fold(1.0_f64, f64::max);
-    let y_max = (max_bytes / scale * 1.1).max(1.0);
+    Axes {
+        unit_name,
+        scale,
+        t_max,
+        y_max: (max_bytes / scale * 1.1).max(1.0),
+    }
+}
+
+fn draw(r: &RunRecord, buf: &mut String) -> Result<(), String> {
+    let tl = &r.memory.timeline;
+    let Axes {
+        unit_name,
+        scale,
+        t_max,
+        y_max,
+    } = axes(tl);
     let err = |e: &dyn std::fmt::Display| e.to_string();
 
     let root = SVGBackend::with_string(buf, (WIDTH, HEIGHT)).into_drawing_area();

@@ -1,0 +1,221 @@
+//! Stage "plan": a platform's executor (`executor: local | slurm`) and its `slurm:` block —
+//! partition, account, QoS, GPUs per node as `gres`, a default time limit, extra `sbatch`
+//! arguments, a pyxis/enroot container, and the job root every node sees — read from
+//! `goldgate.yaml` and checked, each problem naming its line and column.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde_saphyr::Spanned;
+
+use super::error::ConfigError;
+
+/// What runs a platform's jobs when `--executor` does not say.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ExecutorChoice {
+    /// Process groups on this machine, one node.
+    #[default]
+    Local,
+    /// One batch job per job on a Slurm cluster, one launcher per node.
+    Slurm,
+}
+
+impl ExecutorChoice {
+    /// `local` or `slurm`, as written in goldgate.yaml and on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            ExecutorChoice::Local => "local",
+            ExecutorChoice::Slurm => "slurm",
+        }
+    }
+}
+
+/// A platform's Slurm settings (all optional: a cluster's defaults apply to what is left out).
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct SlurmConfig {
+    /// `--partition`.
+    pub partition: Option<String>,
+    /// `--account`.
+    pub account: Option<String>,
+    /// `--qos`.
+    pub qos: Option<String>,
+    /// `--gres`, `gpu:N` or `gpu:TYPE:N` (GPUs per node).
+    pub gres: Option<String>,
+    /// `--time` when neither `--timeout`, the case, the platform nor the recipe gives a limit.
+    #[serde(serialize_with = "crate::duration::seconds::serialize")]
+    pub time_limit: Option<Duration>,
+    /// More `sbatch` options, each one word (`--exclusive`, `--constraint=h100`).
+    pub sbatch_args: Vec<String>,
+    /// pyxis/enroot `--container-image` of every node's launcher.
+    pub container_image: Option<String>,
+    /// pyxis `--container-mounts`, `SRC:DST[:FLAGS]` each.
+    pub container_mounts: Vec<String>,
+    /// A folder every node sees: jobs' folders (logs, samples, results) go below it instead of
+    /// `--out`.
+    pub job_root: Option<PathBuf>,
+}
+
+/// Options goldgate writes itself: an `sbatch_args` entry may not set them.
+const OWN_OPTIONS: [&str; 7] = [
+    "--nodes",
+    "--ntasks-per-node",
+    "--output",
+    "--error",
+    "--job-name",
+    "--parsable",
+    "--chdir",
+];
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawSlurm {
+    #[serde(default)]
+    partition: Option<Spanned<String>>,
+    #[serde(default)]
+    account: Option<Spanned<String>>,
+    #[serde(default)]
+    qos: Option<Spanned<String>>,
+    #[serde(default)]
+    gres: Option<Spanned<String>>,
+    #[serde(default)]
+    time_limit: Option<Spanned<String>>,
+    #[serde(default)]
+    sbatch_args: Vec<Spanned<String>>,
+    #[serde(default)]
+    container_image: Option<Spanned<String>>,
+    #[serde(default)]
+    container_mounts: Vec<Spanned<String>>,
+    #[serde(default)]
+    job_root: Option<Spanned<String>>,
+}
+
+/// Checks a `slurm:` block and builds it; `path` is the file, for error places.
+pub(crate) fn slurm_from_raw(raw: RawSlurm, path: &Path) -> Result<SlurmConfig, ConfigError> {
+    let bad = |at: &Spanned<String>, msg: String| ConfigError::invalid(path, at, msg);
+    let word = |key: &str, v: Option<Spanned<String>>| -> Result<Option<String>, ConfigError> {
+        match v {
+            Some(s) if s.value.is_empty() || s.value.chars().any(char::is_whitespace) => Err(bad(
+                &s,
+                format!("slurm.{key}: `{}` must be one word", s.value),
+            )),
+            other => Ok(other.map(|s| s.value)),
+        }
+    };
+    if let Some(g) = &raw.gres {
+        check_gres(&g.value).map_err(|m| bad(g, m))?;
+    }
+    let time_limit = match &raw.time_limit {
+        None => None,
+        Some(t) => Some(
+            crate::duration::parse_duration(&t.value)
+                .map_err(|m| bad(t, format!("slurm.time_limit: {m}")))?,
+        ),
+    };
+    for arg in &raw.sbatch_args {
+        check_sbatch_arg(&arg.value).map_err(|m| bad(arg, m))?;
+    }
+    for mount in &raw.container_mounts {
+        check_mount(&mount.value).map_err(|m| bad(mount, m))?;
+    }
+    let job_root = match raw.job_root {
+        Some(root) if !Path::new(&root.value).is_absolute() => {
+            let msg = format!(
+                "slurm.job_root: `{}` must be an absolute path on a filesystem every node sees",
+                root.value
+            );
+            return Err(bad(&root, msg));
+        }
+        other => other.map(|r| PathBuf::from(r.value)),
+    };
+    Ok(SlurmConfig {
+        partition: word("partition", raw.partition)?,
+        account: word("account", raw.account)?,
+        qos: word("qos", raw.qos)?,
+        gres: raw.gres.map(|g| g.value),
+        time_limit,
+        sbatch_args: raw.sbatch_args.into_iter().map(|a| a.value).collect(),
+        container_image: word("container_image", raw.container_image)?,
+        container_mounts: raw.container_mounts.into_iter().map(|m| m.value).collect(),
+        job_root,
+    })
+}
+
+/// `gpu:N` or `gpu:TYPE:N`, N ≥ 1.
+fn check_gres(gres: &str) -> Result<(), String> {
+    let parts: Vec<&str> = gres.split(':').collect();
+    let count = match parts.as_slice() {
+        ["gpu", n] | ["gpu", _, n] => n.parse::<u32>().ok().filter(|n| *n > 0),
+        _ => None,
+    };
+    match count {
+        Some(_) => Ok(()),
+        None => Err(format!(
+            "slurm.gres: `{gres}` is not `gpu:N` or `gpu:TYPE:N` (N GPUs per node, at least 1)"
+        )),
+    }
+}
+
+/// One `sbatch` option word that goldgate does not write itself.
+fn check_sbatch_arg(arg: &str) -> Result<(), String> {
+    if !arg.starts_with('-') || arg.chars().any(char::is_whitespace) {
+        return Err(format!(
+            "slurm.sbatch_args: `{arg}` is not one option word (write `--constraint=h100`, one per entry)"
+        ));
+    }
+    let name = arg.split('=').next().unwrap_or(arg);
+    if OWN_OPTIONS.contains(&name) {
+        return Err(format!(
+            "slurm.sbatch_args: goldgate sets `{name}` itself (nodes from the plan, the log in the job folder)"
+        ));
+    }
+    Ok(())
+}
+
+/// `SRC:DST` or `SRC:DST:FLAGS`, SRC and DST absolute, no comma (pyxis joins mounts by commas).
+fn check_mount(mount: &str) -> Result<(), String> {
+    let parts: Vec<&str> = mount.split(':').collect();
+    let ok = matches!(parts.len(), 2 | 3)
+        && parts[..2].iter().all(|p| p.starts_with('/'))
+        && !mount.contains(',')
+        && !mount.chars().any(char::is_whitespace);
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "slurm.container_mounts: `{mount}` is not `/SRC:/DST` or `/SRC:/DST:FLAGS`"
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gres_words() {
+        assert!(check_gres("gpu:8").is_ok());
+        assert!(check_gres("gpu:h100:8").is_ok());
+        for bad in ["gpu", "gpu:0", "gpu:x", "tpu:1", "gpu:a:b:1"] {
+            assert!(check_gres(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn sbatch_args_are_single_options_goldgate_does_not_own() {
+        assert!(check_sbatch_arg("--exclusive").is_ok());
+        assert!(check_sbatch_arg("--constraint=h100").is_ok());
+        assert!(check_sbatch_arg("exclusive").is_err());
+        assert!(check_sbatch_arg("--nodes=4").is_err());
+        assert!(check_sbatch_arg("--mem 10G").is_err());
+    }
+
+    #[test]
+    fn mounts_are_absolute_pairs() {
+        assert!(check_mount("/lustre/data:/data").is_ok());
+        assert!(check_mount("/a:/b:ro").is_ok());
+        assert!(check_mount("data:/data").is_err());
+        assert!(check_mount("/a:/b,/c:/d").is_err());
+    }
+}
