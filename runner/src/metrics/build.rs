@@ -21,7 +21,8 @@ use crate::plan::Job;
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Peaks {
     pub gpu_above_baseline: Option<u64>,
-    pub host_rss: Option<u64>,
+    /// Peak PSS of the process tree.
+    pub host_pss: Option<u64>,
     pub shm: Option<u64>,
 }
 
@@ -86,7 +87,7 @@ pub fn metrics(
         }
     };
     scalar(GPU_PEAK, peaks.gpu_above_baseline.map(|b| b as f64));
-    scalar(HOST_PEAK, peaks.host_rss.map(|b| b as f64));
+    scalar(HOST_PEAK, peaks.host_pss.map(|b| b as f64));
     scalar(SHM_PEAK, peaks.shm.map(|b| b as f64));
     if let Some(p) = probe {
         for (name, value) in p.metrics(saves.len()) {
@@ -113,7 +114,7 @@ impl Observed {
         let max = |f: fn(&Sampled) -> Option<u64>| self.nodes.iter().filter_map(f).max();
         Peaks {
             gpu_above_baseline: max(Sampled::gpu_peak_above_baseline),
-            host_rss: max(Sampled::host_peak_rss),
+            host_pss: max(Sampled::host_peak_pss),
             shm: max(Sampled::shm_peak),
         }
     }
@@ -273,7 +274,7 @@ mod tests {
         assert!(saves.iter().all(|c| c.asynchronous));
         let peaks = Peaks {
             gpu_above_baseline: Some(7),
-            host_rss: Some(5),
+            host_pss: Some(5),
             shm: None,
         };
         let m = metrics(&s, &saves, peaks, None);
@@ -282,6 +283,7 @@ mod tests {
         assert!((latency - 1.839453).abs() < 1e-6, "{latency}");
         assert!((m[CHECKPOINT_BLOCKING].0[&20] - 0.1158).abs() < 1e-9);
         assert_eq!(m[GPU_PEAK].0[&30], 7.0);
+        assert_eq!(m[HOST_PEAK].0[&30], 5.0);
         assert!(!m.contains_key(SHM_PEAK));
     }
 }

@@ -56,6 +56,9 @@ pub(crate) struct Config {
     pub(crate) planted: Vec<(u64, Planted)>,
     pub(crate) ignore_sigterm: bool,
     pub(crate) fork_child: bool,
+    /// `--fork-workers N`: forked workers sharing a `--shared-mb` buffer with the trainer.
+    pub(crate) fork_workers: u64,
+    pub(crate) shared_mb: u64,
     /// Words between this program's executable and its own arguments when it is started again
     /// for `--fork-child`: none for `fake-trainer`, `fake-trainer` for `goldgate fake-trainer`.
     pub(crate) reexec_prefix: Vec<String>,
@@ -155,6 +158,10 @@ Fake knobs:
   --nan-at-step N            NaN-in-grad error at iteration N (exit 1)
   --ignore-sigterm           ignore SIGTERM
   --fork-child               start a child process that ignores SIGTERM and sleeps forever
+  --fork-workers N           fork N workers (at most 64) that share a --shared-mb buffer with
+                             the trainer, like dataloader or compile workers: summed RSS counts
+                             the buffer N+1 times, PSS once; they die with the trainer
+  --shared-mb N              the buffer the forked workers share (default 64)
   --old-format               print pre-2026 lines (no timestamps)
   --help
 Environment: PYTORCH_CUDA_ALLOC_CONF is read and echoed at startup.
@@ -221,6 +228,8 @@ const VALUED: &[&str] = &[
     "--hang-at-step",
     "--oom-at-step",
     "--nan-at-step",
+    "--fork-workers",
+    "--shared-mb",
 ];
 
 pub(crate) fn parse(argv: &[String]) -> Result<Command, UsageError> {
@@ -368,6 +377,21 @@ fn choice<'a>(
     }
 }
 
+/// `--fork-workers`: at most [`MAX_FORK_WORKERS`].
+fn fork_workers(raw: &Raw) -> Result<u64, UsageError> {
+    let n = int(raw, "--fork-workers", 0)?;
+    if n > MAX_FORK_WORKERS {
+        return Err(UsageError::Bad {
+            flag: "--fork-workers".into(),
+            value: n.to_string(),
+            expected: "at most 64",
+        });
+    }
+    Ok(n)
+}
+
+const MAX_FORK_WORKERS: u64 = 64;
+
 /// Step two: flags → a validated [`Config`].
 fn validate(raw: Raw) -> Result<Config, UsageError> {
     let model_mb = megabytes(&raw, "--model-mb", 256)?;
@@ -475,6 +499,8 @@ fn validate(raw: Raw) -> Result<Config, UsageError> {
         planted,
         ignore_sigterm: raw.has("--ignore-sigterm"),
         fork_child: raw.has("--fork-child"),
+        fork_workers: fork_workers(&raw)?,
+        shared_mb: megabytes(&raw, "--shared-mb", 64)?,
         reexec_prefix: Vec::new(),
         old_format: raw.has("--old-format"),
         unknown: raw.unknown,
