@@ -675,18 +675,7 @@ fn edit_model_args(args: &ModelArgs, values: &[&AxisValue]) -> ModelArgs {
             }
         }
         for (flag, text) in &value.args {
-            let scalar = variant_scalar(text);
-            let mut found = false;
-            for (f, v) in &mut args.entries {
-                if f == flag {
-                    *v = scalar.clone();
-                    found = true;
-                }
-            }
-            if !found {
-                args.entries.push((flag.clone(), scalar));
-                args.key_spans.push(None);
-            }
+            super::megatron::set(&mut args, flag, variant_scalar(text));
         }
     }
     args

@@ -100,8 +100,9 @@ fn get<'a>(args: &'a ModelArgs, flag: &str) -> Option<&'a Scalar> {
     args.entries.iter().find(|(k, _)| k == flag).map(|(_, v)| v)
 }
 
-/// yq's `.MODEL_ARGS."flag" = value`: every entry of that flag changes; none → appended.
-fn set(args: &mut ModelArgs, flag: &str, value: Scalar) {
+/// yq's `.MODEL_ARGS."flag" = value`: every entry of that flag changes; none → appended
+/// (with no source span; `key_spans` must be as long as `entries`).
+pub(crate) fn set(args: &mut ModelArgs, flag: &str, value: Scalar) {
     let mut found = false;
     for (k, v) in &mut args.entries {
         if k == flag {
