@@ -34,7 +34,7 @@ pub struct Args {
 
 /// Runs the command: prints the per-metric diff, then writes (unless `--dry-run`).
 pub fn run(args: Args) -> Result<Exit, AppError> {
-    let config = crate::config::Config::load(&args.config.path)?;
+    let config = args.config.load()?;
     let rules = RuleSet::from_config(&config.rules);
     let selection = RunSelection::from_flags(&args.runs, args.all_runs);
     let (records, note) = load_runs(&args.from, &selection)?;

@@ -62,7 +62,7 @@ pub struct Outputs {
 /// Runs the command.
 pub fn run(args: Args) -> Result<Exit, AppError> {
     let opts = CompareOptions::from_config(
-        &crate::config::Config::load(&args.config.path)?,
+        &args.config.load()?,
         args.golden_root.path.clone(),
         args.root.path.clone(),
         args.platform.clone(),
