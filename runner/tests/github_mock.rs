@@ -872,7 +872,7 @@ mod end_to_end {
             },
             platform: None,
             config: ConfigFile {
-                path: dir.join("goldgate.yaml"),
+                path: Some(dir.join("goldgate.yaml")),
             },
         }
     }
