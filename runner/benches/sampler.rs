@@ -377,9 +377,12 @@ fn job(argv: Vec<String>, interval: Duration, query: MemoryQuery) {
         cpu_seconds() - cpu0
     );
     println!(
-        "  gpu-peak-memory-bytes {:?}  host-peak-rss-bytes {:?}  shm-peak-bytes {:?}",
+        "  gpu-peak-memory-bytes {:?}  host-peak-pss-bytes {:?} (summed RSS {:?}; {} PSS reads, {:.3} s CPU)  shm-peak-bytes {:?}",
         s.gpu_peak_memory_bytes(),
+        s.host_peak_pss_bytes(),
         s.host_peak_rss_bytes(),
+        s.host.pss_reads,
+        s.host.pss_read_cpu_seconds,
         s.shm_peak_bytes()
     );
     for d in s.gpu.iter().flat_map(|g| &g.devices) {

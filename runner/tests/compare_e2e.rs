@@ -43,7 +43,7 @@ fn record(repeat: u32, jitter: f64) -> RunRecord {
         ]),
     );
     metrics.insert(
-        "host-peak-rss-bytes".to_string(),
+        "host-peak-pss-bytes".to_string(),
         series([(20, 2.0e9 * jitter)]),
     );
     RunRecord {
@@ -74,6 +74,7 @@ fn record(repeat: u32, jitter: f64) -> RunRecord {
         observer_cpu_seconds: None,
         warnings: Vec::new(),
         warmup: false,
+        resumed: None,
     }
 }
 
@@ -434,7 +435,7 @@ fn the_case_metrics_list_selects_what_is_compared() {
     // `lm loss` from METRICS, plus goldgate's own keys the golden file holds.
     assert_eq!(
         names,
-        ["checkpoint-blocking-time", "host-peak-rss-bytes", "lm loss"]
+        ["checkpoint-blocking-time", "host-peak-pss-bytes", "lm loss"]
     );
     assert!(
         job["config_path"]

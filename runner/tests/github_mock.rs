@@ -811,6 +811,7 @@ mod end_to_end {
             observer_cpu_seconds: None,
             warnings: Vec::new(),
             warmup: false,
+            resumed: None,
         }
     }
 
@@ -871,7 +872,7 @@ mod end_to_end {
             },
             platform: None,
             config: ConfigFile {
-                path: dir.join("goldgate.yaml"),
+                path: Some(dir.join("goldgate.yaml")),
             },
         }
     }

@@ -68,12 +68,20 @@ fn record(v: VariantRecord, repeat: u32, save_s: f64, shm_gib: u64) -> RunRecord
         checkpoints,
         memory: MemoryRecord {
             gpu: None,
-            host_peak_rss_bytes: Some(3 * GIB),
+            host_peak_pss_bytes: Some(3 * GIB),
+            host_pss_reads: Some(10),
+            host_pss_read_cpu_seconds: Some(0.01),
+            host_peak_rss_bytes: Some(4 * GIB),
+            mem_available: None,
             shm_peak_bytes: Some(shm_gib * GIB),
             host_interval_seconds: 0.5,
             timeline: Timeline {
                 gpu_used_bytes: vec![None; t.len()],
                 host_rss_bytes: t
+                    .iter()
+                    .map(|x| 2 * GIB + (*x * 0.2 * GIB as f64) as u64)
+                    .collect(),
+                host_pss_bytes: t
                     .iter()
                     .map(|x| GIB + (*x * 0.2 * GIB as f64) as u64)
                     .collect(),
@@ -95,6 +103,7 @@ fn record(v: VariantRecord, repeat: u32, save_s: f64, shm_gib: u64) -> RunRecord
         observer_cpu_seconds: None,
         warnings: Vec::new(),
         warmup: false,
+        resumed: None,
     }
 }
 

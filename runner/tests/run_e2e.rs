@@ -88,8 +88,11 @@ fn demo_matrix_records_checkpoint_timing_and_host_memory_per_variant() {
         assert_eq!(r.outcome, Outcome::Passed, "{}", r.job_id);
         assert_eq!(r.checkpoints.len(), 3, "{}", r.job_id);
         assert!(r.memory.gpu.is_none() || r.fingerprint.gpu_model.is_some());
-        let rss = r.last_value("host-peak-rss-bytes").unwrap();
-        assert!(rss > 256.0 * 1024.0 * 1024.0, "{} rss {rss}", r.job_id);
+        let pss = r.last_value("host-peak-pss-bytes").unwrap();
+        assert!(pss > 256.0 * 1024.0 * 1024.0, "{} pss {pss}", r.job_id);
+        let rss = r.memory.host_peak_rss_bytes.unwrap() as f64;
+        assert!(rss >= pss * 0.9, "{} rss {rss} pss {pss}", r.job_id);
+        assert!(r.memory.mem_available.is_some(), "{}", r.job_id);
         assert!(r.metrics["lm loss"].0.len() >= 30);
         assert!(r.argv[0].iter().any(|w| w == "--save-interval"));
     }
@@ -133,6 +136,31 @@ fn demo_matrix_records_checkpoint_timing_and_host_memory_per_variant() {
     assert!(!run_dir.join(sync.rel_dir()).join("checkpoints").exists());
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(stdout.contains("checkpoint=async_shm"), "{stdout}");
+}
+
+/// Forked workers that share a 96 MB buffer with the trainer: summed RSS counts it in each of
+/// the 4 processes, PSS once (`fake/forked`).
+#[test]
+fn forked_workers_sharing_memory_count_once_in_pss_and_in_every_process_in_rss() {
+    const MIB: f64 = 1024.0 * 1024.0;
+    let out = tempfile::tempdir().unwrap();
+    let o = goldgate(out.path(), &["--root", fixture_root(), "fake/forked"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let r = &records(out.path())[0];
+    assert!(r.memory.gpu.is_none() || r.fingerprint.gpu_model.is_some());
+    let pss = r.memory.host_peak_pss_bytes.unwrap() as f64 / MIB;
+    let rss = r.memory.host_peak_rss_bytes.unwrap() as f64 / MIB;
+    assert_eq!(r.last_value("host-peak-pss-bytes"), Some(pss * MIB));
+    assert!(!r.metrics.contains_key("host-peak-rss-bytes"));
+    // The trainer alone holds 96 MiB shared + 16 MiB model + 4 MiB activations.
+    assert!((96.0..96.0 + 90.0).contains(&pss), "pss {pss} MiB");
+    assert!(rss >= pss + 3.0 * 90.0, "rss {rss} MiB, pss {pss} MiB");
+    assert!(r.memory.host_pss_reads.unwrap() >= 2, "{:?}", r.memory);
+    let mem = r.memory.mem_available.as_ref().unwrap();
+    assert_eq!(mem.drop_bytes, mem.baseline_bytes - mem.min_bytes);
+    assert!(r.memory.timeline.host_pss_bytes.len() == r.memory.timeline.t_seconds.len());
 }
 
 #[test]

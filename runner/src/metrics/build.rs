@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use super::record::{
-    Attempt, CheckpointRecord, Fingerprint, MemoryRecord, Outcome, RunRecord, SCHEMA_VERSION,
-    StepValues, VariantRecord,
+    Attempt, CheckpointRecord, Fingerprint, MemoryRecord, Outcome, ResumedRun, RunRecord,
+    SCHEMA_VERSION, StepValues, VariantRecord,
 };
 use super::sampled::Sampled;
 use crate::metric_names::{
@@ -21,7 +21,8 @@ use crate::plan::Job;
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Peaks {
     pub gpu_above_baseline: Option<u64>,
-    pub host_rss: Option<u64>,
+    /// Peak PSS of the process tree.
+    pub host_pss: Option<u64>,
     pub shm: Option<u64>,
 }
 
@@ -86,7 +87,7 @@ pub fn metrics(
         }
     };
     scalar(GPU_PEAK, peaks.gpu_above_baseline.map(|b| b as f64));
-    scalar(HOST_PEAK, peaks.host_rss.map(|b| b as f64));
+    scalar(HOST_PEAK, peaks.host_pss.map(|b| b as f64));
     scalar(SHM_PEAK, peaks.shm.map(|b| b as f64));
     if let Some(p) = probe {
         for (name, value) in p.metrics(saves.len()) {
@@ -105,6 +106,9 @@ pub struct Observed {
     pub nodes: Vec<Sampled>,
     /// Checkpoint saves on the memory timeline: (start s, end s, iteration).
     pub save_marks: Vec<(f64, Option<f64>, u64)>,
+    /// The log of the run that resumed from this one's checkpoint (ckpt-resume and
+    /// frozen-resume: run 2, while everything above is run 1's).
+    pub resumed: Option<LogSummary>,
 }
 
 impl Observed {
@@ -113,7 +117,7 @@ impl Observed {
         let max = |f: fn(&Sampled) -> Option<u64>| self.nodes.iter().filter_map(f).max();
         Peaks {
             gpu_above_baseline: max(Sampled::gpu_peak_above_baseline),
-            host_rss: max(Sampled::host_peak_rss),
+            host_pss: max(Sampled::host_peak_pss),
             shm: max(Sampled::shm_peak),
         }
     }
@@ -206,6 +210,34 @@ pub fn record(job: &Job, result: JobResult) -> RunRecord {
             .flat_map(|n| n.warnings)
             .collect(),
         warmup: job.warmup,
+        resumed: observed.resumed.as_ref().map(|r| resumed_run(job, r)),
+    }
+}
+
+/// The resumed run's log metrics after `TRAIN_ITERS / 2` (after its first step when the plan
+/// has no iteration count).
+fn resumed_run(job: &Job, summary: &LogSummary) -> ResumedRun {
+    let from_step = job
+        .train_iters
+        .map(|t| t / 2)
+        .or(summary.first_step.map(|s| s.saturating_sub(1)))
+        .unwrap_or(0);
+    let metrics = summary
+        .metrics
+        .iter()
+        .map(|(name, values)| {
+            let after = values.iter().filter(|(step, _)| *step > from_step);
+            (
+                name.clone(),
+                StepValues(super::downsample::downsample(after)),
+            )
+        })
+        .filter(|(_, v)| !v.0.is_empty())
+        .collect();
+    ResumedRun {
+        from_step,
+        first_step: summary.first_step,
+        metrics,
     }
 }
 
@@ -273,7 +305,7 @@ mod tests {
         assert!(saves.iter().all(|c| c.asynchronous));
         let peaks = Peaks {
             gpu_above_baseline: Some(7),
-            host_rss: Some(5),
+            host_pss: Some(5),
             shm: None,
         };
         let m = metrics(&s, &saves, peaks, None);
@@ -282,6 +314,7 @@ mod tests {
         assert!((latency - 1.839453).abs() < 1e-6, "{latency}");
         assert!((m[CHECKPOINT_BLOCKING].0[&20] - 0.1158).abs() < 1e-9);
         assert_eq!(m[GPU_PEAK].0[&30], 7.0);
+        assert_eq!(m[HOST_PEAK].0[&30], 5.0);
         assert!(!m.contains_key(SHM_PEAK));
     }
 }

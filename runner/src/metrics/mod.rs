@@ -9,7 +9,8 @@ pub mod sampled;
 
 pub use build::{JobResult, Observed, Peaks};
 pub use record::{
-    Attempt, CheckpointRecord, Fingerprint, GpuDevicePeak, GpuMemory, JobEntry, MemoryRecord,
-    Outcome, RunIndex, RunRecord, SCHEMA_VERSION, StepValues, Timeline, VariantRecord,
+    Attempt, CheckpointRecord, Fingerprint, GpuDevicePeak, GpuMemory, JobEntry, MemAvailableRecord,
+    MemoryRecord, Outcome, ResumedRun, RunIndex, RunRecord, SCHEMA_VERSION, StepValues, Timeline,
+    VariantRecord,
 };
 pub use sampled::Sampled;

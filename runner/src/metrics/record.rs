@@ -12,8 +12,15 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 pub use crate::observe::node::NodeIo;
 
-/// Version of the `results.json` / `run.json` schema. Bump on incompatible changes.
-pub const SCHEMA_VERSION: u32 = 1;
+/// Version of the `results.json` / `run.json` schema this goldgate writes. Bump on
+/// incompatible changes.
+///
+/// 2: the host figure is PSS (`memory.host_peak_pss_bytes`, metric `host-peak-pss-bytes`);
+/// RSS stays as `memory.host_peak_rss_bytes` (no longer a metric); `memory.mem_available`.
+pub const SCHEMA_VERSION: u32 = 2;
+
+/// Versions this goldgate reads: version 1 records read with the fields added since absent.
+pub const READABLE_SCHEMA_VERSIONS: [u32; 2] = [1, 2];
 
 /// Per-step values of one metric. NaN is written as the string `"nan"` (JSON has no NaN),
 /// as Megatron's golden files do.
@@ -245,10 +252,26 @@ pub struct Timeline {
     pub gpu_used_bytes: Vec<Option<u64>>,
     /// Host RSS of the job's process tree.
     pub host_rss_bytes: Vec<u64>,
+    /// Host PSS of the job's process tree (the last read at each time; empty in version 1).
+    #[serde(default)]
+    pub host_pss_bytes: Vec<u64>,
     /// `/dev/shm` usage above the baseline.
     pub shm_bytes: Vec<u64>,
     /// Seconds since start of each checkpoint save (start, end, iteration).
     pub saves: Vec<(f64, Option<f64>, u64)>,
+}
+
+/// `MemAvailable` around one job (bytes).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MemAvailableRecord {
+    /// Before the job started.
+    pub baseline_bytes: u64,
+    /// The lowest value sampled while the job ran.
+    pub min_bytes: u64,
+    /// Seconds after the job started when the minimum was sampled.
+    pub min_at_seconds: f64,
+    /// `baseline_bytes - min_bytes`.
+    pub drop_bytes: u64,
 }
 
 /// Memory peaks of the job.
@@ -256,8 +279,24 @@ pub struct Timeline {
 pub struct MemoryRecord {
     /// NVML view; null when no driver or GPU was found (never zero).
     pub gpu: Option<GpuMemory>,
-    /// Peak RSS summed over the job's process tree (bytes).
+    /// Peak PSS summed over the job's process tree (bytes): the gated host figure (metric
+    /// `host-peak-pss-bytes`). Absent in version 1 records.
+    #[serde(default)]
+    pub host_peak_pss_bytes: Option<u64>,
+    /// Walks of the process tree that read PSS (`/proc/PID/smaps_rollup` of every member).
+    #[serde(default)]
+    pub host_pss_reads: Option<u64>,
+    /// CPU seconds goldgate spent on those reads.
+    #[serde(default)]
+    pub host_pss_read_cpu_seconds: Option<f64>,
+    /// Peak RSS summed over the job's process tree (bytes): pages shared between the job's
+    /// processes count once per process, so this over-counts forked workers.
     pub host_peak_rss_bytes: Option<u64>,
+    /// The system-wide `MemAvailable` (`/proc/meminfo`) before the job and at its lowest while
+    /// the job ran: an independent reading of the job's host memory (other processes and the
+    /// page cache move it too). Absent in version 1 records.
+    #[serde(default)]
+    pub mem_available: Option<MemAvailableRecord>,
     /// Peak `/dev/shm` usage above the baseline (bytes).
     pub shm_peak_bytes: Option<u64>,
     /// Host sampling interval (s).
@@ -318,6 +357,22 @@ pub struct RunRecord {
     /// A warm-up job (`goldgate run --warmup`): recorded, never compared, blessed or calibrated.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub warmup: bool,
+    /// ckpt-resume and frozen-resume jobs: the second run, which resumes from a checkpoint.
+    /// `metrics` above are the first run's, as Megatron compares the first run with the golden
+    /// values and the second run's resumed steps with the first run's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resumed: Option<ResumedRun>,
+}
+
+/// The second run of a resume test: its log metrics after the step it resumed from.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ResumedRun {
+    /// `TRAIN_ITERS / 2`: the steps after it are compared with the first run's.
+    pub from_step: u64,
+    /// The first step the second run printed (`from_step + 1` when it resumed as planned).
+    pub first_step: Option<u64>,
+    /// Metric name → the second run's values at steps after `from_step`.
+    pub metrics: BTreeMap<String, StepValues>,
 }
 
 impl RunRecord {
@@ -403,7 +458,7 @@ pub enum RecordError {
         message: String,
     },
     /// A file has a schema version this goldgate does not read.
-    #[error("{}: schema_version {found} is not supported (this goldgate reads {SCHEMA_VERSION})", path.display())]
+    #[error("{}: schema_version {found} is not supported (this goldgate reads 1 and {SCHEMA_VERSION})", path.display())]
     #[diagnostic(help("re-record with this goldgate version, or use the version that wrote it"))]
     Version { path: PathBuf, found: u64 },
     /// A name in a file cannot be part of a path (`"case": "../../x"`).
@@ -451,7 +506,7 @@ fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, RecordErr
     }
     let version: Version = serde_json::from_slice(&bytes).map_err(|e| parse_error(path, &e))?;
     let found = version.schema_version.unwrap_or(0);
-    if found != u64::from(SCHEMA_VERSION) {
+    if !READABLE_SCHEMA_VERSIONS.contains(&u32::try_from(found).unwrap_or(0)) {
         return Err(RecordError::Version {
             path: path.to_path_buf(),
             found,
@@ -626,6 +681,7 @@ pub(crate) mod tests {
             observer_cpu_seconds: None,
             warnings: vec![],
             warmup: false,
+            resumed: None,
         }
     }
 
@@ -654,6 +710,34 @@ pub(crate) mod tests {
         std::fs::write(&p, r#"{"schema_version": 99}"#).unwrap();
         let e = load_record(&p).unwrap_err().to_string();
         assert!(e.contains("schema_version 99 is not supported"), "{e}");
+    }
+
+    #[test]
+    fn version_1_records_still_read_with_the_new_fields_absent() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("results.json");
+        let mut v1 = serde_json::to_value(sample()).unwrap();
+        v1["schema_version"] = 1.into();
+        let memory = v1["memory"].as_object_mut().unwrap();
+        for new in [
+            "host_peak_pss_bytes",
+            "host_pss_reads",
+            "host_pss_read_cpu_seconds",
+            "mem_available",
+        ] {
+            assert!(memory.remove(new).is_some(), "{new}");
+        }
+        memory.insert("host_peak_rss_bytes".into(), 5.into());
+        v1["memory"]["timeline"]
+            .as_object_mut()
+            .unwrap()
+            .remove("host_pss_bytes");
+        std::fs::write(&p, serde_json::to_vec(&v1).unwrap()).unwrap();
+        let r = load_record(&p).unwrap();
+        assert_eq!(r.schema_version, 1);
+        assert_eq!(r.memory.host_peak_rss_bytes, Some(5));
+        assert_eq!(r.memory.host_peak_pss_bytes, None);
+        assert_eq!(r.memory.mem_available, None);
     }
 
     #[test]

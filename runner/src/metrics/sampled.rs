@@ -2,7 +2,9 @@
 //! `memory` and `fingerprint` parts of `results.json` (peaks, per-device figures, one timeline
 //! on a common time axis). Pure functions; the samplers themselves run in `run::local`.
 
-use super::record::{Fingerprint, GpuDevicePeak, GpuMemory, MemoryRecord, NodeIo, Timeline};
+use super::record::{
+    Fingerprint, GpuDevicePeak, GpuMemory, MemAvailableRecord, MemoryRecord, NodeIo, Timeline,
+};
 use crate::observe::sample::{Point, SampleSummary};
 
 /// What the samplers recorded on one node (or why they could not): the observation the
@@ -26,9 +28,9 @@ impl Sampled {
         self.summary.as_ref()?.gpu_peak_memory_bytes()
     }
 
-    /// `host-peak-rss-bytes`.
-    pub fn host_peak_rss(&self) -> Option<u64> {
-        self.summary.as_ref()?.host_peak_rss_bytes()
+    /// `host-peak-pss-bytes`.
+    pub fn host_peak_pss(&self) -> Option<u64> {
+        self.summary.as_ref()?.host_peak_pss_bytes()
     }
 
     /// `shm-peak-bytes`.
@@ -85,9 +87,19 @@ impl Sampled {
                 })
                 .collect(),
         });
+        let pss_read = s.host.pss.is_some();
         MemoryRecord {
             gpu,
+            host_peak_pss_bytes: s.host_peak_pss_bytes(),
+            host_pss_reads: pss_read.then_some(s.host.pss_reads),
+            host_pss_read_cpu_seconds: pss_read.then_some(s.host.pss_read_cpu_seconds),
             host_peak_rss_bytes: s.host_peak_rss_bytes(),
+            mem_available: s.host.mem_available.as_ref().map(|m| MemAvailableRecord {
+                baseline_bytes: m.baseline_bytes,
+                min_bytes: m.min_bytes,
+                min_at_seconds: m.min_at_ms as f64 / 1000.0,
+                drop_bytes: m.drop_bytes,
+            }),
             shm_peak_bytes: s.shm_peak_bytes(),
             host_interval_seconds: interval,
             timeline: timeline(s),
@@ -109,6 +121,7 @@ fn timeline(s: &SampleSummary) -> Timeline {
             .unwrap_or_default(),
     };
     let host = s.host.rss.as_ref().map(|r| resample(&r.timeline, &axis, 0));
+    let pss = s.host.pss.as_ref().map(|r| resample(&r.timeline, &axis, 0));
     let shm = s
         .host
         .shm
@@ -136,6 +149,10 @@ fn timeline(s: &SampleSummary) -> Timeline {
         host_rss_bytes: host
             .map(|h| h.into_iter().map(|v| v.unwrap_or(0)).collect())
             .unwrap_or_else(|| vec![0; axis.len()]),
+        // Empty (not zeros) when PSS was not read, so a chart can tell.
+        host_pss_bytes: pss
+            .map(|h| h.into_iter().map(|v| v.unwrap_or(0)).collect())
+            .unwrap_or_default(),
         shm_bytes: shm
             .map(|h| h.into_iter().map(|v| v.unwrap_or(0)).collect())
             .unwrap_or_else(|| vec![0; axis.len()]),

@@ -5,11 +5,13 @@
 use std::collections::BTreeMap;
 
 use crate::metrics::{
-    CheckpointRecord, Fingerprint, GpuDevicePeak, GpuMemory, MemoryRecord, Outcome, RunRecord,
-    SCHEMA_VERSION, StepValues, Timeline, VariantRecord,
+    CheckpointRecord, Fingerprint, GpuDevicePeak, GpuMemory, MemAvailableRecord, MemoryRecord,
+    Outcome, RunRecord, SCHEMA_VERSION, StepValues, Timeline, VariantRecord,
 };
 
 const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
+/// Summed RSS over PSS at the H200 reference case's host peak (18.06 / 5.40 GiB, issue 14).
+const RSS_OVER_PSS: f64 = 3.3;
 
 pub(crate) const CASE: &str = "gpt/gpt3_mcore_te_tp1_pp1_ckpt_resume";
 
@@ -108,7 +110,7 @@ pub(crate) fn record(v: VariantRecord, repeat: u32, shape: Shape, jitter: f64) -
         scalar((shape.gpu_peak_gib * j * GIB).round()),
     );
     metrics.insert(
-        "host-peak-rss-bytes".into(),
+        crate::metric_names::HOST_PEAK.into(),
         scalar((shape.host_peak_gib * j * GIB).round()),
     );
     metrics.insert(
@@ -166,6 +168,7 @@ pub(crate) fn record(v: VariantRecord, repeat: u32, shape: Shape, jitter: f64) -
         observer_cpu_seconds: None,
         warnings: Vec::new(),
         warmup: false,
+        resumed: None,
     }
 }
 
@@ -199,7 +202,7 @@ fn memory(shape: Shape, j: f64) -> MemoryRecord {
             Some((shape.gpu_peak_gib * j * ramp * bump * GIB) as u64)
         })
         .collect();
-    let host = t
+    let host: Vec<u64> = t
         .iter()
         .map(|&x| {
             let base = 6.0 + (shape.host_peak_gib - 8.0) * (x / 90.0).min(1.0);
@@ -230,13 +233,27 @@ fn memory(shape: Shape, j: f64) -> MemoryRecord {
                 process_peak_bytes: None,
             }],
         }),
-        host_peak_rss_bytes: Some((shape.host_peak_gib * j * GIB) as u64),
+        host_peak_pss_bytes: Some((shape.host_peak_gib * j * GIB) as u64),
+        host_pss_reads: Some(90),
+        host_pss_read_cpu_seconds: Some(0.65),
+        // Forked workers share most of their pages: summed RSS counts them once per process.
+        host_peak_rss_bytes: Some((shape.host_peak_gib * RSS_OVER_PSS * j * GIB) as u64),
+        mem_available: Some(MemAvailableRecord {
+            baseline_bytes: (1800.0 * GIB) as u64,
+            min_bytes: ((1800.0 - shape.host_peak_gib * 0.98 * j) * GIB) as u64,
+            min_at_seconds: 21.5,
+            drop_bytes: (shape.host_peak_gib * 0.98 * j * GIB) as u64,
+        }),
         shm_peak_bytes: Some((shape.shm_peak_gib * GIB) as u64),
         host_interval_seconds: 0.5,
         timeline: Timeline {
             t_seconds: t,
             gpu_used_bytes: gpu,
-            host_rss_bytes: host,
+            host_rss_bytes: host
+                .iter()
+                .map(|b| (*b as f64 * RSS_OVER_PSS) as u64)
+                .collect(),
+            host_pss_bytes: host,
             shm_bytes: shm,
             saves,
         },

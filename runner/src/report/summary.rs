@@ -62,7 +62,7 @@ fn outcome(r: &RunRecord) -> String {
 /// file), `None` when no SVGs were written.
 pub fn jobs_markdown(records: &[&RunRecord], svg_dir: Option<&str>) -> String {
     let mut out = String::from(
-        "## Jobs\n\n| case | variant | repeat | outcome | wall | GPU peak | host peak RSS | /dev/shm peak | checkpoint saves (blocking) | timeline |\n\
+        "## Jobs\n\n| case | variant | repeat | outcome | wall | GPU peak | host peak PSS | /dev/shm peak | checkpoint saves (blocking) | timeline |\n\
          |---|---|---|---|---|---|---|---|---|---|\n",
     );
     for r in records {
@@ -88,7 +88,7 @@ pub fn jobs_markdown(records: &[&RunRecord], svg_dir: Option<&str>) -> String {
             peak(gpu_peak(r)),
             peak(
                 r.last_value(crate::metric_names::HOST_PEAK)
-                    .or(r.memory.host_peak_rss_bytes.map(|b| b as f64))
+                    .or(r.memory.host_peak_pss_bytes.map(|b| b as f64))
             ),
             peak(
                 r.last_value(crate::metric_names::SHM_PEAK)

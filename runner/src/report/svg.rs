@@ -20,6 +20,7 @@ const LEGEND_WIDTH: u32 = 165;
 const GPU: RGBColor = RGBColor(31, 119, 180);
 const HOST: RGBColor = RGBColor(44, 160, 44);
 const SHM: RGBColor = RGBColor(148, 103, 189);
+const HOST_RSS: RGBColor = RGBColor(188, 189, 34);
 const SAVE: RGBColor = RGBColor(255, 127, 14);
 
 /// `<case slug>__<variant slug>__<repeat>.svg`; the case slug replaces `/` with `-` and every
@@ -75,11 +76,16 @@ fn segments(t: &[f64], v: &[Option<u64>], scale: f64) -> Segments {
 /// The series to draw: label, colour, segments. Series that are all zero or absent are
 /// dropped (no `/dev/shm` use is the common case without async saves).
 fn series(tl: &Timeline, scale: f64) -> Vec<(&'static str, RGBColor, Segments)> {
-    let host: Vec<Option<u64>> = tl.host_rss_bytes.iter().map(|b| Some(*b)).collect();
-    let shm: Vec<Option<u64>> = tl.shm_bytes.iter().map(|b| Some(*b)).collect();
+    let all_some = |v: &[u64]| v.iter().map(|b| Some(*b)).collect::<Vec<_>>();
+    let (pss, rss, shm) = (
+        all_some(&tl.host_pss_bytes),
+        all_some(&tl.host_rss_bytes),
+        all_some(&tl.shm_bytes),
+    );
     let all = [
         ("GPU used", GPU, &tl.gpu_used_bytes),
-        ("host RSS", HOST, &host),
+        ("host PSS", HOST, &pss),
+        ("host RSS (summed)", HOST_RSS, &rss),
         ("/dev/shm", SHM, &shm),
     ];
     all.into_iter()
@@ -124,6 +130,7 @@ fn axes(tl: &Timeline) -> Axes {
         .iter()
         .flatten()
         .chain(&tl.host_rss_bytes)
+        .chain(&tl.host_pss_bytes)
         .chain(&tl.shm_bytes)
         .copied()
         .max()
@@ -309,7 +316,7 @@ mod tests {
             .filter(|l| l.starts_with("<rect") && l.contains(r##"fill="#FF7F0E""##))
             .count();
         assert_eq!(spans, r.memory.timeline.saves.len() + 1, "{svg}");
-        for color in ["#1F77B4", "#2CA02C", "#9467BD"] {
+        for color in ["#1F77B4", "#2CA02C", "#BCBD22", "#9467BD"] {
             let lines = svg.matches(&format!(r#"stroke="{color}""#)).count();
             assert_eq!(lines, 2, "{color}");
         }
@@ -321,7 +328,11 @@ mod tests {
         let mut r = async_record();
         let tl = &mut r.memory.timeline;
         tl.gpu_used_bytes[10] = None;
-        for v in tl.host_rss_bytes.iter_mut() {
+        for v in tl
+            .host_rss_bytes
+            .iter_mut()
+            .chain(tl.host_pss_bytes.iter_mut())
+        {
             *v /= 1024;
         }
         tl.gpu_used_bytes

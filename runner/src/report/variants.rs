@@ -24,6 +24,7 @@ const COVERED: &[&str] = &[
     names::ITERATION_TIME,
     names::GPU_PEAK,
     names::HOST_PEAK,
+    names::HOST_PEAK_RSS_V1,
     names::SHM_PEAK,
     names::CHECKPOINT_BLOCKING,
     names::CHECKPOINT_ASYNC_LATENCY,
@@ -103,7 +104,9 @@ const FIXED: &[(&str, Unit, Extract)] = &[
         async_latency,
     ),
     ("GPU peak memory", Unit::Bytes, gpu_peak),
-    ("host peak RSS", Unit::Bytes, host_peak),
+    ("host peak PSS", Unit::Bytes, host_peak),
+    ("host peak RSS (summed)", Unit::Bytes, host_rss),
+    ("MemAvailable drop", Unit::Bytes, mem_available_drop),
     ("/dev/shm peak", Unit::Bytes, shm_peak),
     (
         "iteration time ({statistic})",
@@ -338,7 +341,17 @@ fn gpu_peak(r: &RunRecord, _: Option<&Window>) -> Option<f64> {
 
 fn host_peak(r: &RunRecord, _: Option<&Window>) -> Option<f64> {
     r.last_value(names::HOST_PEAK)
-        .or(r.memory.host_peak_rss_bytes.map(|b| b as f64))
+        .or(r.memory.host_peak_pss_bytes.map(|b| b as f64))
+}
+
+/// Summed RSS: secondary (pages shared between the job's processes count in each of them).
+fn host_rss(r: &RunRecord, _: Option<&Window>) -> Option<f64> {
+    r.memory.host_peak_rss_bytes.map(|b| b as f64)
+}
+
+/// The system-wide drop of `MemAvailable` during the job: a check on the PSS figure.
+fn mem_available_drop(r: &RunRecord, _: Option<&Window>) -> Option<f64> {
+    r.memory.mem_available.as_ref().map(|m| m.drop_bytes as f64)
 }
 
 fn shm_peak(r: &RunRecord, _: Option<&Window>) -> Option<f64> {

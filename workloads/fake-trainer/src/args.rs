@@ -54,8 +54,14 @@ pub(crate) struct Config {
     pub(crate) slow_save_ms: u64,
     pub(crate) slow_write_ms: u64,
     pub(crate) planted: Vec<(u64, Planted)>,
+    /// Loss multiplier minus one for a run that resumed from a checkpoint (a planted resume
+    /// that does not restore the training state).
+    pub(crate) resume_drift: f64,
     pub(crate) ignore_sigterm: bool,
     pub(crate) fork_child: bool,
+    /// `--fork-workers N`: forked workers sharing a `--shared-mb` buffer with the trainer.
+    pub(crate) fork_workers: u64,
+    pub(crate) shared_mb: u64,
     /// Words between this program's executable and its own arguments when it is started again
     /// for `--fork-child`: none for `fake-trainer`, `fake-trainer` for `goldgate fake-trainer`.
     pub(crate) reexec_prefix: Vec<String>,
@@ -147,6 +153,8 @@ Fake knobs:
   --ckpt-mb N                checkpoint size per save (default 64)
   --slow-save-ms N           add N ms of blocking work to every save (a planted regression;
                              GOLDGATE_PLANT_SAVE_DELAY_S=SECONDS in the environment adds more)
+  --resume-drift X           a run that resumed from a checkpoint logs its loss X (a fraction)
+                             higher, as if the checkpoint did not restore the training state
   --slow-write-ms N          add N ms to every checkpoint file write (slow storage; in the
                              background worker under async saves)
   --crash-at-step N          raise a Python-like error at iteration N (exit 1)
@@ -155,6 +163,10 @@ Fake knobs:
   --nan-at-step N            NaN-in-grad error at iteration N (exit 1)
   --ignore-sigterm           ignore SIGTERM
   --fork-child               start a child process that ignores SIGTERM and sleeps forever
+  --fork-workers N           fork N workers (at most 64) that share a --shared-mb buffer with
+                             the trainer, like dataloader or compile workers: summed RSS counts
+                             the buffer N+1 times, PSS once; they die with the trainer
+  --shared-mb N              the buffer the forked workers share (default 64)
   --old-format               print pre-2026 lines (no timestamps)
   --help
 Environment: PYTORCH_CUDA_ALLOC_CONF is read and echoed at startup.
@@ -217,10 +229,13 @@ const VALUED: &[&str] = &[
     "--ckpt-mb",
     "--slow-save-ms",
     "--slow-write-ms",
+    "--resume-drift",
     "--crash-at-step",
     "--hang-at-step",
     "--oom-at-step",
     "--nan-at-step",
+    "--fork-workers",
+    "--shared-mb",
 ];
 
 pub(crate) fn parse(argv: &[String]) -> Result<Command, UsageError> {
@@ -368,6 +383,21 @@ fn choice<'a>(
     }
 }
 
+/// `--fork-workers`: at most [`MAX_FORK_WORKERS`].
+fn fork_workers(raw: &Raw) -> Result<u64, UsageError> {
+    let n = int(raw, "--fork-workers", 0)?;
+    if n > MAX_FORK_WORKERS {
+        return Err(UsageError::Bad {
+            flag: "--fork-workers".into(),
+            value: n.to_string(),
+            expected: "at most 64",
+        });
+    }
+    Ok(n)
+}
+
+const MAX_FORK_WORKERS: u64 = 64;
+
 /// Step two: flags → a validated [`Config`].
 fn validate(raw: Raw) -> Result<Config, UsageError> {
     let model_mb = megabytes(&raw, "--model-mb", 256)?;
@@ -473,8 +503,11 @@ fn validate(raw: Raw) -> Result<Config, UsageError> {
         slow_save_ms: int(&raw, "--slow-save-ms", 0)?,
         slow_write_ms: int(&raw, "--slow-write-ms", 0)?,
         planted,
+        resume_drift: float(&raw, "--resume-drift", 0.0)?,
         ignore_sigterm: raw.has("--ignore-sigterm"),
         fork_child: raw.has("--fork-child"),
+        fork_workers: fork_workers(&raw)?,
+        shared_mb: megabytes(&raw, "--shared-mb", 64)?,
         reexec_prefix: Vec::new(),
         old_format: raw.has("--old-format"),
         unknown: raw.unknown,

@@ -9,8 +9,9 @@
 //! goldgate's hidden `goldgate fake-trainer` subcommand, which ships the demo's workload inside
 //! an installed `goldgate` (`cargo install --path runner` installs one binary).
 
-// The workspace denies unsafe code; this crate needs exactly one call, `libc::signal(SIGTERM,
-// SIG_IGN)` for `--ignore-sigterm` (std has no API for signal dispositions). See `process.rs`.
+// The workspace denies unsafe code; this crate needs `libc::signal(SIGTERM, SIG_IGN)` for
+// `--ignore-sigterm` (std has no API for signal dispositions) and `fork` for `--fork-workers`
+// (a spawned process cannot share a parent's anonymous memory). See `process.rs`.
 #![allow(unsafe_code)]
 
 mod args;

@@ -1,5 +1,6 @@
 //! Process behaviour for launcher tests: ignoring SIGTERM, a forked child that outlives its parent,
-//! hanging, and the planted failures with the exact markers Megatron's CI looks for.
+//! workers forked to share memory with the trainer, hanging, and the planted failures with the
+//! exact markers Megatron's CI looks for.
 
 use std::process::{Child, Command};
 use std::time::Duration;
@@ -24,6 +25,72 @@ pub(crate) fn spawn_child(prefix: &[String]) -> std::io::Result<Child> {
         .args(prefix)
         .args(["--child-sleep", "--ignore-sigterm"])
         .spawn()
+}
+
+const PAGE: usize = 4096;
+
+/// Workers made by [`fork_workers`]; dropping this kills and reaps them.
+#[derive(Debug)]
+pub(crate) struct Workers(Vec<libc::pid_t>);
+
+/// Forks `n` workers that map `shared` (written before the fork, never after) as the trainer
+/// does: each reads one byte per page, so every page is resident in all `n + 1` processes and
+/// shared by them (copy-on-write, never copied). Workers do nothing else until the trainer ends
+/// them, or dies (`PR_SET_PDEATHSIG`).
+pub(crate) fn fork_workers(n: u64, shared: &[u8]) -> std::io::Result<Workers> {
+    let mut workers = Workers(Vec::new());
+    // SAFETY: getpid has no preconditions.
+    let parent = unsafe { libc::getpid() };
+    for _ in 0..n {
+        // SAFETY: the child runs only `worker`, which makes async-signal-safe calls (prctl,
+        // getppid, pause, _exit) and reads memory, so it is sound even if other threads of the
+        // parent hold locks at the fork; it never returns into Rust code of the parent.
+        match unsafe { libc::fork() } {
+            -1 => return Err(std::io::Error::last_os_error()),
+            0 => worker(parent, shared),
+            pid => workers.0.push(pid),
+        }
+    }
+    Ok(workers)
+}
+
+/// A forked worker's whole life.
+fn worker(parent: libc::pid_t, shared: &[u8]) -> ! {
+    // SAFETY: prctl, getppid and _exit are async-signal-safe and take no pointers.
+    unsafe {
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong);
+        if libc::getppid() != parent {
+            libc::_exit(0);
+        }
+    }
+    let mut sum = 0u8;
+    for i in (0..shared.len()).step_by(PAGE) {
+        sum = sum.wrapping_add(std::hint::black_box(shared[i]));
+    }
+    std::hint::black_box(sum);
+    loop {
+        // SAFETY: pause is async-signal-safe; the default action of the signal that ends the
+        // worker terminates it.
+        unsafe { libc::pause() };
+    }
+}
+
+impl Workers {
+    pub(crate) fn pids(&self) -> &[libc::pid_t] {
+        &self.0
+    }
+}
+
+impl Drop for Workers {
+    fn drop(&mut self) {
+        for &pid in &self.0 {
+            // SAFETY: `pid` is our own child, not yet reaped, so it cannot have been reused.
+            unsafe {
+                libc::kill(pid, libc::SIGKILL);
+                libc::waitpid(pid, std::ptr::null_mut(), 0);
+            }
+        }
+    }
 }
 
 /// Never returns (until a signal ends the process).

@@ -23,6 +23,7 @@ pub(crate) enum TrainError {
     Save(CkptError),
     Load(CkptError),
     Child(std::io::Error),
+    Fork(std::io::Error),
     /// A planted failure already printed its traceback; exit with this code.
     Planted(i32),
 }
@@ -40,6 +41,7 @@ impl fmt::Display for TrainError {
             TrainError::Save(e) => write!(f, "checkpoint save failed: {e}"),
             TrainError::Load(e) => write!(f, "checkpoint load failed: {e}"),
             TrainError::Child(e) => write!(f, "cannot start the --fork-child process: {e}"),
+            TrainError::Fork(e) => write!(f, "cannot fork the --fork-workers workers: {e}"),
             TrainError::Planted(code) => write!(f, "planted failure (exit {code})"),
         }
     }
@@ -125,10 +127,36 @@ fn fork_child(cfg: &Config) -> Result<Option<Child>, TrainError> {
     Ok(Some(child))
 }
 
+/// `--fork-workers`: the buffer they share and the workers, alive for the run. Forked before
+/// any thread of ours starts (the async checkpoint worker is a thread).
+fn fork_workers(cfg: &Config) -> Result<Option<(Vec<u8>, process::Workers)>, TrainError> {
+    if cfg.fork_workers == 0 {
+        return Ok(None);
+    }
+    let bytes = (cfg.shared_mb as usize) << 20;
+    let mut shared = Vec::new();
+    shared
+        .try_reserve_exact(bytes)
+        .map_err(|_| TrainError::Alloc {
+            what: "shared buffer",
+            source: AllocError { bytes },
+        })?;
+    shared.resize(bytes, 1u8);
+    let workers = process::fork_workers(cfg.fork_workers, &shared).map_err(TrainError::Fork)?;
+    emit::err(&format!(
+        "fake-trainer: forked {} workers sharing {} MB: pids {:?}",
+        cfg.fork_workers,
+        cfg.shared_mb,
+        workers.pids()
+    ));
+    Ok(Some((shared, workers)))
+}
+
 /// Runs the whole job; `Ok` means training finished and every checkpoint is durable.
 pub(crate) fn run(cfg: &Config) -> Result<(), TrainError> {
     startup(cfg);
     let _child = fork_child(cfg)?;
+    let _workers = fork_workers(cfg)?;
     let acct = Arc::new(Accounting::default());
     let mut model = Buffer::fresh(&acct, (cfg.model_mb as usize) << 20).map_err(|source| {
         TrainError::Alloc {
@@ -146,12 +174,17 @@ pub(crate) fn run(cfg: &Config) -> Result<(), TrainError> {
     let curve = Curve::new(cfg.seed, cfg.train_iters);
     let mut interval = Interval::new();
     let (mut last_saved, mut end) = (start, start.max(cfg.train_iters));
+    let drift = if start > 0 {
+        1.0 + cfg.resume_drift
+    } else {
+        1.0
+    };
     for iteration in start + 1..=cfg.train_iters {
         if let Some(&(_, kind)) = cfg.planted.iter().find(|(at, _)| *at == iteration) {
             return Err(TrainError::Planted(process::planted(kind, iteration)));
         }
         step(cfg, &mut pool, &mut model, iteration)?;
-        interval.loss_sum += curve.step(iteration).loss;
+        interval.loss_sum += curve.step(iteration).loss * drift;
         interval.steps += 1;
         if let Some(s) = saver.as_mut() {
             s.poll()?;

@@ -1,5 +1,6 @@
 //! Stage "observe": the host side of a job — resident memory summed over its process tree
-//! and `/dev/shm` usage, driven by the sampler thread's loop.
+//! (RSS every tick; PSS, the gated figure, through [`super::pss`]), `/dev/shm` usage and the
+//! system's `MemAvailable`, driven by the sampler thread's loop.
 //!
 //! A tick reads one open `statm` per member (`pread` at offset 0) and one `fstatvfs`; finding
 //! new members costs more and runs less often. On the 2-core VM where the benchmark ran, a
@@ -13,6 +14,7 @@ use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use super::pss::{PssReader, PssSchedule};
 use super::timeline::{Point, Series, SeriesSummary};
 
 /// How often the members' `children` files are read for new processes. A process is
@@ -28,20 +30,104 @@ const REFRESH_EVERY: Duration = Duration::from_millis(100);
 const SCAN_EVERY: Duration = Duration::from_secs(1);
 
 /// The host side of one job.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
 pub struct HostSummary {
+    /// PSS summed over the job's process tree (a shared page counts once in all): the host
+    /// figure goldgate gates.
+    pub pss: Option<SeriesSummary>,
+    /// Walks of the tree that read PSS, and the CPU time they took (s).
+    pub pss_reads: u64,
+    pub pss_read_cpu_seconds: f64,
     /// RSS summed over the job's process tree (shared pages count once per process).
     pub rss: Option<SeriesSummary>,
+    /// The system-wide `MemAvailable` of `/proc/meminfo` around the job: an independent
+    /// reading of what the job cost the host (other processes move it too).
+    pub mem_available: Option<MemAvailableSummary>,
     /// Used bytes of `/dev/shm`; the baseline is the value before the job.
     pub shm: Option<SeriesSummary>,
     /// Most processes seen in the job's tree at once.
     pub max_processes: usize,
 }
 
+/// `MemAvailable` before the job and its lowest value while the job ran.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct MemAvailableSummary {
+    pub baseline_bytes: u64,
+    pub min_bytes: u64,
+    /// When the minimum was first reached (ms since the sampler started).
+    pub min_at_ms: u64,
+    /// `baseline_bytes - min_bytes`, never negative.
+    pub drop_bytes: u64,
+}
+
+/// `/proc/meminfo`, kept open; read every tick (~5 µs of CPU).
+struct MemAvailable {
+    file: File,
+    baseline: u64,
+    min: (u64, u64),
+}
+
+impl MemAvailable {
+    fn open(buf: &mut Vec<u8>) -> Option<MemAvailable> {
+        let file = File::open("/proc/meminfo").ok()?;
+        let baseline = read_mem_available(&file, buf)?;
+        Some(MemAvailable {
+            file,
+            baseline,
+            min: (baseline, 0),
+        })
+    }
+
+    fn sample(&mut self, t_ms: u64, buf: &mut Vec<u8>) {
+        if let Some(now) = read_mem_available(&self.file, buf)
+            && now < self.min.0
+        {
+            self.min = (now, t_ms);
+        }
+    }
+
+    fn summary(&self) -> MemAvailableSummary {
+        MemAvailableSummary {
+            baseline_bytes: self.baseline,
+            min_bytes: self.min.0,
+            min_at_ms: self.min.1,
+            drop_bytes: self.baseline.saturating_sub(self.min.0),
+        }
+    }
+}
+
+fn read_mem_available(file: &File, buf: &mut Vec<u8>) -> Option<u64> {
+    let n = read_whole(file, buf).ok()?;
+    mem_available_bytes(&buf[..n])
+}
+
+/// The `MemAvailable:` line of `/proc/meminfo`, in bytes.
+fn mem_available_bytes(meminfo: &[u8]) -> Option<u64> {
+    kb_field(meminfo, "MemAvailable:")
+}
+
+/// The `<key> <n> kB` line of a `/proc` file (`meminfo`, `smaps_rollup`), in bytes.
+pub(crate) fn kb_field(text: &[u8], key: &str) -> Option<u64> {
+    let text = std::str::from_utf8(text).ok()?;
+    let line = text.lines().find(|l| l.starts_with(key))?;
+    let kb: u64 = line
+        .trim_start_matches(key)
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()?;
+    kb.checked_mul(1024)
+}
+
 /// The host sampler's state for one job.
 pub(crate) struct Host {
     read_rss: bool,
     rss: Series,
+    pss: Option<PssReader>,
+    schedule: PssSchedule,
+    mem: Option<MemAvailable>,
+    buf: Vec<u8>,
     tree: Option<ProcTree>,
     max_processes: usize,
     /// The shared-memory filesystem: an open handle spares `statvfs` its path lookup.
@@ -50,10 +136,23 @@ pub(crate) struct Host {
 }
 
 impl Host {
-    /// Takes the `/dev/shm` baseline. With `read_rss` off the tree is still followed (at
-    /// the refresh rate), for the GPU sampler's per-process figures.
+    /// Takes the `/dev/shm` and `MemAvailable` baselines. With `read_rss` off (no RSS, no
+    /// PSS) the tree is still followed (at the refresh rate), for the GPU sampler's
+    /// per-process figures.
     pub(crate) fn start(shm_path: Option<&Path>, read_rss: bool) -> Host {
         let mut warnings = Vec::new();
+        let mut buf = vec![0; 4096];
+        let mem = MemAvailable::open(&mut buf);
+        let pss = match read_rss.then(PssReader::start) {
+            Some(Ok(reader)) => Some(reader),
+            Some(Err(e)) => {
+                warnings.push(format!(
+                    "host PSS not sampled: cannot start its thread: {e}"
+                ));
+                None
+            }
+            None => None,
+        };
         let shm = shm_path.and_then(|p| match open_fs(p) {
             Ok((dir, used)) => Some((dir, Series::new(used))),
             Err(e) => {
@@ -64,6 +163,10 @@ impl Host {
         Host {
             read_rss,
             rss: Series::new(0),
+            pss,
+            schedule: PssSchedule::default(),
+            mem,
+            buf,
             tree: None,
             max_processes: 0,
             shm,
@@ -84,7 +187,19 @@ impl Host {
                     self.rss.push(Point { t_ms, bytes });
                 }
             }
+            if let Some(pss) = &self.pss
+                && tree.len() > 0
+                && self
+                    .schedule
+                    .due(now, tree.pss_changed, tree.moved_since_mark())
+            {
+                tree.mark();
+                pss.request(t_ms, tree.pids());
+            }
             self.max_processes = self.max_processes.max(tree.len());
+        }
+        if let Some(mem) = &mut self.mem {
+            mem.sample(t_ms, &mut self.buf);
         }
         if let Some((dir, series)) = &mut self.shm
             && let Ok(bytes) = fd_used_bytes(dir)
@@ -100,12 +215,23 @@ impl Host {
     }
 
     pub(crate) fn finish(self) -> (HostSummary, Vec<String>) {
+        let mut warnings = self.warnings;
+        let pss = self.pss.map(|p| {
+            p.finish().unwrap_or_else(|| {
+                warnings.push("the PSS thread panicked; host PSS not recorded".to_owned());
+                super::pss::PssReport::default()
+            })
+        });
         let summary = HostSummary {
+            pss_reads: pss.as_ref().map_or(0, |p| p.reads),
+            pss_read_cpu_seconds: pss.as_ref().map_or(0.0, |p| p.cpu_seconds),
+            pss: pss.and_then(|p| p.series),
             rss: self.rss.summary(),
+            mem_available: self.mem.as_ref().map(MemAvailable::summary),
             shm: self.shm.and_then(|(_, s)| s.summary()),
             max_processes: self.max_processes,
         };
-        (summary, self.warnings)
+        (summary, warnings)
     }
 }
 
@@ -116,6 +242,9 @@ struct Member {
     statm: File,
     /// `/proc/<pid>/task/<pid>/children` (absent without `CONFIG_PROC_CHILDREN`).
     children: Option<File>,
+    /// RSS at the last tick, and at the last [`ProcTree::mark`] (bytes).
+    rss: u64,
+    rss_at_mark: u64,
 }
 
 /// The job's processes: everything in its process group, plus their descendants.
@@ -135,6 +264,8 @@ pub(crate) struct ProcTree {
     lost: bool,
     /// Set when membership changed since the last [`ProcTree::take_changed`].
     changed: bool,
+    /// Set when membership changed since the last [`ProcTree::mark`].
+    pss_changed: bool,
 }
 
 impl ProcTree {
@@ -152,6 +283,7 @@ impl ProcTree {
             last_scan: None,
             lost: false,
             changed: false,
+            pss_changed: false,
         }
     }
 
@@ -178,9 +310,10 @@ impl ProcTree {
         let mut total = 0;
         let before = self.members.len();
         let (buf, page) = (&mut self.buf, self.page_size);
-        self.members.retain(|m| match m.statm.read_at(buf, 0) {
+        self.members.retain_mut(|m| match m.statm.read_at(buf, 0) {
             Ok(n) if n > 0 => {
-                total += resident_pages(&buf[..n]) * page;
+                m.rss = resident_pages(&buf[..n]) * page;
+                total += m.rss;
                 true
             }
             _ => false,
@@ -188,8 +321,26 @@ impl ProcTree {
         if self.members.len() != before {
             self.lost = true;
             self.changed = true;
+            self.pss_changed = true;
         }
         total
+    }
+
+    /// RSS movement since the last [`ProcTree::mark`], summed over members in either
+    /// direction (a member that grows while another shrinks still moves PSS).
+    pub(crate) fn moved_since_mark(&self) -> u64 {
+        self.members
+            .iter()
+            .map(|m| m.rss.abs_diff(m.rss_at_mark))
+            .sum()
+    }
+
+    /// Remembers the current RSS and membership as read into PSS.
+    pub(crate) fn mark(&mut self) {
+        for m in &mut self.members {
+            m.rss_at_mark = m.rss;
+        }
+        self.pss_changed = false;
     }
 
     /// Pids of the current members.
@@ -269,8 +420,11 @@ impl ProcTree {
             pid,
             statm,
             children,
+            rss: 0,
+            rss_at_mark: 0,
         });
         self.changed = true;
+        self.pss_changed = true;
     }
 }
 
@@ -289,7 +443,7 @@ fn fd_used_bytes(dir: &File) -> std::io::Result<u64> {
 
 /// Reads all of a small procfs file from offset 0 into `buf`, growing it as needed (a
 /// `children` list can outgrow a page); returns the length.
-fn read_whole(file: &File, buf: &mut Vec<u8>) -> std::io::Result<usize> {
+pub(crate) fn read_whole(file: &File, buf: &mut Vec<u8>) -> std::io::Result<usize> {
     loop {
         let n = file.read_at(buf, 0)?;
         if n < buf.len() {

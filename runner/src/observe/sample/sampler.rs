@@ -30,8 +30,9 @@ pub struct SamplerConfig {
     pub interval: Duration,
     /// Sample GPUs through NVML.
     pub gpu: bool,
-    /// Read the RSS of the job's process tree every interval. Off (to measure NVML alone),
-    /// the tree is still followed for the per-process GPU figures.
+    /// Read the RSS of the job's process tree every interval, and its PSS as `pss` schedules
+    /// it. Off (to measure NVML alone), the tree is still followed for the per-process GPU
+    /// figures.
     pub rss: bool,
     /// The job's `CUDA_VISIBLE_DEVICES`; `None` samples every GPU.
     pub cuda_visible_devices: Option<String>,
@@ -80,7 +81,12 @@ impl SampleSummary {
             .max()
     }
 
-    /// `host-peak-rss-bytes`.
+    /// `host-peak-pss-bytes`: peak PSS summed over the job's process tree.
+    pub fn host_peak_pss_bytes(&self) -> Option<u64> {
+        self.host.pss.as_ref().map(|s| s.peak_bytes)
+    }
+
+    /// Peak RSS summed over the job's process tree (shared pages counted in every process).
     pub fn host_peak_rss_bytes(&self) -> Option<u64> {
         self.host.rss.as_ref().map(|s| s.peak_bytes)
     }
@@ -175,11 +181,7 @@ impl Sampler {
         let report = self.thread.join().unwrap_or_else(|_| {
             let why = "the sampler thread panicked";
             Report {
-                host: HostSummary {
-                    rss: None,
-                    shm: None,
-                    max_processes: 0,
-                },
+                host: HostSummary::default(),
                 gpu: Err(why.to_owned()),
                 warnings: vec![format!("{why}; host memory not recorded")],
             }

@@ -282,6 +282,8 @@ impl SlurmExecutor {
                 summary,
                 nodes: Vec::new(),
                 save_marks,
+                // One console log holds every run of the batch job; it is not split per run.
+                resumed: None,
             }),
         })
     }
