@@ -154,6 +154,15 @@ fn node0_views(observed: &Observed) -> (MemoryRecord, Fingerprint) {
     (memory, node0.map(Sampled::fingerprint).unwrap_or_default())
 }
 
+/// Each node's peaks and timeline for a job of several nodes; nothing for one node (its
+/// figures are `memory`).
+fn node_memories(observed: &Observed) -> Vec<crate::metrics::NodeMemory> {
+    match observed.nodes.len() {
+        0 | 1 => Vec::new(),
+        _ => observed.nodes.iter().map(Sampled::node_memory).collect(),
+    }
+}
+
 /// The `results.json` record of `job`.
 pub fn record(job: &Job, result: JobResult) -> RunRecord {
     let ran = result.observed.is_some();
@@ -173,6 +182,7 @@ pub fn record(job: &Job, result: JobResult) -> RunRecord {
     fingerprint.host = result.host;
     fingerprint.goldgate_version = env!("CARGO_PKG_VERSION").to_string();
     fingerprint.workload_commit = result.workload_commit;
+    let nodes = node_memories(&observed);
     let cpu: Vec<f64> = observed
         .nodes
         .iter()
@@ -211,6 +221,7 @@ pub fn record(job: &Job, result: JobResult) -> RunRecord {
             .collect(),
         warmup: job.warmup,
         resumed: observed.resumed.as_ref().map(|r| resumed_run(job, r)),
+        nodes,
     }
 }
 

@@ -4,3 +4,4 @@ mod executor;
 mod sampling;
 
 pub use executor::LocalExecutor;
+pub(crate) use sampling::own_cpu_seconds;
