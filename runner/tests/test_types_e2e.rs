@@ -9,6 +9,7 @@ mod common;
 
 use common::cli::{self, text};
 use common::results::records;
+use goldgate::metrics::RunRecord;
 
 /// A ckpt-resume case: 20 iterations, saves at 10 and 20. Megatron's `run_ci_test.sh` removes
 /// `iter_0000020` and writes 10 into the tracker before run 2, which resumes at step 11.
