@@ -5,4 +5,5 @@
 
 pub mod cli;
 pub mod corpus;
+pub mod redact;
 pub mod results;
