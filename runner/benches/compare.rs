@@ -109,6 +109,7 @@ fn record(
         nondeterministic: true,
         metrics,
         checkpoints: vec![],
+        overlapping_saves: 0,
         memory: MemoryRecord::default(),
         probe: None,
         observer_cpu_seconds: None,

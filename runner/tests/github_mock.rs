@@ -806,6 +806,7 @@ mod end_to_end {
             nondeterministic: false,
             metrics: BTreeMap::from([("lm loss".to_string(), StepValues(values))]),
             checkpoints: vec![],
+            overlapping_saves: 0,
             memory: MemoryRecord::default(),
             probe: None,
             observer_cpu_seconds: None,

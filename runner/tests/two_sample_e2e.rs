@@ -57,6 +57,7 @@ fn record(run: &str, repeat: u32, t: f64) -> RunRecord {
         nondeterministic: false,
         metrics,
         checkpoints: vec![],
+        overlapping_saves: 0,
         memory: MemoryRecord::default(),
         probe: None,
         observer_cpu_seconds: None,

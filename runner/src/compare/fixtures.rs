@@ -39,6 +39,7 @@ pub(crate) fn record(
             .map(|(m, v)| (m.to_string(), StepValues(v.iter().copied().collect())))
             .collect(),
         checkpoints: vec![],
+        overlapping_saves: 0,
         memory: MemoryRecord::default(),
         probe: None,
         observer_cpu_seconds: None,
