@@ -812,6 +812,7 @@ mod end_to_end {
             observer_cpu_seconds: None,
             warnings: Vec::new(),
             warmup: false,
+            resumed: None,
         }
     }
 
@@ -872,7 +873,7 @@ mod end_to_end {
             },
             platform: None,
             config: ConfigFile {
-                path: dir.join("goldgate.yaml"),
+                path: Some(dir.join("goldgate.yaml")),
             },
         }
     }

@@ -662,6 +662,76 @@ fn plan_json_snapshot() {
     insta::assert_snapshot!(tree.text(&out.stdout));
 }
 
+/// goldgate run in `dir` below the tree with the tree's cases, no `--config`, `GOLDGATE_CONFIG`
+/// as given.
+fn plan_from(tree: &Tree, dir: &str, env_config: Option<&str>, extra: &[&str]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_goldgate"));
+    cmd.args(["plan", "--format", "json", "--root"])
+        .arg(tree.path().join("cases"))
+        .args(extra)
+        .current_dir(tree.path().join(dir))
+        .env("MY_TOKEN", "sekrit-value")
+        .env_remove("GOLDGATE_CONFIG");
+    if let Some(path) = env_config {
+        cmd.env("GOLDGATE_CONFIG", path);
+    }
+    cmd.output().unwrap()
+}
+
+#[test]
+fn the_config_is_found_above_the_working_directory_and_said() {
+    let tree = Tree::new();
+    std::fs::create_dir(tree.path().join(".git")).unwrap();
+    // `local` exists only in the tree's goldgate.yaml, not in the built-in configuration.
+    let out = plan_from(&tree, "cases/demo", None, &["--platform", "local"]);
+    assert!(out.status.success(), "{}", tree.text(&out.stderr));
+    assert_eq!(
+        tree.text(&out.stderr),
+        "config: [TMP]/goldgate.yaml (found above the working directory)\n"
+    );
+    // In the working directory: nothing to say.
+    let here = plan_from(&tree, ".", None, &["--platform", "local"]);
+    assert!(here.status.success(), "{}", tree.text(&here.stderr));
+    assert_eq!(tree.text(&here.stderr), "");
+
+    // GOLDGATE_CONFIG comes before the walk, and is said.
+    write(
+        &tree.path().join("other.yaml"),
+        "platforms:\n  envbox:\n    gpus_per_node: 1\n",
+    );
+    let env = plan_from(
+        &tree,
+        "cases",
+        Some("../other.yaml"),
+        &["--platform", "envbox"],
+    );
+    assert!(env.status.success(), "{}", tree.text(&env.stderr));
+    assert_eq!(
+        tree.text(&env.stderr),
+        "config: ../other.yaml (from GOLDGATE_CONFIG)\n"
+    );
+    // A named file that is not there is an error, never the built-in configuration.
+    let missing = plan_from(&tree, ".", Some("nope.yaml"), &[]);
+    assert_eq!(
+        missing.status.code(),
+        Some(2),
+        "{}",
+        tree.text(&missing.stderr)
+    );
+    assert!(tree.text(&missing.stderr).contains("cannot read nope.yaml"));
+
+    // The walk stops at the repository root: a case tree in its own repository below the
+    // tree does not see the tree's goldgate.yaml.
+    std::fs::create_dir_all(tree.path().join("cases/demo/.git")).unwrap();
+    let inner = plan_from(&tree, "cases/demo", None, &["--platform", "local"]);
+    assert_eq!(inner.status.code(), Some(2), "{}", tree.text(&inner.stderr));
+    let text = tree.text(&inner.stderr);
+    assert!(
+        text.starts_with("config: built-in (no goldgate.yaml from the working directory up to [TMP]/cases/demo)\n"),
+        "{text}"
+    );
+}
+
 /// A Megatron GPT case as the corpus writes it: real data sets, a BPE tokenizer, fused kernels.
 const DATA_CASE: &str = r#"TEST_TYPE: regular
 MODEL_ARGS:

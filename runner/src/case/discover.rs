@@ -120,13 +120,7 @@ mod tests {
         }
         std::fs::create_dir(root.join("m/folder").join(CONFIG_FILE)).unwrap();
         let fifo = root.join("m/fifo").join(CONFIG_FILE);
-        assert!(
-            std::process::Command::new("mkfifo")
-                .arg(&fifo)
-                .status()
-                .unwrap()
-                .success()
-        );
+        crate::fsio::mkfifo(&fifo);
         let looped = root.join("m/loop").join(CONFIG_FILE);
         std::os::unix::fs::symlink(&looped, &looped).unwrap();
         let found = discover_all(root).unwrap();

@@ -7,6 +7,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::error::AppError;
+use super::output::errln;
+use crate::config::{Config, ConfigSource};
 use crate::launch::Settle;
 use crate::observe::probe::install::ProbeMode;
 use crate::run::{RunError, RunOptions};
@@ -39,18 +41,55 @@ pub struct GoldenRoot {
     pub path: PathBuf,
 }
 
+/// `--run` and `--all-runs`: which runs of a results folder `compare` judges and `bless`
+/// blesses (by default the newest).
+#[derive(clap::Args, Debug, Clone)]
+pub struct RunPick {
+    /// Only these runs of the folder (run ids, repeatable); their repeats merge.
+    #[arg(long = "run", value_name = "RUN_ID")]
+    pub runs: Vec<String>,
+    /// Every run in the folder, repeats of the same job merged across runs.
+    #[arg(long, conflicts_with = "runs")]
+    pub all_runs: bool,
+}
+
+impl RunPick {
+    /// The runs these flags pick.
+    pub fn selection(&self) -> crate::compare::RunSelection {
+        crate::compare::RunSelection::from_flags(&self.runs, self.all_runs)
+    }
+}
+
 /// `--config`: the repository's `goldgate.yaml`.
 #[derive(clap::Args, Debug, Clone)]
 pub struct ConfigFile {
-    /// Repository configuration (platforms, variant axes, rules, check.ignore); the built-in
-    /// one when the default `goldgate.yaml` does not exist.
-    #[arg(
-        id = "config",
-        long = "config",
-        value_name = "CONFIG",
-        default_value = "goldgate.yaml"
-    )]
-    pub path: PathBuf,
+    /// Repository configuration (platforms, variant axes, rules, check.ignore). Default:
+    /// `$GOLDGATE_CONFIG`, else the first goldgate.yaml from the working directory up to the
+    /// repository root, else the built-in one (goldgate says which on stderr).
+    #[arg(id = "config", long = "config", value_name = "CONFIG")]
+    pub path: Option<PathBuf>,
+}
+
+impl ConfigFile {
+    /// Where the configuration comes from (`--config`, `GOLDGATE_CONFIG`, the walk up).
+    pub fn source(&self) -> Result<ConfigSource, AppError> {
+        let cwd = std::env::current_dir().map_err(|source| RunError::Cwd { source })?;
+        let env = std::env::var_os(crate::config::CONFIG_ENV);
+        Ok(crate::config::discover(
+            self.path.as_deref(),
+            env.as_deref(),
+            &cwd,
+        ))
+    }
+
+    /// Reads the configuration, saying on stderr which one when the user could not guess it.
+    pub fn load(&self) -> Result<Config, AppError> {
+        let source = self.source()?;
+        if let Some(note) = source.note() {
+            errln!("{note}");
+        }
+        Ok(Config::from_source(&source)?)
+    }
 }
 
 /// How `run` runs its jobs: the low args of `run::RunOptions`, validated once by

@@ -28,7 +28,8 @@ pub struct Args {
 /// Runs the command: prints the per-metric spread and suggestions; `--write` edits the config.
 pub fn run(args: Args) -> Result<Exit, AppError> {
     let records = load_results(&args.results)?;
-    let rules = RuleSet::from_config(&crate::config::Config::load(&args.config.path)?.rules);
+    let source = args.config.source()?;
+    let rules = RuleSet::from_config(&args.config.load()?.rules);
     let cal = calibrate::calibrate(records, &rules, args.repeats);
     out!("{}", calibrate::render(&cal));
     if args.write {
@@ -37,11 +38,15 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
             outln!("nothing to write: no metric had two or more passed repeats");
             return Ok(Exit::Pass);
         }
-        write_rules(&args, &updates)?;
+        // With no file anywhere, the working directory's goldgate.yaml is started.
+        let path = source
+            .path()
+            .unwrap_or(std::path::Path::new(crate::config::CONFIG_NAME));
+        write_rules(&args, path, &updates)?;
         outln!(
             "updated rtol of {} metric(s) in {}",
             updates.len(),
-            args.config.path.display()
+            path.display()
         );
     }
     Ok(Exit::Pass)
@@ -49,16 +54,16 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
 
 fn write_rules(
     args: &Args,
+    path: &std::path::Path,
     updates: &std::collections::BTreeMap<String, f64>,
 ) -> Result<(), AppError> {
-    let path = &args.config.path;
     let text = match crate::fsio::read_text(path, crate::config::MAX_CONFIG_BYTES) {
         Ok(t) => t,
         // No file yet: start from the shipped configuration, so the result is complete.
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => BUILTIN_CONFIG.to_string(),
         Err(source) => {
             return Err(CompareError::Read {
-                path: path.clone(),
+                path: path.to_path_buf(),
                 source,
             }
             .into());
@@ -72,14 +77,14 @@ fn write_rules(
     );
     let edited =
         rules_yaml::set_rtols(&text, updates, &note).map_err(|e| CompareError::ConfigEdit {
-            path: path.clone(),
+            path: path.to_path_buf(),
             line: e.line,
             message: e.message,
         })?;
     // Never write a file goldgate cannot read back.
     Config::parse(&edited, path)?;
     crate::fsio::write_atomic(path, edited.as_bytes()).map_err(|source| CompareError::Write {
-        path: path.clone(),
+        path: path.to_path_buf(),
         source,
     })?;
     Ok(())

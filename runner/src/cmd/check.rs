@@ -99,7 +99,7 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
         .path
         .is_dir()
         .then_some(args.golden_root.path.as_path());
-    let config = crate::config::Config::load(&args.config.path)?;
+    let config = args.config.load()?;
     let mut report = collect(&args.root.path, golden_root)?;
     report.problems.extend(plan_lints(&args, &config)?);
     report.problems.sort();

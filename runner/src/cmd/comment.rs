@@ -83,7 +83,7 @@ pub fn prepare(args: &Args, env: &dyn Fn(&str) -> Option<String>) -> Result<Prep
     let comparison = match &args.results {
         Some(results) => {
             let opts = CompareOptions::from_config(
-                &crate::config::Config::load(&args.config.path)?,
+                &args.config.load()?,
                 args.golden_root.path.clone(),
                 args.root.path.clone(),
                 args.platform.clone(),

@@ -32,7 +32,7 @@ pub struct Args {
 /// Runs the command: every job that plans is printed; a case that does not plan is reported
 /// on stderr without stopping the others (exit 2 then).
 pub fn run(args: Args) -> Result<Exit, AppError> {
-    let config = crate::config::Config::load(&args.select.config.path)?;
+    let config = args.select.config.load()?;
     let output = Output {
         out_dir: args.select.out_dir(&config, &args.out)?,
         run_id: args.run_id,

@@ -8,7 +8,6 @@ use super::error::CmdError;
 use super::output::out;
 use crate::compare::RuleSet;
 use crate::compare::power::{self, PowerOptions};
-use crate::config::Config;
 use crate::exit::Exit;
 use crate::metrics::record::{load_all_results, load_results};
 
@@ -65,7 +64,7 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
         }
         .into());
     }
-    let rules = RuleSet::from_config(&Config::load(&args.config.path)?.rules);
+    let rules = RuleSet::from_config(&args.config.load()?.rules);
     let unchanged = load_all_results(&args.results)?;
     let mut planted = Vec::new();
     for (label, dir) in &args.planted {

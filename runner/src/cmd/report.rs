@@ -87,8 +87,7 @@ fn svg_link_prefix(svg_dir: &Path, markdown: &Path) -> String {
 pub fn run(args: Args) -> Result<Exit, AppError> {
     let loaded = load_results(&args.results)?;
     let records: Vec<&RunRecord> = loaded.iter().map(|(_, r)| r).collect();
-    let order =
-        variants::VariantOrder::from_config(&crate::config::Config::load(&args.config.path)?);
+    let order = variants::VariantOrder::from_config(&args.config.load()?);
     out!(
         "{}",
         variants::render_terminal(&variants::build(records.iter().copied(), &order))

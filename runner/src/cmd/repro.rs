@@ -28,7 +28,7 @@ pub struct Args {
 
 /// Runs the command.
 pub fn run(args: Args) -> Result<Exit, AppError> {
-    let config = Config::load(&args.select.config.path)?;
+    let config = args.select.config.load()?;
     let output = Output {
         out_dir: args.select.out_dir(&config, &args.out)?,
         run_id: args.run_id,

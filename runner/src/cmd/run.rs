@@ -54,7 +54,7 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
     let opts = args.exec.options(&args.out)?;
     launch::check_settle(opts.settle)?;
     // Loaded once: the gate after a long run uses the rules the run was planned with.
-    let config = Config::load(&args.select.config.path)?;
+    let config = args.select.config.load()?;
     let output = Output {
         out_dir: opts.out_dir.clone(),
         run_id: opts.run_id.clone(),

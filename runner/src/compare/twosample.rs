@@ -505,21 +505,12 @@ mod tests {
     #[allow(clippy::print_stderr)]
     fn pooling_saves_as_independent_samples_breaks_the_error_rate() {
         let mut rng = Normal::new(5);
-        let trials = 1000;
-        let mut hits = 0;
-        for _ in 0..trials {
+        let rate = false_alarms(1000, "saves pooled as independent", || {
             let golden: Vec<f64> = (0..10).flat_map(|_| job(&mut rng, PILOT, 1.0)).collect();
             let now: Vec<f64> = (0..3).flat_map(|_| job(&mut rng, PILOT, 1.0)).collect();
             let e = estimate(&golden, &now, 0.01).unwrap();
-            if decide(&e, Direction::LowerIsBetter, 0.0, None) == Verdict::Regression {
-                hits += 1;
-            }
-        }
-        let rate = hits as f64 / trials as f64;
-        eprintln!(
-            "false alarms, saves pooled as independent: {:.1} % of {trials}",
-            rate * 100.0
-        );
+            decide(&e, Direction::LowerIsBetter, 0.0, None) == Verdict::Regression
+        });
         assert!(rate > 0.10, "{rate}");
     }
 
@@ -531,9 +522,8 @@ mod tests {
     fn a_cluster_bootstrap_over_three_jobs_is_too_liberal() {
         let mut rng = Normal::new(11);
         let mut pick = SplitMix64::new(12);
-        let (trials, resamples) = (300, 200);
-        let mut hits = 0;
-        for _ in 0..trials {
+        let resamples = 200;
+        let rate = false_alarms(300, "two-level bootstrap, 10 vs 3 jobs", || {
             let golden: Vec<Vec<f64>> = (0..10).map(|_| job(&mut rng, PILOT, 1.0)).collect();
             let now: Vec<Vec<f64>> = (0..3).map(|_| job(&mut rng, PILOT, 1.0)).collect();
             let mut diffs: Vec<f64> = (0..resamples)
@@ -544,16 +534,18 @@ mod tests {
                 })
                 .collect();
             diffs.sort_by(f64::total_cmp);
-            if diffs[resamples / 100] > 0.0 {
-                hits += 1;
-            }
-        }
-        let rate = hits as f64 / trials as f64;
-        eprintln!(
-            "false alarms, two-level bootstrap, 10 vs 3 jobs: {:.1} % of {trials}",
-            rate * 100.0
-        );
+            diffs[resamples / 100] > 0.0
+        });
         assert!(rate > 0.03, "{rate}");
+    }
+
+    /// The share of `trials` in which `alarm` raises one, printed with `what`.
+    #[allow(clippy::print_stderr)]
+    fn false_alarms(trials: u32, what: &str, mut alarm: impl FnMut() -> bool) -> f64 {
+        let hits = (0..trials).filter(|_| alarm()).count();
+        let rate = hits as f64 / f64::from(trials);
+        eprintln!("false alarms, {what}: {:.1} % of {trials}", rate * 100.0);
+        rate
     }
 
     /// Jobs with replacement, then each drawn job's saves with replacement, pooled.

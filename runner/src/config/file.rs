@@ -14,7 +14,7 @@ use super::named::{Named, StringMap, string_pairs};
 use super::rules::{RuleOverride, Rules};
 use super::slurm::{ExecutorChoice, RawSlurm, SlurmConfig, slurm_from_raw};
 
-/// The repository's `goldgate.yaml` as shipped: used when no file is found at the default path.
+/// The repository's `goldgate.yaml` as shipped: used when no file is found (see `discover`).
 pub const BUILTIN_CONFIG: &str = include_str!("../../../goldgate.yaml");
 
 /// How a platform launches jobs when the case says nothing more specific.
@@ -205,20 +205,23 @@ struct RawValue {
 pub const MAX_CONFIG_BYTES: u64 = 4 << 20;
 
 impl Config {
-    /// Reads `path`; a missing `goldgate.yaml` at the default path falls back to the shipped one.
+    /// Reads `path` (it must exist: [`super::discover`] decides when the shipped
+    /// configuration is used instead).
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
         match crate::fsio::read_text(path, MAX_CONFIG_BYTES) {
             Ok(text) => Config::parse(&text, path),
-            Err(e)
-                if e.kind() == std::io::ErrorKind::NotFound
-                    && path == Path::new("goldgate.yaml") =>
-            {
-                Config::builtin()
-            }
             Err(source) => Err(ConfigError::Read {
                 path: path.to_owned(),
                 source,
             }),
+        }
+    }
+
+    /// The configuration `source` names: its file, or the shipped one.
+    pub fn from_source(source: &super::ConfigSource) -> Result<Config, ConfigError> {
+        match source.path() {
+            Some(path) => Config::load(path),
+            None => Config::builtin(),
         }
     }
 

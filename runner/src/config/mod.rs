@@ -1,11 +1,13 @@
 //! Stage "plan": the repository configuration `goldgate.yaml` (platforms, variant axes, metric rules).
 
+mod discover;
 mod error;
 mod file;
 mod named;
 mod rules;
 mod slurm;
 
+pub use discover::{CONFIG_ENV, CONFIG_NAME, ConfigSource, discover};
 pub use error::ConfigError;
 pub use file::{
     Axis, AxisValue, BUILTIN_CONFIG, BUILTIN_PLATFORMS, Config, LauncherChoice, MAX_CONFIG_BYTES,

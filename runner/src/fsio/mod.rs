@@ -10,3 +10,6 @@ mod write;
 pub use names::{check_component, check_relative};
 pub use read::{exists, read_bounded, read_limited, read_text};
 pub use write::write_atomic;
+
+#[cfg(test)]
+pub(crate) use read::mkfifo;

@@ -92,6 +92,13 @@ pub fn exists(path: &Path) -> bool {
     std::fs::symlink_metadata(path).is_ok()
 }
 
+/// Makes a FIFO at `path` (for the tests of the special-file rules).
+#[cfg(test)]
+pub(crate) fn mkfifo(path: &Path) {
+    let made = std::process::Command::new("mkfifo").arg(path).status();
+    assert!(made.is_ok_and(|s| s.success()), "mkfifo {}", path.display());
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -131,11 +138,7 @@ mod tests {
     fn a_fifo_is_refused_at_once_and_a_folder_too() {
         let dir = tempfile::tempdir().unwrap();
         let fifo = dir.path().join("golden.json");
-        let made = std::process::Command::new("mkfifo")
-            .arg(&fifo)
-            .status()
-            .unwrap();
-        assert!(made.success());
+        mkfifo(&fifo);
         // Without the check this open would block until a writer came (never).
         let err = read_limited(&fifo, 1 << 20).unwrap_err();
         assert_eq!(text(&err), "a FIFO (named pipe), not a regular file");

@@ -180,13 +180,7 @@ mod tests {
     fn a_fifo_is_written_in_place_when_read_and_refused_when_not() {
         let dir = tempfile::tempdir().unwrap();
         let fifo = dir.path().join("report.md");
-        assert!(
-            std::process::Command::new("mkfifo")
-                .arg(&fifo)
-                .status()
-                .unwrap()
-                .success()
-        );
+        crate::fsio::mkfifo(&fifo);
         let err = write_atomic(&fifo, b"x").unwrap_err();
         assert_eq!(
             err.to_string(),

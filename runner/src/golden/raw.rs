@@ -99,7 +99,8 @@ macro_rules! scalar_visits {
     };
 }
 
-fn kind_of(json: &Json) -> &'static str {
+/// What kind of JSON value this is, for messages ("expected …, found a list").
+pub(super) fn kind_of(json: &Json) -> &'static str {
     match json {
         Json::Null => "null",
         Json::Bool(_) => "a boolean",

@@ -15,7 +15,7 @@ use std::path::Path;
 use serde_json::Value as Json;
 
 use super::error::GoldenError;
-use super::raw::{Entry, Item, RawValues, StepKey, TopLevel};
+use super::raw::{Entry, Item, RawValues, StepKey, TopLevel, kind_of};
 use super::types::{GoldenFile, GoldenStyle, Series, Value};
 use crate::case::{Span, position};
 use crate::fsio::read_limited;
@@ -168,17 +168,6 @@ fn json_error(path: &Path, e: &serde_json::Error) -> GoldenError {
     }
 }
 
-fn kind(value: &Json) -> &'static str {
-    match value {
-        Json::Null => "null",
-        Json::Bool(_) => "a boolean",
-        Json::Number(_) => "a number",
-        Json::String(_) => "a string",
-        Json::Array(_) => "a list",
-        Json::Object(_) => "an object",
-    }
-}
-
 type ShapeError = (String, String);
 
 const SERIES_KEYS: [&str; 3] = ["start_step", "end_step", "step_interval"];
@@ -199,7 +188,7 @@ fn series(name: &str, fields: &[(String, Json)], raw: RawValues) -> Result<Serie
         v.as_u64().ok_or_else(|| {
             (
                 loc(key),
-                format!("expected a step number, found {}", kind(v)),
+                format!("expected a step number, found {}", kind_of(v)),
             )
         })
     };

@@ -100,8 +100,9 @@ fn get<'a>(args: &'a ModelArgs, flag: &str) -> Option<&'a Scalar> {
     args.entries.iter().find(|(k, _)| k == flag).map(|(_, v)| v)
 }
 
-/// yq's `.MODEL_ARGS."flag" = value`: every entry of that flag changes; none → appended.
-fn set(args: &mut ModelArgs, flag: &str, value: Scalar) {
+/// yq's `.MODEL_ARGS."flag" = value`: every entry of that flag changes; none → appended
+/// (with no source span; `key_spans` must be as long as `entries`).
+pub(crate) fn set(args: &mut ModelArgs, flag: &str, value: Scalar) {
     let mut found = false;
     for (k, v) in &mut args.entries {
         if k == flag {
@@ -253,16 +254,7 @@ pub fn n_repeat(case: &TestCase, lightweight: bool, launcher_repeat: u32) -> u32
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::case::load_case;
-
-    fn case(yaml: &str) -> (tempfile::TempDir, TestCase) {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("m/c/model_config.yaml");
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(&path, yaml).unwrap();
-        let case = load_case(dir.path(), &path).unwrap();
-        (dir, case)
-    }
+    use crate::case::case_from_yaml as case;
 
     fn flags(edits: &CiEdits) -> Vec<String> {
         edits.model_args[0]

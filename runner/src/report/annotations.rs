@@ -42,11 +42,8 @@ fn command(level: &str, job: &JobComparison, title: &str, message: &str) -> Stri
 fn metric_message(job: &JobComparison, m: &MetricResult) -> String {
     let [golden, now, delta, interval] = units::metric_cells(m);
     let mut msg = format!(
-        "{} @ {}: {} {}: golden {golden}, now {now} ({delta}), interval {interval}, tolerance {}",
-        job.case,
-        job.variant,
-        m.metric,
-        m.verdict.label(),
+        "{}: golden {golden}, now {now} ({delta}), interval {interval}, tolerance {}",
+        units::metric_label(job, m),
         m.tolerance
     );
     if !m.detail.is_empty() {

@@ -99,11 +99,8 @@ fn notes(c: &Comparison) -> Vec<String> {
         }
         for m in job.metrics.iter().filter(|m| m.verdict != Verdict::Pass) {
             let mut line = format!(
-                "{} @ {}: {} {} (tolerance {})",
-                job.case,
-                job.variant,
-                m.metric,
-                m.verdict.label(),
+                "{} (tolerance {})",
+                units::metric_label(job, m),
                 m.tolerance
             );
             if !m.detail.is_empty() {

@@ -16,6 +16,20 @@ pub fn metric_cells(m: &crate::compare::MetricResult) -> [String; 4] {
     ]
 }
 
+/// `<case> @ <variant>: <metric> <verdict>`: how every renderer names a metric's result.
+pub(crate) fn metric_label(
+    job: &crate::compare::JobComparison,
+    m: &crate::compare::MetricResult,
+) -> String {
+    format!(
+        "{} @ {}: {} {}",
+        job.case,
+        job.variant,
+        m.metric,
+        m.verdict.label()
+    )
+}
+
 const KIB: f64 = 1024.0;
 const MIB: f64 = KIB * 1024.0;
 const GIB: f64 = MIB * 1024.0;

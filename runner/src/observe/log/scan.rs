@@ -116,19 +116,29 @@ pub(crate) fn float_prefix(s: &[u8]) -> Option<(f64, &[u8])> {
         exp += e;
         rest = &after[len..];
     }
-    let exact = int_digits + frac <= 19 && mant <= MAX_EXACT && (-22..=22).contains(&exp);
-    let v = if exact {
-        let m = mant as f64;
-        if exp >= 0 {
-            m * POW10[exp as usize]
-        } else {
-            m / POW10[(-exp) as usize]
+    let v = match fast_path(mant, int_digits + frac, exp) {
+        Some(v) => v,
+        None => {
+            let text = &body[..body.len() - rest.len()];
+            std::str::from_utf8(text).ok()?.parse::<f64>().ok()?
         }
-    } else {
-        let text = &body[..body.len() - rest.len()];
-        std::str::from_utf8(text).ok()?.parse::<f64>().ok()?
     };
     Some((if neg { -v } else { v }, rest))
+}
+
+/// Clinger's fast path: `mant × 10^exp` with one exact multiply or divide, when the
+/// mantissa's `digits` (at most 19) fit 2^53 and the exponent is within ±22; `None` otherwise.
+#[inline(always)]
+fn fast_path(mant: u64, digits: usize, exp: i32) -> Option<f64> {
+    if digits > 19 || mant > MAX_EXACT || !(-22..=22).contains(&exp) {
+        return None;
+    }
+    let m = mant as f64;
+    Some(if exp >= 0 {
+        m * POW10[exp as usize]
+    } else {
+        m / POW10[(-exp) as usize]
+    })
 }
 
 /// The decimal mantissa at the start of `s` (`27854`, `321.5`, `.5`, `1.`): its digits as
@@ -359,7 +369,7 @@ mod tests {
     /// The number parser as first written, one byte at a time: the word-at-a-time version
     /// must agree with it on every input.
     mod reference {
-        use super::super::{MAX_EXACT, POW10, word};
+        use super::super::{fast_path, word};
 
         pub(super) fn float_prefix(s: &[u8]) -> Option<(f64, &[u8])> {
             let (neg, start) = match s.first() {
@@ -384,19 +394,12 @@ mod tests {
                 exp += e;
                 i += 1 + len;
             }
-            let exact = int_digits + frac <= 19 && mant <= MAX_EXACT && (-22..=22).contains(&exp);
-            let v = if exact {
-                let m = mant as f64;
-                if exp >= 0 {
-                    m * POW10[exp as usize]
-                } else {
-                    m / POW10[(-exp) as usize]
-                }
-            } else {
-                std::str::from_utf8(&s[start..i])
+            let v = match fast_path(mant, int_digits + frac, exp) {
+                Some(v) => v,
+                None => std::str::from_utf8(&s[start..i])
                     .ok()?
                     .parse::<f64>()
-                    .ok()?
+                    .ok()?,
             };
             Some((if neg { -v } else { v }, &s[i..]))
         }
