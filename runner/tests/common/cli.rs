@@ -1,7 +1,14 @@
 //! Running the `goldgate` binary from a test: one command builder and one way to read what it
 //! printed, so every CLI test starts goldgate in the same environment.
 
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+
+/// The workspace root: where `goldgate run` finds `goldgate.yaml` and the fixture cases
+/// (`runner/tests/fixtures/cases`).
+pub fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
 
 /// The `goldgate` binary built for these tests, without colour (`NO_COLOR`) and outside GitHub
 /// Actions (no `GITHUB_ACTIONS`/`GITHUB_STEP_SUMMARY`: no annotations, no step summary), even
