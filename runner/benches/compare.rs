@@ -114,6 +114,7 @@ fn record(
         observer_cpu_seconds: None,
         warnings: Vec::new(),
         warmup: false,
+        resumed: None,
     }
 }
 

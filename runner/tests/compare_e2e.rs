@@ -74,6 +74,7 @@ fn record(repeat: u32, jitter: f64) -> RunRecord {
         observer_cpu_seconds: None,
         warnings: Vec::new(),
         warmup: false,
+        resumed: None,
     }
 }
 

@@ -811,6 +811,7 @@ mod end_to_end {
             observer_cpu_seconds: None,
             warnings: Vec::new(),
             warmup: false,
+            resumed: None,
         }
     }
 

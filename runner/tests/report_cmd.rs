@@ -103,6 +103,7 @@ fn record(v: VariantRecord, repeat: u32, save_s: f64, shm_gib: u64) -> RunRecord
         observer_cpu_seconds: None,
         warnings: Vec::new(),
         warmup: false,
+        resumed: None,
     }
 }
 

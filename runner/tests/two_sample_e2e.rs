@@ -62,6 +62,7 @@ fn record(run: &str, repeat: u32, t: f64) -> RunRecord {
         observer_cpu_seconds: None,
         warnings: Vec::new(),
         warmup: false,
+        resumed: None,
     }
 }
 

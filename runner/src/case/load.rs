@@ -440,3 +440,16 @@ fn model_args_index(key: &str) -> Option<u32> {
     let n: u32 = key.strip_prefix("MODEL_ARGS_")?.parse().ok()?;
     (n >= 2).then_some(n)
 }
+
+/// A case loaded from `yaml`, written to `m/c/model_config.yaml` in a fresh folder that lives
+/// as long as the returned guard (for unit tests of the stages after `case`).
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+pub(crate) fn case_from_yaml(yaml: &str) -> (tempfile::TempDir, TestCase) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("m/c/model_config.yaml");
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(&path, yaml).unwrap();
+    let case = load_case(dir.path(), &path).unwrap();
+    (dir, case)
+}

@@ -12,6 +12,8 @@ mod yaml;
 pub use argv::{ArgvError, EvalError, Expansion, Lookups, ModelArgv, eval_words, model_argv};
 pub use discover::{CONFIG_FILE, Discovery, discover, discover_all};
 pub use error::CaseError;
+#[cfg(test)]
+pub(crate) use load::case_from_yaml;
 pub(crate) use load::position;
 pub use load::{CaseWarning, MAX_CONFIG_BYTES, load_case, load_case_checked};
 pub use placeholder::placeholders;

@@ -99,6 +99,12 @@ impl TestType {
         (TestType::CheckpointConsistency, "checkpoint-consistency"),
     ];
 
+    /// ckpt-resume and frozen-resume: a second run resumes from a checkpoint, and its steps
+    /// after `TRAIN_ITERS / 2` are compared with the first run's.
+    pub fn resumes(self) -> bool {
+        matches!(self, TestType::CkptResume | TestType::FrozenResume)
+    }
+
     /// The spelling in `model_config.yaml`.
     pub fn as_str(self) -> &'static str {
         Self::ALL

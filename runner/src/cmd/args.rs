@@ -41,6 +41,25 @@ pub struct GoldenRoot {
     pub path: PathBuf,
 }
 
+/// `--run` and `--all-runs`: which runs of a results folder `compare` judges and `bless`
+/// blesses (by default the newest).
+#[derive(clap::Args, Debug, Clone)]
+pub struct RunPick {
+    /// Only these runs of the folder (run ids, repeatable); their repeats merge.
+    #[arg(long = "run", value_name = "RUN_ID")]
+    pub runs: Vec<String>,
+    /// Every run in the folder, repeats of the same job merged across runs.
+    #[arg(long, conflicts_with = "runs")]
+    pub all_runs: bool,
+}
+
+impl RunPick {
+    /// The runs these flags pick.
+    pub fn selection(&self) -> crate::compare::RunSelection {
+        crate::compare::RunSelection::from_flags(&self.runs, self.all_runs)
+    }
+}
+
 /// `--config`: the repository's `goldgate.yaml`.
 #[derive(clap::Args, Debug, Clone)]
 pub struct ConfigFile {

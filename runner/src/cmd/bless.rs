@@ -2,7 +2,7 @@
 
 use super::error::AppError;
 use super::output::{errln, out, outln};
-use crate::compare::{RuleSet, RunSelection, bless, load_runs};
+use crate::compare::{RuleSet, bless, load_runs};
 use crate::exit::Exit;
 
 /// Arguments of `goldgate bless`.
@@ -12,12 +12,8 @@ pub struct Args {
     /// blessed; see `--all-runs` and `--run`).
     #[arg(long)]
     pub from: std::path::PathBuf,
-    /// Bless only these runs of the folder (run ids, repeatable); their repeats merge.
-    #[arg(long = "run", value_name = "RUN_ID")]
-    pub runs: Vec<String>,
-    /// Bless from every run in the folder, repeats of the same job merged across runs.
-    #[arg(long, conflicts_with = "runs")]
-    pub all_runs: bool,
+    #[command(flatten)]
+    pub pick: super::args::RunPick,
     #[command(flatten)]
     pub golden_root: super::args::GoldenRoot,
     /// Only these cases.
@@ -36,7 +32,7 @@ pub struct Args {
 pub fn run(args: Args) -> Result<Exit, AppError> {
     let config = args.config.load()?;
     let rules = RuleSet::from_config(&config.rules);
-    let selection = RunSelection::from_flags(&args.runs, args.all_runs);
+    let selection = args.pick.selection();
     let (records, note) = load_runs(&args.from, &selection)?;
     if let Some(note) = note {
         errln!("goldgate: {note}");

@@ -18,12 +18,8 @@ pub struct Args {
     /// judged; see `--all-runs` and `--run`).
     #[arg(long)]
     pub results: std::path::PathBuf,
-    /// Judge only these runs of the results folder (run ids, repeatable); their repeats merge.
-    #[arg(long = "run", value_name = "RUN_ID")]
-    pub runs: Vec<String>,
-    /// Judge every run in the results folder, repeats of the same job merged across runs.
-    #[arg(long, conflicts_with = "runs")]
-    pub all_runs: bool,
+    #[command(flatten)]
+    pub pick: super::args::RunPick,
     #[command(flatten)]
     pub golden_root: super::args::GoldenRoot,
     #[command(flatten)]
@@ -69,7 +65,7 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
         args.platform.clone(),
         args.gate.allow_env_mismatch,
     );
-    let selection = RunSelection::from_flags(&args.runs, args.all_runs);
+    let selection = args.pick.selection();
     let comparison = compare_selected(&args.results, &opts, &selection)?;
     gate(&comparison, &args.gate)
 }

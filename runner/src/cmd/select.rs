@@ -215,7 +215,12 @@ pub fn plan_selection(
         .map(|c| c.name.clone())
         .collect();
     let mut selected = Selected::default();
-    let targets = targets(selection, &picked, &rows, &found, &mut selected.skipped);
+    let recipe = &selection.recipes;
+    let targets = if recipe.scope.is_some() || recipe.cadence.is_some() {
+        scope_targets(selection, &picked, &rows, &found, &mut selected.skipped)
+    } else {
+        case_targets(selection, &picked)
+    };
     let planner = Planner {
         config,
         selection,
@@ -343,22 +348,14 @@ impl Selected {
     }
 }
 
-/// The (case, platform, environment) triples to plan; `picked` are the filter's cases.
-fn targets<'a>(
-    selection: &Selection,
-    picked: &[String],
-    rows: &'a [RecipeRow],
-    found: &[crate::case::CaseRef],
-    skipped: &mut Vec<(String, String)>,
-) -> Vec<Target<'a>> {
-    let recipe = &selection.recipes;
-    let environment = recipe
+/// The (case, platform, environment) triples to plan without a recipe scope or cadence:
+/// each of the filter's cases on the selection's platform and environment (`dev` by default).
+fn case_targets<'a>(selection: &Selection, picked: &[String]) -> Vec<Target<'a>> {
+    let environment = selection
+        .recipes
         .environment
         .clone()
         .unwrap_or_else(|| "dev".to_owned());
-    if recipe.scope.is_some() || recipe.cadence.is_some() {
-        return scope_targets(selection, picked, rows, found, skipped);
-    }
     picked
         .iter()
         .map(|name| Target {

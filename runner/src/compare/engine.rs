@@ -237,6 +237,8 @@ pub fn judge_against(
             judge::judge(metric, rule, series, &repeats, nondeterministic)
         });
     }
+    let resumed = super::resumed::judge_resumed(group, selected, &opts.rules, nondeterministic);
+    job.metrics.extend(resumed);
     let unsupported = |m: &String| file.unsupported.iter().any(|(u, _)| u == m);
     for metric in first
         .metrics

@@ -44,6 +44,7 @@ pub(crate) fn record(
         observer_cpu_seconds: None,
         warnings: Vec::new(),
         warmup: false,
+        resumed: None,
     };
     (
         PathBuf::from(format!("{case}/default/{repeat}/results.json")),

@@ -13,6 +13,7 @@ pub mod judge_two_sample;
 pub mod noise;
 pub mod platform;
 pub mod power;
+pub mod resumed;
 pub mod rules;
 pub mod rules_yaml;
 pub mod runs;

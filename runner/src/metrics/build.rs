@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use super::record::{
-    Attempt, CheckpointRecord, Fingerprint, MemoryRecord, Outcome, RunRecord, SCHEMA_VERSION,
-    StepValues, VariantRecord,
+    Attempt, CheckpointRecord, Fingerprint, MemoryRecord, Outcome, ResumedRun, RunRecord,
+    SCHEMA_VERSION, StepValues, VariantRecord,
 };
 use super::sampled::Sampled;
 use crate::metric_names::{
@@ -106,6 +106,9 @@ pub struct Observed {
     pub nodes: Vec<Sampled>,
     /// Checkpoint saves on the memory timeline: (start s, end s, iteration).
     pub save_marks: Vec<(f64, Option<f64>, u64)>,
+    /// The log of the run that resumed from this one's checkpoint (ckpt-resume and
+    /// frozen-resume: run 2, while everything above is run 1's).
+    pub resumed: Option<LogSummary>,
 }
 
 impl Observed {
@@ -207,6 +210,34 @@ pub fn record(job: &Job, result: JobResult) -> RunRecord {
             .flat_map(|n| n.warnings)
             .collect(),
         warmup: job.warmup,
+        resumed: observed.resumed.as_ref().map(|r| resumed_run(job, r)),
+    }
+}
+
+/// The resumed run's log metrics after `TRAIN_ITERS / 2` (after its first step when the plan
+/// has no iteration count).
+fn resumed_run(job: &Job, summary: &LogSummary) -> ResumedRun {
+    let from_step = job
+        .train_iters
+        .map(|t| t / 2)
+        .or(summary.first_step.map(|s| s.saturating_sub(1)))
+        .unwrap_or(0);
+    let metrics = summary
+        .metrics
+        .iter()
+        .map(|(name, values)| {
+            let after = values.iter().filter(|(step, _)| *step > from_step);
+            (
+                name.clone(),
+                StepValues(super::downsample::downsample(after)),
+            )
+        })
+        .filter(|(_, v)| !v.0.is_empty())
+        .collect();
+    ResumedRun {
+        from_step,
+        first_step: summary.first_step,
+        metrics,
     }
 }
 

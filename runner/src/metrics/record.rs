@@ -349,6 +349,22 @@ pub struct RunRecord {
     /// A warm-up job (`goldgate run --warmup`): recorded, never compared, blessed or calibrated.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub warmup: bool,
+    /// ckpt-resume and frozen-resume jobs: the second run, which resumes from a checkpoint.
+    /// `metrics` above are the first run's, as Megatron compares the first run with the golden
+    /// values and the second run's resumed steps with the first run's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resumed: Option<ResumedRun>,
+}
+
+/// The second run of a resume test: its log metrics after the step it resumed from.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ResumedRun {
+    /// `TRAIN_ITERS / 2`: the steps after it are compared with the first run's.
+    pub from_step: u64,
+    /// The first step the second run printed (`from_step + 1` when it resumed as planned).
+    pub first_step: Option<u64>,
+    /// Metric name → the second run's values at steps after `from_step`.
+    pub metrics: BTreeMap<String, StepValues>,
 }
 
 impl RunRecord {
@@ -657,6 +673,7 @@ pub(crate) mod tests {
             observer_cpu_seconds: None,
             warnings: vec![],
             warmup: false,
+            resumed: None,
         }
     }
 

@@ -697,7 +697,7 @@ fn variant_scalar(text: &str) -> Scalar {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::case::load_case;
+    use crate::case::case_from_yaml as load;
 
     const CONFIG: &str = r#"platforms:
   plain: {gpus_per_node: 4, env: {SHARED: platform, ONLY_PLATFORM: p}}
@@ -714,15 +714,6 @@ variants:
       default: {}
       gc80: {env: {SHARED: variant}, unset: [ONLY_PLATFORM]}
 "#;
-
-    fn load(yaml: &str) -> (tempfile::TempDir, TestCase) {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("m/c/model_config.yaml");
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(&path, yaml).unwrap();
-        let case = load_case(dir.path(), &path).unwrap();
-        (dir, case)
-    }
 
     fn planned(yaml: &str, platform: &str, variants: &[&str]) -> Result<Planned, PlanError> {
         let config = Config::parse(CONFIG, Path::new("goldgate.yaml")).unwrap();

@@ -254,16 +254,7 @@ pub fn n_repeat(case: &TestCase, lightweight: bool, launcher_repeat: u32) -> u32
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::case::load_case;
-
-    fn case(yaml: &str) -> (tempfile::TempDir, TestCase) {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("m/c/model_config.yaml");
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(&path, yaml).unwrap();
-        let case = load_case(dir.path(), &path).unwrap();
-        (dir, case)
-    }
+    use crate::case::case_from_yaml as case;
 
     fn flags(edits: &CiEdits) -> Vec<String> {
         edits.model_args[0]

@@ -168,6 +168,7 @@ pub(crate) fn record(v: VariantRecord, repeat: u32, shape: Shape, jitter: f64) -
         observer_cpu_seconds: None,
         warnings: Vec::new(),
         warmup: false,
+        resumed: None,
     }
 }
 

@@ -54,6 +54,9 @@ pub(crate) struct Config {
     pub(crate) slow_save_ms: u64,
     pub(crate) slow_write_ms: u64,
     pub(crate) planted: Vec<(u64, Planted)>,
+    /// Loss multiplier minus one for a run that resumed from a checkpoint (a planted resume
+    /// that does not restore the training state).
+    pub(crate) resume_drift: f64,
     pub(crate) ignore_sigterm: bool,
     pub(crate) fork_child: bool,
     /// `--fork-workers N`: forked workers sharing a `--shared-mb` buffer with the trainer.
@@ -150,6 +153,8 @@ Fake knobs:
   --ckpt-mb N                checkpoint size per save (default 64)
   --slow-save-ms N           add N ms of blocking work to every save (a planted regression;
                              GOLDGATE_PLANT_SAVE_DELAY_S=SECONDS in the environment adds more)
+  --resume-drift X           a run that resumed from a checkpoint logs its loss X (a fraction)
+                             higher, as if the checkpoint did not restore the training state
   --slow-write-ms N          add N ms to every checkpoint file write (slow storage; in the
                              background worker under async saves)
   --crash-at-step N          raise a Python-like error at iteration N (exit 1)
@@ -224,6 +229,7 @@ const VALUED: &[&str] = &[
     "--ckpt-mb",
     "--slow-save-ms",
     "--slow-write-ms",
+    "--resume-drift",
     "--crash-at-step",
     "--hang-at-step",
     "--oom-at-step",
@@ -497,6 +503,7 @@ fn validate(raw: Raw) -> Result<Config, UsageError> {
         slow_save_ms: int(&raw, "--slow-save-ms", 0)?,
         slow_write_ms: int(&raw, "--slow-write-ms", 0)?,
         planted,
+        resume_drift: float(&raw, "--resume-drift", 0.0)?,
         ignore_sigterm: raw.has("--ignore-sigterm"),
         fork_child: raw.has("--fork-child"),
         fork_workers: fork_workers(&raw)?,

@@ -174,12 +174,17 @@ pub(crate) fn run(cfg: &Config) -> Result<(), TrainError> {
     let curve = Curve::new(cfg.seed, cfg.train_iters);
     let mut interval = Interval::new();
     let (mut last_saved, mut end) = (start, start.max(cfg.train_iters));
+    let drift = if start > 0 {
+        1.0 + cfg.resume_drift
+    } else {
+        1.0
+    };
     for iteration in start + 1..=cfg.train_iters {
         if let Some(&(_, kind)) = cfg.planted.iter().find(|(at, _)| *at == iteration) {
             return Err(TrainError::Planted(process::planted(kind, iteration)));
         }
         step(cfg, &mut pool, &mut model, iteration)?;
-        interval.loss_sum += curve.step(iteration).loss;
+        interval.loss_sum += curve.step(iteration).loss * drift;
         interval.steps += 1;
         if let Some(s) = saver.as_mut() {
             s.poll()?;

@@ -10,7 +10,8 @@
 #   (b) gpt/gpt3_mcore_tp1_pp1_resume_torch_dist_dist_optimizer_overlap_grad_reduce_param_gather
 #       — ckpt-resume (recipe h100/gpt.yaml, nightly): run 1 trains 100 iterations and saves at
 #       50 and 100; goldgate removes iter_0000100 and writes 50 to latest_checkpointed_iteration.txt;
-#       run 2 resumes from iteration 50.
+#       run 2 resumes from iteration 50. The gate judges run 1 against the golden values and
+#       run 2's iterations 51-100 against run 1's (`lm loss (resumed)`, `num-zeros (resumed)`).
 # Both with `--variant data=mock` (Megatron's mock data set and NullTokenizer: the box has none
 # of Megatron's data sets) and `--variant fused=none` (--no-persist-layer-norm and the
 # --no-*-fusion flags: the box has no Apex), nothing else changed: iteration counts, batch sizes,

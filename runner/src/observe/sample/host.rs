@@ -103,10 +103,15 @@ fn read_mem_available(file: &File, buf: &mut Vec<u8>) -> Option<u64> {
 
 /// The `MemAvailable:` line of `/proc/meminfo`, in bytes.
 fn mem_available_bytes(meminfo: &[u8]) -> Option<u64> {
-    let text = std::str::from_utf8(meminfo).ok()?;
-    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    kb_field(meminfo, "MemAvailable:")
+}
+
+/// The `<key> <n> kB` line of a `/proc` file (`meminfo`, `smaps_rollup`), in bytes.
+pub(crate) fn kb_field(text: &[u8], key: &str) -> Option<u64> {
+    let text = std::str::from_utf8(text).ok()?;
+    let line = text.lines().find(|l| l.starts_with(key))?;
     let kb: u64 = line
-        .trim_start_matches("MemAvailable:")
+        .trim_start_matches(key)
         .trim()
         .trim_end_matches("kB")
         .trim()

@@ -142,16 +142,7 @@ fn read_member(files: &mut HashMap<u32, File>, pid: u32, buf: &mut Vec<u8>) -> O
 
 /// The `Pss:` line of `smaps_rollup`, in bytes (the kernel prints kB).
 pub(crate) fn pss_bytes(rollup: &[u8]) -> Option<u64> {
-    let text = std::str::from_utf8(rollup).ok()?;
-    let line = text.lines().find(|l| l.starts_with("Pss:"))?;
-    let kb: u64 = line
-        .trim_start_matches("Pss:")
-        .trim()
-        .trim_end_matches("kB")
-        .trim()
-        .parse()
-        .ok()?;
-    kb.checked_mul(1024)
+    super::host::kb_field(rollup, "Pss:")
 }
 
 /// CPU time of the calling thread.

@@ -97,7 +97,7 @@ impl LocalExecutor {
         let settled = launch::settle(self.settle)
             .map_err(|e| format!("cannot settle the node before the job: {e}"))?;
         let settle = (self.settle.label(), Some(settled.as_secs_f64()));
-        let mut last = None;
+        let mut outputs = Vec::new();
         for (index, run) in job.runs.iter().enumerate() {
             for action in &run.before {
                 crate::run::actions::apply(action)?;
@@ -110,12 +110,12 @@ impl LocalExecutor {
             let spec = self.spec(job, run, &env, log, ctx.worker)?;
             let output = self.run_once(&spec, ctx, settle, on_event)?;
             let passed = output.outcome.passed();
-            last = Some(output);
+            outputs.push(output);
             if !passed {
                 break;
             }
         }
-        last.ok_or_else(|| format!("job {} has no run", job.id))
+        job_output(job, outputs)
     }
 
     /// The launch spec of one run: launcher words with a free port, the job's and the run's
@@ -209,6 +209,7 @@ impl LocalExecutor {
                 summary,
                 nodes: vec![sampled],
                 save_marks,
+                resumed: None,
             }),
         })
     }
@@ -232,6 +233,28 @@ impl LocalExecutor {
             JobStatus::Interrupted => Outcome::Interrupted,
         }
     }
+}
+
+/// What a job's runs add up to. A resume test (ckpt-resume, frozen-resume) whose runs all
+/// passed is its first run — the one Megatron compares with the golden values — carrying the
+/// second run's log as the resumed run, and the wall time of both; any other job is its last
+/// run (the one that failed, or the only one).
+fn job_output(job: &Job, mut outputs: Vec<AttemptOutput>) -> Result<AttemptOutput, String> {
+    let all_passed = outputs.iter().all(|o| o.outcome.passed());
+    if job.test_type.resumes() && outputs.len() == 2 && all_passed {
+        let second = outputs.pop();
+        let mut first = outputs.pop();
+        if let (Some(first), Some(second)) = (&mut first, second) {
+            first.wall += second.wall;
+            if let Some(observed) = &mut first.observed {
+                observed.resumed = second.observed.map(|o| o.summary);
+            }
+        }
+        return first.ok_or_else(|| format!("job {} has no run", job.id));
+    }
+    outputs
+        .pop()
+        .ok_or_else(|| format!("job {} has no run", job.id))
 }
 
 /// An error and its causes on one line (`cannot write the job log x: File too large`): the
