@@ -5,12 +5,13 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
-use goldgate::metrics::{
-    Attempt, Fingerprint, MemoryRecord, Outcome, RunRecord, SCHEMA_VERSION, StepValues,
-    VariantRecord,
-};
+use goldgate::metrics::{Attempt, Outcome, RunRecord, StepValues, VariantRecord};
+
+mod common;
+
+use common::cli::{self, code, text};
 
 const CASE: &str = "demo/ckpt-demo";
 
@@ -47,34 +48,12 @@ fn record(repeat: u32, jitter: f64) -> RunRecord {
         series([(20, 2.0e9 * jitter)]),
     );
     RunRecord {
-        schema_version: SCHEMA_VERSION,
         run_id: "20261130-070000-abcd".into(),
-        job_id: format!("{CASE}@default#{repeat}"),
-        case: CASE.into(),
-        variant: VariantRecord {
-            name: "default".into(),
-            slug: "default".into(),
-            choices: BTreeMap::new(),
-        },
-        repeat,
-        platform: "dev_cpu".into(),
-        outcome: Outcome::Passed,
-        attempts: vec![],
         started_at: "2026-11-30T07:00:00Z".into(),
         wall_seconds: 12.0,
         argv: vec![vec!["fake-trainer".into()]],
-        env: BTreeMap::new(),
-        env_unset: vec![],
-        fingerprint: Fingerprint::default(),
-        nondeterministic: false,
         metrics,
-        checkpoints: vec![],
-        memory: MemoryRecord::default(),
-        probe: None,
-        observer_cpu_seconds: None,
-        warnings: Vec::new(),
-        warmup: false,
-        resumed: None,
+        ..RunRecord::passed(CASE, VariantRecord::baseline(), repeat, "dev_cpu")
     }
 }
 
@@ -87,26 +66,11 @@ fn write_records(dir: &Path, records: &[RunRecord]) {
 }
 
 fn goldgate(args: &[&str], cwd: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_goldgate"))
+    cli::goldgate()
         .args(args)
         .current_dir(cwd)
-        .env_remove("GITHUB_ACTIONS")
-        .env_remove("GITHUB_STEP_SUMMARY")
-        .env("NO_COLOR", "1")
         .output()
         .unwrap()
-}
-
-fn code(o: &Output) -> i32 {
-    o.status.code().unwrap()
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
 }
 
 struct Setup {

@@ -6,12 +6,14 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::process::Command;
 
 use goldgate::metrics::{
-    CheckpointRecord, Fingerprint, MemoryRecord, Outcome, RunRecord, SCHEMA_VERSION, StepValues,
-    Timeline, VariantRecord,
+    CheckpointRecord, MemoryRecord, RunRecord, StepValues, Timeline, VariantRecord,
 };
+
+mod common;
+
+use common::cli;
 
 const GIB: u64 = 1 << 30;
 
@@ -48,22 +50,9 @@ fn record(v: VariantRecord, repeat: u32, save_s: f64, shm_gib: u64) -> RunRecord
         ),
     ]);
     RunRecord {
-        schema_version: SCHEMA_VERSION,
         run_id: "20261130-070000-beef".into(),
-        job_id: format!("demo/ckpt@{}#{repeat}", v.name),
-        case: "demo/ckpt".into(),
-        variant: v,
-        repeat,
-        platform: "dev_cpu".into(),
-        outcome: Outcome::Passed,
-        attempts: vec![],
         started_at: "2026-11-30T07:00:00Z".into(),
         wall_seconds: 10.0,
-        argv: vec![],
-        env: BTreeMap::new(),
-        env_unset: vec![],
-        fingerprint: Fingerprint::default(),
-        nondeterministic: false,
         metrics,
         checkpoints,
         memory: MemoryRecord {
@@ -99,11 +88,7 @@ fn record(v: VariantRecord, repeat: u32, save_s: f64, shm_gib: u64) -> RunRecord
                 saves: vec![(1.0, Some(3.0), 4), (4.5, Some(4.5 + save_s), 8)],
             },
         },
-        probe: None,
-        observer_cpu_seconds: None,
-        warnings: Vec::new(),
-        warmup: false,
-        resumed: None,
+        ..RunRecord::passed("demo/ckpt", v, repeat, "dev_cpu")
     }
 }
 
@@ -114,11 +99,7 @@ fn write_record(run_dir: &Path, r: &RunRecord) {
 }
 
 fn goldgate(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_goldgate"))
-        .args(args)
-        .env("NO_COLOR", "1")
-        .output()
-        .unwrap();
+    let out = cli::goldgate().args(args).output().unwrap();
     (
         out.status.code().unwrap_or(-1),
         String::from_utf8(out.stdout).unwrap(),

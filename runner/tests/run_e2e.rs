@@ -5,17 +5,17 @@
 
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use goldgate::metrics::{Outcome, RunIndex, RunRecord};
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
+mod common;
+
+use common::cli::{self, repo, text};
 
 fn goldgate(out: &Path, args: &[&str]) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_goldgate"));
+    let mut cmd = cli::goldgate();
     cmd.current_dir(repo())
         .arg("run")
         .args([
@@ -26,7 +26,6 @@ fn goldgate(out: &Path, args: &[&str]) -> Command {
             "20ms",
         ])
         .args(args)
-        .env("NO_COLOR", "1")
         .stdin(Stdio::null());
     cmd
 }
@@ -41,14 +40,6 @@ fn records(out: &Path) -> Vec<RunRecord> {
         .into_iter()
         .map(|(_, r)| r)
         .collect()
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
 }
 
 /// Processes whose command line mentions `needle` (the job folder is in every job's argv).
@@ -302,7 +293,7 @@ fn demo_gate_exit_codes_bless_regression_and_corrupt_golden() {
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let golden = out.path().join("golden");
     let gg = |args: &[&str]| {
-        Command::new(env!("CARGO_BIN_EXE_goldgate"))
+        cli::goldgate()
             .current_dir(repo())
             .args(args)
             .env("NO_COLOR", "1")

@@ -3,31 +3,22 @@
 //! page cache and disks did while it ran.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::path::Path;
+use std::process::{Output, Stdio};
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
+mod common;
+
+use common::cli::{self, repo, text};
 
 fn run(out: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_goldgate"))
+    cli::goldgate()
         .current_dir(repo())
         .args(["run", "fake/quick", "--root", "runner/tests/fixtures/cases"])
         .args(["--out", out.to_str().unwrap(), "--no-compare"])
         .args(args)
-        .env("NO_COLOR", "1")
         .stdin(Stdio::null())
         .output()
         .unwrap()
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
 }
 
 /// Every `results.json` under `dir`, warm-ups included, as JSON.

@@ -7,11 +7,13 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
-use goldgate::metrics::{
-    Fingerprint, MemoryRecord, Outcome, RunRecord, SCHEMA_VERSION, StepValues, VariantRecord,
-};
+use goldgate::metrics::{RunRecord, StepValues, VariantRecord};
+
+mod common;
+
+use common::cli::{self, text};
 
 const CASE: &str = "demo/ckpt-demo";
 const GOLDEN: &str = "golden/demo/ckpt-demo/golden_values_dev_dev_cpu.json";
@@ -35,34 +37,11 @@ fn record(run: &str, repeat: u32, t: f64) -> RunRecord {
         ),
     ]);
     RunRecord {
-        schema_version: SCHEMA_VERSION,
         run_id: run.into(),
-        job_id: format!("{CASE}@default#{repeat}"),
-        case: CASE.into(),
-        variant: VariantRecord {
-            name: "default".into(),
-            slug: "default".into(),
-            choices: BTreeMap::new(),
-        },
-        repeat,
-        platform: "dev_cpu".into(),
-        outcome: Outcome::Passed,
-        attempts: vec![],
         started_at: "2026-12-01T07:00:00Z".into(),
         wall_seconds: 12.0,
-        argv: vec![],
-        env: BTreeMap::new(),
-        env_unset: vec![],
-        fingerprint: Fingerprint::default(),
-        nondeterministic: false,
         metrics,
-        checkpoints: vec![],
-        memory: MemoryRecord::default(),
-        probe: None,
-        observer_cpu_seconds: None,
-        warnings: Vec::new(),
-        warmup: false,
-        resumed: None,
+        ..RunRecord::passed(CASE, VariantRecord::baseline(), repeat, "dev_cpu")
     }
 }
 
@@ -76,23 +55,12 @@ fn write_run(dir: &Path, run: &str, times: &[f64]) {
 }
 
 fn goldgate(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_goldgate"))
+    cli::goldgate()
         .args(args)
         .args(["--config", "goldgate.yaml"])
         .current_dir(dir)
-        .env_remove("GITHUB_ACTIONS")
-        .env_remove("GITHUB_STEP_SUMMARY")
-        .env("NO_COLOR", "1")
         .output()
         .unwrap()
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
 }
 
 const UNCHANGED: [f64; 10] = [2.0, 2.04, 1.97, 2.02, 1.99, 2.01, 1.96, 2.03, 2.0, 1.98];

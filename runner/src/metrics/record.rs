@@ -367,7 +367,51 @@ pub struct ResumedRun {
     pub metrics: BTreeMap<String, StepValues>,
 }
 
+impl VariantRecord {
+    /// The variant of a job that picked no axis value: `default`.
+    pub fn baseline() -> VariantRecord {
+        VariantRecord {
+            name: "default".into(),
+            slug: "default".into(),
+            choices: BTreeMap::new(),
+        }
+    }
+}
+
 impl RunRecord {
+    /// A passed job of `case` under `variant` (`job_id` `<case>@<variant>#<repeat>`) on
+    /// `platform` that recorded nothing else: no run id, start time, argv, metrics or memory.
+    /// The one base every hand-made record (tests, benchmarks) fills in with struct update
+    /// syntax; `goldgate run` builds its records in `metrics::build`.
+    pub fn passed(case: &str, variant: VariantRecord, repeat: u32, platform: &str) -> RunRecord {
+        RunRecord {
+            schema_version: SCHEMA_VERSION,
+            run_id: String::new(),
+            job_id: format!("{case}@{}#{repeat}", variant.name),
+            case: case.into(),
+            variant,
+            repeat,
+            platform: platform.into(),
+            outcome: Outcome::Passed,
+            attempts: Vec::new(),
+            started_at: String::new(),
+            wall_seconds: 0.0,
+            argv: Vec::new(),
+            env: BTreeMap::new(),
+            env_unset: Vec::new(),
+            fingerprint: Fingerprint::default(),
+            nondeterministic: false,
+            metrics: BTreeMap::new(),
+            checkpoints: Vec::new(),
+            memory: MemoryRecord::default(),
+            probe: None,
+            observer_cpu_seconds: None,
+            warnings: Vec::new(),
+            warmup: false,
+            resumed: None,
+        }
+    }
+
     /// The folder of this job relative to the run folder.
     pub fn rel_dir(&self) -> PathBuf {
         job_rel_dir(&self.case, &self.variant.slug, self.repeat)
@@ -642,19 +686,8 @@ pub(crate) mod tests {
             StepValues(BTreeMap::from([(1, 10.5), (2, f64::NAN)])),
         );
         RunRecord {
-            schema_version: SCHEMA_VERSION,
             run_id: "20261130-062900-abcd".into(),
-            job_id: "demo/ckpt-demo@default#1".into(),
-            case: "demo/ckpt-demo".into(),
-            variant: VariantRecord {
-                name: "default".into(),
-                slug: "default".into(),
-                choices: BTreeMap::new(),
-            },
-            repeat: 1,
-            platform: "dev_cpu".into(),
             outcome: Outcome::Failed { exit_code: 1 },
-            attempts: vec![],
             started_at: "2026-11-30T06:29:00Z".into(),
             wall_seconds: 1.5,
             argv: vec![vec![
@@ -662,18 +695,8 @@ pub(crate) mod tests {
                 "--train-iters".into(),
                 "3".into(),
             ]],
-            env: BTreeMap::new(),
-            env_unset: vec![],
-            fingerprint: Fingerprint::default(),
-            nondeterministic: false,
             metrics,
-            checkpoints: vec![],
-            memory: MemoryRecord::default(),
-            probe: None,
-            observer_cpu_seconds: None,
-            warnings: vec![],
-            warmup: false,
-            resumed: None,
+            ..RunRecord::passed("demo/ckpt-demo", VariantRecord::baseline(), 1, "dev_cpu")
         }
     }
 

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use crate::metrics::{
     CheckpointRecord, Fingerprint, GpuDevicePeak, GpuMemory, MemAvailableRecord, MemoryRecord,
-    Outcome, RunRecord, SCHEMA_VERSION, StepValues, Timeline, VariantRecord,
+    Outcome, RunRecord, StepValues, Timeline, VariantRecord,
 };
 
 const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
@@ -18,11 +18,7 @@ pub(crate) const CASE: &str = "gpt/gpt3_mcore_te_tp1_pp1_ckpt_resume";
 /// A variant from `axis=value` pairs (empty = default).
 pub(crate) fn variant(choices: &[(&str, &str)]) -> VariantRecord {
     if choices.is_empty() {
-        return VariantRecord {
-            name: "default".into(),
-            slug: "default".into(),
-            choices: BTreeMap::new(),
-        };
+        return VariantRecord::baseline();
     }
     let name = choices
         .iter()
@@ -139,20 +135,9 @@ pub(crate) fn record(v: VariantRecord, repeat: u32, shape: Shape, jitter: f64) -
         })
         .collect();
     RunRecord {
-        schema_version: SCHEMA_VERSION,
         run_id: "20261130-062900-abcd".into(),
-        job_id: format!("{CASE}@{}#{repeat}", v.name),
-        case: CASE.into(),
-        variant: v,
-        repeat,
-        platform: "dev_h200".into(),
-        outcome: Outcome::Passed,
-        attempts: vec![],
         started_at: "2026-11-30T06:29:00Z".into(),
         wall_seconds: 95.0,
-        argv: vec![],
-        env: BTreeMap::new(),
-        env_unset: vec![],
         fingerprint: Fingerprint {
             gpu_model: Some("NVIDIA H200".into()),
             gpu_count: Some(1),
@@ -160,15 +145,10 @@ pub(crate) fn record(v: VariantRecord, repeat: u32, shape: Shape, jitter: f64) -
             goldgate_version: "0.1.0".into(),
             ..Fingerprint::default()
         },
-        nondeterministic: false,
         metrics,
         checkpoints,
         memory: memory(shape, j),
-        probe: None,
-        observer_cpu_seconds: None,
-        warnings: Vec::new(),
-        warmup: false,
-        resumed: None,
+        ..RunRecord::passed(CASE, v, repeat, "dev_h200")
     }
 }
 

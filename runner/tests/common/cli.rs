@@ -1,0 +1,38 @@
+//! Running the `goldgate` binary from a test: one command builder and one way to read what it
+//! printed, so every CLI test starts goldgate in the same environment.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// The workspace root: where `goldgate run` finds `goldgate.yaml` and the fixture cases
+/// (`runner/tests/fixtures/cases`).
+pub fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// The `goldgate` binary built for these tests, without colour (`NO_COLOR`) and outside GitHub
+/// Actions (no `GITHUB_ACTIONS`/`GITHUB_STEP_SUMMARY`: no annotations, no step summary), even
+/// when the tests themselves run in CI. Add the arguments, folder and further variables.
+pub fn goldgate() -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_goldgate"));
+    cmd.env("NO_COLOR", "1")
+        .env_remove("GITHUB_ACTIONS")
+        .env_remove("GITHUB_STEP_SUMMARY");
+    cmd
+}
+
+/// Stdout then stderr, as text (bytes that are not UTF-8 replaced).
+pub fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// The exit code; the test fails when goldgate was killed by a signal instead.
+pub fn code(o: &Output) -> i32 {
+    o.status
+        .code()
+        .unwrap_or_else(|| panic!("goldgate was killed: {}\n{}", o.status, text(o)))
+}
