@@ -476,7 +476,7 @@ fn a_dash_sends_one_report_to_stdout_and_the_table_to_stderr() {
 fn colour_follows_color_then_no_color_then_clicolor_force() {
     let s = regressed();
     let run = |color: Option<&str>, env: &[(&str, &str)]| {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_goldgate"));
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_goldgate"));
         cmd.args(["compare", "--results", "results", "--root", "no-cases"])
             .current_dir(s.path(""))
             .env_remove("GITHUB_ACTIONS")
