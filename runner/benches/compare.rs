@@ -14,9 +14,7 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use goldgate::compare::engine::{CompareOptions, judge_against, skeleton};
 use goldgate::compare::{RuleSet, Verdict, platform};
 use goldgate::golden;
-use goldgate::metrics::{
-    Fingerprint, MemoryRecord, Outcome, RunRecord, SCHEMA_VERSION, StepValues, VariantRecord,
-};
+use goldgate::metrics::{Fingerprint, RunRecord, StepValues, VariantRecord};
 
 // The tests' corpus lookup: `$GOLDGATE_MEGATRON_CORPUS`, else `../shared/megatron_corpus`.
 #[allow(dead_code)] // the bench needs only the corpus root, not the case root
@@ -84,37 +82,14 @@ fn record(
 ) -> RunRecord {
     let case = path.parent().unwrap().display().to_string();
     RunRecord {
-        schema_version: SCHEMA_VERSION,
         run_id: "bench".into(),
-        job_id: format!("{case}@default#{repeat}"),
-        case,
-        variant: VariantRecord {
-            name: "default".into(),
-            slug: "default".into(),
-            choices: BTreeMap::new(),
-        },
-        repeat,
-        platform: platform.into(),
-        outcome: Outcome::Passed,
-        attempts: vec![],
-        started_at: String::new(),
-        wall_seconds: 0.0,
-        argv: vec![],
-        env: BTreeMap::new(),
-        env_unset: vec![],
         fingerprint: Fingerprint {
             gpu_model: gpu,
             ..Fingerprint::default()
         },
         nondeterministic: true,
         metrics,
-        checkpoints: vec![],
-        memory: MemoryRecord::default(),
-        probe: None,
-        observer_cpu_seconds: None,
-        warnings: Vec::new(),
-        warmup: false,
-        resumed: None,
+        ..RunRecord::passed(&case, VariantRecord::baseline(), repeat, platform)
     }
 }
 

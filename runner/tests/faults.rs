@@ -12,6 +12,10 @@ use std::time::{Duration, Instant};
 
 use goldgate::metrics::{Outcome, RunIndex, RunRecord};
 
+mod common;
+
+use common::cli::{self, text};
+
 /// Every process a test starts carries `FAULTS_MARKER=<test>`, so the test can find what
 /// survived goldgate (a daemon's command line says nothing about where it came from).
 const MARKER_VAR: &str = "GOLDGATE_FAULTS_MARKER";
@@ -65,13 +69,10 @@ impl Scratch {
 
     /// `goldgate <args>` in the scratch folder (the built-in goldgate.yaml applies).
     fn goldgate(&self, args: &[&str]) -> Command {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_goldgate"));
+        let mut cmd = cli::goldgate();
         cmd.current_dir(self.path())
             .args(args)
             .env(MARKER_VAR, &self.marker)
-            .env("NO_COLOR", "1")
-            .env_remove("GITHUB_ACTIONS")
-            .env_remove("GITHUB_STEP_SUMMARY")
             .stdin(Stdio::null());
         cmd
     }
@@ -115,11 +116,7 @@ impl Scratch {
     }
 
     fn records(&self) -> Vec<RunRecord> {
-        goldgate::metrics::record::load_results(&self.path().join("out"))
-            .unwrap()
-            .into_iter()
-            .map(|(_, r)| r)
-            .collect()
+        common::results::records(&self.path().join("out"))
     }
 
     fn index(&self) -> RunIndex {
@@ -168,14 +165,6 @@ impl Drop for Scratch {
                 .status();
         }
     }
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
 }
 
 fn signal(pid: u32, name: &str) {

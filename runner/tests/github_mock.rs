@@ -15,6 +15,8 @@ use miette::Diagnostic;
 use wiremock::matchers::any;
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
+mod common;
+
 const TOKEN: &str = "ghs_s3cretT0kenValue0123456789";
 const PR: u64 = 17;
 
@@ -758,10 +760,7 @@ mod end_to_end {
 
     use goldgate::cmd::args::{CaseRoot, ConfigFile, GoldenRoot};
     use goldgate::cmd::comment::{Args, prepare};
-    use goldgate::metrics::{
-        Attempt, Fingerprint, MemoryRecord, Outcome, RunRecord, SCHEMA_VERSION, StepValues,
-        VariantRecord,
-    };
+    use goldgate::metrics::{Attempt, Fingerprint, Outcome, RunRecord, StepValues, VariantRecord};
 
     use super::*;
 
@@ -772,17 +771,7 @@ mod end_to_end {
             .map(|(i, v)| (i as u64 + 1, *v))
             .collect();
         RunRecord {
-            schema_version: SCHEMA_VERSION,
             run_id: "20261130-070000-demo".into(),
-            job_id: format!("{case}@default#1"),
-            case: case.into(),
-            variant: VariantRecord {
-                name: "default".into(),
-                slug: "default".into(),
-                choices: BTreeMap::new(),
-            },
-            repeat: 1,
-            platform: "dgx_h100".into(),
             outcome: outcome.clone(),
             attempts: vec![Attempt {
                 number: 1,
@@ -796,22 +785,13 @@ mod end_to_end {
             started_at: "2026-11-30T07:00:00Z".into(),
             wall_seconds: 42.0,
             argv: vec![vec!["fake-trainer".into()]],
-            env: BTreeMap::new(),
-            env_unset: vec![],
             fingerprint: Fingerprint {
                 gpu_model: Some("NVIDIA H100 80GB HBM3".into()),
                 gpu_count: Some(8),
                 ..Fingerprint::default()
             },
-            nondeterministic: false,
             metrics: BTreeMap::from([("lm loss".to_string(), StepValues(values))]),
-            checkpoints: vec![],
-            memory: MemoryRecord::default(),
-            probe: None,
-            observer_cpu_seconds: None,
-            warnings: Vec::new(),
-            warmup: false,
-            resumed: None,
+            ..RunRecord::passed(case, VariantRecord::baseline(), 1, "dgx_h100")
         }
     }
 
@@ -910,7 +890,7 @@ mod end_to_end {
 
     /// `goldgate compare` as a process in `dir`, writing its comparison JSON to `json`.
     fn compare_to_json(dir: &Path, json: &Path, extra: &[&str]) -> std::process::Output {
-        std::process::Command::new(env!("CARGO_BIN_EXE_goldgate"))
+        common::cli::goldgate()
             .current_dir(dir)
             .args([
                 "compare",
@@ -922,8 +902,6 @@ mod end_to_end {
             ])
             .arg(json)
             .args(extra)
-            .env_remove("GITHUB_ACTIONS")
-            .env_remove("GITHUB_STEP_SUMMARY")
             .output()
             .unwrap()
     }

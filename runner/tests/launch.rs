@@ -17,6 +17,10 @@ use goldgate::launch::{
 use goldgate::observe::sample::{Sampler, SamplerConfig};
 use rustix::process::{Pid, Signal};
 
+mod common;
+
+use common::redact::redact;
+
 fn helper_argv() -> Vec<String> {
     let exe = std::env::current_exe()
         .unwrap()
@@ -439,20 +443,11 @@ fn missing_program_and_cwd_are_clear_errors() {
     spec.env
         .insert("PATH".to_owned(), "/nonexistent/bin".to_owned());
     let err = launch(&spec, &StopFlag::new(), |_| {}).unwrap_err();
-    let exe_dir = std::env::current_exe()
-        .unwrap()
-        .parent()
-        .unwrap()
-        .display()
-        .to_string();
-    insta::assert_snapshot!(err.to_string().replace(&exe_dir, "[goldgate-dir]"));
+    insta::assert_snapshot!(redact(&err.to_string(), &[dir.path()]));
     assert!(matches!(err, LaunchError::ProgramNotFound { .. }));
     spec.cwd = dir.path().join("missing");
     let err = launch(&spec, &StopFlag::new(), |_| {}).unwrap_err();
-    insta::assert_snapshot!(
-        err.to_string()
-            .replace(&dir.path().display().to_string(), "[tmp]")
-    );
+    insta::assert_snapshot!(redact(&err.to_string(), &[dir.path()]));
 }
 
 #[test]

@@ -15,6 +15,7 @@ use goldgate::plan::{PlanError, PlanInputs, VariantRequest, plan_case};
 mod common;
 
 use common::corpus;
+use common::redact::redact;
 
 /// A case whose MODEL_ARGS hold characters a shell could trip on, in values Megatron's
 /// `_run_training.sh` accepts (its `xargs` trim removes quotes and collapses blanks).
@@ -115,10 +116,7 @@ impl Tree {
 
     /// stdout or stderr with the temporary folder written as `[TMP]`.
     fn text(&self, bytes: &[u8]) -> String {
-        let canonical = self.path().canonicalize().unwrap();
-        String::from_utf8_lossy(bytes)
-            .replace(&canonical.display().to_string(), "[TMP]")
-            .replace(&self.path().display().to_string(), "[TMP]")
+        redact(&String::from_utf8_lossy(bytes), &[self.path()])
     }
 }
 

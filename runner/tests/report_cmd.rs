@@ -14,6 +14,7 @@ use goldgate::metrics::{
 mod common;
 
 use common::cli;
+use common::redact::redact;
 
 const GIB: u64 = 1 << 30;
 
@@ -136,7 +137,7 @@ fn renders_variants_markdown_and_one_svg_per_job() {
         md.to_str().unwrap(),
     ]);
     assert_eq!(code, 0, "{stderr}");
-    let stdout = stdout.replace(dir.path().to_str().unwrap(), "[TMP]");
+    let stdout = redact(&stdout, &[dir.path()]);
     insta::assert_snapshot!(stdout);
 
     let mut names: Vec<String> = std::fs::read_dir(&svg)

@@ -13,6 +13,7 @@ use goldgate::metrics::{Outcome, RunIndex, RunRecord};
 mod common;
 
 use common::cli::{self, repo, text};
+use common::results::records;
 
 fn goldgate(out: &Path, args: &[&str]) -> Command {
     let mut cmd = cli::goldgate();
@@ -32,14 +33,6 @@ fn goldgate(out: &Path, args: &[&str]) -> Command {
 
 fn fixture_root() -> &'static str {
     "runner/tests/fixtures/cases"
-}
-
-fn records(out: &Path) -> Vec<RunRecord> {
-    goldgate::metrics::record::load_results(out)
-        .unwrap()
-        .into_iter()
-        .map(|(_, r)| r)
-        .collect()
 }
 
 /// Processes whose command line mentions `needle` (the job folder is in every job's argv).

@@ -3,9 +3,12 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 
-use goldgate::metrics::RunRecord;
+mod common;
+
+use common::cli::{self, text};
+use common::results::records;
 
 /// A ckpt-resume case: 20 iterations, saves at 10 and 20. Megatron's `run_ci_test.sh` removes
 /// `iter_0000020` and writes 10 into the tracker before run 2, which resumes at step 11.
@@ -42,30 +45,13 @@ fn goldgate(dir: &Path, args: &[&str]) -> Output {
         bin.parent().unwrap().display(),
         std::env::var("PATH").unwrap_or_default()
     );
-    Command::new(bin)
+    cli::goldgate()
         .current_dir(dir)
         .args(args)
         .env("PATH", path)
-        .env("NO_COLOR", "1")
         .stdin(Stdio::null())
         .output()
         .unwrap()
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
-
-fn records(out: &Path) -> Vec<RunRecord> {
-    goldgate::metrics::record::load_results(out)
-        .unwrap()
-        .into_iter()
-        .map(|(_, r)| r)
-        .collect()
 }
 
 /// The verdict of each row of a saved comparison: `(metric, verdict)`.

@@ -222,6 +222,7 @@ fn run(e: &RunError) -> Exit {
         RunError::Encode { .. }
         | RunError::Write { .. }
         | RunError::Saves { .. }
+        | RunError::Slurm(_)
         | RunError::Cwd { .. } => Exit::Failure,
     }
 }

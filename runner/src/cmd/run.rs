@@ -8,10 +8,12 @@ use super::args::{ExecArgs, GateArgs};
 use super::error::AppError;
 use super::output::{err, errln, out, outln};
 use super::select::{CaseArgs, Output, Selection, failed_in_newest_run, plan_selection};
-use crate::config::Config;
+use crate::config::{Config, ExecutorChoice};
 use crate::exit::Exit;
 use crate::launch;
-use crate::run::{LocalExecutor, Progress, ResultsWriter, RunOptions, RunSummary};
+use crate::run::{
+    Executor, LocalExecutor, Progress, ResultsWriter, RunOptions, RunSummary, SlurmExecutor,
+};
 
 /// Arguments of `goldgate run`.
 #[derive(clap::Args, Debug)]
@@ -52,10 +54,11 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
     // Before any child exists: a Ctrl-C must never orphan a job's process group.
     let stop = launch::install_signal_handlers()?;
     args.gate.check()?;
-    let opts = args.exec.options(&args.out)?;
+    let mut opts = args.exec.options(&args.out)?;
     launch::check_settle(opts.settle)?;
     // Loaded once: the gate after a long run uses the rules the run was planned with.
     let config = args.select.config.load()?;
+    opts.out_dir = args.select.out_dir(&config, &opts.out_dir)?;
     let output = Output {
         out_dir: opts.out_dir.clone(),
         run_id: opts.run_id.clone(),
@@ -82,16 +85,31 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
     if jobs.is_empty() {
         return nothing_to_run(&args);
     }
-    let executor = LocalExecutor::new(&opts, &jobs)?;
+    let executor = executor(&args, &config, &opts, &jobs)?;
     let command = std::env::args().collect();
     let mut writer = ResultsWriter::create(&opts.run_dir(), &opts.run_id, &jobs, command)?;
     let mut progress = Progress::stderr();
-    let summary = crate::run::run_jobs(&jobs, &executor, &opts, &stop, &mut |event| {
+    let summary = crate::run::run_jobs(&jobs, &*executor, &opts, &stop, &mut |event| {
         writer.event(&event);
         progress.event(&event);
     })?;
     writer.finish()?;
     finish(&args, &config, &opts, &summary)
+}
+
+/// The executor of the selection's platform, or the one `--executor` names.
+fn executor(
+    args: &Args,
+    config: &Config,
+    opts: &RunOptions,
+    jobs: &[crate::plan::Job],
+) -> Result<Box<dyn Executor>, AppError> {
+    Ok(match args.select.executor(config)?.1 {
+        ExecutorChoice::Local => Box::new(LocalExecutor::new(opts, jobs)?),
+        ExecutorChoice::Slurm => {
+            Box::new(SlurmExecutor::new(opts, config, jobs).map_err(crate::run::RunError::from)?)
+        }
+    })
 }
 
 /// `--rerun-failed`: keeps the jobs whose case and variant failed in the newest earlier run.

@@ -33,7 +33,7 @@ impl ExecutorChoice {
 }
 
 /// A platform's Slurm settings (all optional: a cluster's defaults apply to what is left out).
-#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct SlurmConfig {
     /// `--partition`.
     pub partition: Option<String>,
@@ -55,10 +55,39 @@ pub struct SlurmConfig {
     /// A folder every node sees: jobs' folders (logs, samples, results) go below it instead of
     /// `--out`.
     pub job_root: Option<PathBuf>,
+    /// How often goldgate asks Slurm about its jobs (one `squeue` call for all of them).
+    #[serde(serialize_with = "seconds")]
+    pub poll_interval: Duration,
+}
+
+fn seconds<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_f64(d.as_secs_f64())
+}
+
+/// `poll_interval` when the block gives none: 6 scheduler calls a minute.
+pub const DEFAULT_POLL_INTERVAL: Duration = Duration::from_secs(10);
+
+impl Default for SlurmConfig {
+    fn default() -> SlurmConfig {
+        SlurmConfig {
+            partition: None,
+            account: None,
+            qos: None,
+            gres: None,
+            time_limit: None,
+            sbatch_args: Vec::new(),
+            container_image: None,
+            container_mounts: Vec::new(),
+            job_root: None,
+            poll_interval: DEFAULT_POLL_INTERVAL,
+        }
+    }
 }
 
 /// Options goldgate writes itself: an `sbatch_args` entry may not set them.
-const OWN_OPTIONS: [&str; 7] = [
+const OWN_OPTIONS: [&str; 9] = [
+    "--no-requeue",
+    "--requeue",
     "--nodes",
     "--ntasks-per-node",
     "--output",
@@ -89,6 +118,8 @@ pub(crate) struct RawSlurm {
     container_mounts: Vec<Spanned<String>>,
     #[serde(default)]
     job_root: Option<Spanned<String>>,
+    #[serde(default)]
+    poll_interval: Option<Spanned<String>>,
 }
 
 /// Checks a `slurm:` block and builds it; `path` is the file, for error places.
@@ -113,6 +144,7 @@ pub(crate) fn slurm_from_raw(raw: RawSlurm, path: &Path) -> Result<SlurmConfig, 
                 .map_err(|m| bad(t, format!("slurm.time_limit: {m}")))?,
         ),
     };
+    let poll_interval = poll_interval(raw.poll_interval.as_ref(), path)?;
     for arg in &raw.sbatch_args {
         check_sbatch_arg(&arg.value).map_err(|m| bad(arg, m))?;
     }
@@ -139,7 +171,25 @@ pub(crate) fn slurm_from_raw(raw: RawSlurm, path: &Path) -> Result<SlurmConfig, 
         container_image: word("container_image", raw.container_image)?,
         container_mounts: raw.container_mounts.into_iter().map(|m| m.value).collect(),
         job_root,
+        poll_interval,
     })
+}
+
+/// `slurm.poll_interval`: a duration of at least 100 ms, [`DEFAULT_POLL_INTERVAL`] when absent.
+fn poll_interval(text: Option<&Spanned<String>>, path: &Path) -> Result<Duration, ConfigError> {
+    let Some(t) = text else {
+        return Ok(DEFAULT_POLL_INTERVAL);
+    };
+    crate::duration::parse_duration(&t.value)
+        .ok()
+        .filter(|d| *d >= Duration::from_millis(100))
+        .ok_or_else(|| {
+            let msg = format!(
+                "slurm.poll_interval: `{}` is not a duration of at least 100ms",
+                t.value
+            );
+            ConfigError::invalid(path, t, msg)
+        })
 }
 
 /// `gpu:N` or `gpu:TYPE:N`, N ≥ 1.

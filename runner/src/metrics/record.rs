@@ -107,6 +107,12 @@ pub enum Outcome {
     Interrupted,
     /// The job could not be started (program not found, bad working directory, ...).
     LaunchError { message: String },
+    /// The batch scheduler ended the job for exceeding its memory on a host (Slurm's
+    /// `OUT_OF_MEMORY`: the job's cgroup limit, not a CUDA allocation).
+    HostOutOfMemory,
+    /// The cluster failed the job, not its program (Slurm's `NODE_FAIL`, `PREEMPTED`,
+    /// `BOOT_FAIL`): retried under `--retries`.
+    Infrastructure { state: String },
 }
 
 impl Outcome {
@@ -127,6 +133,8 @@ impl Outcome {
             Outcome::Nan => "NaN".into(),
             Outcome::Interrupted => "interrupted".into(),
             Outcome::LaunchError { message } => format!("launch error: {message}"),
+            Outcome::HostOutOfMemory => "host out of memory".into(),
+            Outcome::Infrastructure { state } => format!("infrastructure failure ({state})"),
         }
     }
 }

@@ -29,7 +29,7 @@ pub use render::{PORT_PLACEHOLDER, render_plan_json, render_plan_text};
 pub use repro::{REPRO_DEFAULT_PORT, render_repro};
 pub use shell::shell_quote;
 pub use slurm::{
-    BatchSpec, SAMPLER_STOP_FILE, SamplerStep, batch_time_limit, job_name, render_batch,
-    slurm_minutes,
+    BatchSpec, EXIT_MARKER, SAMPLER_STOP_FILE, SamplerStep, batch_time_limit, job_name,
+    render_batch, slurm_minutes,
 };
 pub use variant::{Variant, VariantRequest};

@@ -87,9 +87,13 @@ pub fn render_batch(job: &Job, spec: &BatchSpec<'_>) -> String {
     if spec.sampler.is_some() {
         s.push_str(&sampler_stop(spec.sampler.as_ref()));
     }
-    s.push_str("exit \"$code\"\n");
+    let _ = writeln!(s, "echo \"{EXIT_MARKER}$code\"\nexit \"$code\"");
     s
 }
+
+/// The batch script's last line in the console log, before the nodes' exit code: goldgate
+/// reads the code from it (and the end of the running time) without asking Slurm.
+pub const EXIT_MARKER: &str = "goldgate: the nodes exited with ";
 
 /// The `#SBATCH` options: goldgate's own first, then the platform's.
 fn sbatch_options(job: &Job, spec: &BatchSpec<'_>) -> Vec<String> {
@@ -98,6 +102,8 @@ fn sbatch_options(job: &Job, spec: &BatchSpec<'_>) -> Vec<String> {
         format!("--job-name={}", job_name(&job.id)),
         format!("--nodes={}", job.nodes),
         "--ntasks-per-node=1".to_owned(),
+        // goldgate retries a job the cluster failed itself (`--retries`), recording each try.
+        "--no-requeue".to_owned(),
         format!(
             "--output={}",
             shell_safe_path(&spec.log.display().to_string())

@@ -41,6 +41,11 @@ pub enum RunError {
         errors: Vec<RunError>,
     },
 
+    /// Slurm's commands cannot be used (not installed, the controller does not answer).
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Slurm(#[from] super::slurm::SlurmError),
+
     /// The current directory cannot be read.
     #[error("cannot read the current directory")]
     Cwd {

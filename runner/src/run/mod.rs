@@ -11,6 +11,7 @@ mod options;
 mod progress;
 mod provenance;
 mod scheduler;
+pub mod slurm;
 mod watch;
 mod writer;
 
@@ -22,5 +23,6 @@ pub use local::LocalExecutor;
 pub use options::{RunOptions, new_run_id};
 pub use progress::Progress;
 pub use scheduler::{RunSummary, may_retry, run_jobs};
+pub use slurm::{SlurmError, SlurmExecutor};
 pub use watch::LogWatch;
 pub use writer::ResultsWriter;

@@ -170,13 +170,15 @@ fn run_job(
 }
 
 /// Whether attempt `number` (1-based) may be followed by another under `--retries retries`:
-/// only failures whose log matched a marker Megatron's CI retries.
+/// failures whose log matched a marker Megatron's CI retries, and failures of the cluster
+/// rather than the job (a node that failed, a preemption).
 pub fn may_retry(output: &AttemptOutput, number: u32, retries: u32) -> bool {
-    let failed = !matches!(
-        output.outcome,
-        Outcome::Passed | Outcome::Interrupted | Outcome::LaunchError { .. }
-    );
-    failed && output.signs.flaky && number <= retries
+    let retryable = match output.outcome {
+        Outcome::Passed | Outcome::Interrupted | Outcome::LaunchError { .. } => false,
+        Outcome::Infrastructure { .. } => true,
+        _ => output.signs.flaky,
+    };
+    retryable && number <= retries
 }
 
 fn attempt_record(job: &Job, number: u32, started_at: String, out: &AttemptOutput) -> Attempt {

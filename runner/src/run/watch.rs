@@ -7,7 +7,8 @@ use std::collections::BTreeMap;
 use std::time::Instant;
 
 use super::event::ExecEvent;
-use crate::observe::log::{LogEvent, LogParser, LogSummary, SummaryBuilder};
+use crate::launch::FailureSigns;
+use crate::observe::log::{FailureKind, LogEvent, LogParser, LogSummary, SummaryBuilder};
 
 /// The log of one run, parsed as it arrives.
 pub struct LogWatch {
@@ -63,6 +64,17 @@ impl LogWatch {
     pub fn finish(mut self) -> (LogSummary, Vec<(f64, Option<f64>, u64)>) {
         self.builder.set_line_counts(self.lines, 0);
         (self.builder.finish(), self.marks.list())
+    }
+}
+
+/// The failure markers of a log, for classification and retries.
+pub(crate) fn signs(summary: &LogSummary) -> FailureSigns {
+    let has = |k: FailureKind| summary.failure_counts.get(&k).is_some_and(|n| *n > 0);
+    FailureSigns {
+        oom: has(FailureKind::Oom),
+        nccl_timeout: has(FailureKind::NcclTimeout),
+        nan: has(FailureKind::Nan),
+        flaky: summary.failures.iter().any(|f| f.flaky),
     }
 }
 

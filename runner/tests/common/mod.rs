@@ -5,3 +5,5 @@
 
 pub mod cli;
 pub mod corpus;
+pub mod redact;
+pub mod results;

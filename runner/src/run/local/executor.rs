@@ -8,9 +8,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::sampling;
-use crate::launch::{self, FailureSigns, JobStatus, LaunchError, LaunchEvent, LaunchSpec, Settle};
+use crate::launch::{self, JobStatus, LaunchError, LaunchEvent, LaunchSpec, Settle};
 use crate::metrics::{Observed, Outcome};
-use crate::observe::log::{FailureKind, LogSummary};
 use crate::observe::probe::install::{ProbeMode, install};
 use crate::plan::{Job, Launcher, RunSpec};
 use crate::run::event::ExecEvent;
@@ -192,7 +191,7 @@ impl LocalExecutor {
             sampled.warnings.push(escaped_warning(&report.escaped));
         }
         let (summary, save_marks) = watch.finish();
-        let signs = signs(&summary);
+        let signs = crate::run::watch::signs(&summary);
         let status = launch::classify(report.outcome, signs);
         let failure_line = (!status.passed())
             .then(|| summary.failures.first().map(|f| f.line.clone()))
@@ -286,17 +285,6 @@ fn log_name(runs: usize, index: usize, attempt: u32) -> String {
         (1, n) => format!("console.attempt{n}.log"),
         (_, 1) => format!("console.run{}.log", index + 1),
         (_, n) => format!("console.run{}.attempt{n}.log", index + 1),
-    }
-}
-
-/// The failure markers of a log, for classification and retries.
-fn signs(summary: &LogSummary) -> FailureSigns {
-    let has = |k: FailureKind| summary.failure_counts.get(&k).is_some_and(|n| *n > 0);
-    FailureSigns {
-        oom: has(FailureKind::Oom),
-        nccl_timeout: has(FailureKind::NcclTimeout),
-        nan: has(FailureKind::Nan),
-        flaky: summary.failures.iter().any(|f| f.flaky),
     }
 }
 

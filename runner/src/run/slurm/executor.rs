@@ -1,0 +1,364 @@
+//! Stage "run", Slurm executor: each attempt of a job is one batch job — the script
+//! `plan::render_batch` writes, submitted with `sbatch --parsable` — followed until it left the
+//! queue: its state from the shared [`Queue`] (one `squeue` per poll interval for all jobs),
+//! its log streamed from the job folder through a [`LogWatch`], its pending time kept apart
+//! from its running time (only running time counts against the timeout). Ctrl-C, SIGTERM or
+//! the timeout cancel it (`scancel`: TERM, the grace period, then KILL) and wait until it
+//! left the queue.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use super::command::{SlurmError, scancel, show_job};
+use super::queue::{Queue, Seen};
+use super::state::{Cancelled, Phase, exit_code, field, outcome, phase};
+use super::tail::Tail;
+use crate::config::{Config, SlurmConfig};
+use crate::metrics::Observed;
+use crate::plan::{BatchSpec, EXIT_MARKER, Job, Launcher, batch_time_limit, render_batch};
+use crate::run::event::ExecEvent;
+use crate::run::executor::{AttemptContext, AttemptOutput, Executor};
+use crate::run::options::RunOptions;
+use crate::run::watch::LogWatch;
+
+/// How often a running attempt reads its log and checks its stop flag.
+const TICK: Duration = Duration::from_millis(200);
+
+/// How long goldgate waits, after its own cancel, for a job to leave the queue.
+const LEAVE_WAIT: Duration = Duration::from_secs(300);
+
+/// Runs each attempt as a Slurm batch job.
+pub struct SlurmExecutor {
+    /// Each planned platform's `slurm:` block.
+    platforms: BTreeMap<String, SlurmConfig>,
+    timeout: Option<Duration>,
+    grace: Duration,
+    queue: Queue,
+}
+
+impl SlurmExecutor {
+    /// An executor for `jobs` (their platforms' `slurm:` blocks from `config`); the poll
+    /// interval is the shortest of theirs. Fails when Slurm's commands are not installed.
+    pub fn new(
+        opts: &RunOptions,
+        config: &Config,
+        jobs: &[Job],
+    ) -> Result<SlurmExecutor, SlurmError> {
+        super::command::check_installed()?;
+        let platforms: BTreeMap<String, SlurmConfig> = jobs
+            .iter()
+            .filter_map(|j| {
+                let p = config.platform(Some(&j.platform)).ok()?;
+                Some((p.name.clone(), p.slurm.clone()))
+            })
+            .collect();
+        let interval = platforms
+            .values()
+            .map(|s| s.poll_interval)
+            .min()
+            .unwrap_or(crate::config::DEFAULT_POLL_INTERVAL);
+        Ok(SlurmExecutor {
+            platforms,
+            timeout: opts.timeout,
+            grace: opts.grace,
+            queue: Queue::new(interval),
+        })
+    }
+
+    /// `squeue` calls made so far (one per poll interval at most).
+    pub fn queue_calls(&self) -> u64 {
+        self.queue.calls()
+    }
+}
+
+impl Executor for SlurmExecutor {
+    fn name(&self) -> &'static str {
+        "slurm"
+    }
+
+    fn attempt(
+        &self,
+        ctx: &AttemptContext<'_>,
+        on_event: &mut dyn FnMut(ExecEvent),
+    ) -> AttemptOutput {
+        self.try_attempt(ctx, on_event)
+            .unwrap_or_else(|message| AttemptOutput::launch_error(message, String::new()))
+    }
+}
+
+/// One submitted batch job being followed.
+struct Followed {
+    id: u64,
+    submitted: Instant,
+    started: Option<Instant>,
+    ended: Option<Instant>,
+    /// The exit code the batch script printed last.
+    exit: Option<i32>,
+    nodes: String,
+    cancel: Option<(Cancelled, Instant, bool)>,
+}
+
+impl SlurmExecutor {
+    fn try_attempt(
+        &self,
+        ctx: &AttemptContext<'_>,
+        on_event: &mut dyn FnMut(ExecEvent),
+    ) -> Result<AttemptOutput, String> {
+        let job = ctx.job;
+        for dir in job.dirs.all() {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        }
+        let default = SlurmConfig::default();
+        let slurm = self.platforms.get(&job.platform).unwrap_or(&default);
+        let log = job.dirs.logs.join(log_name(ctx.number));
+        let limit = batch_time_limit(job, self.timeout, slurm);
+        let script = job
+            .dirs
+            .job
+            .join(format!("slurm-job.attempt{}.sh", ctx.number));
+        let program = entry_program(job);
+        let spec = BatchSpec {
+            slurm,
+            time_limit: limit,
+            log: &log,
+            entry_program: program.as_deref(),
+            sampler: None,
+        };
+        crate::fsio::write_atomic(&script, render_batch(job, &spec).as_bytes())
+            .map_err(|e| format!("cannot write {}: {e}", script.display()))?;
+        let _ = std::fs::remove_file(&log);
+        let id = super::command::sbatch(&script).map_err(|e| e.to_string())?;
+        self.queue.watch(id);
+        let followed = self.follow(id, ctx, &log, limit, on_event);
+        self.queue.forget(id);
+        followed
+    }
+
+    /// Follows job `id` until it left the queue, then says how it ended.
+    fn follow(
+        &self,
+        id: u64,
+        ctx: &AttemptContext<'_>,
+        log: &Path,
+        limit: Option<Duration>,
+        on_event: &mut dyn FnMut(ExecEvent),
+    ) -> Result<AttemptOutput, String> {
+        let mut job = Followed {
+            id,
+            submitted: Instant::now(),
+            started: None,
+            ended: None,
+            exit: None,
+            nodes: String::new(),
+            cancel: None,
+        };
+        let mut tail = Tail::new(log.to_path_buf());
+        let mut watch = LogWatch::new();
+        // goldgate's own limit backs Slurm's up: a minute after Slurm's (whole minutes).
+        let watchdog = limit.map(|l| Duration::from_secs(crate::plan::slurm_minutes(l) * 60 + 60));
+        let state = loop {
+            read_log(&mut tail, &mut watch, &mut job, log, on_event);
+            if let Some(state) = self.poll(&mut job, on_event)? {
+                break state;
+            }
+            self.maybe_cancel(&mut job, ctx, watchdog)?;
+            std::thread::sleep(TICK);
+        };
+        tail.finish(&mut |line| {
+            see_exit(line, &mut job);
+            watch.line(line, on_event);
+        });
+        self.ended(job, state, watch, log, limit)
+    }
+
+    /// Asks the queue about the job; `Some(state)` once it left the queue.
+    fn poll(
+        &self,
+        job: &mut Followed,
+        on_event: &mut dyn FnMut(ExecEvent),
+    ) -> Result<Option<String>, String> {
+        let seen = self.queue.seen(job.id).map_err(|e| e.to_string())?;
+        let entry = match seen {
+            Seen::NotYet => return Ok(None),
+            Seen::Gone => return Ok(Some(final_state(job.id)?)),
+            Seen::Listed(entry) => entry,
+        };
+        if !entry.nodes.is_empty() {
+            job.nodes = entry.nodes.clone();
+        }
+        match phase(&entry.state) {
+            Phase::Pending => Ok(None),
+            Phase::Running => {
+                mark_started(job, on_event);
+                Ok(None)
+            }
+            Phase::Ended => Ok(Some(entry.state)),
+        }
+    }
+
+    /// Starts or escalates a cancel: on a stop request or past the watchdog, `scancel` with
+    /// SIGTERM (a pending job is simply cancelled), after the grace period Slurm's own cancel
+    /// and SIGKILL; gives up waiting for the job to leave the queue after [`LEAVE_WAIT`].
+    fn maybe_cancel(
+        &self,
+        job: &mut Followed,
+        ctx: &AttemptContext<'_>,
+        watchdog: Option<Duration>,
+    ) -> Result<(), String> {
+        let err = |e: SlurmError| e.to_string();
+        match job.cancel {
+            None => {
+                let why = if ctx.stop.is_requested() {
+                    Cancelled::Interrupt
+                } else if job
+                    .started
+                    .zip(watchdog)
+                    .is_some_and(|(s, w)| s.elapsed() > w)
+                {
+                    Cancelled::Timeout
+                } else {
+                    return Ok(());
+                };
+                let signal = job.started.map(|_| "TERM");
+                scancel(job.id, signal).map_err(err)?;
+                job.cancel = Some((why, Instant::now(), false));
+            }
+            Some((why, since, false)) if since.elapsed() >= self.grace => {
+                scancel(job.id, None).map_err(err)?;
+                let _ = scancel(job.id, Some("KILL"));
+                job.cancel = Some((why, since, true));
+            }
+            Some((_, since, true)) if since.elapsed() >= self.grace + LEAVE_WAIT => {
+                return Err(format!(
+                    "Slurm job {} was cancelled but is still in the queue after {} s",
+                    job.id,
+                    (self.grace + LEAVE_WAIT).as_secs()
+                ));
+            }
+            Some(_) => {}
+        }
+        Ok(())
+    }
+
+    /// The attempt's output once the job left the queue in `state`.
+    fn ended(
+        &self,
+        mut job: Followed,
+        state: String,
+        watch: LogWatch,
+        log: &Path,
+        limit: Option<Duration>,
+    ) -> Result<AttemptOutput, String> {
+        if state == "FAILED" && job.exit.is_none() {
+            job.exit = show_job(job.id).ok().flatten().and_then(|t| exit_code(&t));
+        }
+        let now = Instant::now();
+        let end = job.ended.unwrap_or(now);
+        let queued = job.started.unwrap_or(end).duration_since(job.submitted);
+        let wall = job
+            .started
+            .map_or(Duration::ZERO, |s| end.duration_since(s));
+        let (summary, save_marks) = watch.finish();
+        let signs = crate::run::watch::signs(&summary);
+        let cancelled = job.cancel.map_or(Cancelled::No, |(why, _, _)| why);
+        // Slurm enforces whole minutes.
+        let limit_seconds = limit.map_or(0.0, |l| (crate::plan::slurm_minutes(l) * 60) as f64);
+        let outcome = outcome(&state, job.exit, cancelled, signs, limit_seconds);
+        let failure_line = (!outcome.passed())
+            .then(|| summary.failures.first().map(|f| f.line.clone()))
+            .flatten()
+            .or_else(|| (!outcome.passed()).then(|| slurm_line(job.id, &state, job.exit)));
+        Ok(AttemptOutput {
+            outcome,
+            signs,
+            failure_line,
+            log: log.to_path_buf(),
+            wall,
+            queued: Some(queued),
+            host: job.nodes,
+            observed: Some(Observed {
+                summary,
+                nodes: Vec::new(),
+                save_marks,
+                // One console log holds every run of the batch job; it is not split per run.
+                resumed: None,
+            }),
+        })
+    }
+}
+
+/// Reads what the log gained; the log's existence means the batch script started.
+fn read_log(
+    tail: &mut Tail,
+    watch: &mut LogWatch,
+    job: &mut Followed,
+    log: &Path,
+    on_event: &mut dyn FnMut(ExecEvent),
+) {
+    if job.started.is_none() && log.exists() {
+        mark_started(job, on_event);
+    }
+    tail.read(&mut |line| {
+        see_exit(line, job);
+        watch.line(line, on_event);
+    });
+}
+
+fn mark_started(job: &mut Followed, on_event: &mut dyn FnMut(ExecEvent)) {
+    if job.started.is_none() {
+        job.started = Some(Instant::now());
+        on_event(ExecEvent::RunStarted { run: 1 });
+    }
+}
+
+/// The batch script's last line: the exit code of its nodes, and the end of the running time.
+fn see_exit(line: &[u8], job: &mut Followed) {
+    let Some(rest) = line.strip_prefix(EXIT_MARKER.as_bytes()) else {
+        return;
+    };
+    if let Ok(code) = String::from_utf8_lossy(rest).trim().parse() {
+        job.exit = Some(code);
+        job.ended.get_or_insert_with(Instant::now);
+    }
+}
+
+/// What Slurm said of a job that did not pass: `Slurm job 12 ended FAILED (exit 1)`.
+fn slurm_line(id: u64, state: &str, exit: Option<i32>) -> String {
+    match exit {
+        Some(code) => format!("Slurm job {id} ended {state} (exit {code})"),
+        None => format!("Slurm job {id} ended {state}"),
+    }
+}
+
+/// The end state of a job `squeue` no longer lists, from `scontrol show job`.
+fn final_state(id: u64) -> Result<String, String> {
+    let text = show_job(id).map_err(|e| e.to_string())?;
+    Ok(text
+        .as_deref()
+        .and_then(|t| field(t, "JobState"))
+        .map_or_else(|| "UNKNOWN".to_owned(), str::to_owned))
+}
+
+/// `console.log`, or `console.attempt2.log` for later attempts.
+fn log_name(attempt: u32) -> String {
+    match attempt {
+        1 => "console.log".to_owned(),
+        n => format!("console.attempt{n}.log"),
+    }
+}
+
+/// For a direct launch, the bare entry name resolved as `launch` would (beside goldgate's
+/// executable, then PATH): the nodes run the script without goldgate's PATH tweaks.
+fn entry_program(job: &Job) -> Option<String> {
+    let name = job.runs.first()?.entry_argv.first()?;
+    if job.launcher != Launcher::Direct || name.contains('/') {
+        return None;
+    }
+    let exe = std::env::current_exe().ok();
+    let exe_dir: Option<PathBuf> = exe.as_deref().and_then(Path::parent).map(Path::to_path_buf);
+    let path_var = std::env::var_os("PATH");
+    crate::plan::resolve_program(name, exe_dir.as_deref(), path_var.as_deref())
+        .map(|p| p.display().to_string())
+}
