@@ -123,6 +123,10 @@ pub struct ExecArgs {
     /// page cache; needs root and a writable /proc/sys, checked before the first job).
     #[arg(long, default_value = "none", value_parser = Settle::parse)]
     pub settle: Settle,
+    /// Skip the cases' BEFORE_SCRIPT and AFTER_SCRIPT (by default bash runs them in the job
+    /// folder around every run, as Megatron's `_run_training.sh` evals them).
+    #[arg(long)]
+    pub no_scripts: bool,
 }
 
 impl ExecArgs {
@@ -140,6 +144,7 @@ impl ExecArgs {
             probe: self.probe,
             keep_checkpoints: self.keep_checkpoints,
             settle: self.settle,
+            scripts: !self.no_scripts,
         })
     }
 }

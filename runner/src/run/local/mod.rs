@@ -2,5 +2,6 @@
 
 mod executor;
 mod sampling;
+mod scripts;
 
 pub use executor::LocalExecutor;
