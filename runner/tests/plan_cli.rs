@@ -858,3 +858,25 @@ fn nemotron_super_plans_sixteen_gb200_nodes_on_slurm() {
     assert!(text.contains("scontrol show hostnames \"$SLURM_JOB_NODELIST\""));
     assert!(text.contains("\nsrun --ntasks-per-node=1 --kill-on-bad-exit=1 bash "));
 }
+
+#[test]
+fn an_error_keeps_a_long_path_on_one_line() {
+    let tree = Tree::new();
+    let long = format!(
+        "{}/goldgate.yaml",
+        ["a-rather-long-folder-name"; 6].join("/")
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_goldgate"))
+        .args(["plan", "--config", &long])
+        .current_dir(tree.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = tree.text(&out.stderr);
+    assert!(
+        stderr
+            .lines()
+            .any(|l| l.contains(&format!("cannot read {long}:"))),
+        "{stderr}"
+    );
+}
