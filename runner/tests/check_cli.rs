@@ -3,18 +3,19 @@
 #![allow(clippy::unwrap_used)] // a test: a failed unwrap is a failed test
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 use std::time::{Duration, Instant};
 
 const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures");
 mod common;
 
+use common::cli;
 use common::corpus;
 
 /// goldgate with no data root or Megatron checkout in the environment (`check` plans every
 /// case, so placeholders those would fill are reported).
 fn goldgate(dir: impl AsRef<Path>, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_goldgate"))
+    cli::goldgate()
         .args(args)
         .current_dir(dir)
         .env_remove("DATA_PATH")

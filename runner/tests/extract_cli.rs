@@ -4,9 +4,12 @@
 #![allow(clippy::unwrap_used)]
 
 use std::path::Path;
-use std::process::Command;
 
 use goldgate::observe::log::{FailureKind, LogSummary, MAX_LINE, summarize_file, summarize_reader};
+
+mod common;
+
+use common::cli;
 
 /// Every fixture log. Adding a log (e.g. a real H200 run) is one line here plus its snapshots.
 const FIXTURES: &[&str] = &[
@@ -23,7 +26,7 @@ fn fixture(name: &str) -> String {
 }
 
 fn extract(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_goldgate"))
+    let out = cli::goldgate()
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .arg("extract")
         .args(args)

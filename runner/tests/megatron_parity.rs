@@ -15,6 +15,8 @@ use serde_json::Value;
 
 mod common;
 
+use common::cli;
+
 const EMULATOR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/parity/megatron_argv.py");
 
 /// The caller's environment both sides see: the data root, the Megatron checkout, and a value
@@ -55,7 +57,7 @@ fn missing_prerequisite() -> Option<String> {
 /// `goldgate plan --format json` over `names` (all cases when empty) with `extra` flags.
 fn plan(corpus: &Path, dir: &Path, names: &[String], extra: &[&str]) -> Vec<Value> {
     let root = corpus.join("tests/functional_tests/test_cases");
-    let out = Command::new(env!("CARGO_BIN_EXE_goldgate"))
+    let out = cli::goldgate()
         .arg("plan")
         .args(names)
         .arg("--root")

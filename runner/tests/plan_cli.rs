@@ -14,6 +14,7 @@ use goldgate::plan::{PlanError, PlanInputs, VariantRequest, plan_case};
 
 mod common;
 
+use common::cli;
 use common::corpus;
 use common::redact::redact;
 
@@ -105,7 +106,7 @@ impl Tree {
 
     /// Runs goldgate in the tree with `MY_TOKEN` set as a secret of the caller.
     fn goldgate(&self, args: &[&str]) -> Output {
-        Command::new(env!("CARGO_BIN_EXE_goldgate"))
+        cli::goldgate()
             .args(args)
             .args(["--root", "cases", "--config", "goldgate.yaml"])
             .current_dir(self.path())
@@ -437,7 +438,7 @@ fn names_nothing_sets_warn_once_and_strict_refuses() {
         case,
     );
     let plan = |strict: bool| {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_goldgate"));
+        let mut cmd = cli::goldgate();
         cmd.args([
             "plan",
             "demo/release",
@@ -663,7 +664,7 @@ fn plan_json_snapshot() {
 /// goldgate run in `dir` below the tree with the tree's cases, no `--config`, `GOLDGATE_CONFIG`
 /// as given.
 fn plan_from(tree: &Tree, dir: &str, env_config: Option<&str>, extra: &[&str]) -> Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_goldgate"));
+    let mut cmd = cli::goldgate();
     cmd.args(["plan", "--format", "json", "--root"])
         .arg(tree.path().join("cases"))
         .args(extra)
@@ -816,7 +817,7 @@ fn nemotron_super_plans_sixteen_gb200_nodes_on_slurm() {
     let dir = tempfile::tempdir().unwrap();
     let case = "nemotron/nemotron3_super_release_gb200";
     let plan = |extra: &[&str]| {
-        Command::new(env!("CARGO_BIN_EXE_goldgate"))
+        cli::goldgate()
             .args(["plan", case, "--platform", "dgx_gb200", "--root"])
             .arg(&root)
             .args(extra)
@@ -856,4 +857,26 @@ fn nemotron_super_plans_sixteen_gb200_nodes_on_slurm() {
     }
     assert!(text.contains("scontrol show hostnames \"$SLURM_JOB_NODELIST\""));
     assert!(text.contains("\nsrun --ntasks-per-node=1 --kill-on-bad-exit=1 bash "));
+}
+
+#[test]
+fn an_error_keeps_a_long_path_on_one_line() {
+    let tree = Tree::new();
+    let long = format!(
+        "{}/goldgate.yaml",
+        ["a-rather-long-folder-name"; 6].join("/")
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_goldgate"))
+        .args(["plan", "--config", &long])
+        .current_dir(tree.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = tree.text(&out.stderr);
+    assert!(
+        stderr
+            .lines()
+            .any(|l| l.contains(&format!("cannot read {long}:"))),
+        "{stderr}"
+    );
 }

@@ -9,6 +9,7 @@ mod common;
 
 use common::cli::{self, text};
 use common::results::records;
+use goldgate::metrics::RunRecord;
 
 /// A ckpt-resume case: 20 iterations, saves at 10 and 20. Megatron's `run_ci_test.sh` removes
 /// `iter_0000020` and writes 10 into the tracker before run 2, which resumes at step 11.
@@ -159,4 +160,155 @@ fn a_resumed_run_that_drifts_from_run_one_is_a_regression() {
         rows.contains(&("lm loss (resumed)".to_owned(), "regression".to_owned())),
         "{rows:?}"
     );
+}
+
+/// A regular fake-trainer case with `extra` top-level keys.
+fn regular_case(extra: &str) -> String {
+    format!(
+        "TEST_TYPE: regular
+LAUNCHER: direct
+MODEL_ARGS:
+  --train-iters: 5
+  --log-interval: 1
+  --step-ms: 2
+  --model-mb: 4
+  --ckpt-mb: 2
+{extra}GOLDGATE:
+  entry: [goldgate, fake-trainer]
+  nproc: 1
+"
+    )
+}
+
+/// The folder of the only job of the newest run under `out`.
+fn job_dir(out: &Path) -> (RunRecord, std::path::PathBuf) {
+    let r = records(out).remove(0);
+    let dir = out.join(&r.run_id).join(r.rel_dir());
+    (r, dir)
+}
+
+#[test]
+fn before_and_after_scripts_run_in_the_job_folder_with_the_jobs_environment() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let scripts = "BEFORE_SCRIPT: |
+  echo \"before in $(pwd), saving to $CHECKPOINT_SAVE_PATH\"
+  touch before-ran
+AFTER_SCRIPT: |
+  echo \"after, training exit $EXIT_CODE\"
+  touch after-ran
+";
+    write(
+        &d.join("cases/demo/scripts/model_config.yaml"),
+        &regular_case(scripts),
+    );
+    let o = goldgate(d, &run_args("out", &["--no-compare", "demo/scripts"]));
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let (_, job) = job_dir(&d.join("out"));
+    assert!(job.join("before-ran").is_file() && job.join("after-ran").is_file());
+    let before = std::fs::read_to_string(job.join("logs/before_script.log")).unwrap();
+    let job_abs = job.canonicalize().unwrap();
+    let want = format!(
+        "before in {}, saving to {}",
+        job_abs.display(),
+        job_abs.join("checkpoints").display()
+    );
+    assert!(before.contains(&want), "{before}\nwant: {want}");
+    let after = std::fs::read_to_string(job.join("logs/after_script.log")).unwrap();
+    assert!(after.contains("after, training exit 0"), "{after}");
+
+    // --no-scripts: neither runs.
+    let o = goldgate(
+        d,
+        &run_args("out2", &["--no-compare", "--no-scripts", "demo/scripts"]),
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let (_, job) = job_dir(&d.join("out2"));
+    assert!(!job.join("before-ran").exists() && !job.join("after-ran").exists());
+}
+
+#[test]
+fn a_failing_script_fails_the_job_with_its_last_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let before = "BEFORE_SCRIPT: |\n  echo preparing\n  echo \"dataset not found\" >&2\n  exit 7\n";
+    write(
+        &d.join("cases/demo/before/model_config.yaml"),
+        &regular_case(before),
+    );
+    let o = goldgate(d, &run_args("out", &["--no-compare", "demo/before"]));
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+    let (r, job) = job_dir(&d.join("out"));
+    assert_eq!(
+        r.outcome,
+        goldgate::metrics::Outcome::Failed { exit_code: 7 }
+    );
+    let line = r.attempts.last().unwrap().failure_line.clone().unwrap();
+    assert_eq!(line, "BEFORE_SCRIPT failed (exit 7): dataset not found");
+    assert!(
+        !job.join("logs/console.log").exists(),
+        "the training never started"
+    );
+    // The same case with --no-scripts trains and passes.
+    let o = goldgate(
+        d,
+        &run_args("out2", &["--no-compare", "--no-scripts", "demo/before"]),
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+
+    let after =
+        "AFTER_SCRIPT: |\n  test \"$EXIT_CODE\" -ne 0 || { echo \"no report written\"; false; }\n";
+    write(
+        &d.join("cases/demo/after/model_config.yaml"),
+        &regular_case(after),
+    );
+    let o = goldgate(d, &run_args("out3", &["--no-compare", "demo/after"]));
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+    let (r, _) = job_dir(&d.join("out3"));
+    let line = r.attempts.last().unwrap().failure_line.clone().unwrap();
+    assert_eq!(line, "AFTER_SCRIPT failed (exit 1): no report written");
+}
+
+#[test]
+fn skip_pytest_judges_by_exit_code_and_xpass_expects_a_failure() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // No golden file: a compared job would miss its golden.
+    let skip = "ENV_VARS:\n  SKIP_PYTEST: 1\n";
+    write(
+        &d.join("cases/demo/skip/model_config.yaml"),
+        &regular_case(skip),
+    );
+    let o = goldgate(d, &run_args("out", &["demo/skip"]));
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(
+        text(&o).contains("SKIP_PYTEST=1: judged by its exit code alone"),
+        "{}",
+        text(&o)
+    );
+    let plain = regular_case("");
+    write(&d.join("cases/demo/plain/model_config.yaml"), &plain);
+    let o = goldgate(d, &run_args("out2", &["demo/plain"]));
+    assert_ne!(
+        o.status.code(),
+        Some(0),
+        "no golden, compared: {}",
+        text(&o)
+    );
+
+    let crash = "  --crash-at-step: 3\n";
+    let xpass = regular_case("TEST_EVALUATION: xpass\n")
+        .replace("  --step-ms: 2\n", &format!("  --step-ms: 2\n{crash}"));
+    write(&d.join("cases/demo/xpass/model_config.yaml"), &xpass);
+    let o = goldgate(d, &run_args("out3", &["demo/xpass"]));
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(
+        text(&o).contains("as expected (TEST_EVALUATION: xpass)"),
+        "{}",
+        text(&o)
+    );
+    let xfail = xpass.replace("TEST_EVALUATION: xpass\n", "");
+    write(&d.join("cases/demo/xfail/model_config.yaml"), &xfail);
+    let o = goldgate(d, &run_args("out4", &["demo/xfail"]));
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
 }

@@ -4,6 +4,7 @@ pub mod bless;
 pub mod calibrate;
 pub mod engine;
 pub mod error;
+pub(crate) mod evaluation;
 #[cfg(test)]
 mod fixtures;
 pub mod golden_io;

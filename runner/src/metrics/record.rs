@@ -22,7 +22,7 @@ pub use crate::observe::node::NodeIo;
 pub const SCHEMA_VERSION: u32 = 3;
 
 /// Versions this goldgate reads: older records read with the fields added since absent.
-pub const READABLE_SCHEMA_VERSIONS: [u32; 3] = [1, 2, 3];
+const READABLE_SCHEMA_VERSIONS: [u32; 3] = [1, 2, 3];
 
 /// Per-step values of one metric. NaN is written as the string `"nan"` (JSON has no NaN),
 /// as Megatron's golden files do.
@@ -211,6 +211,16 @@ pub struct CheckpointRecord {
     pub asynchronous: bool,
     /// Async saves: scheduled → successfully saved (s).
     pub async_latency_seconds: Option<f64>,
+    /// The save started before the previous async save finished (Megatron: `Starting a
+    /// checkpoint save before previous has finished`): its blocking time includes waiting for
+    /// that write. Absent (false) in version 1 records.
+    #[serde(default)]
+    pub started_before_previous_finished: bool,
+    /// The next save started while this async save was being written: its latency ends when
+    /// the next save finalized it (the schedule, not the write), so `checkpoint-async-latency`
+    /// leaves it out.
+    #[serde(default)]
+    pub overlapped_by_next: bool,
     /// Allocated bytes reported before the save (rank 0).
     pub memory_before_bytes: Option<u64>,
     /// Allocated bytes reported after the save (rank 0).
@@ -346,6 +356,10 @@ pub struct RunRecord {
     pub metrics: BTreeMap<String, StepValues>,
     /// Checkpoint saves, in order.
     pub checkpoints: Vec<CheckpointRecord>,
+    /// Megatron's `Starting a checkpoint save before previous has finished` warnings (the saves
+    /// concerned are flagged in `checkpoints`). Absent (0) in version 1 records.
+    #[serde(default)]
+    pub overlapping_saves: u64,
     /// Memory peaks and timeline.
     pub memory: MemoryRecord,
     /// Per-rank probe data (allocator statistics), when the probe ran.
@@ -432,6 +446,7 @@ impl RunRecord {
             nondeterministic: false,
             metrics: BTreeMap::new(),
             checkpoints: Vec::new(),
+            overlapping_saves: 0,
             memory: MemoryRecord::default(),
             probe: None,
             observer_cpu_seconds: None,
@@ -469,7 +484,7 @@ impl RunRecord {
 }
 
 /// `<case>/<variant slug>/<repeat>`: where a job's files live under the run folder.
-pub fn job_rel_dir(case: &str, variant_slug: &str, repeat: u32) -> PathBuf {
+fn job_rel_dir(case: &str, variant_slug: &str, repeat: u32) -> PathBuf {
     Path::new(case).join(variant_slug).join(repeat.to_string())
 }
 

@@ -32,6 +32,8 @@ pub struct RunOptions {
     pub keep_checkpoints: bool,
     /// `--settle`: `sync` or `drop-caches` before each job (checked before the first).
     pub settle: crate::launch::Settle,
+    /// Run each case's `BEFORE_SCRIPT` and `AFTER_SCRIPT` around its runs (`--no-scripts`: no).
+    pub scripts: bool,
 }
 
 impl RunOptions {
@@ -59,6 +61,7 @@ impl RunOptions {
             probe: ProbeMode::default(),
             keep_checkpoints: false,
             settle: crate::launch::Settle::None,
+            scripts: true,
         }
     }
 }

@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::sampling;
-use crate::launch::{self, JobStatus, LaunchError, LaunchEvent, LaunchSpec, Settle};
+use super::scripts::{self, Hook, ScriptFailure};
+use crate::launch::{self, FailureSigns, JobStatus, LaunchError, LaunchEvent, LaunchSpec, Settle};
 use crate::metrics::{Observed, Outcome};
 use crate::observe::probe::install::{ProbeMode, install};
 use crate::plan::{Job, Launcher, RunSpec};
@@ -29,6 +30,8 @@ pub struct LocalExecutor {
     /// `CUDA_VISIBLE_DEVICES` of each worker; `None` (no slicing) with one worker.
     slices: Vec<Option<String>>,
     host: String,
+    /// Run the cases' BEFORE_SCRIPT and AFTER_SCRIPT (`--no-scripts`: no).
+    scripts: bool,
 }
 
 impl LocalExecutor {
@@ -42,6 +45,7 @@ impl LocalExecutor {
             settle: opts.settle,
             slices: gpu_slices(jobs, opts.workers_for(jobs.len()))?,
             host: crate::run::provenance::hostname(),
+            scripts: opts.scripts,
         })
     }
 }
@@ -107,7 +111,7 @@ impl LocalExecutor {
                 .logs
                 .join(log_name(job.runs.len(), index, ctx.number));
             let spec = self.spec(job, run, &env, log, ctx.worker)?;
-            let output = self.run_once(&spec, ctx, settle, on_event)?;
+            let output = self.run_with_scripts(&spec, index, ctx, settle, on_event)?;
             let passed = output.outcome.passed();
             outputs.push(output);
             if !passed {
@@ -115,6 +119,58 @@ impl LocalExecutor {
             }
         }
         job_output(job, outputs)
+    }
+
+    /// One run with the case's scripts around it: a failed `BEFORE_SCRIPT` is the run's
+    /// failure (the training does not start); a failed `AFTER_SCRIPT` fails a run that passed.
+    fn run_with_scripts(
+        &self,
+        spec: &LaunchSpec,
+        index: usize,
+        ctx: &AttemptContext<'_>,
+        settle: (&str, Option<f64>),
+        on_event: &mut dyn FnMut(ExecEvent),
+    ) -> Result<AttemptOutput, String> {
+        let job = ctx.job;
+        let log = |hook: Hook| {
+            let name = log_name(job.runs.len(), index, ctx.number);
+            let stem = hook.field().to_ascii_lowercase();
+            job.dirs.logs.join(name.replacen("console", &stem, 1))
+        };
+        let script = |text: &Option<String>| text.clone().filter(|_| self.scripts);
+        if let Some(text) = script(&job.before_script)
+            && let Some(failed) =
+                scripts::run_script(Hook::Before, &text, spec, log(Hook::Before), ctx.stop)?
+        {
+            return Ok(self.script_failed(failed));
+        }
+        let mut output = self.run_once(spec, ctx, settle, on_event)?;
+        if let Some(text) = script(&job.after_script) {
+            let mut after = spec.clone();
+            let code = scripts::exit_code(&output.outcome).to_string();
+            after.env.insert("EXIT_CODE".to_owned(), code);
+            let failed =
+                scripts::run_script(Hook::After, &text, &after, log(Hook::After), ctx.stop)?;
+            if let (Some(failed), true) = (failed, output.outcome.passed()) {
+                output.outcome = failed.outcome;
+                output.failure_line = Some(failed.line);
+            }
+        }
+        Ok(output)
+    }
+
+    /// The attempt's output when a script failed before the training ran.
+    fn script_failed(&self, failed: ScriptFailure) -> AttemptOutput {
+        AttemptOutput {
+            outcome: failed.outcome,
+            signs: FailureSigns::default(),
+            failure_line: Some(failed.line),
+            log: failed.log,
+            wall: Duration::ZERO,
+            queued: None,
+            host: self.host.clone(),
+            observed: None,
+        }
     }
 
     /// The launch spec of one run: launcher words with a free port, the job's and the run's

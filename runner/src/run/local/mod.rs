@@ -2,6 +2,7 @@
 
 mod executor;
 mod sampling;
+mod scripts;
 
 pub use executor::LocalExecutor;
 pub(crate) use sampling::own_cpu_seconds;
