@@ -12,6 +12,10 @@ use goldgate::cmd;
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// Colours: `auto` (a terminal, unless NO_COLOR is set; CLICOLOR_FORCE forces them),
+    /// `always`, `never`.
+    #[arg(long, global = true, value_enum, default_value_t = cmd::output::ColorChoice::Auto)]
+    color: cmd::output::ColorChoice,
 }
 
 #[derive(Subcommand, Debug)]
@@ -52,6 +56,8 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    cmd::output::set_color(cli.color);
+    cmd::output::install_error_report();
     let result = match cli.command {
         Command::List(a) => cmd::list::run(a),
         Command::Check(a) => cmd::check::run(a),

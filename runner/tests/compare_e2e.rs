@@ -434,3 +434,67 @@ fn calibrate_without_a_config_starts_from_the_shipped_one() {
     assert_eq!(code(&out), 2, "no golden yet: {}", text(&out));
     assert!(text(&out).contains("missing-golden"), "{}", text(&out));
 }
+
+/// A blessed setup whose golden checkpoint times are halved: the comparison regresses.
+fn regressed() -> Setup {
+    let s = Setup::blessed();
+    let mut g: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(s.golden()).unwrap()).unwrap();
+    for v in g["checkpoint-blocking-time"]["values"]
+        .as_object_mut()
+        .unwrap()
+        .values_mut()
+    {
+        *v = serde_json::json!(v.as_f64().unwrap() / 2.0);
+    }
+    std::fs::write(s.golden(), serde_json::to_string(&g).unwrap()).unwrap();
+    s
+}
+
+#[test]
+fn a_dash_sends_one_report_to_stdout_and_the_table_to_stderr() {
+    let s = regressed();
+    let out = s.compare(&["--json", "-"]);
+    assert_eq!(code(&out), 1, "{}", text(&out));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(json["schema_version"].as_u64().is_some(), "{json}");
+    assert_eq!(json["counts"]["regression"], 1, "{json}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("checkpoint-blocking-time"), "{stderr}");
+    assert!(!s.path("-").exists(), "no file named `-`");
+
+    let junit = s.compare(&["--junit", "-"]);
+    assert_eq!(code(&junit), 1, "{}", text(&junit));
+    assert!(String::from_utf8_lossy(&junit.stdout).starts_with("<?xml"));
+
+    let two = s.compare(&["--json", "-", "--junit", "-"]);
+    assert_eq!(code(&two), 2, "{}", text(&two));
+    assert!(text(&two).contains("only one of --json, --junit and --markdown can be `-`"));
+}
+
+#[test]
+fn colour_follows_color_then_no_color_then_clicolor_force() {
+    let s = regressed();
+    let run = |color: Option<&str>, env: &[(&str, &str)]| {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_goldgate"));
+        cmd.args(["compare", "--results", "results", "--root", "no-cases"])
+            .current_dir(s.path(""))
+            .env_remove("GITHUB_ACTIONS")
+            .env_remove("GITHUB_STEP_SUMMARY")
+            .env_remove("NO_COLOR")
+            .env_remove("CLICOLOR_FORCE")
+            .env_remove("CLICOLOR")
+            .envs(env.iter().copied());
+        if let Some(c) = color {
+            cmd.args(["--color", c]);
+        }
+        let out = cmd.output().unwrap();
+        assert_eq!(code(&out), 1, "{}", text(&out));
+        String::from_utf8_lossy(&out.stdout).contains('\u{1b}')
+    };
+    assert!(!run(None, &[]), "a pipe is not a terminal");
+    assert!(run(None, &[("CLICOLOR_FORCE", "1")]));
+    assert!(!run(None, &[("CLICOLOR_FORCE", "1"), ("NO_COLOR", "1")]));
+    assert!(run(Some("always"), &[("NO_COLOR", "1")]));
+    assert!(!run(Some("never"), &[("CLICOLOR_FORCE", "1")]));
+}

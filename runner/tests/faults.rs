@@ -15,6 +15,7 @@ use goldgate::metrics::{Outcome, RunIndex, RunRecord};
 mod common;
 
 use common::cli::{self, text};
+use common::results::walk;
 
 /// Every process a test starts carries `FAULTS_MARKER=<test>`, so the test can find what
 /// survived goldgate (a daemon's command line says nothing about where it came from).
@@ -539,19 +540,6 @@ fn item7_bless_never_writes_outside_the_golden_root() {
         .filter(|p| p.to_string_lossy().contains("golden_values"))
         .collect();
     assert!(written.is_empty(), "{written:?}");
-}
-
-fn walk(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir(dir).unwrap().flatten() {
-        let path = entry.path();
-        if entry.file_type().unwrap().is_dir() {
-            out.extend(walk(&path));
-        } else {
-            out.push(path);
-        }
-    }
-    out
 }
 
 // ---- 8: incomplete runs --------------------------------------------------------------------

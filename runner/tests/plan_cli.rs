@@ -892,3 +892,25 @@ fn list_scope_shows_the_recipe_rows_that_run_scope_plans() {
         assert!(rows.iter().any(|r| r["name"] == recipe), "{recipe}");
     }
 }
+
+#[test]
+fn an_error_keeps_a_long_path_on_one_line() {
+    let tree = Tree::new();
+    let long = format!(
+        "{}/goldgate.yaml",
+        ["a-rather-long-folder-name"; 6].join("/")
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_goldgate"))
+        .args(["plan", "--config", &long])
+        .current_dir(tree.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = tree.text(&out.stderr);
+    assert!(
+        stderr
+            .lines()
+            .any(|l| l.contains(&format!("cannot read {long}:"))),
+        "{stderr}"
+    );
+}

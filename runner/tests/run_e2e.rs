@@ -4,7 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -13,7 +13,7 @@ use goldgate::metrics::{Outcome, RunIndex, RunRecord};
 mod common;
 
 use common::cli::{self, repo, text};
-use common::results::records;
+use common::results::{records, walk};
 
 fn goldgate(out: &Path, args: &[&str]) -> Command {
     let mut cmd = cli::goldgate();
@@ -259,21 +259,6 @@ fn ctrl_c_stops_the_job_and_records_it_as_interrupted() {
         processes_mentioning(&out.path().display().to_string()),
         Vec::<u32>::new()
     );
-}
-
-fn walk(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    if let Ok(entries) = std::fs::read_dir(dir) {
-        for e in entries.flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                out.extend(walk(&p));
-            } else {
-                out.push(p);
-            }
-        }
-    }
-    out
 }
 
 /// The gate end to end on the demo case: run → bless → compare is 0; a golden made twice as

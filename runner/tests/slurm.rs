@@ -11,12 +11,17 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::io::Write as _;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::path::Path;
+use std::process::{Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use goldgate::metrics::{Outcome, RunRecord};
+
+mod common;
+
+use common::cli::{self, text};
+use common::results::walk;
 
 /// Held by the tests that need node `n2` in a given state.
 static N2: Mutex<()> = Mutex::new(());
@@ -100,23 +105,18 @@ impl Tree {
     }
 
     fn run(&self, platform: &str, extra: &[&str]) -> Command {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_goldgate"));
+        let mut cmd = cli::goldgate();
         cmd.current_dir(self.path())
             .args(["run", "--root", "cases", "--out", "out", "--no-compare"])
             .args(["--platform", platform, "--grace", "1s"])
             .arg(format!("demo/{}", self.name))
             .args(extra)
-            .env("NO_COLOR", "1")
             .stdin(Stdio::null());
         cmd
     }
 
     fn records(&self) -> Vec<RunRecord> {
-        goldgate::metrics::record::load_results(&self.path().join("out"))
-            .unwrap()
-            .into_iter()
-            .map(|(_, r)| r)
-            .collect()
+        common::results::records(&self.path().join("out"))
     }
 
     /// The Slurm job name of this tree's job (`goldgate:demo/<name>@default_1`).
@@ -162,30 +162,6 @@ fn wait(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
         std::thread::sleep(Duration::from_millis(100));
     }
     false
-}
-
-fn walk(dir: &Path) -> Vec<PathBuf> {
-    let mut files = Vec::new();
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return files;
-    };
-    for entry in entries.flatten() {
-        let path = entry.path();
-        if path.is_dir() {
-            files.extend(walk(&path));
-        } else {
-            files.push(path);
-        }
-    }
-    files
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
 }
 
 /// Processes whose command line mentions `needle` (every job's argv holds its folder).

@@ -73,7 +73,8 @@ pub struct ConfigFile {
 impl ConfigFile {
     /// Where the configuration comes from (`--config`, `GOLDGATE_CONFIG`, the walk up).
     pub fn source(&self) -> Result<ConfigSource, AppError> {
-        let cwd = std::env::current_dir().map_err(|source| RunError::Cwd { source })?;
+        let cwd =
+            std::env::current_dir().map_err(|source| super::error::CmdError::Cwd { source })?;
         let env = std::env::var_os(crate::config::CONFIG_ENV);
         Ok(crate::config::discover(
             self.path.as_deref(),
@@ -160,15 +161,38 @@ pub struct GateArgs {
     /// Compare even when the GPU model or driver differs from the golden platform.
     #[arg(long)]
     pub allow_env_mismatch: bool,
-    /// Write the comparison as JUnit XML here.
+    /// Write the comparison as JUnit XML here (`-`: stdout, the table then goes to stderr).
     #[arg(long)]
     pub junit: Option<PathBuf>,
-    /// Write the comparison as markdown here.
+    /// Write the comparison as markdown here (`-`: stdout, the table then goes to stderr).
     #[arg(long)]
     pub markdown: Option<PathBuf>,
-    /// Write the comparison as JSON here.
+    /// Write the comparison as JSON here (`-`: stdout, the table then goes to stderr).
     #[arg(long)]
     pub json: Option<PathBuf>,
+}
+
+impl GateArgs {
+    /// Refuses two reports on stdout (`--json - --junit -`): they would be one unreadable mix.
+    /// Checked before anything runs.
+    pub fn check(&self) -> Result<(), AppError> {
+        let on_stdout = [&self.junit, &self.markdown, &self.json]
+            .into_iter()
+            .filter(|p| p.as_deref().is_some_and(is_stdout))
+            .count();
+        if on_stdout > 1 {
+            return Err(super::error::CmdError::BadValue {
+                message: "only one of --json, --junit and --markdown can be `-` (stdout)",
+            }
+            .into());
+        }
+        Ok(())
+    }
+}
+
+/// `-` as a report path: stdout.
+pub fn is_stdout(path: &Path) -> bool {
+    path == Path::new("-")
 }
 
 /// A platform name given on the command line: it becomes part of a golden file's name, so it

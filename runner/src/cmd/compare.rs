@@ -1,10 +1,10 @@
 //! `goldgate compare`: compares recorded jobs with their golden files and gates by exit code.
 
-use std::io::{IsTerminal, Write as _};
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use super::error::AppError;
-use super::output::{errln, out};
+use super::output::{Stream, errln, out};
 use crate::compare::{
     CompareError, CompareOptions, Comparison, RunSelection, compare_records, load_runs,
 };
@@ -57,6 +57,7 @@ pub struct Outputs {
 
 /// Runs the command.
 pub fn run(args: Args) -> Result<Exit, AppError> {
+    args.gate.check()?;
     let opts = CompareOptions::from_config(
         &args.config.load()?,
         args.golden_root.path.clone(),
@@ -85,17 +86,26 @@ pub fn gate(comparison: &Comparison, gate: &super::args::GateArgs) -> Result<Exi
     Ok(comparison.exit(gate.strict, gate.fail_on_improvement))
 }
 
-/// Prints the table with its warnings (stdout) and, under GitHub Actions, annotations; writes
-/// the requested report files atomically and appends the markdown to `$GITHUB_STEP_SUMMARY`.
-/// `goldgate run` calls this after comparing.
+/// Prints the table with its warnings (stdout, or stderr when a report goes to stdout) and,
+/// under GitHub Actions, annotations; writes the requested report files atomically (`-`:
+/// stdout) and appends the markdown to `$GITHUB_STEP_SUMMARY`. `goldgate run` calls this after
+/// comparing.
 pub fn emit(c: &Comparison, outputs: &Outputs) -> Result<(), AppError> {
-    let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
-    out!(
-        "{}",
-        report::table::render(c, report::table::Style { color })
-    );
+    let reports = [&outputs.markdown, &outputs.junit, &outputs.json];
+    let stdout_taken = reports
+        .iter()
+        .any(|p| p.as_deref().is_some_and(super::args::is_stdout));
+    let (stream, print): (_, fn(std::fmt::Arguments<'_>)) = if stdout_taken {
+        (Stream::Stderr, super::output::stderr)
+    } else {
+        (Stream::Stdout, super::output::stdout)
+    };
+    let style = report::table::Style {
+        color: super::output::color(stream),
+    };
+    print(format_args!("{}", report::table::render(c, style)));
     if std::env::var("GITHUB_ACTIONS").is_ok_and(|v| v == "true") {
-        out!("{}", report::annotations::render(c));
+        print(format_args!("{}", report::annotations::render(c)));
     }
     let markdown = report::markdown::render(c);
     if let Some(path) = &outputs.markdown {
@@ -113,7 +123,12 @@ pub fn emit(c: &Comparison, outputs: &Outputs) -> Result<(), AppError> {
     Ok(())
 }
 
+/// Writes a report file atomically, or prints it for `-`.
 fn write_file(path: &Path, text: &str) -> Result<(), CompareError> {
+    if super::args::is_stdout(path) {
+        out!("{text}");
+        return Ok(());
+    }
     crate::fsio::write_atomic(path, text.as_bytes()).map_err(|source| CompareError::Write {
         path: path.to_path_buf(),
         source,

@@ -3,8 +3,9 @@
 //! command: `print!` would panic (exit 101), and a gate whose stdout is cut short must still
 //! write its report files and exit with its verdict.
 
-use std::io::Write;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::ffi::OsStr;
+use std::io::{IsTerminal, Write};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 
 /// Set once stdout failed: nothing more is written to it.
 static STDOUT_GONE: AtomicBool = AtomicBool::new(false);
@@ -27,6 +28,80 @@ pub fn stdout(args: std::fmt::Arguments<'_>) {
 /// Writes to stderr; errors are ignored (there is nowhere left to report them).
 pub fn stderr(args: std::fmt::Arguments<'_>) {
     let _ = std::io::stderr().lock().write_fmt(args);
+}
+
+/// `--color`: whether goldgate's output has ANSI colours.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum ColorChoice {
+    /// Colours on a terminal, unless `NO_COLOR` is set; `CLICOLOR_FORCE` forces them.
+    #[default]
+    Auto,
+    Always,
+    Never,
+}
+
+/// The `--color` given on the command line (set once by `main`).
+static COLOR: AtomicU8 = AtomicU8::new(ColorChoice::Auto as u8);
+
+/// Records `--color` for [`color`].
+pub fn set_color(choice: ColorChoice) {
+    COLOR.store(choice as u8, Ordering::Relaxed);
+}
+
+/// Which stream a colour decision is for.
+#[derive(Clone, Copy, Debug)]
+pub enum Stream {
+    Stdout,
+    Stderr,
+}
+
+/// Whether to colour what goes to `stream`: `--color`, then the environment, then a terminal.
+pub fn color(stream: Stream) -> bool {
+    let choice = match COLOR.load(Ordering::Relaxed) {
+        x if x == ColorChoice::Always as u8 => ColorChoice::Always,
+        x if x == ColorChoice::Never as u8 => ColorChoice::Never,
+        _ => ColorChoice::Auto,
+    };
+    let tty = match stream {
+        Stream::Stdout => std::io::stdout().is_terminal(),
+        Stream::Stderr => std::io::stderr().is_terminal(),
+    };
+    decide(choice, tty, &|name| std::env::var_os(name))
+}
+
+/// The decision, as anstream makes it: `always`/`never` win; under `auto` a non-empty
+/// `NO_COLOR` (no-color.org) turns colour off, then `CLICOLOR_FORCE` other than `0` turns it
+/// on (bixense.com/clicolors), then `CLICOLOR=0` off, else a terminal decides.
+pub fn decide(
+    choice: ColorChoice,
+    tty: bool,
+    env: &dyn Fn(&str) -> Option<std::ffi::OsString>,
+) -> bool {
+    let set = |name: &str| env(name).filter(|v| !v.is_empty());
+    match choice {
+        ColorChoice::Always => true,
+        ColorChoice::Never => false,
+        ColorChoice::Auto if set("NO_COLOR").is_some() => false,
+        ColorChoice::Auto if set("CLICOLOR_FORCE").is_some_and(|v| v != OsStr::new("0")) => true,
+        ColorChoice::Auto if set("CLICOLOR").is_some_and(|v| v == OsStr::new("0")) => false,
+        ColorChoice::Auto => tty,
+    }
+}
+
+/// Sets how errors are drawn: miette's report with colour as [`color`] decides for stderr, and
+/// no line wrapping, so a `path:line:col` stays whole for terminals and editors to follow.
+pub fn install_error_report() {
+    let color = color(Stream::Stderr);
+    // Fails only when a hook is already set; then that one stays.
+    let _ = miette::set_hook(Box::new(move |_| {
+        Box::new(
+            miette::MietteHandlerOpts::new()
+                .color(color)
+                .wrap_lines(false)
+                .break_words(false)
+                .build(),
+        )
+    }));
 }
 
 /// `print!` that never panics.
@@ -54,3 +129,37 @@ macro_rules! errln {
 }
 
 pub(crate) use {err, errln, out, outln};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with(vars: &[(&str, &str)]) -> impl Fn(&str) -> Option<std::ffi::OsString> {
+        let vars: Vec<(String, String)> = vars
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        move |name| vars.iter().find(|(k, _)| k == name).map(|(_, v)| v.into())
+    }
+
+    #[test]
+    fn colour_follows_the_flag_then_no_color_then_clicolor_then_the_terminal() {
+        use ColorChoice::{Always, Auto, Never};
+        let none = with(&[]);
+        assert!(decide(Auto, true, &none));
+        assert!(!decide(Auto, false, &none));
+        assert!(decide(Always, false, &with(&[("NO_COLOR", "1")])));
+        assert!(!decide(Never, true, &with(&[("CLICOLOR_FORCE", "1")])));
+        assert!(!decide(Auto, true, &with(&[("NO_COLOR", "1")])));
+        // An empty NO_COLOR is unset (no-color.org).
+        assert!(decide(Auto, true, &with(&[("NO_COLOR", "")])));
+        assert!(decide(Auto, false, &with(&[("CLICOLOR_FORCE", "1")])));
+        assert!(!decide(Auto, false, &with(&[("CLICOLOR_FORCE", "0")])));
+        assert!(!decide(
+            Auto,
+            false,
+            &with(&[("CLICOLOR_FORCE", "1"), ("NO_COLOR", "1")])
+        ));
+        assert!(!decide(Auto, true, &with(&[("CLICOLOR", "0")])));
+    }
+}

@@ -53,6 +53,7 @@ pub struct Args {
 pub fn run(args: Args) -> Result<Exit, AppError> {
     // Before any child exists: a Ctrl-C must never orphan a job's process group.
     let stop = launch::install_signal_handlers()?;
+    args.gate.check()?;
     let mut opts = args.exec.options(&args.out)?;
     launch::check_settle(opts.settle)?;
     // Loaded once: the gate after a long run uses the rules the run was planned with.

@@ -1,6 +1,7 @@
 //! Stage "report": the terminal table of a comparison — one row per metric (one per job when a
 //! job has nothing to compare), the explanation of every non-passing metric below it, and the
-//! verdict counts. Colour only when the caller asks (the command decides from TTY + `NO_COLOR`).
+//! verdict counts. Colour only when the caller asks (`cmd::output::color` decides: `--color`, `NO_COLOR`,
+//! `CLICOLOR_FORCE`, a terminal).
 
 use tabled::settings::object::Cell;
 use tabled::settings::{Color, Style as TableStyle};
@@ -13,16 +14,6 @@ use crate::report::units;
 pub struct Style {
     /// Colour verdicts with ANSI escapes.
     pub color: bool,
-}
-
-impl Style {
-    /// Colour when stdout is a terminal and `NO_COLOR` is unset or empty (no-color.org).
-    /// The command passes `std::io::stdout().is_terminal()` and `std::env::var_os("NO_COLOR")`.
-    pub fn detect(stdout_is_tty: bool, no_color: Option<&std::ffi::OsStr>) -> Style {
-        Style {
-            color: stdout_is_tty && no_color.is_none_or(|v| v.is_empty()),
-        }
-    }
 }
 
 const HEADER: [&str; 8] = [
@@ -189,15 +180,6 @@ mod tests {
         let c = crate::compare::Comparison::new("dev_cpu".into(), vec![], vec![]);
         assert_eq!(counts_line(&c), "0 jobs on dev_cpu");
         assert!(render(&c, Style::default()).ends_with("0 jobs on dev_cpu\n"));
-    }
-
-    #[test]
-    fn colour_follows_tty_and_no_color() {
-        use std::ffi::OsStr;
-        assert!(Style::detect(true, None).color);
-        assert!(Style::detect(true, Some(OsStr::new(""))).color);
-        assert!(!Style::detect(true, Some(OsStr::new("1"))).color);
-        assert!(!Style::detect(false, None).color);
     }
 
     #[test]
