@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use goldgate::metrics::{Attempt, Outcome, RunRecord, StepValues, VariantRecord};
+use goldgate::metrics::{Attempt, CheckpointRecord, Outcome, RunRecord, StepValues, VariantRecord};
 
 mod common;
 
@@ -433,6 +433,76 @@ fn calibrate_without_a_config_starts_from_the_shipped_one() {
     );
     assert_eq!(code(&out), 2, "no golden yet: {}", text(&out));
     assert!(text(&out).contains("missing-golden"), "{}", text(&out));
+}
+
+/// Issue 14 item 2: an async save the next one overlapped is flagged by the gate (detail of
+/// `checkpoint-async-latency`, warning) in the terminal, markdown and JSON.
+#[test]
+fn overlapped_async_saves_are_flagged_by_the_gate() {
+    let with_latency = |repeat, overlapped: &[u64]| {
+        let mut r = record(repeat, 1.0);
+        r.checkpoints = [5u64, 10, 15, 20]
+            .iter()
+            .map(|&iteration| CheckpointRecord {
+                iteration,
+                asynchronous: true,
+                async_latency_seconds: Some(2.0),
+                overlapped_by_next: overlapped.contains(&iteration),
+                started_before_previous_finished: overlapped.contains(&(iteration - 5)),
+                ..CheckpointRecord::default()
+            })
+            .collect();
+        let kept = r.checkpoints.iter().filter(|c| !c.overlapped_by_next);
+        r.metrics.insert(
+            "checkpoint-async-latency".into(),
+            series(kept.map(|c| (c.iteration, 2.0))),
+        );
+        r.overlapping_saves = overlapped.len() as u64;
+        r
+    };
+    let dir = tempfile::tempdir().unwrap();
+    write_records(
+        &dir.path().join("golden-run"),
+        &[with_latency(1, &[]), with_latency(2, &[])],
+    );
+    let out = goldgate(&["bless", "--from", "golden-run"], dir.path());
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    write_records(
+        &dir.path().join("results/run1"),
+        &[with_latency(1, &[5, 10]), with_latency(2, &[])],
+    );
+    let out = goldgate(
+        &[
+            "compare",
+            "--results",
+            "results",
+            "--root",
+            "no-cases",
+            "--markdown",
+            "c.md",
+            "--json",
+            "c.json",
+        ],
+        dir.path(),
+    );
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    let note =
+        "async saves overlapped by the next save, latency left out (iterations): repeat 1: 5, 10";
+    assert!(text(&out).contains(note), "{}", text(&out));
+    let md = std::fs::read_to_string(dir.path().join("c.md")).unwrap();
+    assert!(md.contains(note), "{md}");
+    let json = std::fs::read_to_string(dir.path().join("c.json")).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let latency = v["jobs"][0]["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["metric"] == "checkpoint-async-latency")
+        .unwrap();
+    assert!(
+        latency["detail"].as_str().unwrap().contains(note),
+        "{latency}"
+    );
 }
 
 /// A blessed setup whose golden checkpoint times are halved: the comparison regresses.

@@ -37,6 +37,8 @@ fn record(v: VariantRecord, repeat: u32, save_s: f64, shm_gib: u64) -> RunRecord
             blocking_max_seconds: Some(if i == 0 { 2.0 } else { save_s }),
             asynchronous: shm_gib > 0,
             async_latency_seconds: (shm_gib > 0).then_some(1.5),
+            started_before_previous_finished: false,
+            overlapped_by_next: false,
             ..CheckpointRecord::default()
         })
         .collect();
@@ -56,6 +58,7 @@ fn record(v: VariantRecord, repeat: u32, save_s: f64, shm_gib: u64) -> RunRecord
         wall_seconds: 10.0,
         metrics,
         checkpoints,
+        overlapping_saves: 0,
         memory: MemoryRecord {
             gpu: None,
             host_peak_pss_bytes: Some(3 * GIB),

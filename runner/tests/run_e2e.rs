@@ -60,15 +60,21 @@ fn demo_matrix_records_checkpoint_timing_and_host_memory_per_variant() {
         .unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let rs = records(out.path());
-    assert_eq!(rs.len(), 3);
+    assert_eq!(rs.len(), 4);
     let by = |name: &str| rs.iter().find(|r| r.variant.name == name).unwrap();
     // `sync` is the axis's default, so that job is the plain run, `default`.
-    let (sync, asyn, shm) = (
+    let (sync, asyn, mcore, shm) = (
         by("default"),
-        by("checkpoint=async"),
+        by("checkpoint=async_nvrx"),
+        by("checkpoint=async_mcore"),
         by("checkpoint=async_shm"),
     );
-    for r in [sync, asyn, shm] {
+    for (r, strategy) in [(asyn, "nvrx"), (mcore, "mcore"), (shm, "nvrx")] {
+        let argv = &r.argv[0];
+        let at = argv.iter().position(|w| w == "--async-strategy").unwrap();
+        assert_eq!(argv[at + 1], strategy, "{}", r.job_id);
+    }
+    for r in [sync, asyn, mcore, shm] {
         assert_eq!(r.outcome, Outcome::Passed, "{}", r.job_id);
         assert_eq!(r.checkpoints.len(), 3, "{}", r.job_id);
         assert!(r.memory.gpu.is_none() || r.fingerprint.gpu_model.is_some());
@@ -81,6 +87,7 @@ fn demo_matrix_records_checkpoint_timing_and_host_memory_per_variant() {
         assert!(r.argv[0].iter().any(|w| w == "--save-interval"));
     }
     assert!(asyn.metrics.contains_key("checkpoint-async-latency"));
+    assert!(mcore.metrics.contains_key("checkpoint-async-latency"));
     assert!(!sync.metrics.contains_key("checkpoint-async-latency"));
     let median_blocking = |r: &RunRecord| {
         let mut v: Vec<f64> = r.metrics["checkpoint-blocking-time"]

@@ -14,7 +14,7 @@ use super::judge_two_sample;
 use super::platform;
 use super::rules::RuleSet;
 use super::verdict::{Comparison, JobComparison, Verdict};
-use crate::metric_names::GOLDGATE_METRICS;
+use crate::metric_names::{CHECKPOINT_ASYNC_LATENCY, GOLDGATE_METRICS};
 use crate::metrics::RunRecord;
 
 /// Where to look and how to judge.
@@ -269,6 +269,7 @@ pub fn judge_against(
             path.display()
         ));
     }
+    flag_overlapping_saves(&mut job, group, warnings);
     set_verdict(&mut job, warnings);
     Ok(job)
 }
@@ -291,6 +292,45 @@ fn set_verdict(job: &mut JobComparison, warnings: &mut Vec<String>) {
             job.case, job.variant, m.metric, m.detail
         ));
     }
+}
+
+/// Says which async saves overlapped the next save (their latency was left out of
+/// `checkpoint-async-latency` when the record was built): in the metric's detail, which the
+/// tables and the PR comment show, and as a warning.
+fn flag_overlapping_saves(
+    job: &mut JobComparison,
+    group: &[(PathBuf, RunRecord)],
+    warnings: &mut Vec<String>,
+) {
+    let per_repeat: Vec<String> = group
+        .iter()
+        .filter_map(|(_, r)| {
+            let its: Vec<String> = (r.checkpoints.iter())
+                .filter(|c| c.overlapped_by_next)
+                .map(|c| c.iteration.to_string())
+                .collect();
+            (!its.is_empty()).then(|| format!("repeat {}: {}", r.repeat, its.join(", ")))
+        })
+        .collect();
+    if per_repeat.is_empty() {
+        return;
+    }
+    let note = format!(
+        "async saves overlapped by the next save, latency left out (iterations): {}",
+        per_repeat.join("; ")
+    );
+    if let Some(m) = (job.metrics.iter_mut()).find(|m| m.metric == CHECKPOINT_ASYNC_LATENCY) {
+        m.detail = if m.detail.is_empty() {
+            note.clone()
+        } else {
+            format!("{}; {note}", m.detail)
+        };
+    }
+    warnings.push(format!(
+        "{} ({}): {note}: a save started before the previous one finished (Megatron: \"Starting a \
+         checkpoint save before previous has finished\"); space the saves further apart",
+        job.case, job.variant
+    ));
 }
 
 /// Reads a golden file for comparison; any problem names the file (exit 2).

@@ -425,7 +425,7 @@ mod tests {
         let config = Config::builtin().unwrap();
         for (axis, values) in [
             ("allocator", "default, expandable, gc80"),
-            ("checkpoint", "sync, async, async_shm"),
+            ("checkpoint", "sync, async_nvrx, async_mcore, async_shm"),
             ("empty_cache", "level0, level2"),
             ("data", "real, mock"),
             ("fused", "default, none"),

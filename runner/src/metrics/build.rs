@@ -43,6 +43,8 @@ pub fn checkpoints(summary: &LogSummary) -> Vec<CheckpointRecord> {
             saving_to_saved_seconds: c.wall_s,
             asynchronous: c.is_async,
             async_latency_seconds: c.async_latency_s,
+            started_before_previous_finished: c.started_before_previous_finished,
+            overlapped_by_next: c.overlapped_by_next,
             memory_before_bytes: c.memory_before.map(|m| (m.allocated * MB) as u64),
             memory_after_bytes: c.memory_after.map(|m| (m.allocated * MB) as u64),
         })
@@ -77,7 +79,9 @@ pub fn metrics(
     if let Some(v) = per_save(|c| c.blocking_max_seconds) {
         out.insert(CHECKPOINT_BLOCKING.into(), v);
     }
-    if let Some(v) = per_save(|c| c.async_latency_seconds) {
+    // An async save the next save overlapped ends when that save finalizes it: its latency
+    // measures the schedule, so it is left out of the metric (and flagged in the record).
+    if let Some(v) = per_save(|c| c.async_latency_seconds.filter(|_| !c.overlapped_by_next)) {
         out.insert(CHECKPOINT_ASYNC_LATENCY.into(), v);
     }
     let last = summary.last_step.unwrap_or(0);
@@ -178,6 +182,12 @@ pub fn record(job: &Job, result: JobResult) -> RunRecord {
         .iter()
         .filter_map(|n| n.observer_cpu_seconds)
         .collect();
+    let mut warnings: Vec<String> = observed
+        .nodes
+        .into_iter()
+        .flat_map(|n| n.warnings)
+        .collect();
+    warnings.extend(overlap_warning(&checkpoints));
     RunRecord {
         schema_version: SCHEMA_VERSION,
         run_id: result.run_id,
@@ -200,15 +210,12 @@ pub fn record(job: &Job, result: JobResult) -> RunRecord {
         fingerprint,
         nondeterministic: nondeterministic(job),
         metrics,
+        overlapping_saves: observed.summary.overlapping_saves,
         checkpoints,
         memory,
         probe: result.probe.and_then(|p| serde_json::to_value(p).ok()),
         observer_cpu_seconds: (!cpu.is_empty()).then(|| cpu.iter().sum()),
-        warnings: observed
-            .nodes
-            .into_iter()
-            .flat_map(|n| n.warnings)
-            .collect(),
+        warnings,
         warmup: job.warmup,
         resumed: observed.resumed.as_ref().map(|r| resumed_run(job, r)),
     }
@@ -239,6 +246,33 @@ fn resumed_run(job: &Job, summary: &LogSummary) -> ResumedRun {
         first_step: summary.first_step,
         metrics,
     }
+}
+
+/// One line when saves overlapped (the run's terminal shows it under the job).
+fn overlap_warning(saves: &[CheckpointRecord]) -> Option<String> {
+    let its = |f: fn(&CheckpointRecord) -> bool| -> Vec<String> {
+        saves
+            .iter()
+            .filter(|c| f(c))
+            .map(|c| c.iteration.to_string())
+            .collect()
+    };
+    let started = its(|c| c.started_before_previous_finished);
+    let overlapped = its(|c| c.overlapped_by_next);
+    (!started.is_empty()).then(|| {
+        format!(
+            "{} save(s) started before the previous one finished (iterations {}): the async \
+             latency of the saves at {} is left out of checkpoint-async-latency; space the saves \
+             further apart",
+            started.len(),
+            started.join(", "),
+            if overlapped.is_empty() {
+                "none".to_owned()
+            } else {
+                overlapped.join(", ")
+            }
+        )
+    })
 }
 
 /// The argv of each run, with secrets taken from the caller's environment redacted.
@@ -299,10 +333,51 @@ mod tests {
     }
 
     #[test]
+    fn real_h200_overlapping_async_saves_are_flagged_and_their_latency_left_out() {
+        // Saves at 5, 10, 15 about 1 s apart while a write takes ~2 s: Megatron warned twice.
+        let s = fixture("async_overlap.log");
+        assert_eq!(s.overlapping_saves, 2);
+        let saves = checkpoints(&s);
+        let flags: Vec<_> = saves
+            .iter()
+            .map(|c| {
+                (
+                    c.iteration,
+                    c.started_before_previous_finished,
+                    c.overlapped_by_next,
+                )
+            })
+            .collect();
+        assert_eq!(
+            flags,
+            [(5, false, true), (10, true, true), (15, true, false)]
+        );
+        assert!(saves.iter().all(|c| c.async_latency_seconds.is_some()));
+        let m = metrics(&s, &saves, Peaks::default(), None);
+        let latency = &m[CHECKPOINT_ASYNC_LATENCY].0;
+        assert_eq!(latency.keys().copied().collect::<Vec<_>>(), [15]);
+        // The blocking time stays: the training loop really was blocked that long.
+        assert_eq!(m[CHECKPOINT_BLOCKING].0.len(), 3);
+        assert_eq!(
+            overlap_warning(&saves).as_deref(),
+            Some(
+                "2 save(s) started before the previous one finished (iterations 10, 15): the \
+                 async latency of the saves at 5, 10 is left out of checkpoint-async-latency; \
+                 space the saves further apart"
+            )
+        );
+    }
+
+    #[test]
     fn real_h200_async_log_gives_latency_from_timestamps() {
         let s = fixture("async_mcore.log");
         let saves = checkpoints(&s);
         assert!(saves.iter().all(|c| c.asynchronous));
+        assert!(
+            saves
+                .iter()
+                .all(|c| !c.overlapped_by_next && !c.started_before_previous_finished)
+        );
         let peaks = Peaks {
             gpu_above_baseline: Some(7),
             host_pss: Some(5),

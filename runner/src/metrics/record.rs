@@ -209,6 +209,16 @@ pub struct CheckpointRecord {
     pub asynchronous: bool,
     /// Async saves: scheduled → successfully saved (s).
     pub async_latency_seconds: Option<f64>,
+    /// The save started before the previous async save finished (Megatron: `Starting a
+    /// checkpoint save before previous has finished`): its blocking time includes waiting for
+    /// that write. Absent (false) in version 1 records.
+    #[serde(default)]
+    pub started_before_previous_finished: bool,
+    /// The next save started while this async save was being written: its latency ends when
+    /// the next save finalized it (the schedule, not the write), so `checkpoint-async-latency`
+    /// leaves it out.
+    #[serde(default)]
+    pub overlapped_by_next: bool,
     /// Allocated bytes reported before the save (rank 0).
     pub memory_before_bytes: Option<u64>,
     /// Allocated bytes reported after the save (rank 0).
@@ -344,6 +354,10 @@ pub struct RunRecord {
     pub metrics: BTreeMap<String, StepValues>,
     /// Checkpoint saves, in order.
     pub checkpoints: Vec<CheckpointRecord>,
+    /// Megatron's `Starting a checkpoint save before previous has finished` warnings (the saves
+    /// concerned are flagged in `checkpoints`). Absent (0) in version 1 records.
+    #[serde(default)]
+    pub overlapping_saves: u64,
     /// Memory peaks and timeline.
     pub memory: MemoryRecord,
     /// Per-rank probe data (allocator statistics), when the probe ran.
@@ -411,6 +425,7 @@ impl RunRecord {
             nondeterministic: false,
             metrics: BTreeMap::new(),
             checkpoints: Vec::new(),
+            overlapping_saves: 0,
             memory: MemoryRecord::default(),
             probe: None,
             observer_cpu_seconds: None,

@@ -294,15 +294,19 @@ mod tests {
             names(&all),
             [
                 "allocator=gc80",
-                "allocator=gc80,checkpoint=async",
+                "allocator=gc80,checkpoint=async_nvrx",
+                "allocator=gc80,checkpoint=async_mcore",
                 "allocator=gc80,checkpoint=async_shm"
             ]
         );
-        let allowed = BTreeMap::from([("checkpoint".to_owned(), vec!["async".to_owned()])]);
+        let allowed = BTreeMap::from([("checkpoint".to_owned(), vec!["async_nvrx".to_owned()])]);
         let some = expand(&config, &request, "c", &allowed).unwrap();
-        // `async` is the only value this case allows, so it is the case's default.
+        // `async_nvrx` is the only value this case allows, so it is the case's default.
         assert_eq!(names(&some), ["allocator=gc80"]);
-        assert_eq!(applied_values(&config, &some[0], &allowed)[1].name, "async");
+        assert_eq!(
+            applied_values(&config, &some[0], &allowed)[1].name,
+            "async_nvrx"
+        );
     }
 
     #[test]
@@ -357,20 +361,20 @@ mod tests {
         assert_eq!(explicit, plain);
         let both = expand(
             &config,
-            &request(&["allocator=default", "checkpoint=async"]),
+            &request(&["allocator=default", "checkpoint=async_nvrx"]),
             "c",
             &none,
         );
-        assert_eq!(names(&both.unwrap()), ["checkpoint=async"]);
+        assert_eq!(names(&both.unwrap()), ["checkpoint=async_nvrx"]);
         // An opt-in axis the case does not name takes no value, so choosing its first is a change;
         // a case that allows only some values defaults to the first of those.
         let opt_in = expand(&config, &request(&["empty_cache=level0"]), "c", &none).unwrap();
         assert_eq!(names(&opt_in), ["empty_cache=level0"]);
         let allowed = BTreeMap::from([(
             "checkpoint".to_owned(),
-            vec!["async".to_owned(), "sync".to_owned()],
+            vec!["async_nvrx".to_owned(), "sync".to_owned()],
         )]);
-        let first = expand(&config, &request(&["checkpoint=async"]), "c", &allowed).unwrap();
+        let first = expand(&config, &request(&["checkpoint=async_nvrx"]), "c", &allowed).unwrap();
         assert_eq!(names(&first), ["default"]);
         let other = expand(&config, &request(&["checkpoint=sync"]), "c", &allowed).unwrap();
         assert_eq!(names(&other), ["checkpoint=sync"]);
@@ -380,11 +384,11 @@ mod tests {
     fn a_fixed_value_the_case_excludes_is_an_error() {
         let config = config();
         let request = VariantRequest::parse(&config, &["checkpoint=sync".into()], &[]).unwrap();
-        let allowed = BTreeMap::from([("checkpoint".to_owned(), vec!["async".to_owned()])]);
+        let allowed = BTreeMap::from([("checkpoint".to_owned(), vec!["async_nvrx".to_owned()])]);
         let err = expand(&config, &request, "gpt/x", &allowed).unwrap_err();
         assert_eq!(
             err.to_string(),
-            "case gpt/x does not allow `checkpoint=sync` (its GOLDGATE.variants allow: async)"
+            "case gpt/x does not allow `checkpoint=sync` (its GOLDGATE.variants allow: async_nvrx)"
         );
     }
 
@@ -409,7 +413,7 @@ mod tests {
         let err = check_case_variants(&config, "x.yaml", &bad).unwrap_err();
         assert_eq!(
             err.to_string(),
-            "x.yaml: GOLDGATE.variants: unknown value `fast` for axis `checkpoint` (valid: sync, async, async_shm)"
+            "x.yaml: GOLDGATE.variants: unknown value `fast` for axis `checkpoint` (valid: sync, async_nvrx, async_mcore, async_shm)"
         );
     }
 }

@@ -129,6 +129,9 @@ pub(crate) fn record(v: VariantRecord, repeat: u32, shape: Shape, jitter: f64) -
                 saving_to_saved_seconds: Some(blocking * 1.01),
                 asynchronous: shape.async_latency_s.is_some(),
                 async_latency_seconds: shape.async_latency_s.map(|l| l * j),
+                // The first async save is still being written when the second starts.
+                started_before_previous_finished: shape.async_latency_s.is_some() && i == 1,
+                overlapped_by_next: shape.async_latency_s.is_some() && i == 0,
                 memory_before_bytes: Some((40.0 * GIB) as u64),
                 memory_after_bytes: Some((40.0 * GIB) as u64),
             }
@@ -147,6 +150,7 @@ pub(crate) fn record(v: VariantRecord, repeat: u32, shape: Shape, jitter: f64) -
         },
         metrics,
         checkpoints,
+        overlapping_saves: 0,
         memory: memory(shape, j),
         ..RunRecord::passed(CASE, v, repeat, "dev_h200")
     }

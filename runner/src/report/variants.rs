@@ -103,6 +103,11 @@ const FIXED: &[(&str, Unit, Extract)] = &[
         Unit::Seconds,
         async_latency,
     ),
+    (
+        "async saves overlapped by the next (latency left out)",
+        Unit::Count,
+        overlapped_saves,
+    ),
     ("GPU peak memory", Unit::Bytes, gpu_peak),
     ("host peak PSS", Unit::Bytes, host_peak),
     ("host peak RSS (summed)", Unit::Bytes, host_rss),
@@ -326,13 +331,27 @@ fn blocking_first(r: &RunRecord, _: Option<&Window>) -> Option<f64> {
     r.checkpoints.first().and_then(save_blocking)
 }
 
+/// Saves the next save overlapped are left out: their latency measures the schedule.
 fn async_latency(r: &RunRecord, _: Option<&Window>) -> Option<f64> {
     let v: Vec<f64> = r
         .checkpoints
         .iter()
+        .filter(|c| !c.overlapped_by_next)
         .filter_map(|c| c.async_latency_seconds)
         .collect();
     median(&v)
+}
+
+/// Async saves that were still being written when the next save started; none for a job
+/// without async saves.
+fn overlapped_saves(r: &RunRecord, _: Option<&Window>) -> Option<f64> {
+    let saves = r.checkpoints.iter().filter(|c| c.asynchronous);
+    let (mut any, mut overlapped) = (false, 0u32);
+    for c in saves {
+        any = true;
+        overlapped += u32::from(c.overlapped_by_next);
+    }
+    any.then_some(f64::from(overlapped))
 }
 
 fn gpu_peak(r: &RunRecord, _: Option<&Window>) -> Option<f64> {

@@ -16,7 +16,7 @@
 # The priority is the order: if the budget runs out, the jobs run so far are still balanced.
 #
 # Environment: GG_CASE (default gpt/h200-ckpt-power), GG_PLATFORM (h200), GG_ASYNC_VARIANT
-# (checkpoint=async), BUDGET_S, JOB_TIMEOUT_S (240), WORK (/tmp/power). Wheels under .whl/ are
+# (checkpoint=async_nvrx), BUDGET_S, JOB_TIMEOUT_S (240), WORK (/tmp/power). Wheels under .whl/ are
 # installed into /tmp/site first (as the other device calls do). Rehearsal with fake-trainer:
 #   OUT=/tmp/out GG_CASE=demo/ckpt-power GG_PLATFORM=dev_cpu GG_SETTLED=sync \
 #     bash .../power.sh target/release/goldgate
@@ -27,7 +27,7 @@ PART=${2:-sync}
 : "${OUT:?set OUT to the folder the results go to}"
 CASE=${GG_CASE:-gpt/h200-ckpt-power}
 PLATFORM=${GG_PLATFORM:-h200}
-ASYNC=${GG_ASYNC_VARIANT:-checkpoint=async}
+ASYNC=${GG_ASYNC_VARIANT:-checkpoint=async_nvrx}
 BUDGET=${BUDGET_S:-540}
 JOB_TIMEOUT=${JOB_TIMEOUT_S:-240}
 W=${WORK:-/tmp/power}

@@ -78,6 +78,16 @@ pub struct CheckpointSave {
     pub wall_s: Option<f64>,
     /// `scheduled` → `successfully saved`, seconds (async saves in timestamped logs only).
     pub async_latency_s: Option<f64>,
+    /// This save started before the previous async save finished: Megatron warned `Starting a
+    /// checkpoint save before previous has finished` before its `saving` line, or the previous
+    /// save's `successfully saved` line had not come yet. Its blocking time includes waiting
+    /// for the previous write.
+    #[serde(default)]
+    pub started_before_previous_finished: bool,
+    /// This async save was still being written when the next save started: its latency ends
+    /// when the next save finalized it, so it measures the save schedule, not the write.
+    #[serde(default)]
+    pub overlapped_by_next: bool,
     /// From `(before/after save_checkpoint for iteration N)`, max over ranks, MB.
     pub memory_before: Option<MemoryMb>,
     pub memory_after: Option<MemoryMb>,
@@ -121,6 +131,8 @@ pub struct SummaryBuilder {
     /// Iteration → index of its latest save in `summary.checkpoints` (a long run saves
     /// thousands of times; searching the list for every save line would be quadratic).
     latest_save: HashMap<u64, usize>,
+    /// An overlap warning was seen and no save has started since: it is about the next one.
+    pending_overlap: bool,
 }
 
 impl SummaryBuilder {
@@ -146,10 +158,12 @@ impl SummaryBuilder {
                 dir,
                 format,
             } => {
+                let overlap = self.overlap_before(*iteration);
                 let c = self.save_for(*iteration, |c| c.dir.is_none() && !c.completed);
                 c.dir = Some(dir.to_string());
                 c.format = format.as_ref().map(|f| f.to_string());
                 c.saving_at = time;
+                c.started_before_previous_finished |= overlap;
             }
             LogEvent::CheckpointScheduled { iteration } => {
                 let c = self.save_for(*iteration, |c| !c.is_async && !c.completed);
@@ -161,7 +175,10 @@ impl SummaryBuilder {
                 c.completed = true;
                 c.saved_at = time;
             }
-            LogEvent::OverlappingSave => self.summary.overlapping_saves += 1,
+            LogEvent::OverlappingSave => {
+                self.summary.overlapping_saves += 1;
+                self.pending_overlap = true;
+            }
             LogEvent::TrainingDone { datetime } => {
                 self.summary.training_done = Some(datetime.to_string())
             }
@@ -203,6 +220,22 @@ impl SummaryBuilder {
             })
             .collect();
         s
+    }
+
+    /// Whether the save of `iteration` about to start overlaps the previous save (Megatron's
+    /// warning came before it, or the previous async save has not completed); marks the
+    /// previous save when it does.
+    fn overlap_before(&mut self, iteration: u64) -> bool {
+        let warned = std::mem::take(&mut self.pending_overlap);
+        let saves = &mut self.summary.checkpoints;
+        let Some(prev) = saves.iter_mut().rev().find(|c| c.iteration != iteration) else {
+            return warned;
+        };
+        let unfinished = prev.is_async && !prev.completed;
+        if prev.is_async && (warned || unfinished) {
+            prev.overlapped_by_next = true;
+        }
+        warned || unfinished
     }
 
     /// The latest save of `iteration` if `fits` it, else a new one.
