@@ -316,8 +316,8 @@ fn plan_table_snapshot() {
 fn planned_cases(tree: &Tree, args: &[&str]) -> Vec<String> {
     let out = tree.goldgate(&[&["plan", "--format", "json"], args].concat());
     assert!(out.status.success(), "{}", tree.text(&out.stderr));
-    let jobs: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let mut cases: Vec<String> = jobs
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mut cases: Vec<String> = doc["jobs"]
         .as_array()
         .unwrap()
         .iter()
@@ -389,8 +389,9 @@ fn plan_json_lists_argv_per_run() {
     assert!(out.status.success(), "{}", tree.text(&out.stderr));
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(!text.contains("sekrit-value"));
-    let jobs: serde_json::Value = serde_json::from_str(&text).unwrap();
-    let job = &jobs[0];
+    let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(doc["schema_version"], 1);
+    let job = &doc["jobs"][0];
     assert_eq!(job["id"], "demo/tricky@default#1");
     assert_eq!(job["env"]["HF_TOKEN"], "<redacted>");
     let argv: Vec<String> = serde_json::from_value(job["runs"][0]["argv"].clone()).unwrap();
