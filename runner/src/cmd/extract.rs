@@ -22,7 +22,7 @@ pub struct Args {
 
 /// One parsed log, as printed.
 #[derive(Debug, serde::Serialize)]
-pub struct Extracted {
+pub(crate) struct Extracted {
     /// The path as given on the command line.
     pub log: String,
     /// What the parser kept.
@@ -48,7 +48,7 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
 }
 
 /// The summaries as a pretty JSON array, one object per log.
-pub fn render_json(logs: &[Extracted]) -> Result<String, AppError> {
+pub(crate) fn render_json(logs: &[Extracted]) -> Result<String, AppError> {
     let mut s = serde_json::to_string_pretty(logs)
         .map_err(|source| super::error::CmdError::Encode { source })?;
     s.push('\n');
@@ -57,7 +57,7 @@ pub fn render_json(logs: &[Extracted]) -> Result<String, AppError> {
 
 /// A block per log: steps, final losses, median iteration time, memory peaks, checkpoint
 /// saves (blocking time, async latency) and failures.
-pub fn render_table(logs: &[Extracted]) -> String {
+pub(crate) fn render_table(logs: &[Extracted]) -> String {
     let mut s = String::new();
     for (i, e) in logs.iter().enumerate() {
         if i > 0 {

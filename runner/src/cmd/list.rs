@@ -125,7 +125,7 @@ fn broken_row(c: &CaseRef, goldens: Vec<GoldenRef>, e: &CaseError) -> Row {
 }
 
 /// The table people read: one line per case.
-pub fn render_table(rows: &[Row]) -> String {
+pub(crate) fn render_table(rows: &[Row]) -> String {
     let mut b = tabled::builder::Builder::default();
     b.push_record(["case", "type", "launcher", "metrics", "golden files"]);
     for r in rows {
@@ -177,7 +177,7 @@ fn golden_label(g: &GoldenRef) -> String {
 }
 
 /// The JSON array scripts read: one object per case, each with `name`.
-pub fn render_json(rows: &[Row]) -> String {
+pub(crate) fn render_json(rows: &[Row]) -> String {
     serde_json::to_string_pretty(rows)
         .unwrap_or_else(|e| format!("{{\"error\": {:?}}}", e.to_string()))
 }
