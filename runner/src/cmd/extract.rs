@@ -22,7 +22,7 @@ pub struct Args {
 
 /// One parsed log, as printed.
 #[derive(Debug, serde::Serialize)]
-pub(crate) struct Extracted {
+pub struct Extracted {
     /// The path as given on the command line.
     pub log: String,
     /// What the parser kept.
@@ -47,9 +47,23 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
     Ok(Exit::Pass)
 }
 
-/// The summaries as a pretty JSON array, one object per log.
-pub(crate) fn render_json(logs: &[Extracted]) -> Result<String, AppError> {
-    let mut s = serde_json::to_string_pretty(logs)
+/// Version of `extract --format json`'s layout; raised when a field changes meaning or goes
+/// away.
+pub const EXTRACT_SCHEMA_VERSION: u32 = 1;
+
+/// The summaries as pretty JSON: `schema_version` and `logs`, one `{"log", "summary"}` object
+/// per log.
+pub fn render_json(logs: &[Extracted]) -> Result<String, AppError> {
+    #[derive(serde::Serialize)]
+    struct Doc<'a> {
+        schema_version: u32,
+        logs: &'a [Extracted],
+    }
+    let doc = Doc {
+        schema_version: EXTRACT_SCHEMA_VERSION,
+        logs,
+    };
+    let mut s = serde_json::to_string_pretty(&doc)
         .map_err(|source| super::error::CmdError::Encode { source })?;
     s.push('\n');
     Ok(s)
@@ -57,7 +71,7 @@ pub(crate) fn render_json(logs: &[Extracted]) -> Result<String, AppError> {
 
 /// A block per log: steps, final losses, median iteration time, memory peaks, checkpoint
 /// saves (blocking time, async latency) and failures.
-pub(crate) fn render_table(logs: &[Extracted]) -> String {
+pub fn render_table(logs: &[Extracted]) -> String {
     let mut s = String::new();
     for (i, e) in logs.iter().enumerate() {
         if i > 0 {
