@@ -39,7 +39,7 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
 
 /// The longest duration goldgate takes (`--timeout`, `--grace`, `--sample-interval`, a case's
 /// or platform's timeout): one year.
-pub const MAX_DURATION: Duration = Duration::from_secs(365 * 86_400);
+const MAX_DURATION: Duration = Duration::from_secs(365 * 86_400);
 
 /// serde for an optional duration as a number of seconds (`timeout_seconds`-style fields of the
 /// plan's JSON), `null` when absent.

@@ -177,7 +177,9 @@ fn list_json_names_every_corpus_case() {
     };
     let out = goldgate(&cases, &["list", "--root", ".", "--format", "json"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    let rows: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["schema_version"], 1);
+    let rows = doc["cases"].as_array().unwrap();
     assert_eq!(rows.len(), 333);
     assert!(
         rows.iter()
@@ -242,8 +244,8 @@ fn list_finds_goldens_beside_the_config_and_under_the_golden_root() {
     ];
     let out = goldgate(FIXTURES, &args);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    let rows: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
-    let files: Vec<_> = rows[0]["goldens"]
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let files: Vec<_> = doc["cases"][0]["goldens"]
         .as_array()
         .unwrap()
         .iter()

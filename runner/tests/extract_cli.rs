@@ -63,7 +63,9 @@ fn table_and_json_for_every_fixture() {
         assert_eq!(code, 0, "{name}");
         insta::assert_snapshot!(format!("json_{stem}"), json);
         let parsed: serde_json::Value = serde_json::from_str(&json).unwrap();
-        let back: LogSummary = serde_json::from_value(parsed[0]["summary"].clone()).unwrap();
+        assert_eq!(parsed["schema_version"], 1, "{name}");
+        let back: LogSummary =
+            serde_json::from_value(parsed["logs"][0]["summary"].clone()).unwrap();
         assert_eq!(back, summary(name), "{name}: json round trip");
     }
 }

@@ -69,8 +69,10 @@ fn plan(corpus: &Path, dir: &Path, names: &[String], extra: &[&str]) -> Vec<Valu
         .envs(caller_env())
         .output()
         .unwrap();
-    serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("plan JSON: {e}\n{}", String::from_utf8_lossy(&out.stderr)))
+    let doc: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("plan JSON: {e}\n{}", String::from_utf8_lossy(&out.stderr)));
+    assert_eq!(doc["schema_version"], 1);
+    doc["jobs"].as_array().unwrap().clone()
 }
 
 /// The emulation's runs for `jobs`: `(job id, run) → argv` or the reason it skipped one.

@@ -316,8 +316,8 @@ fn plan_table_snapshot() {
 fn planned_cases(tree: &Tree, args: &[&str]) -> Vec<String> {
     let out = tree.goldgate(&[&["plan", "--format", "json"], args].concat());
     assert!(out.status.success(), "{}", tree.text(&out.stderr));
-    let jobs: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let mut cases: Vec<String> = jobs
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mut cases: Vec<String> = doc["jobs"]
         .as_array()
         .unwrap()
         .iter()
@@ -389,8 +389,9 @@ fn plan_json_lists_argv_per_run() {
     assert!(out.status.success(), "{}", tree.text(&out.stderr));
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(!text.contains("sekrit-value"));
-    let jobs: serde_json::Value = serde_json::from_str(&text).unwrap();
-    let job = &jobs[0];
+    let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(doc["schema_version"], 1);
+    let job = &doc["jobs"][0];
     assert_eq!(job["id"], "demo/tricky@default#1");
     assert_eq!(job["env"]["HF_TOKEN"], "<redacted>");
     let argv: Vec<String> = serde_json::from_value(job["runs"][0]["argv"].clone()).unwrap();
@@ -857,6 +858,40 @@ fn nemotron_super_plans_sixteen_gb200_nodes_on_slurm() {
     }
     assert!(text.contains("scontrol show hostnames \"$SLURM_JOB_NODELIST\""));
     assert!(text.contains("\nsrun --ntasks-per-node=1 --kill-on-bad-exit=1 bash "));
+}
+
+#[test]
+fn list_scope_shows_the_recipe_rows_that_run_scope_plans() {
+    let Some(root) = corpus::test_cases() else {
+        return;
+    };
+    let root = root.display().to_string();
+    let json = |args: &[&str]| -> serde_json::Value {
+        let out = cli::goldgate()
+            .args(args)
+            .args(["--root", &root, "--scope", "mr", "--platform", "dgx_h100"])
+            .args(["--format", "json"])
+            .env("MEGATRON_LM_DIR", "/opt/megatron-lm")
+            .env("DATA_PATH", "/data")
+            .output()
+            .unwrap();
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let listed = json(&["list"]);
+    let rows = listed.as_array().unwrap();
+    assert!(rows.len() > 100, "{}", rows.len());
+    for row in rows {
+        assert_eq!(row["scope"], "mr", "{row}");
+        assert_eq!(row["platform"], "dgx_h100", "{row}");
+    }
+    // Every job `plan --scope` makes is one listed row (the rows it skips run by other means).
+    let planned = json(&["plan"]);
+    let jobs = planned["jobs"].as_array().unwrap();
+    assert!(!jobs.is_empty() && jobs.len() <= rows.len());
+    for job in jobs {
+        let recipe = job["recipe"]["name"].as_str().unwrap();
+        assert!(rows.iter().any(|r| r["name"] == recipe), "{recipe}");
+    }
 }
 
 #[test]

@@ -220,7 +220,7 @@ pub fn environment_name(text: &str) -> Result<String, String> {
 }
 
 /// The most retries `--retries` takes: a job retried more often than this is broken, not flaky.
-pub const MAX_RETRIES: u32 = 100;
+const MAX_RETRIES: u32 = 100;
 
 #[cfg(test)]
 mod tests {

@@ -318,7 +318,7 @@ fn check_golden(path: &Path) -> Vec<Problem> {
 
 /// Turns every problem in a file that `check.ignore` lists into a note naming the reason, and
 /// warns about entries that match no file (a fixed upstream file leaves a stale entry behind).
-pub fn apply_ignores(
+fn apply_ignores(
     report: &mut CheckReport,
     roots: &[&Path],
     config: &Path,

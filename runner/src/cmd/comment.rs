@@ -121,7 +121,7 @@ fn read_saved(paths: &[PathBuf]) -> Result<Comparison, CompareError> {
 }
 
 /// The comment for a comparison: the markdown report framed for GitHub.
-pub fn comment_body(key: &str, comparison: &Comparison, run_url: Option<&str>) -> String {
+fn comment_body(key: &str, comparison: &Comparison, run_url: Option<&str>) -> String {
     github::compose(key, &report::markdown::render(comparison), run_url)
 }
 

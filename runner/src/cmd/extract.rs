@@ -60,9 +60,23 @@ pub fn no_steps_warning(summary: &LogSummary) -> Option<String> {
     })
 }
 
-/// The summaries as a pretty JSON array, one object per log.
+/// Version of `extract --format json`'s layout; raised when a field changes meaning or goes
+/// away.
+pub const EXTRACT_SCHEMA_VERSION: u32 = 1;
+
+/// The summaries as pretty JSON: `schema_version` and `logs`, one `{"log", "summary"}` object
+/// per log.
 pub fn render_json(logs: &[Extracted]) -> Result<String, AppError> {
-    let mut s = serde_json::to_string_pretty(logs)
+    #[derive(serde::Serialize)]
+    struct Doc<'a> {
+        schema_version: u32,
+        logs: &'a [Extracted],
+    }
+    let doc = Doc {
+        schema_version: EXTRACT_SCHEMA_VERSION,
+        logs,
+    };
+    let mut s = serde_json::to_string_pretty(&doc)
         .map_err(|source| super::error::CmdError::Encode { source })?;
     s.push('\n');
     Ok(s)

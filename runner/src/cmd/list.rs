@@ -24,6 +24,14 @@ pub struct Args {
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
+    /// With `--scope` or `--cadence`: list Megatron's recipe rows (workloads) instead of cases.
+    #[command(flatten)]
+    pub recipes: super::select::RecipeArgs,
+    /// With `--scope` or `--cadence`: only the rows of this platform (`dgx_h100` ...).
+    #[arg(long, value_parser = super::args::platform_name)]
+    pub platform: Option<String>,
+    #[command(flatten)]
+    pub config: super::args::ConfigFile,
 }
 
 /// How `list` prints.
@@ -59,6 +67,12 @@ pub struct Row {
 
 /// Runs the command.
 pub fn run(args: Args) -> Result<Exit, AppError> {
+    if args.recipes.scope.is_some() || args.recipes.cadence.is_some() {
+        let config = args.config.load()?;
+        let json = matches!(args.format, Format::Json);
+        let platform = args.platform.as_deref();
+        return super::list_recipes::run(&args.recipes, platform, &args.root.path, &config, json);
+    }
     let filter = match &args.filter {
         Some(re) => Some(
             regex::Regex::new(re).map_err(|source| super::error::CmdError::BadFilter { source })?,
@@ -176,9 +190,13 @@ fn golden_label(g: &GoldenRef) -> String {
     }
 }
 
-/// The JSON array scripts read: one object per case, each with `name`.
+/// Version of `list --format json`'s layout; raised when a field changes meaning or goes away.
+pub const LIST_SCHEMA_VERSION: u32 = 1;
+
+/// The JSON scripts read: `schema_version` and `cases`, one object per case, each with `name`.
 pub fn render_json(rows: &[Row]) -> String {
-    serde_json::to_string_pretty(rows)
+    let doc = serde_json::json!({"schema_version": LIST_SCHEMA_VERSION, "cases": rows});
+    serde_json::to_string_pretty(&doc)
         .unwrap_or_else(|e| format!("{{\"error\": {:?}}}", e.to_string()))
 }
 

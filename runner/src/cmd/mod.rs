@@ -9,6 +9,7 @@ pub mod compare;
 pub mod error;
 pub mod extract;
 pub mod list;
+pub mod list_recipes;
 pub mod output;
 pub mod plan;
 pub mod power;

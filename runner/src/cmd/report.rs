@@ -38,7 +38,7 @@ fn write(path: &Path, text: &str) -> Result<(), ReportError> {
 /// Writes `<dir>/<case slug>__<variant slug>__<repeat>.svg` for every record (atomically) and
 /// returns the paths in record order. `goldgate run`/`compare` call this to fill
 /// `JobComparison::svg`.
-pub fn write_svgs(dir: &Path, records: &[&RunRecord]) -> Result<Vec<PathBuf>, ReportError> {
+fn write_svgs(dir: &Path, records: &[&RunRecord]) -> Result<Vec<PathBuf>, ReportError> {
     std::fs::create_dir_all(dir).map_err(|source| ReportError::Write {
         path: dir.to_path_buf(),
         source,

@@ -99,7 +99,7 @@ pub struct RecipeArgs {
 }
 
 /// The recipe folder to use, if any.
-pub fn recipe_dir(args: &RecipeArgs, root: &Path, config: &Config) -> Option<PathBuf> {
+fn recipe_dir(args: &RecipeArgs, root: &Path, config: &Config) -> Option<PathBuf> {
     if let Some(dir) = args.recipes.clone().or_else(|| config.recipes.clone()) {
         return Some(dir);
     }

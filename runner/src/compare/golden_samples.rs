@@ -31,7 +31,7 @@ use crate::golden::{GoldenError, GoldenFile, round5};
 pub const SAMPLES_KEY: &str = "goldgate-samples";
 
 /// Metric → one series per blessed job, in job order.
-pub type JobSeries = BTreeMap<String, Vec<Series>>;
+type JobSeries = BTreeMap<String, Vec<Series>>;
 
 /// The per-job samples of a golden file, with the ids of the jobs they came from.
 #[derive(Clone, Debug, Default, PartialEq)]

@@ -88,7 +88,7 @@ pub fn noise(rule: &Rule, metric: &str, records: &[&RunRecord]) -> Option<Noise>
 
 /// Standard deviation of the logarithms (positive values), else of the values relative to
 /// their mean; `None` for fewer than two.
-pub fn log_sd(values: &[f64]) -> Option<f64> {
+fn log_sd(values: &[f64]) -> Option<f64> {
     if values.len() < 2 {
         return None;
     }
@@ -207,7 +207,7 @@ fn covariates(kept: &[(&RunRecord, Vec<f64>)], values: &[f64]) -> Vec<(&'static 
 
 /// Spearman's rank correlation (ties share their mean rank); `None` for fewer than four pairs
 /// or a constant side.
-pub fn spearman(pairs: &[(f64, f64)]) -> Option<f64> {
+fn spearman(pairs: &[(f64, f64)]) -> Option<f64> {
     if pairs.len() < 4 {
         return None;
     }

@@ -10,7 +10,7 @@ use crate::metrics::Fingerprint;
 
 /// Platform-name fragment (lower case) → fragment of the NVML GPU model name.
 /// Legacy Megatron cluster names (`dgxa100_dracooci`, `dgxh100_dgxc`) match by fragment too.
-pub const PLATFORM_GPUS: &[(&str, &str)] = &[
+const PLATFORM_GPUS: &[(&str, &str)] = &[
     ("gb200", "GB200"),
     ("h200", "H200"),
     ("h100", "H100"),

@@ -28,10 +28,10 @@ use super::verdict::{Unit, Verdict};
 use crate::metrics::RunRecord;
 
 /// Comparisons judged per rule and repeat count at most.
-pub const MAX_SPLITS: usize = 500;
+const MAX_SPLITS: usize = 500;
 /// Required detection rate and largest false-alarm rate for "detected".
 pub const POWER: f64 = 0.95;
-pub const FALSE_ALARMS: f64 = 0.01;
+const FALSE_ALARMS: f64 = 0.01;
 /// Planted changes tried when searching for the smallest detected one.
 const GRID: [f64; 16] = [
     0.01, 0.02, 0.03, 0.05, 0.075, 0.10, 0.15, 0.20, 0.30, 0.40, 0.50, 0.75, 1.0, 1.5, 2.0, 3.0,

@@ -18,7 +18,7 @@ use crate::metrics::RunRecord;
 const DEFAULT_CHECKS: [&str; 2] = ["lm loss", "num-zeros"];
 
 /// The name of a metric's resumed-half row: `lm loss (resumed)`.
-pub fn resumed_name(metric: &str) -> String {
+fn resumed_name(metric: &str) -> String {
     format!("{metric} (resumed)")
 }
 

@@ -41,9 +41,6 @@ impl RunSelection {
 /// `(results.json path, record)` pairs, as `load_results` gives them.
 pub type Records = Vec<(PathBuf, RunRecord)>;
 
-/// `(run.json path, index)` pairs, as `load_indexes` gives them.
-pub type Indexes = Vec<(PathBuf, RunIndex)>;
-
 /// Loads a results folder — every `results.json` and every run's `run.json` — and keeps the
 /// selected runs. A selected run whose `run.json` lists a job without an outcome or without
 /// its `results.json` is an error (exit 3): goldgate was killed or the disk filled up, and an

@@ -46,7 +46,7 @@ pub fn compose(key: &str, report: &str, run_url: Option<&str>) -> String {
 }
 
 /// [`compose`] with an explicit limit (tests use small ones).
-pub fn compose_within(key: &str, report: &str, run_url: Option<&str>, limit: usize) -> String {
+fn compose_within(key: &str, report: &str, run_url: Option<&str>, limit: usize) -> String {
     let head = format!("{}\n", marker(key));
     let tail = match run_url.filter(|u| is_plain_url(u)) {
         Some(url) => format!("\n<sub>[Workflow run]({url}) · posted by `goldgate comment`</sub>\n"),

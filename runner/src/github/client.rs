@@ -17,7 +17,7 @@ use super::error::GithubError;
 use super::retry::{Outcome, RetryPolicy, classify, has_next_page};
 
 /// Comments per page when listing (GitHub's maximum).
-pub const PER_PAGE: usize = 100;
+const PER_PAGE: usize = 100;
 /// A pull request with more comments than this many pages is not searched further.
 const MAX_PAGES: u32 = 1000;
 /// Headers kept from an answer: the retry rules and pagination need these.

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use super::error::GithubError;
 
 /// GitHub's API base when `GITHUB_API_URL` is not set.
-pub const DEFAULT_API_URL: &str = "https://api.github.com";
+const DEFAULT_API_URL: &str = "https://api.github.com";
 
 /// A GitHub token. It has no `Display` and its `Debug` hides the value, so it cannot end up
 /// in output by accident.
@@ -129,7 +129,7 @@ pub fn pr_number(
 /// Reads the pull request number out of a GitHub Actions event payload:
 /// `pull_request.number`, else `issue.number` (issue_comment on a PR), else
 /// `workflow_run.pull_requests[0].number`.
-pub fn pr_from_event_file(path: &Path) -> Result<u64, GithubError> {
+fn pr_from_event_file(path: &Path) -> Result<u64, GithubError> {
     // GitHub's event payloads are at most a few MiB.
     let text = crate::fsio::read_text(path, 64 << 20).map_err(|source| GithubError::EventRead {
         path: path.to_path_buf(),

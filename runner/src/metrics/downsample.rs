@@ -11,7 +11,7 @@
 use std::collections::BTreeMap;
 
 /// Steps kept without thinning at the start of a series.
-pub const DENSE_STEPS: u64 = 2_000;
+const DENSE_STEPS: u64 = 2_000;
 /// Most values a thinned series keeps (the first and last step may add one each).
 pub const MAX_POINTS: usize = 25_000;
 

@@ -20,7 +20,7 @@ pub use crate::observe::node::NodeIo;
 pub const SCHEMA_VERSION: u32 = 2;
 
 /// Versions this goldgate reads: version 1 records read with the fields added since absent.
-pub const READABLE_SCHEMA_VERSIONS: [u32; 2] = [1, 2];
+const READABLE_SCHEMA_VERSIONS: [u32; 2] = [1, 2];
 
 /// Per-step values of one metric. NaN is written as the string `"nan"` (JSON has no NaN),
 /// as Megatron's golden files do.
@@ -462,7 +462,7 @@ impl RunRecord {
 }
 
 /// `<case>/<variant slug>/<repeat>`: where a job's files live under the run folder.
-pub fn job_rel_dir(case: &str, variant_slug: &str, repeat: u32) -> PathBuf {
+fn job_rel_dir(case: &str, variant_slug: &str, repeat: u32) -> PathBuf {
     Path::new(case).join(variant_slug).join(repeat.to_string())
 }
 

@@ -25,7 +25,7 @@ pub use job::{
 pub use megatron::{NCCL_DEFAULTS, is_nemo};
 pub use program::resolve_program;
 pub use ranks::{Layout, Size};
-pub use render::{PORT_PLACEHOLDER, render_plan_json, render_plan_text};
+pub use render::{PLAN_SCHEMA_VERSION, PORT_PLACEHOLDER, render_plan_json, render_plan_text};
 pub use repro::{REPRO_DEFAULT_PORT, render_repro};
 pub use shell::shell_quote;
 pub use slurm::{

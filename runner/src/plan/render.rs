@@ -136,7 +136,12 @@ fn write_list(s: &mut String, label: &str, items: &[String]) {
     }
 }
 
-/// The jobs as a JSON array (one object per job; argv with `${MASTER_PORT}` for the port).
+/// Version of `plan --format json`'s layout (`{"schema_version", "jobs": [...]}`); raised when
+/// a field changes meaning or goes away.
+pub const PLAN_SCHEMA_VERSION: u32 = 1;
+
+/// The jobs as JSON: `schema_version` and `jobs`, one object per job (argv with
+/// `${MASTER_PORT}` for the port).
 pub fn render_plan_json(jobs: &[Job]) -> String {
     let items: Vec<serde_json::Value> = jobs
         .iter()
@@ -191,7 +196,8 @@ pub fn render_plan_json(jobs: &[Job]) -> String {
             })
         })
         .collect();
-    let mut text = serde_json::to_string_pretty(&items).unwrap_or_else(|_| "[]".to_owned());
+    let doc = json!({"schema_version": PLAN_SCHEMA_VERSION, "jobs": items});
+    let mut text = serde_json::to_string_pretty(&doc).unwrap_or_else(|_| "{}".to_owned());
     text.push('\n');
     text
 }

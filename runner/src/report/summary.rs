@@ -60,7 +60,7 @@ fn outcome(r: &RunRecord) -> String {
 
 /// The per-job table. `svg_dir` is the link prefix of the timelines (relative to the markdown
 /// file), `None` when no SVGs were written.
-pub fn jobs_markdown(records: &[&RunRecord], svg_dir: Option<&str>) -> String {
+fn jobs_markdown(records: &[&RunRecord], svg_dir: Option<&str>) -> String {
     let mut out = String::from(
         "## Jobs\n\n| case | variant | repeat | outcome | wall | GPU peak | host peak PSS | /dev/shm peak | checkpoint saves (blocking) | timeline |\n\
          |---|---|---|---|---|---|---|---|---|---|\n",

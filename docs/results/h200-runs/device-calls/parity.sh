@@ -38,10 +38,8 @@ OUT=$(mkdir -p "$2" && realpath "$2")
 CORPUS=${PARITY_CORPUS:-.device/corpus}
 ROOT=$CORPUS/tests/functional_tests/test_cases
 WORK=${PARITY_WORK:-/tmp/parity}
-CASES=(
-  gpt/gpt3_mcore_tp1_pp1_dist_optimizer_overlap_grad_reduce_param_gather
-  gpt/gpt3_mcore_tp1_pp1_resume_torch_dist_dist_optimizer_overlap_grad_reduce_param_gather
-)
+# PARITY_CASES (space-separated) picks cases; default both.
+read -r -a CASES <<< "${PARITY_CASES:-gpt/gpt3_mcore_tp1_pp1_dist_optimizer_overlap_grad_reduce_param_gather gpt/gpt3_mcore_tp1_pp1_resume_torch_dist_dist_optimizer_overlap_grad_reduce_param_gather}"
 COMMON=(--config goldgate.yaml --root "$ROOT" --platform h200 --variant data=mock --variant fused=none)
 # Per job (a ckpt-resume job is both its runs); a second job starts only if this much is left.
 JOB_TIMEOUT=${PARITY_JOB_TIMEOUT:-240s}

@@ -48,10 +48,14 @@ job() {
   log "$name $* -> exit $rc in ${took} s"
   grep -E "^(ok|FAIL|warning|error)" "$W/console-$name.log" | head -5 | tee -a "$LOG"
 }
-job sync
-job async_nvrx --variant checkpoint=async_nvrx
-job async_mcore --variant checkpoint=async_mcore
-job async_shm --variant checkpoint=async_shm
+# GG_JOBS picks and orders the jobs (default: all four); a later call with another WORK adds more.
+for name in ${GG_JOBS:-sync async_nvrx async_mcore async_shm}; do
+  case $name in
+    sync) job sync ;;
+    async_nvrx|async_mcore|async_shm) job "$name" --variant "checkpoint=$name" ;;
+    *) log "unknown job $name (sync, async_nvrx, async_mcore, async_shm)" ;;
+  esac
+done
 
 python3 - "$W" <<'PY' | tee "$O/truth-table.txt" | tee -a "$LOG"
 import glob, json, os, sys

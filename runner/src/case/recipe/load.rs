@@ -15,11 +15,11 @@ const MAX_RECIPE_BYTES: u64 = 4 << 20;
 
 /// `n_repeat` and `time_limit` (seconds) Megatron's `load_workloads` puts in every row unless
 /// its caller passes others: the recipe's own values never reach the job.
-pub const LAUNCHER_N_REPEAT: u32 = 1;
-pub const LAUNCHER_TIME_LIMIT: u64 = 1800;
+const LAUNCHER_N_REPEAT: u32 = 1;
+const LAUNCHER_TIME_LIMIT: u64 = 1800;
 
 /// `_run_training.sh`'s `GPUS_PER_NODE` when nothing sets it.
-pub const DEFAULT_GPUS_PER_NODE: u32 = 8;
+const DEFAULT_GPUS_PER_NODE: u32 = 8;
 
 /// Cadence a row gets when neither its product block nor its scope names one.
 pub const DEFAULT_CADENCE: [&str; 3] = ["pr", "nightly", "mergegroup"];

@@ -4,7 +4,7 @@
 use std::path::Path;
 
 /// The Python probe, embedded in the binary so an installed goldgate needs no data files.
-pub const SITECUSTOMIZE: &str = include_str!("sitecustomize.py");
+const SITECUSTOMIZE: &str = include_str!("sitecustomize.py");
 
 /// What `--probe` asked for.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
