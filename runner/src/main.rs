@@ -44,6 +44,10 @@ enum Command {
     Report(cmd::report::Args),
     /// Post or update the sticky PR comment.
     Comment(cmd::comment::Args),
+    /// One node's memory sampler inside a Slurm batch job (the batch script starts it on
+    /// every node before training; see README, "Running on a Slurm cluster").
+    #[command(hide = true)]
+    Sample(cmd::sample::Args),
     /// The demo's stand-in training job (`workloads/fake-trainer`), shipped inside goldgate so
     /// an installed goldgate runs the demo cases (`entry: [goldgate, fake-trainer]`).
     #[command(hide = true, disable_help_flag = true, disable_version_flag = true)]
@@ -71,6 +75,7 @@ fn main() -> ExitCode {
         Command::Power(a) => cmd::power::run(a),
         Command::Report(a) => cmd::report::run(a),
         Command::Comment(a) => cmd::comment::run(a),
+        Command::Sample(a) => cmd::sample::run(a),
         Command::FakeTrainer { args } => return fake_trainer::run(&args, &["fake-trainer"]),
     };
     match result {

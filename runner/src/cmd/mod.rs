@@ -16,4 +16,5 @@ pub mod power;
 pub mod report;
 pub mod repro;
 pub mod run;
+pub mod sample;
 pub mod select;
