@@ -56,6 +56,10 @@ enum Command {
     Completions(cmd::completions::CompletionsArgs),
     /// Print goldgate's man page in roff (`--out DIR`: one page per command).
     Man(cmd::completions::ManArgs),
+    /// One node's memory sampler inside a Slurm batch job (the batch script starts it on
+    /// every node before training; see README, "Running on a Slurm cluster").
+    #[command(hide = true)]
+    Sample(cmd::sample::Args),
     /// The demo's stand-in training job (`workloads/fake-trainer`), shipped inside goldgate so
     /// an installed goldgate runs the demo cases (`entry: [goldgate, fake-trainer]`).
     #[command(hide = true, disable_help_flag = true, disable_version_flag = true)]
@@ -85,6 +89,7 @@ fn main() -> ExitCode {
         Command::Comment(a) => cmd::comment::run(a),
         Command::Completions(a) => cmd::completions::completions(&a, Cli::command()),
         Command::Man(a) => cmd::completions::man(&a, Cli::command()),
+        Command::Sample(a) => cmd::sample::run(a),
         Command::FakeTrainer { args } => return fake_trainer::run(&args, &["fake-trainer"]),
     };
     match result {

@@ -861,6 +861,40 @@ fn nemotron_super_plans_sixteen_gb200_nodes_on_slurm() {
 }
 
 #[test]
+fn list_scope_shows_the_recipe_rows_that_run_scope_plans() {
+    let Some(root) = corpus::test_cases() else {
+        return;
+    };
+    let root = root.display().to_string();
+    let json = |args: &[&str]| -> serde_json::Value {
+        let out = cli::goldgate()
+            .args(args)
+            .args(["--root", &root, "--scope", "mr", "--platform", "dgx_h100"])
+            .args(["--format", "json"])
+            .env("MEGATRON_LM_DIR", "/opt/megatron-lm")
+            .env("DATA_PATH", "/data")
+            .output()
+            .unwrap();
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let listed = json(&["list"]);
+    let rows = listed.as_array().unwrap();
+    assert!(rows.len() > 100, "{}", rows.len());
+    for row in rows {
+        assert_eq!(row["scope"], "mr", "{row}");
+        assert_eq!(row["platform"], "dgx_h100", "{row}");
+    }
+    // Every job `plan --scope` makes is one listed row (the rows it skips run by other means).
+    let planned = json(&["plan"]);
+    let jobs = planned["jobs"].as_array().unwrap();
+    assert!(!jobs.is_empty() && jobs.len() <= rows.len());
+    for job in jobs {
+        let recipe = job["recipe"]["name"].as_str().unwrap();
+        assert!(rows.iter().any(|r| r["name"] == recipe), "{recipe}");
+    }
+}
+
+#[test]
 fn an_error_keeps_a_long_path_on_one_line() {
     let tree = Tree::new();
     let long = format!(

@@ -322,3 +322,39 @@ fn a_node_set_down_under_a_job_fails_it_and_the_retry_is_recorded() {
         }
     );
 }
+
+#[test]
+fn a_two_node_job_runs_one_task_per_node_and_samples_both() {
+    if !cluster() {
+        return;
+    }
+    let _n2 = N2.lock().unwrap_or_else(|e| e.into_inner());
+    let tree = Tree::new("twonode", &case(10, 50, "  --model-mb: 32\n"));
+    let out = tree
+        .run("both", &["--sample-interval", "20ms"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let r = &tree.records()[0];
+    assert_eq!(r.outcome, Outcome::Passed);
+    let hosts: Vec<&str> = r.nodes.iter().map(|n| n.host.as_str()).collect();
+    assert_eq!(hosts, ["n1", "n2"], "{:?}", r.warnings);
+    for node in &r.nodes {
+        // Each node's trainer holds a 32 MiB model: the node's own sampler saw it.
+        let rss = node.host_peak_rss_bytes.unwrap_or(0);
+        assert!(rss >= 32 << 20, "{}: {rss} bytes", node.host);
+        assert!(!node.timeline.t_seconds.is_empty());
+    }
+    let max = r.nodes.iter().filter_map(|n| n.host_peak_pss_bytes).max();
+    assert_eq!(r.last_value("host-peak-pss-bytes"), max.map(|b| b as f64));
+    let script = walk(tree.path())
+        .into_iter()
+        .find(|p| p.ends_with("slurm-job.attempt1.sh"))
+        .unwrap();
+    let script = std::fs::read_to_string(script).unwrap();
+    assert!(script.contains("#SBATCH --nodes=2\n"), "{script}");
+    assert!(
+        script.contains("srun --overlap --ntasks-per-node=1 "),
+        "{script}"
+    );
+}

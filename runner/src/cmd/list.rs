@@ -25,6 +25,14 @@ pub struct Args {
     /// its `name`, type, launcher and golden files).
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
+    /// With `--scope` or `--cadence`: list Megatron's recipe rows (workloads) instead of cases.
+    #[command(flatten)]
+    pub recipes: super::select::RecipeArgs,
+    /// With `--scope` or `--cadence`: only the rows of this platform (`dgx_h100` ...).
+    #[arg(long, value_parser = super::args::platform_name)]
+    pub platform: Option<String>,
+    #[command(flatten)]
+    pub config: super::args::ConfigFile,
 }
 
 /// How `list`, `plan` and `extract` print.
@@ -60,6 +68,12 @@ pub struct Row {
 
 /// Runs the command.
 pub fn run(args: Args) -> Result<Exit, AppError> {
+    if args.recipes.scope.is_some() || args.recipes.cadence.is_some() {
+        let config = args.config.load()?;
+        let json = matches!(args.format, Format::Json);
+        let platform = args.platform.as_deref();
+        return super::list_recipes::run(&args.recipes, platform, &args.root.path, &config, json);
+    }
     let filter = match &args.filter {
         Some(re) => Some(
             regex::Regex::new(re).map_err(|source| super::error::CmdError::BadFilter { source })?,

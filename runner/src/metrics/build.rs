@@ -158,6 +158,23 @@ fn node0_views(observed: &Observed) -> (MemoryRecord, Fingerprint) {
     (memory, node0.map(Sampled::fingerprint).unwrap_or_default())
 }
 
+/// Each node's peaks and timeline for a job of several nodes; nothing for one node (its
+/// figures are `memory`).
+fn node_memories(observed: &Observed) -> Vec<crate::metrics::NodeMemory> {
+    match observed.nodes.len() {
+        0 | 1 => Vec::new(),
+        _ => observed.nodes.iter().map(Sampled::node_memory).collect(),
+    }
+}
+
+fn variant_record(job: &Job) -> VariantRecord {
+    VariantRecord {
+        name: job.variant.name(),
+        slug: job.variant.slug(),
+        choices: job.variant.choices.iter().cloned().collect(),
+    }
+}
+
 /// The `results.json` record of `job`.
 pub fn record(job: &Job, result: JobResult) -> RunRecord {
     let ran = result.observed.is_some();
@@ -177,6 +194,7 @@ pub fn record(job: &Job, result: JobResult) -> RunRecord {
     fingerprint.host = result.host;
     fingerprint.goldgate_version = env!("CARGO_PKG_VERSION").to_string();
     fingerprint.workload_commit = result.workload_commit;
+    let nodes = node_memories(&observed);
     let cpu: Vec<f64> = observed
         .nodes
         .iter()
@@ -193,11 +211,7 @@ pub fn record(job: &Job, result: JobResult) -> RunRecord {
         run_id: result.run_id,
         job_id: job.id.clone(),
         case: job.case.clone(),
-        variant: VariantRecord {
-            name: job.variant.name(),
-            slug: job.variant.slug(),
-            choices: job.variant.choices.iter().cloned().collect(),
-        },
+        variant: variant_record(job),
         repeat: job.repeat,
         platform: job.platform.clone(),
         outcome: result.outcome,
@@ -218,6 +232,7 @@ pub fn record(job: &Job, result: JobResult) -> RunRecord {
         warnings,
         warmup: job.warmup,
         resumed: observed.resumed.as_ref().map(|r| resumed_run(job, r)),
+        nodes,
     }
 }
 

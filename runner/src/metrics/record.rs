@@ -17,10 +17,12 @@ pub use crate::observe::node::NodeIo;
 ///
 /// 2: the host figure is PSS (`memory.host_peak_pss_bytes`, metric `host-peak-pss-bytes`);
 /// RSS stays as `memory.host_peak_rss_bytes` (no longer a metric); `memory.mem_available`.
-pub const SCHEMA_VERSION: u32 = 2;
+/// 3: `nodes`, each node's peaks and timeline for a job of several nodes (the memory metrics
+/// are the max across nodes).
+pub const SCHEMA_VERSION: u32 = 3;
 
-/// Versions this goldgate reads: version 1 records read with the fields added since absent.
-const READABLE_SCHEMA_VERSIONS: [u32; 2] = [1, 2];
+/// Versions this goldgate reads: older records read with the fields added since absent.
+const READABLE_SCHEMA_VERSIONS: [u32; 3] = [1, 2, 3];
 
 /// Per-step values of one metric. NaN is written as the string `"nan"` (JSON has no NaN),
 /// as Megatron's golden files do.
@@ -376,6 +378,25 @@ pub struct RunRecord {
     /// values and the second run's resumed steps with the first run's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resumed: Option<ResumedRun>,
+    /// A job of several nodes (Slurm): each node's peaks and timeline, node 0 first. The
+    /// memory metrics are the max across them; `memory` is node 0's. Absent for one node and
+    /// in records before version 3.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub nodes: Vec<NodeMemory>,
+}
+
+/// One node's memory peaks and timeline (bytes).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct NodeMemory {
+    /// The node's name (Slurm's, `SLURMD_NODENAME`).
+    pub host: String,
+    /// GPU used memory above the baseline, the largest over the node's devices; null without
+    /// NVML.
+    pub gpu_peak_above_baseline_bytes: Option<u64>,
+    pub host_peak_pss_bytes: Option<u64>,
+    pub host_peak_rss_bytes: Option<u64>,
+    pub shm_peak_bytes: Option<u64>,
+    pub timeline: Timeline,
 }
 
 /// The second run of a resume test: its log metrics after the step it resumed from.
@@ -432,6 +453,7 @@ impl RunRecord {
             warnings: Vec::new(),
             warmup: false,
             resumed: None,
+            nodes: Vec::new(),
         }
     }
 

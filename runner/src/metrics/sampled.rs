@@ -3,7 +3,8 @@
 //! on a common time axis). Pure functions; the samplers themselves run in `run::local`.
 
 use super::record::{
-    Fingerprint, GpuDevicePeak, GpuMemory, MemAvailableRecord, MemoryRecord, NodeIo, Timeline,
+    Fingerprint, GpuDevicePeak, GpuMemory, MemAvailableRecord, MemoryRecord, NodeIo, NodeMemory,
+    Timeline,
 };
 use crate::observe::sample::{Point, SampleSummary};
 
@@ -54,6 +55,19 @@ impl Sampled {
             driver_version: gpu.environment.driver_version.clone(),
             cuda_version: gpu.environment.cuda_driver_version.clone(),
             ..Fingerprint::default()
+        }
+    }
+
+    /// The node's entry in `results.json`'s `nodes`.
+    pub fn node_memory(&self) -> NodeMemory {
+        let memory = self.memory_record();
+        NodeMemory {
+            host: self.host.clone(),
+            gpu_peak_above_baseline_bytes: self.gpu_peak_above_baseline(),
+            host_peak_pss_bytes: memory.host_peak_pss_bytes,
+            host_peak_rss_bytes: memory.host_peak_rss_bytes,
+            shm_peak_bytes: memory.shm_peak_bytes,
+            timeline: memory.timeline,
         }
     }
 

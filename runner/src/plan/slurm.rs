@@ -74,6 +74,9 @@ pub fn render_batch(job: &Job, spec: &BatchSpec<'_>) -> String {
         master_port: PORT_REF.to_owned(),
         log_dir: job.dirs.logs.display().to_string(),
     };
+    if let Some(sampler) = &spec.sampler {
+        s.push_str(&sampler_handshake(sampler));
+    }
     s.push_str(&render_node_body(job, spec.entry_program, &site));
     s.push_str("GOLDGATE_NODE\n");
     if let Some(sampler) = &spec.sampler {
@@ -155,6 +158,19 @@ fn sampler_start(sampler: &SamplerStep<'_>) -> String {
          sampler=$!\n",
         shell_quote(sampler.goldgate),
         sampler.interval.as_millis().max(1)
+    )
+}
+
+/// The node script's first lines under a sampler: name the task's process group (the
+/// sampler watches it) and wait, up to a minute, until the node's sampler took its baselines.
+fn sampler_handshake(sampler: &SamplerStep<'_>) -> String {
+    let dir = sampler.dir.display().to_string();
+    let pgid = shell_quote(&format!("{dir}/pgid."));
+    let ready = shell_quote(&format!("{dir}/ready."));
+    format!(
+        "# This node's sampler watches this task's process group, from before training on.\n\
+         echo \"$$\" > {pgid}\"$SLURM_NODEID\"\n\
+         for _ in $(seq 600); do [ -e {ready}\"$SLURM_NODEID\" ] && break; sleep 0.1; done\n"
     )
 }
 

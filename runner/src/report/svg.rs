@@ -73,8 +73,47 @@ fn segments(t: &[f64], v: &[Option<u64>], scale: f64) -> Segments {
     out
 }
 
-/// The series to draw: label, colour, segments. Series that are all zero or absent are
-/// dropped (no `/dev/shm` use is the common case without async saves).
+/// Colours of the nodes' lines in a chart of several nodes.
+const NODES: [RGBColor; 6] = [
+    GPU,
+    HOST,
+    SAVE,
+    SHM,
+    RGBColor(214, 39, 40),
+    RGBColor(140, 86, 75),
+];
+
+/// The series to draw: for one node its GPU, PSS, RSS and `/dev/shm` lines; for a job of
+/// several nodes one line per node (its GPU used memory, else its host PSS, else RSS).
+fn all_series(r: &RunRecord, scale: f64) -> Vec<(String, RGBColor, Segments)> {
+    if r.nodes.len() < 2 {
+        return series(&r.memory.timeline, scale)
+            .into_iter()
+            .map(|(label, color, segs)| (label.to_owned(), color, segs))
+            .collect();
+    }
+    r.nodes
+        .iter()
+        .enumerate()
+        .map(|(i, node)| {
+            let tl = &node.timeline;
+            let some = |v: &[u64]| v.iter().map(|b| Some(*b)).collect::<Vec<_>>();
+            let (what, values) = if tl.gpu_used_bytes.iter().any(Option::is_some) {
+                ("GPU used", tl.gpu_used_bytes.clone())
+            } else if !tl.host_pss_bytes.is_empty() {
+                ("host PSS", some(&tl.host_pss_bytes))
+            } else {
+                ("host RSS", some(&tl.host_rss_bytes))
+            };
+            let label = format!("{} {what}", node.host);
+            let segs = segments(&tl.t_seconds, &values, scale);
+            (label, NODES[i % NODES.len()], segs)
+        })
+        .collect()
+}
+
+/// The series of one node's timeline: label, colour, segments. Series that are all zero or
+/// absent are dropped (no `/dev/shm` use is the common case without async saves).
 fn series(tl: &Timeline, scale: f64) -> Vec<(&'static str, RGBColor, Segments)> {
     let all_some = |v: &[u64]| v.iter().map(|b| Some(*b)).collect::<Vec<_>>();
     let (pss, rss, shm) = (
@@ -124,24 +163,30 @@ struct Axes {
     y_max: f64,
 }
 
-fn axes(tl: &Timeline) -> Axes {
-    let max_bytes = tl
-        .gpu_used_bytes
+fn axes(r: &RunRecord) -> Axes {
+    let tl = &r.memory.timeline;
+    let timelines: Vec<&Timeline> = std::iter::once(tl)
+        .chain(r.nodes.iter().map(|n| &n.timeline))
+        .collect();
+    let max_bytes = timelines
         .iter()
-        .flatten()
-        .chain(&tl.host_rss_bytes)
-        .chain(&tl.host_pss_bytes)
-        .chain(&tl.shm_bytes)
+        .flat_map(|tl| {
+            tl.gpu_used_bytes
+                .iter()
+                .flatten()
+                .chain(&tl.host_rss_bytes)
+                .chain(&tl.host_pss_bytes)
+                .chain(&tl.shm_bytes)
+        })
         .copied()
         .max()
         .unwrap_or(0) as f64;
     let (unit_name, scale) = unit(max_bytes);
     // Non-finite or negative times (a corrupt results.json) are left out: an infinite axis
     // would never finish laying out its ticks.
-    let t_max = tl
-        .t_seconds
+    let t_max = timelines
         .iter()
-        .copied()
+        .flat_map(|tl| tl.t_seconds.iter().copied())
         .chain(tl.saves.iter().filter_map(|s| s.1))
         .filter(|t| t.is_finite())
         .fold(1.0_f64, f64::max);
@@ -160,7 +205,7 @@ fn draw(r: &RunRecord, buf: &mut String) -> Result<(), String> {
         scale,
         t_max,
         y_max,
-    } = axes(tl);
+    } = axes(r);
     let err = |e: &dyn std::fmt::Display| e.to_string();
 
     let root = SVGBackend::with_string(buf, (WIDTH, HEIGHT)).into_drawing_area();
@@ -187,11 +232,11 @@ fn draw(r: &RunRecord, buf: &mut String) -> Result<(), String> {
         .draw()
         .map_err(|e| err(&e))?;
 
-    let mut legend = Vec::new();
+    let mut legend: Vec<(String, Option<RGBColor>)> = Vec::new();
     if draw_saves(&mut chart, tl, t_max, y_max)? {
-        legend.push(("checkpoint save", None));
+        legend.push(("checkpoint save".to_owned(), None));
     }
-    for (label, color, segs) in series(tl, scale) {
+    for (label, color, segs) in all_series(r, scale) {
         for seg in segs {
             chart
                 .draw_series(LineSeries::new(seg, color.stroke_width(2)))
@@ -216,7 +261,7 @@ fn draw(r: &RunRecord, buf: &mut String) -> Result<(), String> {
 /// colour), a shaded box for checkpoint saves (`None`).
 fn draw_legend<DB: DrawingBackend>(
     area: &DrawingArea<DB, plotters::coord::Shift>,
-    entries: &[(&str, Option<RGBColor>)],
+    entries: &[(String, Option<RGBColor>)],
 ) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
     for (i, (label, color)) in entries.iter().enumerate() {
         let y = 24 + 26 * i as i32;
@@ -227,11 +272,7 @@ fn draw_legend<DB: DrawingBackend>(
                 SAVE.mix(0.4).filled(),
             ))?,
         }
-        area.draw(&Text::new(
-            label.to_string(),
-            (40, y - 8),
-            ("sans-serif", 16),
-        ))?;
+        area.draw(&Text::new(label.clone(), (40, y - 8), ("sans-serif", 16)))?;
     }
     Ok(())
 }
@@ -302,6 +343,37 @@ mod tests {
     fn labels_axes_legend_and_saves() {
         let svg = render(&async_record()).unwrap();
         insta::assert_snapshot!(texts(&svg).join("\n"));
+    }
+
+    #[test]
+    fn a_job_of_several_nodes_draws_one_line_per_node() {
+        let mut r = async_record();
+        let node = |host: &str, factor: u64| crate::metrics::NodeMemory {
+            host: host.to_owned(),
+            timeline: Timeline {
+                gpu_used_bytes: vec![None; r.memory.timeline.t_seconds.len()],
+                host_pss_bytes: r
+                    .memory
+                    .timeline
+                    .host_rss_bytes
+                    .iter()
+                    .map(|b| b * factor)
+                    .collect(),
+                ..r.memory.timeline.clone()
+            },
+            ..crate::metrics::NodeMemory::default()
+        };
+        r.nodes = vec![node("n1", 1), node("n2", 2)];
+        let svg = render(&r).unwrap();
+        let texts = texts(&svg);
+        assert!(texts.contains(&"n1 host PSS".to_owned()), "{texts:?}");
+        assert!(texts.contains(&"n2 host PSS".to_owned()), "{texts:?}");
+        assert!(
+            !texts.contains(&"host RSS (summed)".to_owned()),
+            "{texts:?}"
+        );
+        let lines = svg.matches("<polyline").count();
+        assert!(lines >= 2, "{svg}");
     }
 
     #[test]

@@ -19,7 +19,7 @@ use nvml_wrapper_sys::bindings::nvmlMemory_t;
 use super::timeline::{Point, Series, SeriesSummary};
 
 /// Driver facts for the environment fingerprint.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct GpuEnvironment {
     pub driver_version: Option<String>,
     /// e.g. `12.8`.
@@ -30,7 +30,7 @@ pub struct GpuEnvironment {
 }
 
 /// One of the job's GPUs.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct DeviceSummary {
     /// NVML index (PCI bus order).
     pub index: u32,
@@ -44,7 +44,7 @@ pub struct DeviceSummary {
 }
 
 /// The highest memory one process of the job used on one device.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ProcessPeak {
     pub pid: u32,
     pub peak_bytes: u64,
@@ -52,7 +52,7 @@ pub struct ProcessPeak {
 }
 
 /// What the NVML sampler recorded.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct GpuSummary {
     pub environment: GpuEnvironment,
     pub devices: Vec<DeviceSummary>,

@@ -30,7 +30,7 @@ const REFRESH_EVERY: Duration = Duration::from_millis(100);
 const SCAN_EVERY: Duration = Duration::from_secs(1);
 
 /// The host side of one job.
-#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct HostSummary {
     /// PSS summed over the job's process tree (a shared page counts once in all): the host
     /// figure goldgate gates.
@@ -50,7 +50,7 @@ pub struct HostSummary {
 }
 
 /// `MemAvailable` before the job and its lowest value while the job ran.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct MemAvailableSummary {
     pub baseline_bytes: u64,
     pub min_bytes: u64,

@@ -57,7 +57,7 @@ impl Default for SamplerConfig {
 
 /// Everything the samplers recorded for one job. Times are milliseconds since the sampler
 /// started, which is just before the job was spawned.
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct SampleSummary {
     pub interval_ms: f64,
     pub duration_ms: u64,

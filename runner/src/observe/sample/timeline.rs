@@ -2,14 +2,14 @@
 //! timeline that keeps every bucket's minimum and maximum, so no peak is ever smoothed away.
 
 /// One sample: milliseconds since the sampler started, bytes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Point {
     pub t_ms: u64,
     pub bytes: u64,
 }
 
 /// What one memory series recorded.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct SeriesSummary {
     /// The value before the job started (0 for the job's own RSS).
     pub baseline_bytes: u64,

@@ -5,3 +5,4 @@ mod sampling;
 mod scripts;
 
 pub use executor::LocalExecutor;
+pub(crate) use sampling::own_cpu_seconds;

@@ -79,7 +79,7 @@ impl Running {
 
 /// utime + stime of this process (all threads) from `/proc/self/stat`, in seconds.
 /// `/proc` reports these in USER_HZ, which Linux fixes at 100 for user space.
-fn own_cpu_seconds() -> Option<f64> {
+pub(crate) fn own_cpu_seconds() -> Option<f64> {
     let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
     // Field 2 (comm) may hold spaces; the fields after its closing parenthesis are fixed.
     let rest = &stat[stat.rfind(')')? + 2..];

@@ -11,12 +11,15 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use super::command::{SlurmError, scancel, show_job};
+use super::node::read_nodes;
 use super::queue::{Queue, Seen};
 use super::state::{Cancelled, Phase, exit_code, field, outcome, phase};
 use super::tail::Tail;
 use crate::config::{Config, SlurmConfig};
 use crate::metrics::Observed;
-use crate::plan::{BatchSpec, EXIT_MARKER, Job, Launcher, batch_time_limit, render_batch};
+use crate::plan::{
+    BatchSpec, EXIT_MARKER, Job, Launcher, SamplerStep, batch_time_limit, render_batch,
+};
 use crate::run::event::ExecEvent;
 use crate::run::executor::{AttemptContext, AttemptOutput, Executor};
 use crate::run::options::RunOptions;
@@ -24,6 +27,10 @@ use crate::run::watch::LogWatch;
 
 /// How often a running attempt reads its log and checks its stop flag.
 const TICK: Duration = Duration::from_millis(200);
+
+/// How long goldgate waits for the nodes' sample files once the job left the queue (they
+/// are written as the samplers stop, on a filesystem that may show them late).
+const NODE_FILE_WAIT: Duration = Duration::from_secs(10);
 
 /// How long goldgate waits, after its own cancel, for a job to leave the queue.
 const LEAVE_WAIT: Duration = Duration::from_secs(300);
@@ -34,6 +41,9 @@ pub struct SlurmExecutor {
     platforms: BTreeMap<String, SlurmConfig>,
     timeout: Option<Duration>,
     grace: Duration,
+    sample_interval: Duration,
+    /// goldgate's own executable, which every node runs as its sampler (`goldgate sample`).
+    goldgate: Option<PathBuf>,
     queue: Queue,
 }
 
@@ -62,6 +72,8 @@ impl SlurmExecutor {
             platforms,
             timeout: opts.timeout,
             grace: opts.grace,
+            sample_interval: opts.sample_interval,
+            goldgate: std::env::current_exe().ok(),
             queue: Queue::new(interval),
         })
     }
@@ -119,12 +131,18 @@ impl SlurmExecutor {
             .job
             .join(format!("slurm-job.attempt{}.sh", ctx.number));
         let program = entry_program(job);
+        let samples = job.dirs.job.join(samples_name(ctx.number));
+        let goldgate = self.goldgate.as_ref().map(|p| p.display().to_string());
         let spec = BatchSpec {
             slurm,
             time_limit: limit,
             log: &log,
             entry_program: program.as_deref(),
-            sampler: None,
+            sampler: goldgate.as_deref().map(|goldgate| SamplerStep {
+                goldgate,
+                dir: &samples,
+                interval: self.sample_interval,
+            }),
         };
         crate::fsio::write_atomic(&script, render_batch(job, &spec).as_bytes())
             .map_err(|e| format!("cannot write {}: {e}", script.display()))?;
@@ -133,7 +151,11 @@ impl SlurmExecutor {
         self.queue.watch(id);
         let followed = self.follow(id, ctx, &log, limit, on_event);
         self.queue.forget(id);
-        followed
+        let mut output = followed?;
+        if let Some(observed) = output.observed.as_mut().filter(|_| !output.wall.is_zero()) {
+            observed.nodes = read_nodes(&samples, job.nodes, NODE_FILE_WAIT);
+        }
+        Ok(output)
     }
 
     /// Follows job `id` until it left the queue, then says how it ended.
@@ -339,6 +361,14 @@ fn final_state(id: u64) -> Result<String, String> {
         .as_deref()
         .and_then(|t| field(t, "JobState"))
         .map_or_else(|| "UNKNOWN".to_owned(), str::to_owned))
+}
+
+/// `samples`, or `samples.attempt2` for later attempts: where every node's sampler writes.
+fn samples_name(attempt: u32) -> String {
+    match attempt {
+        1 => "samples".to_owned(),
+        n => format!("samples.attempt{n}"),
+    }
 }
 
 /// `console.log`, or `console.attempt2.log` for later attempts.

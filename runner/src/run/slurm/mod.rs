@@ -4,9 +4,11 @@
 
 mod command;
 mod executor;
+mod node;
 mod queue;
 mod state;
 mod tail;
 
 pub use command::SlurmError;
 pub use executor::SlurmExecutor;
+pub use node::{NodeSamples, node_file, sample_node};

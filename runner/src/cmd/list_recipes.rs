@@ -1,0 +1,137 @@
+//! `goldgate list --scope/--cadence`: the recipe rows Megatron's recipe parser selects, one
+//! line per workload (case × environment × platform), with the nodes, GPUs, repeats, time
+//! limit and training script its recipe gives — what `goldgate run --scope` would run.
+
+use tabled::settings::Style;
+
+use super::error::AppError;
+use super::output::outln;
+use super::select::{RecipeArgs, load_rows};
+use crate::case::{RecipeFilter, RecipeRow, select};
+use crate::exit::Exit;
+
+/// One listed workload.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct WorkloadRow {
+    /// Megatron's workload name (`{test_case}_{environment}_{platforms}`).
+    pub name: String,
+    /// `<model>/<case>`.
+    pub case: String,
+    pub environment: Option<String>,
+    pub platform: Option<String>,
+    pub scope: Option<String>,
+    pub cadence: Vec<String>,
+    pub nodes: Option<u32>,
+    /// GPUs per node the recipe allocates.
+    pub gpus: Option<u32>,
+    pub n_repeat: Option<u32>,
+    /// Seconds.
+    pub time_limit: Option<u64>,
+    /// `TRAINING_SCRIPT_PATH`, relative to Megatron-LM.
+    pub training_script: Option<String>,
+}
+
+impl WorkloadRow {
+    fn of(row: &RecipeRow) -> WorkloadRow {
+        WorkloadRow {
+            name: row.name.clone(),
+            case: row.case.clone(),
+            environment: row.environment.clone(),
+            platform: row.platform.clone(),
+            scope: row.scope.clone(),
+            cadence: row.cadence.clone(),
+            nodes: row.nodes,
+            gpus: row.gpus,
+            n_repeat: row.n_repeat,
+            time_limit: row.time_limit,
+            training_script: row.training_script().map(str::to_owned),
+        }
+    }
+}
+
+/// Lists the rows of `recipes`' scope or cadence (and environment, platform).
+pub fn run(
+    recipes: &RecipeArgs,
+    platform: Option<&str>,
+    root: &std::path::Path,
+    config: &crate::config::Config,
+    json: bool,
+) -> Result<Exit, AppError> {
+    let rows = load_rows(recipes, root, config)?;
+    let filter = RecipeFilter {
+        scope: recipes.scope.clone(),
+        cadence: recipes.cadence.clone(),
+        environment: recipes.environment.clone(),
+        platform: platform.map(str::to_owned),
+    };
+    let listed: Vec<WorkloadRow> = select(&rows, &filter)
+        .into_iter()
+        .map(WorkloadRow::of)
+        .collect();
+    let out = match json {
+        true => serde_json::to_string_pretty(&listed)
+            .unwrap_or_else(|e| format!("{{\"error\": {:?}}}", e.to_string())),
+        false => render_table(&listed),
+    };
+    outln!("{out}");
+    Ok(Exit::Pass)
+}
+
+/// One line per workload.
+pub fn render_table(rows: &[WorkloadRow]) -> String {
+    let dash = || "-".to_owned();
+    let mut b = tabled::builder::Builder::default();
+    b.push_record([
+        "case",
+        "env",
+        "platform",
+        "scope",
+        "nodes×gpus",
+        "repeats",
+        "time",
+        "script",
+    ]);
+    for r in rows {
+        let size = match (r.nodes, r.gpus) {
+            (Some(n), Some(g)) => format!("{n}×{g}"),
+            _ => dash(),
+        };
+        b.push_record([
+            r.case.clone(),
+            r.environment.clone().unwrap_or_else(dash),
+            r.platform.clone().unwrap_or_else(dash),
+            r.scope.clone().unwrap_or_else(dash),
+            size,
+            r.n_repeat.map_or_else(dash, |n| n.to_string()),
+            r.time_limit
+                .map_or_else(dash, |s| format!("{} min", s / 60)),
+            r.training_script.clone().unwrap_or_else(dash),
+        ]);
+    }
+    let mut table = b.build();
+    table.with(Style::sharp());
+    format!("{table}\n{} workload(s)", rows.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table() {
+        let row = WorkloadRow {
+            name: "gpt3_x_dev_dgx_h100".into(),
+            case: "gpt/gpt3_x".into(),
+            environment: Some("dev".into()),
+            platform: Some("dgx_h100".into()),
+            scope: Some("mr".into()),
+            cadence: vec!["pr".into()],
+            nodes: Some(1),
+            gpus: Some(8),
+            n_repeat: Some(5),
+            time_limit: Some(1800),
+            training_script: Some("pretrain_gpt.py".into()),
+        };
+        insta::assert_snapshot!(render_table(&[row]));
+    }
+}
