@@ -878,7 +878,8 @@ fn list_scope_shows_the_recipe_rows_that_run_scope_plans() {
         serde_json::from_slice(&out.stdout).unwrap()
     };
     let listed = json(&["list"]);
-    let rows = listed.as_array().unwrap();
+    assert_eq!(listed["schema_version"], 1);
+    let rows = listed["workloads"].as_array().unwrap();
     assert!(rows.len() > 100, "{}", rows.len());
     for row in rows {
         assert_eq!(row["scope"], "mr", "{row}");

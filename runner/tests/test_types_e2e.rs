@@ -312,3 +312,85 @@ fn skip_pytest_judges_by_exit_code_and_xpass_expects_a_failure() {
     let o = goldgate(d, &run_args("out4", &["demo/xfail"]));
     assert_eq!(o.status.code(), Some(3), "{}", text(&o));
 }
+
+/// A platform whose frozen checkpoints (Megatron's `/mnt/artifacts`) are `frozen/` and a
+/// regular case that leaves one behind: iteration 10 of 20.
+fn frozen_tree(d: &Path) {
+    let config = format!(
+        "platforms:\n  local:\n    gpus_per_node: 1\n    frozen_checkpoints: {}\n",
+        d.join("frozen").display()
+    );
+    write(&d.join("goldgate.yaml"), &config);
+    let maker = resume_case("")
+        .replace("ckpt-resume", "regular")
+        .replace("  --train-iters: 20\n", "  --train-iters: 10\n");
+    write(&d.join("make/demo/maker/model_config.yaml"), &maker);
+    let o = goldgate(
+        d,
+        &[
+            "run",
+            "--root",
+            "make",
+            "--out",
+            "made",
+            "--no-compare",
+            "--keep-checkpoints",
+            "demo/maker",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let made = records(&d.join("made")).remove(0);
+    let ckpt = d
+        .join("made")
+        .join(&made.run_id)
+        .join(made.rel_dir())
+        .join("checkpoints");
+    std::fs::rename(ckpt, d.join("frozen")).unwrap();
+    let tracker = std::fs::read_to_string(d.join("frozen/latest_checkpointed_iteration.txt"));
+    assert_eq!(tracker.unwrap().trim(), "10");
+}
+
+#[test]
+fn frozen_start_trains_on_from_the_frozen_checkpoint() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    frozen_tree(d);
+    let case = resume_case("").replace("ckpt-resume", "frozen-start");
+    write(&d.join("cases/demo/start/model_config.yaml"), &case);
+    let o = goldgate(d, &run_args("out", &["--no-compare", "demo/start"]));
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let r = records(&d.join("out")).remove(0);
+    let steps: Vec<u64> = r.metrics["lm loss"].0.keys().copied().collect();
+    assert_eq!(
+        steps,
+        (11..=20).collect::<Vec<_>>(),
+        "it started from iteration 10"
+    );
+    assert!(r.resumed.is_none());
+}
+
+#[test]
+fn frozen_resume_judges_the_run_from_the_frozen_checkpoint_against_run_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    frozen_tree(d);
+    let case = resume_case("").replace("ckpt-resume", "frozen-resume");
+    write(&d.join("cases/demo/fresume/model_config.yaml"), &case);
+    let o = goldgate(d, &run_args("out1", &["--no-compare", "demo/fresume"]));
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let r = records(&d.join("out1")).remove(0);
+    // Run 1 trains from scratch; run 2 loads the frozen checkpoint (iteration 10).
+    assert_eq!(r.metrics["lm loss"].0.keys().next(), Some(&1));
+    let resumed = r.resumed.as_ref().expect("run 2 recorded");
+    assert_eq!((resumed.from_step, resumed.first_step), (10, Some(11)));
+    let o = goldgate(d, &["bless", "--from", "out1", "--golden-root", "golden"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let o = goldgate(
+        d,
+        &run_args("out2", &["--json", "gate.json", "demo/fresume"]),
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let rows = rows(&d.join("gate.json"));
+    let resumed_pass = ("lm loss (resumed)".to_owned(), "pass".to_owned());
+    assert!(rows.contains(&resumed_pass), "{rows:?}");
+}

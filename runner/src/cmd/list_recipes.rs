@@ -69,12 +69,21 @@ pub fn run(
         .map(WorkloadRow::of)
         .collect();
     let out = match json {
-        true => serde_json::to_string_pretty(&listed)
-            .unwrap_or_else(|e| format!("{{\"error\": {:?}}}", e.to_string())),
+        true => render_json(&listed),
         false => render_table(&listed),
     };
     outln!("{out}");
     Ok(Exit::Pass)
+}
+
+/// The JSON scripts read: `schema_version` (`list`'s) and `workloads`, one object per row.
+pub fn render_json(rows: &[WorkloadRow]) -> String {
+    let doc = serde_json::json!({
+        "schema_version": super::list::LIST_SCHEMA_VERSION,
+        "workloads": rows,
+    });
+    serde_json::to_string_pretty(&doc)
+        .unwrap_or_else(|e| format!("{{\"error\": {:?}}}", e.to_string()))
 }
 
 /// One line per workload.
