@@ -206,6 +206,13 @@ pub fn record(job: &Job, result: JobResult) -> RunRecord {
         .flat_map(|n| n.warnings)
         .collect();
     warnings.extend(overlap_warning(&checkpoints));
+    if ran && observed.summary.steps_seen == 0 {
+        warnings.push(format!(
+            "the log has no iteration lines (`iteration N/M | ...`) in {} line(s): no per-step \
+             metrics were recorded",
+            observed.summary.lines
+        ));
+    }
     RunRecord {
         schema_version: SCHEMA_VERSION,
         run_id: result.run_id,
