@@ -194,19 +194,19 @@ impl GateArgs {
 }
 
 /// `-` as a report path: stdout.
-pub fn is_stdout(path: &Path) -> bool {
+pub(crate) fn is_stdout(path: &Path) -> bool {
     path == Path::new("-")
 }
 
 /// A platform name given on the command line: it becomes part of a golden file's name, so it
 /// must be one plain path component (`--platform '../..'` is refused).
-pub fn platform_name(text: &str) -> Result<String, String> {
+pub(crate) fn platform_name(text: &str) -> Result<String, String> {
     crate::fsio::check_component("platform", text)?;
     Ok(text.to_owned())
 }
 
 /// `--executor`: `local` or `slurm`.
-pub fn executor_name(text: &str) -> Result<crate::config::ExecutorChoice, String> {
+pub(crate) fn executor_name(text: &str) -> Result<crate::config::ExecutorChoice, String> {
     use crate::config::ExecutorChoice;
     match text {
         "local" => Ok(ExecutorChoice::Local),
@@ -217,7 +217,7 @@ pub fn executor_name(text: &str) -> Result<crate::config::ExecutorChoice, String
 
 /// An environment name (`dev`, `lts`) given on the command line: also part of a golden file's
 /// name.
-pub fn environment_name(text: &str) -> Result<String, String> {
+pub(crate) fn environment_name(text: &str) -> Result<String, String> {
     crate::fsio::check_component("environment", text)?;
     Ok(text.to_owned())
 }
