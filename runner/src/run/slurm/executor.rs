@@ -21,7 +21,7 @@ use crate::plan::{
     BatchSpec, EXIT_MARKER, Job, Launcher, SamplerStep, batch_time_limit, render_batch,
 };
 use crate::run::event::ExecEvent;
-use crate::run::executor::{AttemptContext, AttemptOutput, Executor};
+use crate::run::executor::{AttemptContext, AttemptOutput, Executor, create_job_dirs};
 use crate::run::options::RunOptions;
 use crate::run::watch::LogWatch;
 
@@ -123,10 +123,7 @@ impl SlurmExecutor {
         on_event: &mut dyn FnMut(ExecEvent),
     ) -> Result<AttemptOutput, String> {
         let job = ctx.job;
-        for dir in job.dirs.all() {
-            std::fs::create_dir_all(dir)
-                .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-        }
+        create_job_dirs(job)?;
         let default = SlurmConfig::default();
         let slurm = self.platforms.get(&job.platform).unwrap_or(&default);
         let log = job.dirs.logs.join(log_name(ctx.number));
