@@ -10,7 +10,7 @@
 #     waited for by their exit lines) against goldgate's makespan, and one job end to end
 #     (`goldgate run` of one case against sbatch + waiting for its exit line), 5 times each.
 #
-#   benches/slurm_scale.sh            (GOLDGATE=path/to/goldgate, GOLDGATE_MEGATRON_CORPUS=...)
+#   benches/slurm_scale.sh   (GOLDGATE=path/to/goldgate, GOLDGATE_MEGATRON_CORPUS=..., BENCH_PARTITION=count:1/3)
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 gg=${GOLDGATE:-$repo/target/debug/goldgate}
@@ -28,6 +28,26 @@ exec $trainer "\$@" --train-iters 3 --exit-interval 3 --step-ms 5 --model-mb 4 \
   --activation-mb 1 --ckpt-mb 1 --save-interval 1000
 EOF
 chmod +x fake-entry.sh
+# The corpus cases start torchrun or ft_launcher: stand-ins that drop the launcher's own
+# arguments and the case's entry (a recipe's Megatron script) and run the fake trainer with
+# the case's flags (one process per node: the fake trainer is no distributed job).
+mkdir -p bin
+cat > bin/torchrun <<'EOF'
+#!/usr/bin/env bash
+while [ $# -gt 0 ]; do
+  case $1 in
+    --nproc_per_node|--nnodes|--master_addr|--master_port|--node_rank|--log-dir|--tee|--redirects) shift 2 ;;
+    --max-restarts=*|--no-python) shift ;;
+    *) break ;;
+  esac
+done
+shift # the case's own entry (a Megatron script): the fake trainer runs instead
+exec WORK/fake-entry.sh "$@"
+EOF
+sed -i "s#WORK#$work#" bin/torchrun
+chmod +x bin/torchrun
+cp bin/torchrun bin/ft_launcher
+export PATH=$work/bin:$PATH
 cat > goldgate.yaml <<EOF
 platforms:
   bench:
@@ -38,15 +58,19 @@ platforms:
 EOF
 # One node per job, whatever the case's layout asks (the test cluster has two small nodes).
 select=(--root "$cases" --platform bench --nodes 1 --gpus-per-node 128 --repeat 1)
+# BENCH_PARTITION=count:1/3 takes a third of the plan (a shorter bench).
+[ -z "${BENCH_PARTITION:-}" ] || select+=(--partition "$BENCH_PARTITION")
 read -r jobs one < <("$gg" plan "${select[@]}" --format json 2>/dev/null |
   python3 -c 'import json,sys; d=json.load(sys.stdin); j=d["jobs"] if isinstance(d, dict) else d; print(len(j), j[0]["case"])')
 
-rpc() { sdiag | awk -v t="$1" '$1 == t { for (i = 1; i <= NF; i++) if ($i ~ /^count:/) { sub("count:", "", $i); print $i; exit } }'; }
+# awk reads all of sdiag's output (an early exit would end sdiag with SIGPIPE under pipefail).
+rpc() { sdiag | awk -v t="$1" '$1 == t && !seen { for (i = 1; i <= NF; i++) if ($i ~ /^count:/) { sub("count:", "", $i); print $i; seen = 1 } }'; }
 measure() { # command...: prints "wall_s cpu_s maxrss_kb" of the command and its children
   python3 - "$@" <<'EOF'
 import resource, subprocess, sys, time
 t = time.monotonic()
-subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+with open("measure.err", "w") as err:
+    subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=err)
 ru = resource.getrusage(resource.RUSAGE_CHILDREN)
 print(f"{time.monotonic() - t:.2f} {ru.ru_utime + ru.ru_stime:.2f} {ru.ru_maxrss}")
 EOF
@@ -63,6 +87,7 @@ read -r wall cpu rss < <(measure "$gg" run "${select[@]}" --out "$work/out" --jo
   --no-compare --sample-interval 200ms)
 info=$(rpc REQUEST_JOB_INFO); single=$(rpc REQUEST_JOB_INFO_SINGLE)
 submit=$(rpc REQUEST_SUBMIT_BATCH_JOB)
+grep 'executor:' measure.err || true   # goldgate's own count of its squeue calls
 passed=$(grep -rl '"status": "passed"' "$work"/out/*/ --include=results.json | wc -l)
 echo "goldgate: $passed of $jobs passed in $wall s; CPU $cpu s; peak RSS $((rss / 1024)) MiB"
 python3 -c "w=$wall/60; print(f'scheduler calls: squeue {${info:-0}} + scontrol {${single:-0}} = {(${info:-0}+${single:-0})/w:.1f}/min; sbatch {${submit:-0}} ({${submit:-0}/w:.0f}/min)')"

@@ -102,6 +102,9 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
         progress.event(&event);
     })?;
     writer.finish()?;
+    if let Some(note) = executor.finish_note() {
+        errln!("goldgate: {} executor: {note}", executor.name());
+    }
     finish(&args, &config, &opts, &jobs, &summary)
 }
 

@@ -101,6 +101,12 @@ pub trait Executor: Sync {
         Ok(())
     }
 
+    /// A line about the executor's own costs once the run ended (the Slurm executor: its
+    /// scheduler calls), or `None`.
+    fn finish_note(&self) -> Option<String> {
+        None
+    }
+
     /// Runs one attempt of `ctx.job`, reporting progress through `on_event`, and blocks until
     /// it ended. Infrastructure errors become [`AttemptOutput::launch_error`], never a panic.
     fn attempt(

@@ -45,6 +45,7 @@ pub struct SlurmExecutor {
     /// goldgate's own executable, which every node runs as its sampler (`goldgate sample`).
     goldgate: Option<PathBuf>,
     queue: Queue,
+    made: Instant,
 }
 
 impl SlurmExecutor {
@@ -75,18 +76,27 @@ impl SlurmExecutor {
             sample_interval: opts.sample_interval,
             goldgate: std::env::current_exe().ok(),
             queue: Queue::new(interval),
+            made: Instant::now(),
         })
-    }
-
-    /// `squeue` calls made so far (one per poll interval at most).
-    pub fn queue_calls(&self) -> u64 {
-        self.queue.calls()
     }
 }
 
 impl Executor for SlurmExecutor {
     fn name(&self) -> &'static str {
         "slurm"
+    }
+
+    /// `squeue` calls so far (one per poll interval at most) and the time since the executor
+    /// was made.
+    fn finish_note(&self) -> Option<String> {
+        let seconds = self.made.elapsed().as_secs_f64();
+        let calls = self.queue.calls();
+        let rate = if seconds >= 60.0 {
+            format!(" ({:.1} a minute)", calls as f64 * 60.0 / seconds)
+        } else {
+            String::new()
+        };
+        Some(format!("{calls} squeue call(s) in {seconds:.0} s{rate}"))
     }
 
     fn attempt(
