@@ -49,7 +49,15 @@ fn table_and_json_for_every_fixture() {
     for name in FIXTURES {
         let stem = name.trim_end_matches(".log");
         let (code, table, err) = extract(&[&fixture(name)]);
-        assert_eq!((code, err.as_str()), (0, ""), "{name}");
+        // Only the empty log has no iteration lines, and says so.
+        let warning = match *name {
+            "empty.log" => {
+                "warning: tests/fixtures/logs/empty.log: no iteration lines \
+                            (`iteration N/M | ...`) in 0 line(s): no per-step metrics\n"
+            }
+            _ => "",
+        };
+        assert_eq!((code, err.as_str()), (0, warning), "{name}");
         insta::assert_snapshot!(format!("table_{stem}"), table);
         let (code, json, _) = extract(&["--format", "json", &fixture(name)]);
         assert_eq!(code, 0, "{name}");
@@ -206,4 +214,61 @@ fn edge_cases_never_panic() {
     )
     .unwrap();
     assert_eq!(long.long_lines, 1);
+}
+
+/// Issue 14 item 4: a progress line rewritten with lone `\r`s gives every step, colour codes do
+/// not hide a line, milliseconds become seconds in decimal, and a log without iteration lines
+/// says so.
+#[test]
+fn carriage_returns_colours_and_decimal_units() {
+    let line = |i: u64, ms: &str| {
+        format!(
+            " [2026-11-29 20:15:0{i}.000000] iteration {i:>8}/      12 | consumed samples: {:>12} | \
+             elapsed time per iteration (ms): {ms} | learning rate: 1.000000E-05 | global batch \
+             size:    32 | lm loss: 1.000000E+01 | loss scale: 1.0 | grad norm: 2.220 | num \
+             zeros: 27855.0 | params norm: 274.879 | number of skipped iterations:   0 | number \
+             of nan iterations:   0 |",
+            i * 32
+        )
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("progress.log");
+    let progress: Vec<String> = (1..=5).map(|i| line(i, "318.1")).collect();
+    let text = format!(
+        "{}\n\x1b[32m{}\x1b[0m\nsaving checkpoint at iteration       6 to /x in torch_dist format\n\
+         INFO:megatron.core.timers:(min, max) time across ranks (ms):\n    save-checkpoint ................................: (4068.24, 4068.24)\n",
+        progress.join("\r"),
+        line(6, "4068.24")
+    );
+    std::fs::write(&log, text).unwrap();
+    let s = summarize_file(&log).unwrap();
+    let it = &s.metrics["iteration-time"];
+    let steps: Vec<(u64, f64)> = it.iter().collect();
+    assert_eq!(
+        steps,
+        [
+            (1, 0.3181),
+            (2, 0.3181),
+            (3, 0.3181),
+            (4, 0.3181),
+            (5, 0.3181),
+            (6, 4.06824)
+        ]
+    );
+    assert_eq!(s.checkpoints[0].blocking_max_s, Some(4.06824));
+    let (code, json, err) = extract(&["--format", "json", log.to_str().unwrap()]);
+    assert_eq!((code, err.as_str()), (0, ""));
+    assert!(
+        json.contains("4.06824") && json.contains("0.3181"),
+        "{json}"
+    );
+    assert!(!json.contains("4.068239999") && !json.contains("0.31810000000000005"));
+
+    std::fs::write(&log, "\x1b[31mTraceback\x1b[0m\nsomething else\n").unwrap();
+    let (code, _, err) = extract(&[log.to_str().unwrap()]);
+    assert_eq!(code, 0);
+    assert!(
+        err.contains("no iteration lines (`iteration N/M | ...`) in 2 line(s)"),
+        "{err}"
+    );
 }

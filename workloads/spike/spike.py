@@ -3,8 +3,8 @@
 It holds ``--hold-gib`` GiB, then ``--spikes`` times allocates ``--spike-gib`` GiB more for
 ``--spike-ms`` milliseconds, with ``--gap-ms`` between spikes, and prints what PyTorch's
 caching allocator saw (``max_memory_reserved``) and the CUDA context's own footprint
-(device memory in use after the context is created and before any tensor, from
-``cudaMemGetInfo``), so goldgate's NVML peak can be checked against
+(device memory in use right after the context is created, before any tensor, from
+``cudaMemGetInfo`` on an otherwise idle GPU), so goldgate's NVML peak can be checked against
 ``max_memory_reserved + context``.
 """
 
@@ -25,13 +25,16 @@ def main() -> None:
     p.add_argument("--gap-ms", type=float, default=1000.0)
     a = p.parse_args()
 
+    # `mem_get_info` is itself a CUDA call: it creates the context, so on an otherwise idle GPU
+    # what is in use right after it is the context. (An earlier version took this first
+    # reading as "before the context" and reported only the first kernel's modules, ~94 MiB,
+    # as the context.)
     free0, total = torch.cuda.mem_get_info()
-    torch.cuda.init()
-    torch.zeros(1, device="cuda")  # create the context
+    context = total - free0
+    torch.zeros(1, device="cuda")  # the first kernel loads its modules
     torch.cuda.synchronize()
     free1, _ = torch.cuda.mem_get_info()
-    context = free0 - free1
-    print(f"spike: context_bytes={context} used_before_context={total - free0}", flush=True)
+    print(f"spike: context_bytes={context} first_kernel_bytes={free0 - free1}", flush=True)
 
     hold = torch.empty(int(a.hold_gib * GIB), dtype=torch.uint8, device="cuda")
     hold.fill_(1)

@@ -35,7 +35,7 @@ pub struct Args {
 
 /// Loads the results folder, keeps the selected runs (saying on stderr which when others were
 /// left out) and compares them.
-pub fn compare_selected(
+pub(crate) fn compare_selected(
     results: &Path,
     opts: &CompareOptions,
     selection: &RunSelection,

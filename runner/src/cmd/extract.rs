@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use super::error::AppError;
-use super::output::out;
+use super::output::{errln, out};
 use crate::exit::Exit;
 use crate::observe::log::{CheckpointSave, LogSummary, summarize_file};
 
@@ -15,7 +15,8 @@ pub struct Args {
     /// Log files (e.g. downloaded from CI).
     #[arg(required = true)]
     pub logs: Vec<PathBuf>,
-    /// Output format.
+    /// Output format (`json`: `{"schema_version", "logs": [...]}`, one `{"log", "summary"}`
+    /// object per log file).
     #[arg(long, value_enum, default_value_t = super::list::Format::Table)]
     pub format: super::list::Format,
 }
@@ -34,6 +35,9 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
     let mut out = Vec::with_capacity(args.logs.len());
     for path in &args.logs {
         let summary = summarize_file(path)?;
+        if let Some(w) = no_steps_warning(&summary) {
+            errln!("warning: {}: {w}", path.display());
+        }
         out.push(Extracted {
             log: path.display().to_string(),
             summary,
@@ -45,6 +49,16 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
     };
     out!("{text}");
     Ok(Exit::Pass)
+}
+
+/// Why a log gave no per-step metrics, when it gave none.
+pub fn no_steps_warning(summary: &LogSummary) -> Option<String> {
+    (summary.steps_seen == 0).then(|| {
+        format!(
+            "no iteration lines (`iteration N/M | ...`) in {} line(s): no per-step metrics",
+            summary.lines
+        )
+    })
 }
 
 /// Version of `extract --format json`'s layout; raised when a field changes meaning or goes

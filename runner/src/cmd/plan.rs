@@ -18,13 +18,15 @@ pub struct Args {
     /// Repeats per job (default: the case's `ENV_VARS.N_REPEAT`, else 1).
     #[arg(long)]
     pub repeat: Option<u32>,
-    /// Output folder the jobs would write to (`OUT/<run-id>/...`).
-    #[arg(long, default_value = "goldgate-out")]
+    /// Output folder the jobs would write to (`OUT/<run-id>/...`); the same default as `run`'s,
+    /// so the paths shown are the ones `run` uses, but for the run id.
+    #[arg(long, default_value = "results")]
     pub out: PathBuf,
     /// Run id used in the job folders (`goldgate run` makes a fresh one).
     #[arg(long, default_value = "plan")]
     pub run_id: String,
-    /// Output format.
+    /// Output format (`json`: `{"schema_version", "jobs": [...]}`, one object per job and
+    /// repeat, with each run's argv and environment).
     #[arg(long, value_enum, default_value_t = super::list::Format::Table)]
     pub format: super::list::Format,
 }

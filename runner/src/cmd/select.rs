@@ -108,7 +108,7 @@ fn recipe_dir(args: &RecipeArgs, root: &Path, config: &Config) -> Option<PathBuf
 }
 
 /// Every recipe row (`recipes` and Megatron's `local_recipes` beside it); none without a folder.
-pub fn load_rows(
+pub(crate) fn load_rows(
     args: &RecipeArgs,
     root: &Path,
     config: &Config,
@@ -167,14 +167,14 @@ impl CaseArgs {
 }
 
 /// A case that could not be loaded or planned, and why (an error of its own).
-pub struct CaseFailure {
+pub(crate) struct CaseFailure {
     pub case: String,
     pub error: AppError,
 }
 
 /// What a selection planned.
 #[derive(Default)]
-pub struct Selected {
+pub(crate) struct Selected {
     pub jobs: Vec<Job>,
     /// Placeholders nothing sets, one per name.
     pub unset: Vec<Unset>,
@@ -196,7 +196,7 @@ struct Target<'a> {
 /// Plans the selection under `config` (the selection's goldgate.yaml, loaded once by the
 /// caller): the cases `filter` picks, or of those the recipe rows of `--scope`/`--cadence`.
 /// `repeat` is `--repeat` when given; `warmup` more repeats come first, marked.
-pub fn plan_selection(
+pub(crate) fn plan_selection(
     config: &Config,
     selection: &Selection,
     filter: &CaseFilter,
@@ -427,7 +427,9 @@ pub fn absolute(dir: &Path) -> Result<PathBuf, AppError> {
 
 /// `--rerun-failed`: the newest run under `out` (by the start time in its `run.json`), and the
 /// `(case, variant)` of every job in it that failed or never finished (interrupted, killed).
-pub fn failed_in_newest_run(out: &Path) -> Result<(String, BTreeSet<(String, String)>), AppError> {
+pub(crate) fn failed_in_newest_run(
+    out: &Path,
+) -> Result<(String, BTreeSet<(String, String)>), AppError> {
     let newest = std::fs::read_dir(out)
         .into_iter()
         .flatten()

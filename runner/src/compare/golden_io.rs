@@ -15,7 +15,7 @@ pub fn load(path: &Path) -> Result<BTreeMap<String, Series>, GoldenError> {
 }
 
 /// The series of a parsed golden file.
-pub fn to_series(file: &GoldenFile) -> BTreeMap<String, Series> {
+pub(crate) fn to_series(file: &GoldenFile) -> BTreeMap<String, Series> {
     file.metrics
         .iter()
         .map(|(name, s)| {
@@ -28,7 +28,7 @@ pub fn to_series(file: &GoldenFile) -> BTreeMap<String, Series> {
 /// A golden file in Megatron's current style (4-space indent, no trailing newline; the
 /// writer rounds to 5 decimals), with goldgate's per-job samples as one extra key when there
 /// are any. `step_interval` is the smallest gap between steps.
-pub fn to_golden_file_with_samples(
+pub(crate) fn to_golden_file_with_samples(
     metrics: &BTreeMap<String, Series>,
     samples: &GoldenSamples,
 ) -> GoldenFile {
@@ -44,7 +44,7 @@ pub fn to_golden_file_with_samples(
 
 /// A golden file in Megatron's current style (4-space indent, no trailing newline; the
 /// writer rounds to 5 decimals). `step_interval` is the smallest gap between steps.
-pub fn to_golden_file(metrics: &BTreeMap<String, Series>) -> GoldenFile {
+pub(crate) fn to_golden_file(metrics: &BTreeMap<String, Series>) -> GoldenFile {
     let metrics = metrics
         .iter()
         .map(|(name, series)| {

@@ -28,7 +28,7 @@ use super::judge::Series;
 use crate::golden::{GoldenError, GoldenFile, round5};
 
 /// The top-level key.
-pub const SAMPLES_KEY: &str = "goldgate-samples";
+pub(crate) const SAMPLES_KEY: &str = "goldgate-samples";
 
 /// Metric → one series per blessed job, in job order.
 type JobSeries = BTreeMap<String, Vec<Series>>;
@@ -48,7 +48,7 @@ impl GoldenSamples {
 }
 
 /// The JSON value written under [`SAMPLES_KEY`].
-pub fn to_json(samples: &GoldenSamples) -> Json {
+pub(crate) fn to_json(samples: &GoldenSamples) -> Json {
     let metrics: Map<String, Json> = samples
         .metrics
         .iter()
@@ -79,7 +79,7 @@ fn series_json(series: &Series) -> Json {
 }
 
 /// The samples kept in a parsed golden file; `path` names the file in errors.
-pub fn from_golden(path: &Path, file: &GoldenFile) -> Result<GoldenSamples, GoldenError> {
+pub(crate) fn from_golden(path: &Path, file: &GoldenFile) -> Result<GoldenSamples, GoldenError> {
     let Some((_, value)) = file.extra.iter().find(|(k, _)| k == SAMPLES_KEY) else {
         return Ok(GoldenSamples::default());
     };

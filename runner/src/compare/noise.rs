@@ -40,7 +40,11 @@ pub struct Noise {
 
 /// The per-job value and samples of `metric` for each record (in order); `None` for a record
 /// without a finite value.
-pub fn job_samples(rule: &Rule, metric: &str, records: &[&RunRecord]) -> Vec<Option<Vec<f64>>> {
+pub(crate) fn job_samples(
+    rule: &Rule,
+    metric: &str,
+    records: &[&RunRecord],
+) -> Vec<Option<Vec<f64>>> {
     records
         .iter()
         .map(|r| {

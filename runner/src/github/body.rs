@@ -35,7 +35,7 @@ pub fn validate_key(key: &str) -> Result<(), GithubError> {
 
 /// Whether a comment body is the bot's comment for `key`: it starts with the exact marker.
 /// A comment that quotes the marker (`> <!-- ...`) does not start with it.
-pub fn is_sticky(body: &str, key: &str) -> bool {
+pub(crate) fn is_sticky(body: &str, key: &str) -> bool {
     body.strip_prefix(&marker(key))
         .is_some_and(|rest| rest.is_empty() || rest.starts_with('\n') || rest.starts_with("\r\n"))
 }

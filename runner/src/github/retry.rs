@@ -97,7 +97,7 @@ pub fn classify(status: u16, header: &dyn Fn(&str) -> Option<String>, now_epoch:
 }
 
 /// Whether a `Link` header announces another page.
-pub fn has_next_page(link: Option<&str>) -> bool {
+pub(crate) fn has_next_page(link: Option<&str>) -> bool {
     link.is_some_and(|l| l.split(',').any(|part| part.contains("rel=\"next\"")))
 }
 

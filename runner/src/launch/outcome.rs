@@ -16,6 +16,16 @@ pub struct FailureSigns {
     pub flaky: bool,
 }
 
+impl FailureSigns {
+    /// No failure marker seen: what a clean log (or no log at all) gives.
+    pub const NONE: FailureSigns = FailureSigns {
+        oom: false,
+        nccl_timeout: false,
+        nan: false,
+        flaky: false,
+    };
+}
+
 /// The status of one job run, as recorded in `results.json`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "kebab-case", tag = "status")]
@@ -69,12 +79,7 @@ pub fn classify(outcome: ProcessOutcome, signs: FailureSigns) -> JobStatus {
 mod tests {
     use super::*;
 
-    const NONE: FailureSigns = FailureSigns {
-        oom: false,
-        nccl_timeout: false,
-        nan: false,
-        flaky: false,
-    };
+    const NONE: FailureSigns = FailureSigns::NONE;
 
     #[test]
     fn classification_table() {

@@ -175,6 +175,26 @@ fn variant_record(job: &Job) -> VariantRecord {
     }
 }
 
+/// What the record warns about: each node's sampling problems, overlapping checkpoint saves,
+/// and a log of a job that ran without a single iteration line.
+fn job_warnings(
+    nodes: Vec<Sampled>,
+    summary: &LogSummary,
+    checkpoints: &[CheckpointRecord],
+    ran: bool,
+) -> Vec<String> {
+    let mut warnings: Vec<String> = nodes.into_iter().flat_map(|n| n.warnings).collect();
+    warnings.extend(overlap_warning(checkpoints));
+    if ran && summary.steps_seen == 0 {
+        warnings.push(format!(
+            "the log has no iteration lines (`iteration N/M | ...`) in {} line(s): no per-step \
+             metrics were recorded",
+            summary.lines
+        ));
+    }
+    warnings
+}
+
 /// The `results.json` record of `job`.
 pub fn record(job: &Job, result: JobResult) -> RunRecord {
     let ran = result.observed.is_some();
@@ -200,12 +220,7 @@ pub fn record(job: &Job, result: JobResult) -> RunRecord {
         .iter()
         .filter_map(|n| n.observer_cpu_seconds)
         .collect();
-    let mut warnings: Vec<String> = observed
-        .nodes
-        .into_iter()
-        .flat_map(|n| n.warnings)
-        .collect();
-    warnings.extend(overlap_warning(&checkpoints));
+    let warnings = job_warnings(observed.nodes, &observed.summary, &checkpoints, ran);
     RunRecord {
         schema_version: SCHEMA_VERSION,
         run_id: result.run_id,

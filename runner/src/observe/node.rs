@@ -19,7 +19,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 /// How often the page-cache figures are read while a job runs.
-pub const EVERY: Duration = Duration::from_millis(100);
+pub(crate) const EVERY: Duration = Duration::from_millis(100);
 
 /// The node's I/O state around one job, as `results.json` keeps it in the fingerprint.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

@@ -105,7 +105,7 @@ fn notes(c: &Comparison) -> Vec<String> {
 }
 
 /// `6 jobs on dgx_h100: 1 regression, 1 job-failed, …, 1 pass` (worst first, zeros left out).
-pub fn counts_line(c: &Comparison) -> String {
+pub(crate) fn counts_line(c: &Comparison) -> String {
     let parts: Vec<String> = Verdict::ALL
         .iter()
         .rev()

@@ -4,7 +4,7 @@
 pub use crate::compare::Unit;
 
 /// The golden, now, Δ % and interval cells of a metric result, `—` where absent.
-pub fn metric_cells(m: &crate::compare::MetricResult) -> [String; 4] {
+pub(crate) fn metric_cells(m: &crate::compare::MetricResult) -> [String; 4] {
     let kind = m.unit;
     let opt = |v: Option<f64>| v.map_or_else(|| "—".to_string(), |v| value(kind, v));
     [
@@ -124,7 +124,7 @@ pub fn value(kind: Unit, v: f64) -> String {
 }
 
 /// A signed difference of the given kind: `+1.20 GiB`, `-3.58 s`.
-pub fn signed(kind: Unit, v: f64) -> String {
+pub(crate) fn signed(kind: Unit, v: f64) -> String {
     let text = value(kind, v);
     if v > 0.0 && v.is_finite() {
         format!("+{text}")

@@ -58,6 +58,16 @@ pub struct AttemptOutput {
     pub observed: Option<Observed>,
 }
 
+/// Makes every folder of the job (its own, checkpoints, logs, ...) before an attempt; the
+/// message names the folder that could not be made.
+pub(crate) fn create_job_dirs(job: &Job) -> Result<(), String> {
+    for dir in job.dirs.all() {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    }
+    Ok(())
+}
+
 impl AttemptOutput {
     /// An attempt that could not start (program not found, folder not writable, ...).
     pub fn launch_error(message: String, host: String) -> AttemptOutput {
@@ -65,7 +75,7 @@ impl AttemptOutput {
             outcome: Outcome::LaunchError {
                 message: message.clone(),
             },
-            signs: FailureSigns::default(),
+            signs: FailureSigns::NONE,
             failure_line: Some(message),
             log: PathBuf::new(),
             wall: Duration::ZERO,

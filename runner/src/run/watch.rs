@@ -8,12 +8,15 @@ use std::time::Instant;
 
 use super::event::ExecEvent;
 use crate::launch::FailureSigns;
-use crate::observe::log::{FailureKind, LogEvent, LogParser, LogSummary, SummaryBuilder};
+use crate::observe::log::{
+    FailureKind, LineCleaner, LogEvent, LogParser, LogSummary, SummaryBuilder,
+};
 
 /// The log of one run, parsed as it arrives.
 pub struct LogWatch {
     parser: LogParser,
     builder: SummaryBuilder,
+    cleaner: LineCleaner,
     lines: u64,
     marks: SaveMarks,
     t0: Instant,
@@ -31,15 +34,23 @@ impl LogWatch {
         LogWatch {
             parser: LogParser::new(),
             builder: SummaryBuilder::default(),
+            cleaner: LineCleaner::default(),
             lines: 0,
             marks: SaveMarks::default(),
             t0: Instant::now(),
         }
     }
 
-    /// One line of the log, without its line ending.
+    /// One line of the log, without its line ending: each of its `\r`-separated parts,
+    /// escape sequences dropped ([`LineCleaner`]).
     pub fn line(&mut self, line: &[u8], on_event: &mut dyn FnMut(ExecEvent)) {
         self.lines += 1;
+        let mut cleaner = std::mem::take(&mut self.cleaner);
+        cleaner.split(line, &mut |part| self.part(part, on_event));
+        self.cleaner = cleaner;
+    }
+
+    fn part(&mut self, line: &[u8], on_event: &mut dyn FnMut(ExecEvent)) {
         let Some(parsed) = self.parser.feed(line) else {
             return;
         };

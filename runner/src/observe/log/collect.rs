@@ -6,6 +6,7 @@ use std::fs::File;
 use std::io::Read;
 use std::path::Path;
 
+use super::clean::LineCleaner;
 use super::error::LogError;
 use super::parser::LogParser;
 use super::reader::LogReader;
@@ -16,6 +17,7 @@ use super::summary::{LogSummary, SummaryBuilder};
 pub struct LogCollector {
     parser: LogParser,
     builder: SummaryBuilder,
+    cleaner: LineCleaner,
     lines: u64,
     long_lines: u64,
 }
@@ -26,12 +28,16 @@ impl LogCollector {
         LogCollector::default()
     }
 
-    /// Feeds one line (without `\n`).
+    /// Feeds one line (without `\n`): each of its `\r`-separated parts, escape sequences
+    /// dropped ([`LineCleaner`]).
     pub fn feed(&mut self, line: &[u8]) {
         self.lines += 1;
-        if let Some(parsed) = self.parser.feed(line) {
-            self.builder.add(&parsed);
-        }
+        let (parser, builder) = (&mut self.parser, &mut self.builder);
+        self.cleaner.split(line, &mut |part| {
+            if let Some(parsed) = parser.feed(part) {
+                builder.add(&parsed);
+            }
+        });
     }
 
     /// Notes a line that was cut before being fed (for callers with their own line splitting).

@@ -1,6 +1,7 @@
 //! Stage "observe", log parser: streams Megatron-LM stdout (old and new formats, torchrun
 //! prefixes) into events and a [`LogSummary`] of metrics, memory, checkpoints and failures.
 
+mod clean;
 mod collect;
 mod column;
 mod error;
@@ -11,6 +12,7 @@ mod scan;
 mod series;
 mod summary;
 
+pub use clean::{LineCleaner, strip_ansi};
 pub use collect::{LogCollector, summarize_file, summarize_reader};
 pub use error::LogError;
 pub use event::{

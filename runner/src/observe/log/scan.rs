@@ -92,6 +92,41 @@ pub(crate) fn uint(s: &[u8]) -> Option<(u64, &[u8])> {
     Some((v, &s[digits..]))
 }
 
+/// `v × 10^exp` computed in decimal: the shortest digits that print `v` (what the log showed,
+/// for a value parsed from it) with the exponent moved, then parsed back, correctly rounded.
+/// So 4068.24 ms is 4.06824 s, where `4068.24 / 1000.0` is 4.068239999999999 and `318.1 /
+/// 1000.0` is 0.31810000000000005. Non-finite values and zero are scaled as is.
+pub(crate) fn shift10(v: f64, exp: i32) -> f64 {
+    use std::io::Write;
+    if exp == 0 || !v.is_finite() || v == 0.0 {
+        return v;
+    }
+    let mut digits = [0u8; 40];
+    let mut w = &mut digits[..];
+    // `{:e}` prints the shortest digits that read back as `v`: `4.06824e3`.
+    if write!(w, "{v:e}").is_err() {
+        return v * 10f64.powi(exp);
+    }
+    let len = 40 - w.len();
+    let text = &digits[..len];
+    let Some(at) = text.iter().position(|b| *b == b'e') else {
+        return v * 10f64.powi(exp);
+    };
+    let Some(e) = std::str::from_utf8(&text[at + 1..])
+        .ok()
+        .and_then(|e| e.parse::<i32>().ok())
+    else {
+        return v * 10f64.powi(exp);
+    };
+    let mut shifted = [0u8; 48];
+    let mut w = &mut shifted[..];
+    if w.write_all(&text[..at]).is_err() || write!(w, "e{}", e.saturating_add(exp)).is_err() {
+        return v * 10f64.powi(exp);
+    }
+    let len = 48 - w.len();
+    float(&shifted[..len]).unwrap_or(v * 10f64.powi(exp))
+}
+
 /// Parses a whole field (surrounding spaces allowed) as an f64: `321.2`, `1.000000E-05`,
 /// `-3`, `27854.0`, `nan`, `inf`.
 pub(crate) fn float(s: &[u8]) -> Option<f64> {

@@ -14,35 +14,36 @@ use crate::metric_names as names;
 /// used to turn the report back into the `mem-*-bytes` golden metrics.
 pub(crate) const BYTES_PER_MB: f64 = 1024.0 * 1024.0;
 
-/// An iteration-line field's golden key and the divisor that turns its printed unit into the
-/// golden one (ms → s).
-fn golden_key(raw: &str) -> (String, f64) {
-    let (key, divisor) = match raw {
-        "elapsed time per iteration (ms)" => (names::ITERATION_TIME, 1000.0),
-        "num zeros" => (names::NUM_ZEROS, 1.0),
-        "learning rate" => ("learning-rate", 1.0),
-        "grad norm" => ("grad-norm", 1.0),
-        "throughput per GPU (TFLOP/s/GPU)" => ("throughput", 1.0),
-        "loss scale" => ("loss-scale", 1.0),
-        "params norm" => ("params-norm", 1.0),
-        "global batch size" => ("batch-size", 1.0),
-        "consumed samples" => ("consumed-samples", 1.0),
-        "number of skipped iterations" => ("skipped-iterations", 1.0),
-        "number of nan iterations" => ("nan-iterations", 1.0),
+/// An iteration-line field's golden key and the power of ten that turns its printed unit into
+/// the golden one (ms → s: -3), applied in decimal ([`shift10`]).
+fn golden_key(raw: &str) -> (String, i32) {
+    let (key, exp) = match raw {
+        "elapsed time per iteration (ms)" => (names::ITERATION_TIME, -3),
+        "num zeros" => (names::NUM_ZEROS, 0),
+        "learning rate" => ("learning-rate", 0),
+        "grad norm" => ("grad-norm", 0),
+        "throughput per GPU (TFLOP/s/GPU)" => ("throughput", 0),
+        "loss scale" => ("loss-scale", 0),
+        "params norm" => ("params-norm", 0),
+        "global batch size" => ("batch-size", 0),
+        "consumed samples" => ("consumed-samples", 0),
+        "number of skipped iterations" => ("skipped-iterations", 0),
+        "number of nan iterations" => ("nan-iterations", 0),
         // Losses (`lm loss`, `mtp_1 loss`, `total loss`, MoE losses) and unknown fields keep
         // the name they are printed with, which is also their golden name.
-        other => (other, 1.0),
+        other => (other, 0),
     };
-    (key.to_owned(), divisor)
+    (key.to_owned(), exp)
 }
 
 /// One metric while the log is read: its printed name (empty for memory keys), golden key,
-/// unit divisor and values in the order they were printed.
+/// unit shift and values in the order they were printed.
 #[derive(Debug)]
 struct Series {
     raw: Box<[u8]>,
     key: String,
-    divisor: f64,
+    /// Power of ten from the printed unit to the golden one.
+    exp: i32,
     values: Values,
     steps: Column,
 }
@@ -60,11 +61,11 @@ enum Column {
 }
 
 impl Series {
-    fn new(raw: Box<[u8]>, key: String, divisor: f64, steps: Column) -> Series {
+    fn new(raw: Box<[u8]>, key: String, exp: i32, steps: Column) -> Series {
         Series {
             raw,
             key,
-            divisor,
+            exp,
             values: Values::default(),
             steps,
         }
@@ -82,12 +83,11 @@ impl Series {
             }
             Column::Own(steps) => steps.push(step),
         }
-        // Most series are kept in the unit they are printed in: skip dividing by 1 (exact
-        // either way, and a division is slow).
-        let value = if self.divisor == 1.0 {
+        // Most series are kept in the unit they are printed in.
+        let value = if self.exp == 0 {
             value
         } else {
-            value / self.divisor
+            super::scan::shift10(value, self.exp)
         };
         self.values.push(value);
     }
@@ -205,7 +205,7 @@ impl SeriesSet {
             None => {
                 let own = Column::Own(StepColumn::default());
                 self.series
-                    .push(Series::new(Box::default(), key.to_owned(), 1.0, own));
+                    .push(Series::new(Box::default(), key.to_owned(), 0, own));
                 self.keyed.push(self.series.len() - 1);
                 self.series.len() - 1
             }
@@ -225,12 +225,11 @@ impl SeriesSet {
         {
             return i;
         }
-        let (key, divisor) = golden_key(&String::from_utf8_lossy(raw));
+        let (key, exp) = golden_key(&String::from_utf8_lossy(raw));
         let rows = Column::Rows {
             first: self.rows.len() - 1,
         };
-        self.series
-            .push(Series::new(raw.into(), key, divisor, rows));
+        self.series.push(Series::new(raw.into(), key, exp, rows));
         self.series.len() - 1
     }
 

@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use super::event::{
     FailureKind, LogEvent, LogLine, MemoryMb, MemoryPoint, MemoryReport, TimerLine,
 };
+use super::scan::shift10;
 use super::series::{BYTES_PER_MB, SeriesSet, Steps};
 
 /// Failures kept verbatim (all are counted).
@@ -199,8 +200,10 @@ impl SummaryBuilder {
         s.metrics = self.series.finish();
         s.ranks = self.ranks.into_iter().collect();
         for c in &mut s.checkpoints {
+            // Timestamps are printed to the microsecond: seconds in decimal, never 1.8394529999.
             let secs = |a: Option<DateTime>, b: Option<DateTime>| {
-                Some(b?.duration_since(a?).as_secs_f64())
+                let micros = b?.duration_since(a?).as_micros();
+                Some(shift10(micros as f64, -6))
             };
             c.wall_s = secs(c.saving_at, c.saved_at);
             c.async_latency_s = if c.is_async {
@@ -318,7 +321,7 @@ impl SummaryBuilder {
         let Some(c) = self.summary.checkpoints.last_mut() else {
             return;
         };
-        let (min_s, max_s) = (min_ms / 1000.0, max_ms / 1000.0);
+        let (min_s, max_s) = (shift10(min_ms, -3), shift10(max_ms, -3));
         match c.timer_block {
             None => {
                 c.timer_block = Some(t.block);

@@ -14,7 +14,7 @@ use crate::metrics::{Observed, Outcome};
 use crate::observe::probe::install::{ProbeMode, install};
 use crate::plan::{Job, Launcher, RunSpec};
 use crate::run::event::ExecEvent;
-use crate::run::executor::{AttemptContext, AttemptOutput, Executor, Refusal};
+use crate::run::executor::{AttemptContext, AttemptOutput, Executor, Refusal, create_job_dirs};
 use crate::run::options::RunOptions;
 use crate::run::watch::LogWatch;
 
@@ -91,10 +91,7 @@ impl LocalExecutor {
         on_event: &mut dyn FnMut(ExecEvent),
     ) -> Result<AttemptOutput, String> {
         let job = ctx.job;
-        for dir in job.dirs.all() {
-            std::fs::create_dir_all(dir)
-                .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-        }
+        create_job_dirs(job)?;
         let env = self.job_env(job)?;
         // Settled once per attempt, before its first run: the watch records what was done.
         let settled = launch::settle(self.settle)
@@ -163,7 +160,7 @@ impl LocalExecutor {
     fn script_failed(&self, failed: ScriptFailure) -> AttemptOutput {
         AttemptOutput {
             outcome: failed.outcome,
-            signs: FailureSigns::default(),
+            signs: FailureSigns::NONE,
             failure_line: Some(failed.line),
             log: failed.log,
             wall: Duration::ZERO,

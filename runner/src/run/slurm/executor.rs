@@ -21,7 +21,7 @@ use crate::plan::{
     BatchSpec, EXIT_MARKER, Job, Launcher, SamplerStep, batch_time_limit, render_batch,
 };
 use crate::run::event::ExecEvent;
-use crate::run::executor::{AttemptContext, AttemptOutput, Executor};
+use crate::run::executor::{AttemptContext, AttemptOutput, Executor, create_job_dirs};
 use crate::run::options::RunOptions;
 use crate::run::watch::LogWatch;
 
@@ -107,6 +107,11 @@ struct Followed {
     ended: Option<Instant>,
     /// The exit code the batch script printed last.
     exit: Option<i32>,
+    /// Slurm's step daemon reported an oom-kill event in the log.
+    oom_kill: bool,
+    /// `srun` or `slurmstepd` reported an error in the log (a node failure, a step killed):
+    /// then even an exit line of 0 waits for Slurm's own end state.
+    slurm_error: bool,
     nodes: String,
     cancel: Option<(Cancelled, Instant, bool)>,
 }
@@ -118,10 +123,7 @@ impl SlurmExecutor {
         on_event: &mut dyn FnMut(ExecEvent),
     ) -> Result<AttemptOutput, String> {
         let job = ctx.job;
-        for dir in job.dirs.all() {
-            std::fs::create_dir_all(dir)
-                .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-        }
+        create_job_dirs(job)?;
         let default = SlurmConfig::default();
         let slurm = self.platforms.get(&job.platform).unwrap_or(&default);
         let log = job.dirs.logs.join(log_name(ctx.number));
@@ -173,6 +175,8 @@ impl SlurmExecutor {
             started: None,
             ended: None,
             exit: None,
+            oom_kill: false,
+            slurm_error: false,
             nodes: String::new(),
             cancel: None,
         };
@@ -182,6 +186,14 @@ impl SlurmExecutor {
         let watchdog = limit.map(|l| Duration::from_secs(crate::plan::slurm_minutes(l) * 60 + 60));
         let state = loop {
             read_log(&mut tail, &mut watch, &mut job, log, on_event);
+            // The script's exit line with code 0 and no error from Slurm's step tools: its
+            // nodes all ended well, which Slurm will call COMPLETED; no need to wait for the
+            // next poll. Anything else waits for Slurm's word (srun may exit 0 after a node
+            // failure, saying `srun: error: Node failure on n2`).
+            let clean = !job.oom_kill && !job.slurm_error && job.cancel.is_none();
+            if clean && job.exit == Some(0) {
+                break "COMPLETED".to_owned();
+            }
             if let Some(state) = self.poll(&mut job, on_event)? {
                 break state;
             }
@@ -338,6 +350,15 @@ fn mark_started(job: &mut Followed, on_event: &mut dyn FnMut(ExecEvent)) {
 /// The batch script's last line: the exit code of its nodes, and the end of the running time.
 fn see_exit(line: &[u8], job: &mut Followed) {
     let Some(rest) = line.strip_prefix(EXIT_MARKER.as_bytes()) else {
+        // slurmstepd: `Detected 1 oom-kill event(s) in StepId=...` (older: `oom_kill event`).
+        if memchr::memmem::find(line, b"oom-kill event").is_some()
+            || memchr::memmem::find(line, b"oom_kill event").is_some()
+        {
+            job.oom_kill = true;
+        }
+        if line.starts_with(b"srun: error:") || line.starts_with(b"slurmstepd: error:") {
+            job.slurm_error = true;
+        }
         return;
     };
     if let Ok(code) = String::from_utf8_lossy(rest).trim().parse() {

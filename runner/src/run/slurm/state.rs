@@ -143,12 +143,7 @@ fn status(status: JobStatus) -> Outcome {
 mod tests {
     use super::*;
 
-    const NONE: FailureSigns = FailureSigns {
-        oom: false,
-        nccl_timeout: false,
-        nan: false,
-        flaky: false,
-    };
+    const NONE: FailureSigns = FailureSigns::NONE;
 
     #[test]
     fn squeue_lines() {
