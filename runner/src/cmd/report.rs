@@ -130,6 +130,7 @@ mod tests {
             metrics: vec![],
             records: records.iter().map(|(p, _)| p.clone()).collect(),
             svg: None,
+            wall_seconds: None,
         };
         let mut orphan = job.clone();
         orphan.records = vec![dir.path().join("elsewhere/results.json")];

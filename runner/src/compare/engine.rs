@@ -144,6 +144,7 @@ pub fn skeleton(group: &[(PathBuf, RunRecord)], opts: &CompareOptions) -> JobCom
         config_path: config.is_file().then_some(config),
         metrics: Vec::new(),
         records: group.iter().map(|(p, _)| p.clone()).collect(),
+        wall_seconds: Some(group.iter().map(|(_, r)| r.wall_seconds).sum()),
         svg: None,
     }
 }

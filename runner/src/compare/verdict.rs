@@ -174,6 +174,10 @@ pub struct JobComparison {
     pub records: Vec<PathBuf>,
     /// The memory-timeline SVG, when one was rendered.
     pub svg: Option<PathBuf>,
+    /// Wall time of the repeats together, in seconds (JUnit's `time`); absent in comparisons
+    /// saved before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wall_seconds: Option<f64>,
 }
 
 /// Jobs per verdict.
@@ -305,6 +309,7 @@ mod tests {
             verdict,
             golden_path: None,
             config_path: None,
+            wall_seconds: None,
             metrics: metric_verdicts
                 .iter()
                 .map(|v| MetricResult {

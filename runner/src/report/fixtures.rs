@@ -318,6 +318,7 @@ fn job(
             )
             .into(),
         ],
+        wall_seconds: Some(12.5),
         svg: Some(format!("svg/{}__{}__1.svg", model_case, v.slug).into()),
     }
 }
