@@ -198,7 +198,28 @@ pub(crate) fn compare_job(
         Some(config) => Some(case_metrics(&opts.root, config)?),
         None => None,
     };
+    if eval.inference {
+        return judge_inference(job, group, &path, selected.as_deref().unwrap_or(&[]));
+    }
     judge_against(job, group, &path, selected.as_deref(), opts, warnings)
+}
+
+/// An inference job against its request-keyed golden file.
+fn judge_inference(
+    mut job: JobComparison,
+    group: &Group,
+    path: &Path,
+    metrics: &[String],
+) -> Result<JobComparison, CompareError> {
+    job.golden_path = Some(path.to_path_buf());
+    job.metrics = super::inference::judge_inference(path, group, metrics)?;
+    job.verdict = job
+        .metrics
+        .iter()
+        .map(|m| m.verdict)
+        .max()
+        .unwrap_or(Verdict::Pass);
+    Ok(job)
 }
 
 /// The metrics a case compares: its `METRICS` (default `lm loss`, `num-zeros`), as Megatron
