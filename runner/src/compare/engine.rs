@@ -139,6 +139,8 @@ pub fn skeleton(group: &[(PathBuf, RunRecord)], opts: &CompareOptions) -> JobCom
         job_ids: group.iter().map(|(_, r)| r.job_id.clone()).collect(),
         outcome: first.outcome.label(),
         failure_line: None,
+        log_tail: Vec::new(),
+        log: None,
         verdict: Verdict::Pass,
         golden_path: None,
         config_path: config.is_file().then_some(config),
@@ -157,9 +159,15 @@ pub(crate) fn compare_job(
 ) -> Result<JobComparison, CompareError> {
     let mut job = skeleton(group, opts);
     let eval = super::evaluation::evaluation(group, &opts.root, job.config_path.as_deref())?;
-    if let Some((_, failed)) = group.iter().find(|(_, r)| !r.outcome.passed()) {
+    if let Some((path, failed)) = group.iter().find(|(_, r)| !r.outcome.passed()) {
         job.outcome = failed.outcome.label();
-        job.failure_line = failed.attempts.last().and_then(|a| a.failure_line.clone());
+        if let Some(last) = failed.attempts.last() {
+            job.failure_line = last.failure_line.clone();
+            job.log_tail = last.log_tail.clone();
+            job.log = (!last.log.as_os_str().is_empty())
+                .then(|| path.parent().map(|dir| dir.join(&last.log)))
+                .flatten();
+        }
         job.verdict = match eval.expect_failure {
             true => Verdict::Pass,
             false => Verdict::JobFailed,

@@ -69,7 +69,20 @@ fn rows(job: &JobComparison) -> Vec<([String; 8], Verdict)> {
     out
 }
 
-/// Lines explaining what did not pass: detail, tolerance, failure line.
+/// A failed job's log path and last lines, indented under its note.
+fn log_notes(job: &JobComparison) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Some(log) = &job.log {
+        out.push(format!("  log: {}", log.display()));
+    }
+    if !job.log_tail.is_empty() {
+        out.push(format!("  last {} line(s) of the log:", job.log_tail.len()));
+        out.extend(job.log_tail.iter().map(|l| format!("  | {l}")));
+    }
+    out
+}
+
+/// Lines explaining what did not pass: detail, tolerance, failure line, log tail.
 fn notes(c: &Comparison) -> Vec<String> {
     let mut out = Vec::new();
     for job in &c.jobs {
@@ -82,6 +95,7 @@ fn notes(c: &Comparison) -> Vec<String> {
                 line.trim()
             ));
         }
+        out.extend(log_notes(job));
         if job.verdict == Verdict::MissingGolden {
             out.push(format!(
                 "{} @ {}: no golden file for platform {} (hint: run `goldgate bless`)",
