@@ -3,12 +3,20 @@
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use goldgate::cmd;
+
+/// `goldgate --version`: the package version and the commit it was built from (see build.rs).
+const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("GOLDGATE_COMMIT"),
+    ")"
+);
 
 /// Functional tests and a regression gate for GPU training jobs.
 #[derive(Parser, Debug)]
-#[command(name = "goldgate", version, about, long_about = None)]
+#[command(name = "goldgate", version = VERSION, about, long_about = None)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -44,6 +52,10 @@ enum Command {
     Report(cmd::report::Args),
     /// Post or update the sticky PR comment.
     Comment(cmd::comment::Args),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions(cmd::completions::CompletionsArgs),
+    /// Print goldgate's man page in roff (`--out DIR`: one page per command).
+    Man(cmd::completions::ManArgs),
     /// One node's memory sampler inside a Slurm batch job (the batch script starts it on
     /// every node before training; see README, "Running on a Slurm cluster").
     #[command(hide = true)]
@@ -75,6 +87,8 @@ fn main() -> ExitCode {
         Command::Power(a) => cmd::power::run(a),
         Command::Report(a) => cmd::report::run(a),
         Command::Comment(a) => cmd::comment::run(a),
+        Command::Completions(a) => cmd::completions::completions(&a, Cli::command()),
+        Command::Man(a) => cmd::completions::man(&a, Cli::command()),
         Command::Sample(a) => cmd::sample::run(a),
         Command::FakeTrainer { args } => return fake_trainer::run(&args, &["fake-trainer"]),
     };

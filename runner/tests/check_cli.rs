@@ -272,3 +272,61 @@ fn check_passes_a_clean_tree_with_goldens_under_the_golden_root() {
         "checked 1 case(s) and 2 golden file(s): 0 error(s), 0 warning(s), 0 note(s)\n"
     );
 }
+
+#[test]
+fn version_names_the_commit_it_was_built_from() {
+    let out = goldgate(FIXTURES, &["--version"]);
+    assert_eq!(out.status.code(), Some(0));
+    let line = text(&out.stdout);
+    let commit = line
+        .strip_prefix(concat!("goldgate ", env!("CARGO_PKG_VERSION"), " (commit "))
+        .and_then(|rest| rest.strip_suffix(")\n"))
+        .unwrap_or_else(|| panic!("{line}"));
+    // Built in a git checkout: the short hash, never `unknown`.
+    let in_git = std::process::Command::new("git")
+        .args(["-C", FIXTURES, "rev-parse", "HEAD"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if in_git {
+        assert_eq!(commit.len(), 12, "{line}");
+        assert!(commit.chars().all(|c| c.is_ascii_hexdigit()), "{line}");
+    }
+}
+
+#[test]
+fn completions_and_man_pages_come_from_the_parser() {
+    for (shell, marker) in [
+        ("bash", "_goldgate()"),
+        ("zsh", "#compdef goldgate"),
+        ("fish", "complete -c goldgate"),
+    ] {
+        let out = goldgate(FIXTURES, &["completions", shell]);
+        assert_eq!(out.status.code(), Some(0), "{shell}");
+        let script = text(&out.stdout);
+        assert!(script.contains(marker), "{shell}: {script}");
+        assert!(
+            script.contains("golden-root"),
+            "{shell}: flags are completed"
+        );
+        assert!(
+            !script.contains("fake-trainer"),
+            "{shell}: hidden stays hidden"
+        );
+    }
+    let bad = goldgate(FIXTURES, &["completions", "tcsh"]);
+    assert_eq!(bad.status.code(), Some(2));
+
+    let man = goldgate(FIXTURES, &["man"]);
+    assert_eq!(man.status.code(), Some(0));
+    let page = text(&man.stdout);
+    assert!(page.contains(".TH goldgate 1"), "{page}");
+    assert!(page.contains("\\-\\-color"), "{page}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let out = goldgate(FIXTURES, &["man", "--out", dir.path().to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let run = std::fs::read_to_string(dir.path().join("goldgate-run.1")).unwrap();
+    assert!(run.contains(".TH goldgate-run 1"), "{run}");
+    assert!(run.contains("\\-\\-partition"), "{run}");
+    assert!(!dir.path().join("goldgate-fake-trainer.1").exists());
+}

@@ -402,7 +402,7 @@ fn plan_json_lists_argv_per_run() {
         .path()
         .canonicalize()
         .unwrap()
-        .join("goldgate-out/plan/demo/tricky/default/1/checkpoints");
+        .join("results/plan/demo/tricky/default/1/checkpoints");
     let save = want.iter().position(|w| w == "--save").unwrap();
     want[save + 1] = plan_out.display().to_string();
     assert_eq!(argv, want);

@@ -197,6 +197,22 @@ fn crash_and_oom_are_failures_with_the_log_line_kept() {
     assert_eq!(o.status.code(), Some(3), "{}", text(&o));
     let rs = records(out.path());
     assert_eq!(rs[0].outcome, Outcome::Failed { exit_code: 1 });
+    // Issue 14 item 6: the traceback's exception line and the log's end, kept and shown.
+    let attempt = &rs[0].attempts[0];
+    let exception = "RuntimeError: fake-trainer planted crash at iteration 5 (--crash-at-step)";
+    assert_eq!(attempt.failure_line.as_deref(), Some(exception));
+    assert!(
+        attempt.log_tail.len() >= 6 && attempt.log_tail.iter().any(|l| l == exception),
+        "{:?}",
+        attempt.log_tail
+    );
+    let shown = text(&o);
+    assert!(shown.contains(&format!("error: {exception}")), "{shown}");
+    assert!(shown.contains("logs/console.log"), "{shown}");
+    assert!(
+        shown.contains("| Traceback (most recent call last):"),
+        "{shown}"
+    );
 
     let out = tempfile::tempdir().unwrap();
     let o = goldgate(out.path(), &["--root", fixture_root(), "fake/oom"])

@@ -31,7 +31,8 @@ pub struct CaseRoot {
 #[derive(clap::Args, Debug, Clone)]
 pub struct GoldenRoot {
     /// Golden root (`<golden-root>/<model>/<case>/golden_values_*.json`, other variants under
-    /// `variants/`); written by `bless`, read by the comparison.
+    /// `variants/`): `bless` writes there; `compare`, `run`, `list` and `check` also look there
+    /// (besides the goldens next to each case).
     #[arg(
         id = "golden_root",
         long = "golden-root",
@@ -158,7 +159,9 @@ pub struct GateArgs {
     /// Improvements beyond tolerance fail the gate, so goldens get refreshed.
     #[arg(long)]
     pub fail_on_improvement: bool,
-    /// Compare even when the GPU model or driver differs from the golden platform.
+    /// Compare even when the GPU the jobs ran on is not the golden file's platform's (a
+    /// `dgx_h100` golden expects an H100; an unknown platform expects no GPU); the mismatch
+    /// is then a warning instead of an error (exit 3). The driver is recorded, not checked.
     #[arg(long)]
     pub allow_env_mismatch: bool,
     /// Write the comparison as JUnit XML here (`-`: stdout, the table then goes to stderr).

@@ -15,7 +15,8 @@ pub struct Args {
     /// Log files (e.g. downloaded from CI).
     #[arg(required = true)]
     pub logs: Vec<PathBuf>,
-    /// Output format.
+    /// Output format (`json`: `{"schema_version", "logs": [...]}`, one `{"log", "summary"}`
+    /// object per log file).
     #[arg(long, value_enum, default_value_t = super::list::Format::Table)]
     pub format: super::list::Format,
 }

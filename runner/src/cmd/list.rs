@@ -21,7 +21,8 @@ pub struct Args {
     /// Only cases whose name matches this regular expression.
     #[arg(long)]
     pub filter: Option<String>,
-    /// Output format.
+    /// Output format (`json`: `{"schema_version", "cases": [...]}`, one object per case with
+    /// its `name`, type, launcher and golden files).
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
     /// With `--scope` or `--cadence`: list Megatron's recipe rows (workloads) instead of cases.
@@ -34,12 +35,12 @@ pub struct Args {
     pub config: super::args::ConfigFile,
 }
 
-/// How `list` prints.
+/// How `list`, `plan` and `extract` print.
 #[derive(clap::ValueEnum, Clone, Copy, Debug)]
 pub enum Format {
     /// A table for people.
     Table,
-    /// A JSON array for scripts (one object per case, with `name`).
+    /// JSON for scripts: an object with `schema_version` and the command's list.
     Json,
 }
 

@@ -6,6 +6,7 @@ pub mod calibrate;
 pub mod check;
 pub mod comment;
 pub mod compare;
+pub mod completions;
 pub mod error;
 pub mod extract;
 pub mod list;

@@ -18,13 +18,16 @@ pub struct Args {
     /// Repeats per job (default: the case's `ENV_VARS.N_REPEAT`, else 1).
     #[arg(long)]
     pub repeat: Option<u32>,
-    /// Output folder the jobs would write to (`OUT/<run-id>/...`).
-    #[arg(long, default_value = "goldgate-out")]
-    pub out: PathBuf,
+    /// Output folder the jobs would write to (`OUT/<run-id>/...`); the same default as `run`'s
+    /// (`results`, or the platform's `slurm.job_root` under Slurm), so the paths shown are the
+    /// ones `run` uses, but for the run id.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
     /// Run id used in the job folders (`goldgate run` makes a fresh one).
     #[arg(long, default_value = "plan")]
     pub run_id: String,
-    /// Output format.
+    /// Output format (`json`: `{"schema_version", "jobs": [...]}`, one object per job and
+    /// repeat, with each run's argv and environment).
     #[arg(long, value_enum, default_value_t = super::list::Format::Table)]
     pub format: super::list::Format,
 }
@@ -34,7 +37,9 @@ pub struct Args {
 pub fn run(args: Args) -> Result<Exit, AppError> {
     let config = args.select.config.load()?;
     let output = Output {
-        out_dir: args.select.out_dir(&config, &args.out)?,
+        out_dir: args
+            .select
+            .out_dir(&config, args.out.as_deref(), "results")?,
         run_id: args.run_id,
     };
     let filter = args.which.filter()?;

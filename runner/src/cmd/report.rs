@@ -124,12 +124,15 @@ mod tests {
             job_ids: vec![],
             outcome: "passed".into(),
             failure_line: None,
+            log_tail: Vec::new(),
+            log: None,
             verdict: crate::compare::Verdict::Pass,
             golden_path: None,
             config_path: None,
             metrics: vec![],
             records: records.iter().map(|(p, _)| p.clone()).collect(),
             svg: None,
+            wall_seconds: None,
         };
         let mut orphan = job.clone();
         orphan.records = vec![dir.path().join("elsewhere/results.json")];

@@ -18,9 +18,10 @@ pub struct Args {
     pub case: String,
     #[command(flatten)]
     pub select: Selection,
-    /// Output folder the script writes to (`OUT/<run-id>/...`).
-    #[arg(long, default_value = "goldgate-out")]
-    pub out: PathBuf,
+    /// Output folder the script writes to (`OUT/<run-id>/...`; default `goldgate-out`, or the
+    /// platform's `slurm.job_root` under Slurm).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
     /// Run id used in the job folders.
     #[arg(long, default_value = "repro")]
     pub run_id: String,
@@ -30,7 +31,9 @@ pub struct Args {
 pub fn run(args: Args) -> Result<Exit, AppError> {
     let config = args.select.config.load()?;
     let output = Output {
-        out_dir: args.select.out_dir(&config, &args.out)?,
+        out_dir: args
+            .select
+            .out_dir(&config, args.out.as_deref(), "goldgate-out")?,
         run_id: args.run_id,
     };
     let filter = crate::plan::CaseFilter::new(std::slice::from_ref(&args.case), None, None)?;

@@ -2,7 +2,7 @@
 //! scheduler, progress, `results.json` after each job, `run.json` as the index), shows the
 //! variant table, then compares with the golden files unless `--no-compare`.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use super::args::{ExecArgs, GateArgs};
 use super::error::AppError;
@@ -14,6 +14,9 @@ use crate::launch;
 use crate::run::{
     Executor, LocalExecutor, Progress, ResultsWriter, RunOptions, RunSummary, SlurmExecutor,
 };
+
+/// `--out` when neither it nor a Slurm platform's `job_root` says.
+const DEFAULT_OUT: &str = "results";
 
 /// Arguments of `goldgate run`.
 #[derive(clap::Args, Debug)]
@@ -29,9 +32,10 @@ pub struct Args {
     /// Repeats per job (default: the case's `ENV_VARS.N_REPEAT`, else 1).
     #[arg(long)]
     pub repeat: Option<u32>,
-    /// Where results go: `OUT/<run-id>/<case>/<variant>/<repeat>/`.
-    #[arg(long, default_value = "results")]
-    pub out: PathBuf,
+    /// Where results go: `OUT/<run-id>/<case>/<variant>/<repeat>/` (default `results`, or the
+    /// platform's `slurm.job_root` under Slurm).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
     #[command(flatten)]
     pub exec: ExecArgs,
     /// Record only; do not compare with the golden files afterwards.
@@ -54,11 +58,15 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
     // Before any child exists: a Ctrl-C must never orphan a job's process group.
     let stop = launch::install_signal_handlers()?;
     args.gate.check()?;
-    let mut opts = args.exec.options(&args.out)?;
+    let mut opts = args
+        .exec
+        .options(args.out.as_deref().unwrap_or(Path::new(DEFAULT_OUT)))?;
     launch::check_settle(opts.settle)?;
     // Loaded once: the gate after a long run uses the rules the run was planned with.
     let config = args.select.config.load()?;
-    opts.out_dir = args.select.out_dir(&config, &opts.out_dir)?;
+    opts.out_dir = args
+        .select
+        .out_dir(&config, args.out.as_deref(), DEFAULT_OUT)?;
     let output = Output {
         out_dir: opts.out_dir.clone(),
         run_id: opts.run_id.clone(),

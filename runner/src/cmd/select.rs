@@ -67,13 +67,21 @@ impl Selection {
         Ok((platform, self.executor_on(platform)))
     }
 
-    /// Where jobs' folders go: the platform's `slurm.job_root` for Slurm jobs when it has one
-    /// (a folder every node sees), else `out` (absolute).
-    pub fn out_dir(&self, config: &Config, out: &Path) -> Result<PathBuf, AppError> {
+    /// Where jobs' folders go: `--out` when given, else the platform's `slurm.job_root` for
+    /// Slurm jobs when it has one (a folder every node sees), else `default` (absolute).
+    pub fn out_dir(
+        &self,
+        config: &Config,
+        out: Option<&Path>,
+        default: &str,
+    ) -> Result<PathBuf, AppError> {
+        if let Some(out) = out {
+            return absolute(out);
+        }
         let (platform, executor) = self.executor(config)?;
         match (&platform.slurm.job_root, executor) {
             (Some(root), ExecutorChoice::Slurm) => Ok(root.clone()),
-            _ => absolute(out),
+            _ => absolute(Path::new(default)),
         }
     }
 }

@@ -52,8 +52,8 @@ pub struct SlurmConfig {
     pub container_image: Option<String>,
     /// pyxis `--container-mounts`, `SRC:DST[:FLAGS]` each.
     pub container_mounts: Vec<String>,
-    /// A folder every node sees: jobs' folders (logs, samples, results) go below it instead of
-    /// `--out`.
+    /// A folder every node sees: jobs' folders (logs, samples, results) go below it unless
+    /// `--out` says otherwise.
     pub job_root: Option<PathBuf>,
     /// How often goldgate asks Slurm about its jobs (one `squeue` call for all of them).
     #[serde(serialize_with = "seconds")]

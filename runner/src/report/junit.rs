@@ -1,7 +1,9 @@
 //! Stage "report": JUnit XML for CI test tabs — a suite per case and variant, a test per
 //! metric. A metric that fails the gate is a `<failure>` with golden, actual and tolerance; a
 //! failed job is one `<error>` test carrying the failure line; no golden is an `<error>` too.
-//! No timestamps or durations are written, so the file is stable for the same comparison.
+//! Every test's `system-out` holds its explanation (golden, actual, interval, tolerance, rule
+//! detail), so a CI test tab shows why a metric passed too; a suite's `time` is the wall time of
+//! the job's repeats, from the records (no timestamps: the file is stable for the same runs).
 
 use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
 
@@ -36,10 +38,7 @@ fn metric_case(job: &JobComparison, m: &MetricResult) -> TestCase {
     };
     let mut case = TestCase::new(m.metric.as_str(), status);
     case.set_classname(suite_name(job));
-    // Passing but noteworthy results keep their explanation in system-out.
-    if matches!(m.verdict, Verdict::Improvement | Verdict::Unstable) {
-        case.set_system_out(text);
-    }
+    case.set_system_out(text);
     case
 }
 
@@ -49,7 +48,13 @@ fn job_error(job: &JobComparison, platform: &str) -> TestCase {
             "golden",
             format!("no golden file for platform {platform} (run `goldgate bless`)"),
         ),
-        _ => ("job", format!("job failed: {}", job.outcome)),
+        _ => (
+            "job",
+            match &job.failure_line {
+                Some(line) => format!("job failed: {}: {}", job.outcome, line.trim()),
+                None => format!("job failed: {}", job.outcome),
+            },
+        ),
     };
     let mut status = TestCaseStatus::non_success(NonSuccessKind::Error);
     status.set_message(message).set_type(job.verdict.label());
@@ -58,7 +63,53 @@ fn job_error(job: &JobComparison, platform: &str) -> TestCase {
     }
     let mut case = TestCase::new(name, status);
     case.set_classname(suite_name(job));
+    let mut out = format!(
+        "{} repeat(s): {}; outcome {}{}",
+        job.job_ids.len(),
+        job.job_ids.join(", "),
+        job.outcome,
+        job.failure_line
+            .as_deref()
+            .map(|l| format!("\n{l}"))
+            .unwrap_or_default()
+    );
+    if let Some(log) = log_text(job) {
+        out.push('\n');
+        out.push_str(&log);
+    }
+    case.set_system_out(out);
+    if let Some(time) = wall_time(job) {
+        case.set_time(time);
+    }
     case
+}
+
+/// A failed job's log path and last lines, for `system-out`.
+fn log_text(job: &JobComparison) -> Option<String> {
+    if job.log.is_none() && job.log_tail.is_empty() {
+        return None;
+    }
+    let mut out = String::new();
+    if let Some(log) = &job.log {
+        out.push_str(&format!("log: {}\n", log.display()));
+    }
+    if !job.log_tail.is_empty() {
+        out.push_str(&format!(
+            "last {} line(s) of the log:\n",
+            job.log_tail.len()
+        ));
+        for l in &job.log_tail {
+            out.push_str(l);
+            out.push('\n');
+        }
+    }
+    Some(out)
+}
+
+/// The job's wall time, when recorded and finite.
+fn wall_time(job: &JobComparison) -> Option<std::time::Duration> {
+    job.wall_seconds
+        .and_then(|s| std::time::Duration::try_from_secs_f64(s).ok())
 }
 
 fn suite_name(job: &JobComparison) -> String {
@@ -70,6 +121,9 @@ pub fn render(c: &Comparison) -> Result<String, ReportError> {
     let mut report = Report::new("goldgate");
     for job in &c.jobs {
         let mut suite = TestSuite::new(suite_name(job));
+        if let Some(time) = wall_time(job) {
+            suite.set_time(time);
+        }
         if job.metrics.is_empty() || job.verdict == Verdict::JobFailed {
             suite.add_test_case(job_error(job, &c.platform));
         }
@@ -99,5 +153,21 @@ mod tests {
             "{xml}"
         );
         assert!(xml.contains("&lt;@team&gt;"), "{xml}");
+    }
+
+    #[test]
+    fn suites_carry_the_wall_time_and_every_test_its_explanation() {
+        let xml = render(&fixtures::comparison()).unwrap();
+        assert!(xml.contains(r#"time="12.500""#), "{xml}");
+        let tests = xml.matches("<testcase ").count();
+        let outs = xml.matches("<system-out>").count();
+        assert_eq!(tests, outs, "{xml}");
+        // A comparison saved before wall time was recorded has no `time` on its suites.
+        let mut old = fixtures::comparison();
+        for job in &mut old.jobs {
+            job.wall_seconds = None;
+        }
+        let xml = render(&old).unwrap();
+        assert!(!xml.contains("12.500"), "{xml}");
     }
 }

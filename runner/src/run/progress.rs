@@ -87,7 +87,8 @@ impl Progress {
                     .filter(|w| self.shown.insert((*w).clone()))
                     .map(String::as_str)
                     .collect();
-                let line = finish_line(&job.id, self.done, self.total, record, &new);
+                let mut line = finish_line(&job.id, self.done, self.total, record, &new);
+                line.push_str(&failure_lines(record, &job.dirs.job));
                 match &mut self.sink {
                     Sink::Bar(bar) => {
                         bar.inc(1);
@@ -163,6 +164,33 @@ fn finish_line(
         line.push_str(warning);
     }
     line
+}
+
+/// Under a failed job: the line that explains it, the log's path and its last lines.
+fn failure_lines(record: &RunRecord, job_dir: &std::path::Path) -> String {
+    let Some(attempt) = record.attempts.last().filter(|_| !record.outcome.passed()) else {
+        return String::new();
+    };
+    let mut out = String::new();
+    if let Some(line) = &attempt.failure_line {
+        out.push_str(&format!("\n      error: {line}"));
+    }
+    if !attempt.log.as_os_str().is_empty() {
+        out.push_str(&format!(
+            "\n      log: {}",
+            job_dir.join(&attempt.log).display()
+        ));
+    }
+    if !attempt.log_tail.is_empty() {
+        out.push_str(&format!(
+            "\n      last {} line(s) of the log:",
+            attempt.log_tail.len()
+        ));
+        for l in &attempt.log_tail {
+            out.push_str(&format!("\n      | {l}"));
+        }
+    }
+    out
 }
 
 /// The bar's message while a job runs.
