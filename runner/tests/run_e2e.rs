@@ -269,12 +269,7 @@ fn ctrl_c_stops_the_job_and_records_it_as_interrupted() {
         std::thread::yield_now();
     };
     assert!(started, "the job never started");
-    rustix::process::kill_process(
-        rustix::process::Pid::from_raw(child.id() as i32).unwrap(),
-        rustix::process::Signal::INT,
-    )
-    .unwrap();
-    let status = child.wait().unwrap();
+    let status = cli::ctrl_c(&mut child);
     assert_eq!(status.code(), Some(3));
     let rs = records(out.path());
     assert_eq!(rs[0].outcome, Outcome::Interrupted);

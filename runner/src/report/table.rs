@@ -124,7 +124,7 @@ pub(crate) fn counts_line(c: &Comparison) -> String {
         .iter()
         .rev()
         .filter(|v| c.counts.get(**v) > 0)
-        .map(|v| format!("{} {}", c.counts.get(*v), v.label()))
+        .map(|v| count_words(*v, c.counts.get(*v)))
         .collect();
     let total = c.counts.total();
     let jobs = if total == 1 { "job" } else { "jobs" };
@@ -132,6 +132,20 @@ pub(crate) fn counts_line(c: &Comparison) -> String {
         return format!("{total} {jobs} on {}", c.platform);
     }
     format!("{total} {jobs} on {}: {}", c.platform, parts.join(", "))
+}
+
+/// `n` jobs of verdict `v` in words, plural when `n` is not 1 (`2 regressions`, `1 passed`).
+fn count_words(v: Verdict, n: usize) -> String {
+    let s = if n == 1 { "" } else { "s" };
+    match v {
+        Verdict::Pass => format!("{n} passed"),
+        Verdict::Improvement => format!("{n} improvement{s}"),
+        Verdict::Unstable => format!("{n} unstable"),
+        Verdict::MissingMetric => format!("{n} missing a metric"),
+        Verdict::MissingGolden => format!("{n} without a golden"),
+        Verdict::Regression => format!("{n} regression{s}"),
+        Verdict::JobFailed => format!("{n} failed"),
+    }
 }
 
 /// Renders the table, the notes and the counts line.
@@ -200,7 +214,10 @@ mod tests {
     fn counts_line_lists_worst_first() {
         assert_eq!(
             counts_line(&fixtures::comparison()),
-            "6 jobs on dgx_h100: 1 job-failed, 1 regression, 1 missing-golden, 1 unstable, 1 improvement, 1 pass"
+            "6 jobs on dgx_h100: 1 failed, 1 regression, 1 without a golden, 1 unstable, 1 improvement, 1 passed"
         );
+        assert_eq!(count_words(Verdict::Regression, 2), "2 regressions");
+        assert_eq!(count_words(Verdict::Improvement, 0), "0 improvements");
+        assert_eq!(count_words(Verdict::Pass, 3), "3 passed");
     }
 }
