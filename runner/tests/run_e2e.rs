@@ -531,3 +531,32 @@ fn a_secret_the_job_prints_is_masked_in_the_record_and_on_the_terminal() {
     let json = serde_json::to_string(r).unwrap();
     assert!(!json.contains("s3cr3t-v4lue"), "{json}");
 }
+
+/// Issue 14 item 16: under GitHub Actions a case name holding `\n::warning::` or ESC sequences
+/// reaches the log as one escaped line, never as a workflow command or a cursor move.
+#[test]
+fn a_hostile_case_name_cannot_start_a_workflow_command() {
+    let root = tempfile::tempdir().unwrap();
+    let name = "evil\n::warning::pwned\r::error::x\x1b[2J";
+    let case = root.path().join("fake").join(name);
+    std::fs::create_dir_all(&case).unwrap();
+    std::fs::copy(
+        repo().join("runner/tests/fixtures/cases/fake/quick/model_config.yaml"),
+        case.join("model_config.yaml"),
+    )
+    .unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let o = goldgate(out.path(), &["--root", root.path().to_str().unwrap()])
+        .env("GITHUB_ACTIONS", "true")
+        .output()
+        .unwrap();
+    let shown = text(&o);
+    assert!(
+        shown.contains("fake/evil\\n::warning::pwned\\r::error::x"),
+        "{shown}"
+    );
+    for line in shown.split(['\n', '\r']) {
+        assert!(!line.trim_start().starts_with("::"), "{line:?} in {shown}");
+    }
+    assert!(!shown.contains('\x1b'), "{shown:?}");
+}
