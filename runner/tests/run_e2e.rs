@@ -488,3 +488,46 @@ fn a_case_timeout_applies_without_the_flag() {
     let rs = records(&out);
     assert_eq!(rs[0].outcome, Outcome::TimedOut { after_seconds: 1.5 });
 }
+
+/// Issue 14 item 16: a secret the job prints in its failure is masked (whole values only) in
+/// results.json's failure line and log tail and on the terminal; a short secret does not mangle
+/// paths.
+#[test]
+fn a_secret_the_job_prints_is_masked_in_the_record_and_on_the_terminal() {
+    let root = tempfile::tempdir().unwrap();
+    let case = root.path().join("fake/leak");
+    std::fs::create_dir_all(&case).unwrap();
+    std::fs::write(
+        case.join("model_config.yaml"),
+        "TEST_TYPE: regular\nLAUNCHER: direct\nMODEL_ARGS: {}\nGOLDGATE:\n  entry: [bash, -c, \
+         'echo \"saving to ${PWD:0:1}$2${PWD:0:1}ck\"; echo \"RuntimeError: CUDA out of sync \
+         (token=$1)\"; exit 1', x, '${MY_API_TOKEN}', '${SHORT_TOKEN}']\n",
+    )
+    .unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let o = goldgate(
+        out.path(),
+        &["--root", root.path().to_str().unwrap(), "fake/leak"],
+    )
+    .env("MY_API_TOKEN", "s3cr3t-v4lue")
+    .env("SHORT_TOKEN", "tmp")
+    .output()
+    .unwrap();
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+    let shown = text(&o);
+    assert!(!shown.contains("s3cr3t-v4lue"), "{shown}");
+    assert!(shown.contains("token=<redacted>"), "{shown}");
+    let r = &records(out.path())[0];
+    let attempt = &r.attempts[0];
+    assert_eq!(
+        attempt.failure_line.as_deref(),
+        Some("RuntimeError: CUDA out of sync (token=<redacted>)")
+    );
+    assert!(
+        attempt.log_tail.iter().any(|l| l == "saving to /tmp/ck"),
+        "{:?}",
+        attempt.log_tail
+    );
+    let json = serde_json::to_string(r).unwrap();
+    assert!(!json.contains("s3cr3t-v4lue"), "{json}");
+}
