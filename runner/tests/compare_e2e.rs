@@ -231,6 +231,7 @@ fn crashed_job_is_an_infrastructure_failure() {
         wall_seconds: 3.0,
         outcome: crashed.outcome.clone(),
         failure_line: Some("Segmentation fault (core dumped)".into()),
+        log_tail: Vec::new(),
         log: "logs/attempt-1.log".into(),
         queued_seconds: None,
     }];

@@ -779,6 +779,7 @@ mod end_to_end {
                 wall_seconds: 42.0,
                 outcome,
                 failure_line: failure.map(str::to_string),
+                log_tail: Vec::new(),
                 log: "logs/rank0.log".into(),
                 queued_seconds: None,
             }],

@@ -216,8 +216,14 @@ fn a_crash_is_a_failure_with_its_exit_code_and_line() {
     assert_eq!(out.status.code(), Some(3), "{}", text(&out));
     let r = &tree.records()[0];
     assert_eq!(r.outcome, Outcome::Failed { exit_code: 1 });
+    // The traceback's exception explains the failure better than Slurm's state line (issue
+    // 14 item 6); Slurm's line is the failure line only when the log explains nothing.
     let line = r.attempts[0].failure_line.clone().unwrap_or_default();
-    assert!(line.ends_with("ended FAILED (exit 1)"), "{line}");
+    assert_eq!(
+        line,
+        "RuntimeError: fake-trainer planted crash at iteration 2 (--crash-at-step)"
+    );
+    assert!(!r.attempts[0].log_tail.is_empty());
 }
 
 #[test]
@@ -261,12 +267,7 @@ fn ctrl_c_cancels_the_job_and_leaves_nothing_behind() {
         .spawn()
         .unwrap();
     tree.wait_for_iteration(2);
-    rustix::process::kill_process(
-        rustix::process::Pid::from_raw(child.id() as i32).unwrap(),
-        rustix::process::Signal::INT,
-    )
-    .unwrap();
-    let status = child.wait().unwrap();
+    let status = cli::ctrl_c(&mut child);
     assert_eq!(status.code(), Some(3));
     assert_eq!(tree.records()[0].outcome, Outcome::Interrupted);
     assert_eq!(tree.in_queue(), Vec::<String>::new(), "still in the queue");

@@ -394,3 +394,93 @@ fn frozen_resume_judges_the_run_from_the_frozen_checkpoint_against_run_one() {
     let resumed_pass = ("lm loss (resumed)".to_owned(), "pass".to_owned());
     assert!(rows.contains(&resumed_pass), "{rows:?}");
 }
+
+/// Stands in for Megatron's inference scripts: writes `--output-path` as they do, one request
+/// (id 1) with the tokens given by `--tokens`.
+const INFER: &str = r#"#!/usr/bin/env bash
+out=; tokens=
+while [ $# -gt 0 ]; do
+  case $1 in --output-path) out=$2; shift;; --tokens) tokens=$2; shift;; esac; shift
+done
+[ "$tokens" = none ] && exit 0
+printf '{"1": {"generated_tokens": [%s], "logprobs": [-0.5, -0.25], "generated_text": "hello world"}, "throughput": [1.0, 100.0, 102.0]}' "${tokens// /, }" > "$out"
+"#;
+
+fn inference_case(script: &Path, tokens: &str) -> String {
+    format!(
+        "TEST_TYPE: frozen-start
+MODE: inference
+LAUNCHER: direct
+MODEL_ARGS:
+  --output-path: ${{INFERENCE_OUTPUT_PATH}}
+  --tokens: \"{tokens}\"
+METRICS: [generated_tokens, logprobs, generated_text, throughput]
+GOLDGATE:
+  entry: [bash, {}]
+  nproc: 1
+",
+        script.display()
+    )
+}
+
+#[test]
+fn inference_requests_are_compared_with_their_golden_by_request_id() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(&d.join("infer.sh"), INFER);
+    let golden = r#"{"1": {"input_prompt": "hi", "generated_text": "hello world and more", "generated_tokens": [5, 6, 7], "logprobs": [-0.5, -0.2504]}, "throughput": [3.0, 100.0, 100.0]}"#;
+    for (case, tokens) in [("same", "5 6 7"), ("other", "5 6 8"), ("silent", "none")] {
+        write(
+            &d.join(format!("cases/demo/{case}/model_config.yaml")),
+            &inference_case(&d.join("infer.sh"), tokens),
+        );
+        write(
+            &d.join(format!("golden/demo/{case}/golden_values_dev_dev_cpu.json")),
+            golden,
+        );
+    }
+    let verdicts = |file: &str| rows(&d.join(file));
+    let o = goldgate(d, &run_args("out1", &["--json", "same.json", "demo/same"]));
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let rows = verdicts("same.json");
+    for metric in [
+        "generated_tokens",
+        "logprobs",
+        "generated_text",
+        "throughput",
+    ] {
+        assert!(
+            rows.contains(&(metric.to_owned(), "pass".to_owned())),
+            "{metric}: {rows:?}"
+        );
+    }
+    let o = goldgate(
+        d,
+        &run_args("out2", &["--json", "other.json", "demo/other"]),
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let rows = verdicts("other.json");
+    assert!(
+        rows.contains(&("generated_tokens".to_owned(), "regression".to_owned())),
+        "{rows:?}"
+    );
+    assert!(
+        rows.contains(&("logprobs".to_owned(), "pass".to_owned())),
+        "{rows:?}"
+    );
+    assert!(
+        text(&o).contains("request 1: tokens differ"),
+        "{}",
+        text(&o)
+    );
+    let o = goldgate(
+        d,
+        &run_args("out3", &["--json", "silent.json", "demo/silent"]),
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let rows = verdicts("silent.json");
+    assert!(
+        rows.contains(&("generated_tokens".to_owned(), "missing-metric".to_owned())),
+        "{rows:?}"
+    );
+}

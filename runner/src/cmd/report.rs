@@ -124,6 +124,8 @@ mod tests {
             job_ids: vec![],
             outcome: "passed".into(),
             failure_line: None,
+            log_tail: Vec::new(),
+            log: None,
             verdict: crate::compare::Verdict::Pass,
             golden_path: None,
             config_path: None,

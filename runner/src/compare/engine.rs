@@ -13,7 +13,7 @@ use super::judge::{self, Series};
 use super::judge_two_sample;
 use super::platform;
 use super::rules::RuleSet;
-use super::verdict::{Comparison, JobComparison, Verdict};
+use super::verdict::{Comparison, JobComparison, MetricResult, Verdict};
 use crate::metric_names::{CHECKPOINT_ASYNC_LATENCY, GOLDGATE_METRICS};
 use crate::metrics::RunRecord;
 
@@ -139,6 +139,8 @@ pub fn skeleton(group: &[(PathBuf, RunRecord)], opts: &CompareOptions) -> JobCom
         job_ids: group.iter().map(|(_, r)| r.job_id.clone()).collect(),
         outcome: first.outcome.label(),
         failure_line: None,
+        log_tail: Vec::new(),
+        log: None,
         verdict: Verdict::Pass,
         golden_path: None,
         config_path: config.is_file().then_some(config),
@@ -157,9 +159,15 @@ pub(crate) fn compare_job(
 ) -> Result<JobComparison, CompareError> {
     let mut job = skeleton(group, opts);
     let eval = super::evaluation::evaluation(group, &opts.root, job.config_path.as_deref())?;
-    if let Some((_, failed)) = group.iter().find(|(_, r)| !r.outcome.passed()) {
+    if let Some((path, failed)) = group.iter().find(|(_, r)| !r.outcome.passed()) {
         job.outcome = failed.outcome.label();
-        job.failure_line = failed.attempts.last().and_then(|a| a.failure_line.clone());
+        if let Some(last) = failed.attempts.last() {
+            job.failure_line = last.failure_line.clone();
+            job.log_tail = last.log_tail.clone();
+            job.log = (!last.log.as_os_str().is_empty())
+                .then(|| path.parent().map(|dir| dir.join(&last.log)))
+                .flatten();
+        }
         job.verdict = match eval.expect_failure {
             true => Verdict::Pass,
             false => Verdict::JobFailed,
@@ -198,7 +206,23 @@ pub(crate) fn compare_job(
         Some(config) => Some(case_metrics(&opts.root, config)?),
         None => None,
     };
+    if eval.inference {
+        return judge_inference(job, group, &path, selected.as_deref().unwrap_or(&[]));
+    }
     judge_against(job, group, &path, selected.as_deref(), opts, warnings)
+}
+
+/// An inference job against its request-keyed golden file.
+fn judge_inference(
+    mut job: JobComparison,
+    group: &Group,
+    path: &Path,
+    metrics: &[String],
+) -> Result<JobComparison, CompareError> {
+    job.golden_path = Some(path.to_path_buf());
+    job.metrics = super::inference::judge_inference(path, group, metrics)?;
+    job.verdict = worst_verdict(&job.metrics);
+    Ok(job)
 }
 
 /// The metrics a case compares: its `METRICS` (default `lm loss`, `num-zeros`), as Megatron
@@ -275,14 +299,18 @@ pub fn judge_against(
     Ok(job)
 }
 
-/// The job's verdict is its worst metric's; each unstable metric is also a warning.
-fn set_verdict(job: &mut JobComparison, warnings: &mut Vec<String>) {
-    job.verdict = job
-        .metrics
+/// A job's verdict: its worst metric's (pass when it has none).
+fn worst_verdict(metrics: &[MetricResult]) -> Verdict {
+    metrics
         .iter()
         .map(|m| m.verdict)
         .max()
-        .unwrap_or(Verdict::Pass);
+        .unwrap_or(Verdict::Pass)
+}
+
+/// The job's verdict is its worst metric's; each unstable metric is also a warning.
+fn set_verdict(job: &mut JobComparison, warnings: &mut Vec<String>) {
+    job.verdict = worst_verdict(&job.metrics);
     for m in job
         .metrics
         .iter()

@@ -9,6 +9,7 @@ pub(crate) mod evaluation;
 mod fixtures;
 pub mod golden_io;
 pub mod golden_samples;
+pub(crate) mod inference;
 pub mod judge;
 pub mod judge_two_sample;
 pub mod noise;

@@ -162,6 +162,12 @@ pub struct JobComparison {
     pub outcome: String,
     /// The log line explaining a failure, when a repeat failed and one matched.
     pub failure_line: Option<String>,
+    /// The last lines of the failed repeat's log.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub log_tail: Vec<String>,
+    /// The failed repeat's log file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log: Option<PathBuf>,
     /// Worst metric verdict; `JobFailed` when any repeat failed; `MissingGolden` without a golden.
     pub verdict: Verdict,
     /// The golden file compared against.
@@ -306,6 +312,8 @@ mod tests {
             job_ids: vec!["demo/ckpt@default#1".into()],
             outcome: "passed".into(),
             failure_line: None,
+            log_tail: Vec::new(),
+            log: None,
             verdict,
             golden_path: None,
             config_path: None,

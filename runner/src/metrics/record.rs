@@ -163,8 +163,14 @@ pub struct Attempt {
     pub wall_seconds: f64,
     /// How it ended.
     pub outcome: Outcome,
-    /// The log line that explains a failure, when one matched.
+    /// The line that explains a failure: a failure marker's line (out of memory, NCCL
+    /// timeout, NaN), else the exception line of the last Python traceback, else the last
+    /// error-looking line.
     pub failure_line: Option<String>,
+    /// The last lines of the log of a failed attempt (at most 30, each cut to 400 characters;
+    /// absent for a passed one).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub log_tail: Vec<String>,
     /// Log file, relative to the job folder.
     pub log: PathBuf,
     /// Seconds the attempt waited in a batch scheduler's queue before it ran (not part of

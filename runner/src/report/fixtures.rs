@@ -302,6 +302,8 @@ fn job(
         job_ids: vec![format!("{case}@{}#1", v.name)],
         outcome: "passed".into(),
         failure_line: None,
+        log_tail: Vec::new(),
+        log: None,
         verdict,
         golden_path: Some(
             format!("tests/functional_tests/test_cases/{case}/golden_values_dev_dgx_h100.json")
@@ -438,6 +440,16 @@ pub(crate) fn comparison() -> crate::compare::Comparison {
     jobs[5].failure_line = Some(
         "[rank3]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB | <@team>"
             .into(),
+    );
+    jobs[5].log_tail = vec![
+        "[rank3]:   File \"/opt/megatron-lm/megatron/training/training.py\", line 792, in train"
+            .into(),
+        "[rank3]:     losses_reduced = forward_backward_func(".into(),
+        "[rank3]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB | <@team>"
+            .into(),
+    ];
+    jobs[5].log = Some(
+        "results/20261130-062900-abcd/moe/mixtral_8x7b_tp4_ep8/default/1/logs/console.log".into(),
     );
     jobs[5].svg = None;
     crate::compare::Comparison::new(

@@ -48,7 +48,13 @@ fn job_error(job: &JobComparison, platform: &str) -> TestCase {
             "golden",
             format!("no golden file for platform {platform} (run `goldgate bless`)"),
         ),
-        _ => ("job", format!("job failed: {}", job.outcome)),
+        _ => (
+            "job",
+            match &job.failure_line {
+                Some(line) => format!("job failed: {}: {}", job.outcome, line.trim()),
+                None => format!("job failed: {}", job.outcome),
+            },
+        ),
     };
     let mut status = TestCaseStatus::non_success(NonSuccessKind::Error);
     status.set_message(message).set_type(job.verdict.label());
@@ -57,7 +63,7 @@ fn job_error(job: &JobComparison, platform: &str) -> TestCase {
     }
     let mut case = TestCase::new(name, status);
     case.set_classname(suite_name(job));
-    case.set_system_out(format!(
+    let mut out = format!(
         "{} repeat(s): {}; outcome {}{}",
         job.job_ids.len(),
         job.job_ids.join(", "),
@@ -66,11 +72,38 @@ fn job_error(job: &JobComparison, platform: &str) -> TestCase {
             .as_deref()
             .map(|l| format!("\n{l}"))
             .unwrap_or_default()
-    ));
+    );
+    if let Some(log) = log_text(job) {
+        out.push('\n');
+        out.push_str(&log);
+    }
+    case.set_system_out(out);
     if let Some(time) = wall_time(job) {
         case.set_time(time);
     }
     case
+}
+
+/// A failed job's log path and last lines, for `system-out`.
+fn log_text(job: &JobComparison) -> Option<String> {
+    if job.log.is_none() && job.log_tail.is_empty() {
+        return None;
+    }
+    let mut out = String::new();
+    if let Some(log) = &job.log {
+        out.push_str(&format!("log: {}\n", log.display()));
+    }
+    if !job.log_tail.is_empty() {
+        out.push_str(&format!(
+            "last {} line(s) of the log:\n",
+            job.log_tail.len()
+        ));
+        for l in &job.log_tail {
+            out.push_str(l);
+            out.push('\n');
+        }
+    }
+    Some(out)
 }
 
 /// The job's wall time, when recorded and finite.

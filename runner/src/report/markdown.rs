@@ -17,6 +17,8 @@ pub fn escape_md(text: &str) -> String {
             '&' => out.push_str("&amp;"),
             '@' => out.push_str("@&#8203;"),
             '\r' | '\n' => out.push(' '),
+            // ESC sequences and other control characters never reach markdown.
+            c if c.is_control() => {}
             _ => out.push(c),
         }
     }
@@ -166,6 +168,52 @@ fn timelines(c: &Comparison) -> String {
     format!("\nMemory timelines: {}\n", links.join(" · "))
 }
 
+/// Each failed job's last log lines and the log's path, folded (records without lines, from
+/// before goldgate kept them, get none).
+fn failed_logs(c: &Comparison) -> String {
+    let mut out = String::new();
+    for job in c.jobs.iter().filter(|j| j.verdict == Verdict::JobFailed) {
+        if job.log_tail.is_empty() {
+            continue;
+        }
+        let log = job
+            .log
+            .as_ref()
+            .map(|p| format!(": {}", escape_md(&p.display().to_string())))
+            .unwrap_or_default();
+        out.push_str(&format!(
+            "\n<details><summary>{} @ {} — last {} log line(s){log}</summary>\n\n",
+            escape_md(&job.case),
+            escape_md(&job.variant),
+            job.log_tail.len()
+        ));
+        out.push_str(&pre_block(&job.log_tail));
+        out.push_str("</details>\n");
+    }
+    out
+}
+
+/// Lines in an HTML `<pre>` block (CommonMark keeps it whole up to `</pre>`): `&`, `<`, `>`
+/// as entities, `@` broken so a log cannot mention anyone, control characters dropped.
+fn pre_block(lines: &[String]) -> String {
+    let mut out = String::from("<pre>\n");
+    for l in lines {
+        for c in l.chars() {
+            match c {
+                '&' => out.push_str("&amp;"),
+                '<' => out.push_str("&lt;"),
+                '>' => out.push_str("&gt;"),
+                '@' => out.push_str("@&#8203;"),
+                c if c.is_control() => {}
+                c => out.push(c),
+            }
+        }
+        out.push('\n');
+    }
+    out.push_str("</pre>\n");
+    out
+}
+
 /// The markdown report: headline with counts, then regressions and failures, improvements,
 /// unstable metrics, and everything that passed folded in `<details>`; SVG links and warnings.
 pub fn render(c: &Comparison) -> String {
@@ -189,6 +237,7 @@ pub fn render(c: &Comparison) -> String {
         ));
     }
     out.push_str(&timelines(c));
+    out.push_str(&failed_logs(c));
     if !c.warnings.is_empty() {
         out.push_str("\n**Warnings**\n\n");
         for w in &c.warnings {

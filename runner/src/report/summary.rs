@@ -134,6 +134,7 @@ mod tests {
             failure_line: Some(
                 "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB".into(),
             ),
+            log_tail: vec!["[rank0]: torch.OutOfMemoryError: CUDA out of memory.".into()],
             log: "logs/attempt-1.log".into(),
             queued_seconds: None,
         }];

@@ -3,6 +3,7 @@
 //! verdict counts. Colour only when the caller asks (`cmd::output::color` decides: `--color`, `NO_COLOR`,
 //! `CLICOLOR_FORCE`, a terminal).
 
+use crate::observe::log::one_line;
 use tabled::settings::object::Cell;
 use tabled::settings::{Color, Style as TableStyle};
 
@@ -41,8 +42,8 @@ fn rows(job: &JobComparison) -> Vec<([String; 8], Verdict)> {
         };
         let dash = || "—".to_string();
         let row = [
-            job.case.clone(),
-            job.variant.clone(),
+            one_line(&job.case),
+            one_line(&job.variant),
             dash(),
             dash(),
             dash(),
@@ -55,8 +56,8 @@ fn rows(job: &JobComparison) -> Vec<([String; 8], Verdict)> {
     out.extend(job.metrics.iter().map(|m| {
         let [golden, now, delta, interval] = units::metric_cells(m);
         let row = [
-            job.case.clone(),
-            job.variant.clone(),
+            one_line(&job.case),
+            one_line(&job.variant),
             m.metric.clone(),
             golden,
             now,
@@ -69,23 +70,39 @@ fn rows(job: &JobComparison) -> Vec<([String; 8], Verdict)> {
     out
 }
 
-/// Lines explaining what did not pass: detail, tolerance, failure line.
+/// A failed job's log path and last lines, indented under its note.
+fn log_notes(job: &JobComparison) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Some(log) = &job.log {
+        out.push(format!("  log: {}", one_line(&log.display().to_string())));
+    }
+    if !job.log_tail.is_empty() {
+        out.push(format!("  last {} line(s) of the log:", job.log_tail.len()));
+        out.extend(job.log_tail.iter().map(|l| format!("  | {}", one_line(l))));
+    }
+    out
+}
+
+/// Lines explaining what did not pass: detail, tolerance, failure line, log tail.
 fn notes(c: &Comparison) -> Vec<String> {
     let mut out = Vec::new();
     for job in &c.jobs {
         if let Some(line) = &job.failure_line {
             out.push(format!(
                 "{} @ {}: {} — {}",
-                job.case,
-                job.variant,
+                one_line(&job.case),
+                one_line(&job.variant),
                 job.outcome,
-                line.trim()
+                one_line(line.trim())
             ));
         }
+        out.extend(log_notes(job));
         if job.verdict == Verdict::MissingGolden {
             out.push(format!(
                 "{} @ {}: no golden file for platform {} (hint: run `goldgate bless`)",
-                job.case, job.variant, c.platform
+                one_line(&job.case),
+                one_line(&job.variant),
+                c.platform
             ));
         }
         for m in job.metrics.iter().filter(|m| m.verdict != Verdict::Pass) {
@@ -110,7 +127,7 @@ pub(crate) fn counts_line(c: &Comparison) -> String {
         .iter()
         .rev()
         .filter(|v| c.counts.get(**v) > 0)
-        .map(|v| format!("{} {}", c.counts.get(*v), v.label()))
+        .map(|v| count_words(*v, c.counts.get(*v)))
         .collect();
     let total = c.counts.total();
     let jobs = if total == 1 { "job" } else { "jobs" };
@@ -118,6 +135,20 @@ pub(crate) fn counts_line(c: &Comparison) -> String {
         return format!("{total} {jobs} on {}", c.platform);
     }
     format!("{total} {jobs} on {}: {}", c.platform, parts.join(", "))
+}
+
+/// `n` jobs of verdict `v` in words, plural when `n` is not 1 (`2 regressions`, `1 passed`).
+fn count_words(v: Verdict, n: usize) -> String {
+    let s = if n == 1 { "" } else { "s" };
+    match v {
+        Verdict::Pass => format!("{n} passed"),
+        Verdict::Improvement => format!("{n} improvement{s}"),
+        Verdict::Unstable => format!("{n} unstable"),
+        Verdict::MissingMetric => format!("{n} missing a metric"),
+        Verdict::MissingGolden => format!("{n} without a golden"),
+        Verdict::Regression => format!("{n} regression{s}"),
+        Verdict::JobFailed => format!("{n} failed"),
+    }
 }
 
 /// Renders the table, the notes and the counts line.
@@ -186,7 +217,10 @@ mod tests {
     fn counts_line_lists_worst_first() {
         assert_eq!(
             counts_line(&fixtures::comparison()),
-            "6 jobs on dgx_h100: 1 job-failed, 1 regression, 1 missing-golden, 1 unstable, 1 improvement, 1 pass"
+            "6 jobs on dgx_h100: 1 failed, 1 regression, 1 without a golden, 1 unstable, 1 improvement, 1 passed"
         );
+        assert_eq!(count_words(Verdict::Regression, 2), "2 regressions");
+        assert_eq!(count_words(Verdict::Improvement, 0), "0 improvements");
+        assert_eq!(count_words(Verdict::Pass, 3), "3 passed");
     }
 }

@@ -45,6 +45,8 @@ pub struct AttemptOutput {
     pub signs: FailureSigns,
     /// The log line that explains a failure, when one matched.
     pub failure_line: Option<String>,
+    /// The last lines of the log of a failed attempt (empty for a passed one).
+    pub log_tail: Vec<String>,
     /// The console log of the attempt's last run (empty when nothing ran).
     pub log: PathBuf,
     /// Running time of the attempt's last run, queue time excluded.
@@ -77,6 +79,7 @@ impl AttemptOutput {
             },
             signs: FailureSigns::NONE,
             failure_line: Some(message),
+            log_tail: Vec::new(),
             log: PathBuf::new(),
             wall: Duration::ZERO,
             queued: None,

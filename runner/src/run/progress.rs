@@ -10,6 +10,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use super::event::{ExecEvent, RunEvent};
 use crate::metrics::{Attempt, RunRecord};
+use crate::observe::log::one_line;
 
 /// Where progress goes.
 enum Sink {
@@ -87,7 +88,8 @@ impl Progress {
                     .filter(|w| self.shown.insert((*w).clone()))
                     .map(String::as_str)
                     .collect();
-                let line = finish_line(&job.id, self.done, self.total, record, &new);
+                let mut line = finish_line(&job.id, self.done, self.total, record, &new);
+                line.push_str(&failure_lines(record, &job.dirs.job));
                 match &mut self.sink {
                     Sink::Bar(bar) => {
                         bar.inc(1);
@@ -126,13 +128,14 @@ impl Progress {
 
 /// `start  <job>`.
 fn start_line(job_id: &str) -> String {
-    format!("start  {job_id}")
+    format!("start  {}", one_line(job_id))
 }
 
 /// `retry  <job> after attempt 1: failed (exit 1)`.
 fn retry_line(job_id: &str, attempt: &Attempt) -> String {
     format!(
-        "retry  {job_id} after attempt {}: {}",
+        "retry  {} after attempt {}: {}",
+        one_line(job_id),
         attempt.number,
         attempt.outcome.label()
     )
@@ -154,15 +157,43 @@ fn finish_line(
         "FAIL  "
     };
     let mut line = format!(
-        "{mark}{job_id} [{n}/{total}] {} in {:.1} s",
-        record.outcome.label(),
+        "{mark}{} [{n}/{total}] {} in {:.1} s",
+        one_line(job_id),
+        one_line(&record.outcome.label()),
         record.wall_seconds
     );
     for warning in warnings {
         line.push_str("\n      warning: ");
-        line.push_str(warning);
+        line.push_str(&one_line(warning));
     }
     line
+}
+
+/// Under a failed job: the line that explains it, the log's path and its last lines.
+fn failure_lines(record: &RunRecord, job_dir: &std::path::Path) -> String {
+    let Some(attempt) = record.attempts.last().filter(|_| !record.outcome.passed()) else {
+        return String::new();
+    };
+    let mut out = String::new();
+    if let Some(line) = &attempt.failure_line {
+        out.push_str(&format!("\n      error: {}", one_line(line)));
+    }
+    if !attempt.log.as_os_str().is_empty() {
+        out.push_str(&format!(
+            "\n      log: {}",
+            one_line(&job_dir.join(&attempt.log).display().to_string())
+        ));
+    }
+    if !attempt.log_tail.is_empty() {
+        out.push_str(&format!(
+            "\n      last {} line(s) of the log:",
+            attempt.log_tail.len()
+        ));
+        for l in &attempt.log_tail {
+            out.push_str(&format!("\n      | {}", one_line(l)));
+        }
+    }
+    out
 }
 
 /// The bar's message while a job runs.

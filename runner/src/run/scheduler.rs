@@ -188,6 +188,7 @@ fn attempt_record(job: &Job, number: u32, started_at: String, out: &AttemptOutpu
         wall_seconds: out.wall.as_secs_f64(),
         outcome: out.outcome.clone(),
         failure_line: out.failure_line.clone(),
+        log_tail: out.log_tail.clone(),
         log: out
             .log
             .strip_prefix(&job.dirs.job)
@@ -346,6 +347,7 @@ mod tests {
                     ..FailureSigns::default()
                 },
                 failure_line: None,
+                log_tail: Vec::new(),
                 log: ctx.job.dirs.logs.join("console.log"),
                 wall: Duration::from_millis(1500),
                 queued: None,

@@ -9,14 +9,18 @@ use std::time::Instant;
 use super::event::ExecEvent;
 use crate::launch::FailureSigns;
 use crate::observe::log::{
-    FailureKind, LineCleaner, LogEvent, LogParser, LogSummary, SummaryBuilder,
+    FailureKind, LineCleaner, LogEvent, LogParser, LogSummary, LogTail, SummaryBuilder, TailSummary,
 };
+
+/// Checkpoint saves on the memory timeline: (start s, end s, iteration).
+pub type Marks = Vec<(f64, Option<f64>, u64)>;
 
 /// The log of one run, parsed as it arrives.
 pub struct LogWatch {
     parser: LogParser,
     builder: SummaryBuilder,
     cleaner: LineCleaner,
+    tail: LogTail,
     lines: u64,
     marks: SaveMarks,
     t0: Instant,
@@ -35,6 +39,7 @@ impl LogWatch {
             parser: LogParser::new(),
             builder: SummaryBuilder::default(),
             cleaner: LineCleaner::default(),
+            tail: LogTail::default(),
             lines: 0,
             marks: SaveMarks::default(),
             t0: Instant::now(),
@@ -51,6 +56,7 @@ impl LogWatch {
     }
 
     fn part(&mut self, line: &[u8], on_event: &mut dyn FnMut(ExecEvent)) {
+        self.tail.see(line);
         let Some(parsed) = self.parser.feed(line) else {
             return;
         };
@@ -72,10 +78,31 @@ impl LogWatch {
     }
 
     /// The summary of every line seen, and the save marks (start s, end s, iteration).
-    pub fn finish(mut self) -> (LogSummary, Vec<(f64, Option<f64>, u64)>) {
-        self.builder.set_line_counts(self.lines, 0);
-        (self.builder.finish(), self.marks.list())
+    pub fn finish(self) -> (LogSummary, Vec<(f64, Option<f64>, u64)>) {
+        let (summary, marks, _) = self.finish_with_tail();
+        (summary, marks)
     }
+
+    /// [`LogWatch::finish`], and what the log's end says about a failure.
+    pub fn finish_with_tail(mut self) -> (LogSummary, Marks, TailSummary) {
+        self.builder.set_line_counts(self.lines, 0);
+        (self.builder.finish(), self.marks.list(), self.tail.finish())
+    }
+}
+
+/// The line that explains a failed run and the log's last lines: a failure marker's line
+/// (out of memory, NCCL timeout, NaN) first, else the last traceback's exception, else the last
+/// error-looking line. Nothing for a run that passed.
+pub(crate) fn diagnosis(
+    summary: &LogSummary,
+    tail: TailSummary,
+    passed: bool,
+) -> (Option<String>, Vec<String>) {
+    if passed {
+        return (None, Vec::new());
+    }
+    let line = (summary.failures.first().map(|f| f.line.clone())).or_else(|| tail.failure_line());
+    (line, tail.lines)
 }
 
 /// The failure markers of a log, for classification and retries.

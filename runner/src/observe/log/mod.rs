@@ -11,8 +11,9 @@ mod reader;
 mod scan;
 mod series;
 mod summary;
+mod tail;
 
-pub use clean::{LineCleaner, strip_ansi};
+pub use clean::{LineCleaner, one_line, strip_ansi};
 pub use collect::{LogCollector, summarize_file, summarize_reader};
 pub use error::LogError;
 pub use event::{
@@ -23,3 +24,4 @@ pub use parser::LogParser;
 pub use reader::{LogReader, MAX_LINE};
 pub use series::Steps;
 pub use summary::{CheckpointSave, Failure, LogSummary, SummaryBuilder, TimerStats};
+pub use tail::{LogTail, TAIL_LINES, TailSummary};

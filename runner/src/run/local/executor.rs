@@ -162,6 +162,7 @@ impl LocalExecutor {
             outcome: failed.outcome,
             signs: FailureSigns::NONE,
             failure_line: Some(failed.line),
+            log_tail: Vec::new(),
             log: failed.log,
             wall: Duration::ZERO,
             queued: None,
@@ -243,16 +244,16 @@ impl LocalExecutor {
         if !report.escaped.is_empty() {
             sampled.warnings.push(escaped_warning(&report.escaped));
         }
-        let (summary, save_marks) = watch.finish();
+        let (summary, save_marks, tail) = watch.finish_with_tail();
         let signs = crate::run::watch::signs(&summary);
         let status = launch::classify(report.outcome, signs);
-        let failure_line = (!status.passed())
-            .then(|| summary.failures.first().map(|f| f.line.clone()))
-            .flatten();
+        let (failure_line, log_tail) =
+            crate::run::watch::diagnosis(&summary, tail, status.passed());
         Ok(AttemptOutput {
             outcome: self.outcome_of(status, ctx.job),
             signs,
             failure_line,
+            log_tail,
             log: report.log_path,
             wall: report.wall,
             queued: None,

@@ -304,20 +304,21 @@ impl SlurmExecutor {
         let wall = job
             .started
             .map_or(Duration::ZERO, |s| end.duration_since(s));
-        let (summary, save_marks) = watch.finish();
+        let (summary, save_marks, tail) = watch.finish_with_tail();
         let signs = crate::run::watch::signs(&summary);
         let cancelled = job.cancel.map_or(Cancelled::No, |(why, _, _)| why);
         // Slurm enforces whole minutes.
         let limit_seconds = limit.map_or(0.0, |l| (crate::plan::slurm_minutes(l) * 60) as f64);
         let outcome = outcome(&state, job.exit, cancelled, signs, limit_seconds);
-        let failure_line = (!outcome.passed())
-            .then(|| summary.failures.first().map(|f| f.line.clone()))
-            .flatten()
+        let (failure_line, log_tail) =
+            crate::run::watch::diagnosis(&summary, tail, outcome.passed());
+        let failure_line = failure_line
             .or_else(|| (!outcome.passed()).then(|| slurm_line(job.id, &state, job.exit)));
         Ok(AttemptOutput {
             outcome,
             signs,
             failure_line,
+            log_tail,
             log: log.to_path_buf(),
             wall,
             queued: Some(queued),
