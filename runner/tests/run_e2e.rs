@@ -269,12 +269,7 @@ fn ctrl_c_stops_the_job_and_records_it_as_interrupted() {
         std::thread::yield_now();
     };
     assert!(started, "the job never started");
-    rustix::process::kill_process(
-        rustix::process::Pid::from_raw(child.id() as i32).unwrap(),
-        rustix::process::Signal::INT,
-    )
-    .unwrap();
-    let status = child.wait().unwrap();
+    let status = cli::ctrl_c(&mut child);
     assert_eq!(status.code(), Some(3));
     let rs = records(out.path());
     assert_eq!(rs[0].outcome, Outcome::Interrupted);
@@ -492,4 +487,76 @@ fn a_case_timeout_applies_without_the_flag() {
     assert!(started.elapsed() < Duration::from_secs(20));
     let rs = records(&out);
     assert_eq!(rs[0].outcome, Outcome::TimedOut { after_seconds: 1.5 });
+}
+
+/// Issue 14 item 16: a secret the job prints in its failure is masked (whole values only) in
+/// results.json's failure line and log tail and on the terminal; a short secret does not mangle
+/// paths.
+#[test]
+fn a_secret_the_job_prints_is_masked_in_the_record_and_on_the_terminal() {
+    let root = tempfile::tempdir().unwrap();
+    let case = root.path().join("fake/leak");
+    std::fs::create_dir_all(&case).unwrap();
+    std::fs::write(
+        case.join("model_config.yaml"),
+        "TEST_TYPE: regular\nLAUNCHER: direct\nMODEL_ARGS: {}\nGOLDGATE:\n  entry: [bash, -c, \
+         'echo \"saving to ${PWD:0:1}$2${PWD:0:1}ck\"; echo \"RuntimeError: CUDA out of sync \
+         (token=$1)\"; exit 1', x, '${MY_API_TOKEN}', '${SHORT_TOKEN}']\n",
+    )
+    .unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let o = goldgate(
+        out.path(),
+        &["--root", root.path().to_str().unwrap(), "fake/leak"],
+    )
+    .env("MY_API_TOKEN", "s3cr3t-v4lue")
+    .env("SHORT_TOKEN", "tmp")
+    .output()
+    .unwrap();
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+    let shown = text(&o);
+    assert!(!shown.contains("s3cr3t-v4lue"), "{shown}");
+    assert!(shown.contains("token=<redacted>"), "{shown}");
+    let r = &records(out.path())[0];
+    let attempt = &r.attempts[0];
+    assert_eq!(
+        attempt.failure_line.as_deref(),
+        Some("RuntimeError: CUDA out of sync (token=<redacted>)")
+    );
+    assert!(
+        attempt.log_tail.iter().any(|l| l == "saving to /tmp/ck"),
+        "{:?}",
+        attempt.log_tail
+    );
+    let json = serde_json::to_string(r).unwrap();
+    assert!(!json.contains("s3cr3t-v4lue"), "{json}");
+}
+
+/// Issue 14 item 16: under GitHub Actions a case name holding `\n::warning::` or ESC sequences
+/// reaches the log as one escaped line, never as a workflow command or a cursor move.
+#[test]
+fn a_hostile_case_name_cannot_start_a_workflow_command() {
+    let root = tempfile::tempdir().unwrap();
+    let name = "evil\n::warning::pwned\r::error::x\x1b[2J";
+    let case = root.path().join("fake").join(name);
+    std::fs::create_dir_all(&case).unwrap();
+    std::fs::copy(
+        repo().join("runner/tests/fixtures/cases/fake/quick/model_config.yaml"),
+        case.join("model_config.yaml"),
+    )
+    .unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let o = goldgate(out.path(), &["--root", root.path().to_str().unwrap()])
+        .env("GITHUB_ACTIONS", "true")
+        .output()
+        .unwrap();
+    let shown = text(&o);
+    assert!(
+        shown.contains("fake/evil\\n::warning::pwned\\r::error::x"),
+        "{shown}"
+    );
+    for line in shown.split(['\n', '\r']) {
+        assert!(!line.trim_start().starts_with("::"), "{line:?} in {shown}");
+    }
+    assert!(!shown.contains('\x1b'), "{shown:?}");
 }

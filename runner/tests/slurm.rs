@@ -267,12 +267,7 @@ fn ctrl_c_cancels_the_job_and_leaves_nothing_behind() {
         .spawn()
         .unwrap();
     tree.wait_for_iteration(2);
-    rustix::process::kill_process(
-        rustix::process::Pid::from_raw(child.id() as i32).unwrap(),
-        rustix::process::Signal::INT,
-    )
-    .unwrap();
-    let status = child.wait().unwrap();
+    let status = cli::ctrl_c(&mut child);
     assert_eq!(status.code(), Some(3));
     assert_eq!(tree.records()[0].outcome, Outcome::Interrupted);
     assert_eq!(tree.in_queue(), Vec::<String>::new(), "still in the queue");

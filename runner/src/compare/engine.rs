@@ -13,7 +13,7 @@ use super::judge::{self, Series};
 use super::judge_two_sample;
 use super::platform;
 use super::rules::RuleSet;
-use super::verdict::{Comparison, JobComparison, Verdict};
+use super::verdict::{Comparison, JobComparison, MetricResult, Verdict};
 use crate::metric_names::{CHECKPOINT_ASYNC_LATENCY, GOLDGATE_METRICS};
 use crate::metrics::RunRecord;
 
@@ -221,12 +221,7 @@ fn judge_inference(
 ) -> Result<JobComparison, CompareError> {
     job.golden_path = Some(path.to_path_buf());
     job.metrics = super::inference::judge_inference(path, group, metrics)?;
-    job.verdict = job
-        .metrics
-        .iter()
-        .map(|m| m.verdict)
-        .max()
-        .unwrap_or(Verdict::Pass);
+    job.verdict = worst_verdict(&job.metrics);
     Ok(job)
 }
 
@@ -304,14 +299,18 @@ pub fn judge_against(
     Ok(job)
 }
 
-/// The job's verdict is its worst metric's; each unstable metric is also a warning.
-fn set_verdict(job: &mut JobComparison, warnings: &mut Vec<String>) {
-    job.verdict = job
-        .metrics
+/// A job's verdict: its worst metric's (pass when it has none).
+fn worst_verdict(metrics: &[MetricResult]) -> Verdict {
+    metrics
         .iter()
         .map(|m| m.verdict)
         .max()
-        .unwrap_or(Verdict::Pass);
+        .unwrap_or(Verdict::Pass)
+}
+
+/// The job's verdict is its worst metric's; each unstable metric is also a warning.
+fn set_verdict(job: &mut JobComparison, warnings: &mut Vec<String>) {
+    job.verdict = worst_verdict(&job.metrics);
     for m in job
         .metrics
         .iter()

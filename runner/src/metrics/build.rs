@@ -230,7 +230,7 @@ pub fn record(job: &Job, result: JobResult) -> RunRecord {
         repeat: job.repeat,
         platform: job.platform.clone(),
         outcome: result.outcome,
-        attempts: result.attempts,
+        attempts: redacted_attempts(job, result.attempts),
         started_at: result.started_at,
         wall_seconds: result.wall.as_secs_f64(),
         argv: redacted_argv(job),
@@ -244,7 +244,10 @@ pub fn record(job: &Job, result: JobResult) -> RunRecord {
         memory,
         probe: result.probe.and_then(|p| serde_json::to_value(p).ok()),
         observer_cpu_seconds: (!cpu.is_empty()).then(|| cpu.iter().sum()),
-        warnings,
+        warnings: warnings
+            .iter()
+            .map(|w| crate::plan::redact_text(job, w))
+            .collect(),
         warmup: job.warmup,
         resumed: observed.resumed.as_ref().map(|r| resumed_run(job, r)),
         nodes,
@@ -303,6 +306,30 @@ fn overlap_warning(saves: &[CheckpointRecord]) -> Option<String> {
             }
         )
     })
+}
+
+/// The attempts with the job's secret values masked in what came from its log (the failure
+/// line, the log's last lines), so no report built from the record republishes them.
+fn redacted_attempts(job: &Job, attempts: Vec<Attempt>) -> Vec<Attempt> {
+    let secrets = crate::plan::secrets(job);
+    if secrets.is_empty() {
+        return attempts;
+    }
+    let mask = |t: &str| crate::plan::redact_with(&secrets, t);
+    attempts
+        .into_iter()
+        .map(|mut a| {
+            a.failure_line = a.failure_line.as_deref().map(mask);
+            a.log_tail = a.log_tail.iter().map(|l| mask(l)).collect();
+            a.outcome = match a.outcome {
+                Outcome::LaunchError { message } => Outcome::LaunchError {
+                    message: mask(&message),
+                },
+                other => other,
+            };
+            a
+        })
+        .collect()
 }
 
 /// The argv of each run, with secrets taken from the caller's environment redacted.

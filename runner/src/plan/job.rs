@@ -401,12 +401,59 @@ pub fn redacted_env(job: &Job) -> BTreeMap<String, String> {
         .collect()
 }
 
-/// `text` with every secret value taken from the caller's environment replaced by `<redacted>`.
-pub fn redact_text(job: &Job, text: &str) -> String {
-    job.from_caller
+/// The one redaction list: (name, value) of every secret the job took from the caller's
+/// environment (a secret-named variable with a value), longest value first so a secret that
+/// contains another is masked whole.
+pub fn secrets(job: &Job) -> Vec<(&str, &str)> {
+    let mut list: Vec<(&str, &str)> = job
+        .from_caller
         .iter()
         .filter(|c| is_secret_name(&c.name) && !c.value.is_empty())
-        .fold(text.to_owned(), |acc, c| acc.replace(&c.value, REDACTED))
+        .map(|c| (c.name.as_str(), c.value.as_str()))
+        .collect();
+    list.sort_by_key(|(_, v)| std::cmp::Reverse(v.len()));
+    list.dedup();
+    list
+}
+
+/// The first whole occurrence of `value` in `text` at or after `from`: not inside a longer
+/// word, path or number (the bytes around it are not letters, digits, `_`, `-`, `.` or `/`),
+/// so a short secret (`tmp`) never mangles `/tmp/x`, while `token=s3cret` and `"s3cret"` are
+/// masked.
+pub fn find_whole(text: &str, value: &str, from: usize) -> Option<usize> {
+    let word = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.' | b'/');
+    let bytes = text.as_bytes();
+    let mut start = from;
+    while let Some(i) = text.get(start..)?.find(value) {
+        let at = start + i;
+        let end = at + value.len();
+        let before = at.checked_sub(1).map(|j| bytes[j]);
+        let after = bytes.get(end).copied();
+        if !before.is_some_and(word) && !after.is_some_and(word) {
+            return Some(at);
+        }
+        start = at + text[at..].chars().next().map_or(1, char::len_utf8);
+    }
+    None
+}
+
+/// `text` with every whole occurrence of a secret value taken from the caller's environment
+/// replaced by `<redacted>` ([`secrets`], [`find_whole`]).
+pub fn redact_text(job: &Job, text: &str) -> String {
+    redact_with(&secrets(job), text)
+}
+
+/// `text` with the values of `secrets` masked as [`redact_text`] does.
+pub fn redact_with(secrets: &[(&str, &str)], text: &str) -> String {
+    let mut out = text.to_owned();
+    for (_, value) in secrets {
+        let mut from = 0;
+        while let Some(at) = find_whole(&out, value, from) {
+            out.replace_range(at..at + value.len(), REDACTED);
+            from = at + REDACTED.len();
+        }
+    }
+    out
 }
 
 impl Job {
@@ -517,6 +564,32 @@ mod tests {
             Some(Path::new("/nvme")),
         );
         assert_eq!(fast.checkpoints, Path::new("/nvme/r1/gpt/a/default/1"));
+    }
+
+    #[test]
+    fn secret_values_are_masked_whole_and_only_secret_names_count() {
+        let mut job = Job::fixture(Path::new("/out"), "gpt/a", 1);
+        for (name, value) in [
+            ("MY_API_TOKEN", "s3cr3t-v4lue"),
+            ("SHORT_TOKEN", "tmp"),
+            ("TOKENIZER_TYPE", "GPT2BPETokenizer"),
+        ] {
+            job.from_caller.push(FromCaller {
+                name: name.into(),
+                value: value.into(),
+            });
+        }
+        assert_eq!(
+            redact_text(
+                &job,
+                "OOM token=s3cr3t-v4lue --save /tmp/ck tmp GPT2BPETokenizer \"s3cr3t-v4lue\" s3cr3t-v4lue2"
+            ),
+            "OOM token=<redacted> --save /tmp/ck <redacted> GPT2BPETokenizer \"<redacted>\" s3cr3t-v4lue2"
+        );
+        assert_eq!(find_whole("a/tmp b", "tmp", 0), None);
+        assert_eq!(find_whole("tmp/ tmp", "tmp", 0), Some(5));
+        let names: Vec<&str> = secrets(&job).iter().map(|(n, _)| *n).collect();
+        assert_eq!(names, ["MY_API_TOKEN", "SHORT_TOKEN"]);
     }
 
     #[test]

@@ -20,7 +20,8 @@ pub use error::PlanError;
 pub use filter::{CaseFilter, FilterError, Partition};
 pub use job::{
     DEFAULT_MASTER_ADDR, Job, JobDirs, Launcher, MASTER_ADDR_REF, NODE_RANK_REF, REDACTED,
-    RecipeRef, RunAction, RunSpec, Site, is_secret_name, mark_warmup, redact_text, redacted_env,
+    RecipeRef, RunAction, RunSpec, Site, is_secret_name, mark_warmup, redact_text, redact_with,
+    redacted_env, secrets,
 };
 pub use megatron::{NCCL_DEFAULTS, is_nemo};
 pub use program::resolve_program;

@@ -1,7 +1,7 @@
 //! Stage "plan": quoting words for bash, with secrets from the caller's environment referred
 //! to by name (`"${HF_TOKEN:?set HF_TOKEN}"`) instead of written out.
 
-use super::job::{Job, is_secret_name};
+use super::job::Job;
 
 /// `word` as one bash word: as is when it holds only safe characters, else in single quotes
 /// with each `'` written as `'\''`.
@@ -21,24 +21,22 @@ pub(crate) fn required_ref(name: &str) -> String {
 /// `text` as one bash word in which every secret value the job took from the caller's
 /// environment is replaced by a reference to its variable.
 pub(crate) fn quote_with_secrets(job: &Job, text: &str) -> String {
-    let secrets: Vec<_> = job
-        .from_caller
-        .iter()
-        .filter(|c| is_secret_name(&c.name) && !c.value.is_empty())
-        .collect();
+    let secrets = super::job::secrets(job);
     let mut out = String::new();
     let mut rest = text;
     loop {
         let next = secrets
             .iter()
-            .filter_map(|s| rest.find(&s.value).map(|at| (at, *s)))
-            .min_by_key(|(at, s)| (*at, std::cmp::Reverse(s.value.len())));
-        let Some((at, secret)) = next else { break };
+            .filter_map(|s| super::job::find_whole(rest, s.1, 0).map(|at| (at, *s)))
+            .min_by_key(|(at, s)| (*at, std::cmp::Reverse(s.1.len())));
+        let Some((at, (name, value))) = next else {
+            break;
+        };
         if at > 0 {
             out.push_str(&shell_quote(&rest[..at]));
         }
-        out.push_str(&required_ref(&secret.name));
-        rest = &rest[at + secret.value.len()..];
+        out.push_str(&required_ref(name));
+        rest = &rest[at + value.len()..];
     }
     if !rest.is_empty() || out.is_empty() {
         out.push_str(&shell_quote(rest));

@@ -17,6 +17,8 @@ pub fn escape_md(text: &str) -> String {
             '&' => out.push_str("&amp;"),
             '@' => out.push_str("@&#8203;"),
             '\r' | '\n' => out.push(' '),
+            // ESC sequences and other control characters never reach markdown.
+            c if c.is_control() => {}
             _ => out.push(c),
         }
     }

@@ -3,6 +3,7 @@
 //! verdict counts. Colour only when the caller asks (`cmd::output::color` decides: `--color`, `NO_COLOR`,
 //! `CLICOLOR_FORCE`, a terminal).
 
+use crate::observe::log::one_line;
 use tabled::settings::object::Cell;
 use tabled::settings::{Color, Style as TableStyle};
 
@@ -41,8 +42,8 @@ fn rows(job: &JobComparison) -> Vec<([String; 8], Verdict)> {
         };
         let dash = || "—".to_string();
         let row = [
-            job.case.clone(),
-            job.variant.clone(),
+            one_line(&job.case),
+            one_line(&job.variant),
             dash(),
             dash(),
             dash(),
@@ -55,8 +56,8 @@ fn rows(job: &JobComparison) -> Vec<([String; 8], Verdict)> {
     out.extend(job.metrics.iter().map(|m| {
         let [golden, now, delta, interval] = units::metric_cells(m);
         let row = [
-            job.case.clone(),
-            job.variant.clone(),
+            one_line(&job.case),
+            one_line(&job.variant),
             m.metric.clone(),
             golden,
             now,
@@ -73,11 +74,11 @@ fn rows(job: &JobComparison) -> Vec<([String; 8], Verdict)> {
 fn log_notes(job: &JobComparison) -> Vec<String> {
     let mut out = Vec::new();
     if let Some(log) = &job.log {
-        out.push(format!("  log: {}", log.display()));
+        out.push(format!("  log: {}", one_line(&log.display().to_string())));
     }
     if !job.log_tail.is_empty() {
         out.push(format!("  last {} line(s) of the log:", job.log_tail.len()));
-        out.extend(job.log_tail.iter().map(|l| format!("  | {l}")));
+        out.extend(job.log_tail.iter().map(|l| format!("  | {}", one_line(l))));
     }
     out
 }
@@ -89,17 +90,19 @@ fn notes(c: &Comparison) -> Vec<String> {
         if let Some(line) = &job.failure_line {
             out.push(format!(
                 "{} @ {}: {} — {}",
-                job.case,
-                job.variant,
+                one_line(&job.case),
+                one_line(&job.variant),
                 job.outcome,
-                line.trim()
+                one_line(line.trim())
             ));
         }
         out.extend(log_notes(job));
         if job.verdict == Verdict::MissingGolden {
             out.push(format!(
                 "{} @ {}: no golden file for platform {} (hint: run `goldgate bless`)",
-                job.case, job.variant, c.platform
+                one_line(&job.case),
+                one_line(&job.variant),
+                c.platform
             ));
         }
         for m in job.metrics.iter().filter(|m| m.verdict != Verdict::Pass) {

@@ -7,6 +7,7 @@
 //! repeats a variant sweep usually has, the range is the honest summary (the gate's bootstrap CI
 //! lives in `compare`).
 
+use crate::observe::log::one_line;
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::compare::rules::{Statistic, collapse};
@@ -494,7 +495,7 @@ pub fn render_terminal(table: &VariantTable) -> String {
     for case in &table.cases {
         let mut b = tabled::builder::Builder::default();
         let mut header = vec!["metric".to_string()];
-        header.extend(case.variants.iter().map(|v| v.name.clone()));
+        header.extend(case.variants.iter().map(|v| one_line(&v.name)));
         b.push_record(header);
         let mut jobs = vec!["jobs".to_string()];
         jobs.extend(case.variants.iter().map(jobs_text));
@@ -511,7 +512,7 @@ pub fn render_terminal(table: &VariantTable) -> String {
         }
         let mut t = b.build();
         t.with(tabled::settings::Style::sharp());
-        out.push_str(&format!("{}\n{t}\n", case.case));
+        out.push_str(&format!("{}\n{t}\n", one_line(&case.case)));
     }
     if out.is_empty() {
         out.push_str("no results\n");

@@ -10,6 +10,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use super::event::{ExecEvent, RunEvent};
 use crate::metrics::{Attempt, RunRecord};
+use crate::observe::log::one_line;
 
 /// Where progress goes.
 enum Sink {
@@ -127,13 +128,14 @@ impl Progress {
 
 /// `start  <job>`.
 fn start_line(job_id: &str) -> String {
-    format!("start  {job_id}")
+    format!("start  {}", one_line(job_id))
 }
 
 /// `retry  <job> after attempt 1: failed (exit 1)`.
 fn retry_line(job_id: &str, attempt: &Attempt) -> String {
     format!(
-        "retry  {job_id} after attempt {}: {}",
+        "retry  {} after attempt {}: {}",
+        one_line(job_id),
         attempt.number,
         attempt.outcome.label()
     )
@@ -155,13 +157,14 @@ fn finish_line(
         "FAIL  "
     };
     let mut line = format!(
-        "{mark}{job_id} [{n}/{total}] {} in {:.1} s",
-        record.outcome.label(),
+        "{mark}{} [{n}/{total}] {} in {:.1} s",
+        one_line(job_id),
+        one_line(&record.outcome.label()),
         record.wall_seconds
     );
     for warning in warnings {
         line.push_str("\n      warning: ");
-        line.push_str(warning);
+        line.push_str(&one_line(warning));
     }
     line
 }
@@ -173,12 +176,12 @@ fn failure_lines(record: &RunRecord, job_dir: &std::path::Path) -> String {
     };
     let mut out = String::new();
     if let Some(line) = &attempt.failure_line {
-        out.push_str(&format!("\n      error: {line}"));
+        out.push_str(&format!("\n      error: {}", one_line(line)));
     }
     if !attempt.log.as_os_str().is_empty() {
         out.push_str(&format!(
             "\n      log: {}",
-            job_dir.join(&attempt.log).display()
+            one_line(&job_dir.join(&attempt.log).display().to_string())
         ));
     }
     if !attempt.log_tail.is_empty() {
@@ -187,7 +190,7 @@ fn failure_lines(record: &RunRecord, job_dir: &std::path::Path) -> String {
             attempt.log_tail.len()
         ));
         for l in &attempt.log_tail {
-            out.push_str(&format!("\n      | {l}"));
+            out.push_str(&format!("\n      | {}", one_line(l)));
         }
     }
     out

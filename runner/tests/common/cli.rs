@@ -2,7 +2,7 @@
 //! printed, so every CLI test starts goldgate in the same environment.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Child, Command, ExitStatus, Output};
 
 /// The workspace root: where `goldgate run` finds `goldgate.yaml` and the fixture cases
 /// (`runner/tests/fixtures/cases`).
@@ -35,4 +35,11 @@ pub fn code(o: &Output) -> i32 {
     o.status
         .code()
         .unwrap_or_else(|| panic!("goldgate was killed: {}\n{}", o.status, text(o)))
+}
+
+/// Sends goldgate SIGINT, as Ctrl-C in its terminal would, and waits until it exited.
+pub fn ctrl_c(child: &mut Child) -> ExitStatus {
+    let pid = rustix::process::Pid::from_raw(child.id() as i32).expect("a child's pid is not 0");
+    rustix::process::kill_process(pid, rustix::process::Signal::INT).expect("goldgate is running");
+    child.wait().expect("goldgate was started by this test")
 }

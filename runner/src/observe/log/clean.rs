@@ -63,6 +63,29 @@ pub fn strip_ansi(s: &[u8], out: &mut Vec<u8>) {
     }
 }
 
+/// `text` as one printable line for a terminal or a CI log: ANSI escape sequences dropped,
+/// every other control character (`\n`, `\r`, a lone ESC, BEL ...) written as its escape
+/// (`\n`), so a case name or a log line can neither move the cursor nor start a line of its
+/// own, where `::warning::` would be a GitHub Actions workflow command.
+pub fn one_line(text: &str) -> String {
+    let mut stripped = Vec::new();
+    let text: std::borrow::Cow<'_, str> = if text.contains('\u{1b}') {
+        strip_ansi(text.as_bytes(), &mut stripped);
+        String::from_utf8_lossy(&stripped)
+    } else {
+        text.into()
+    };
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// The index after an OSC sequence whose body starts at `from`: after its BEL or `ESC \`.
 fn osc_end(s: &[u8], from: usize) -> usize {
     let mut j = from;
@@ -96,6 +119,17 @@ mod tests {
             ["step 1", "step 2", "step 3"]
         );
         assert_eq!(parts(b"\r"), [""], "an empty line stays one empty line");
+    }
+
+    #[test]
+    fn one_line_cannot_start_a_workflow_command_or_move_the_cursor() {
+        assert_eq!(
+            one_line("gpt/x\n::warning::pwned\r::error::y"),
+            "gpt/x\\n::warning::pwned\\r::error::y"
+        );
+        assert_eq!(one_line("\x1b[2J\x1b]0;t\x07name\x1b"), "name");
+        assert_eq!(one_line("a\x07b"), "a\\u{7}b");
+        assert_eq!(one_line("plain"), "plain");
     }
 
     #[test]

@@ -13,7 +13,7 @@ mod series;
 mod summary;
 mod tail;
 
-pub use clean::{LineCleaner, strip_ansi};
+pub use clean::{LineCleaner, one_line, strip_ansi};
 pub use collect::{LogCollector, summarize_file, summarize_reader};
 pub use error::LogError;
 pub use event::{
