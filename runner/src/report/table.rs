@@ -121,7 +121,7 @@ fn notes(c: &Comparison) -> Vec<String> {
     out
 }
 
-/// `6 jobs on dgx_h100: 1 regression, 1 job-failed, …, 1 pass` (worst first, zeros left out).
+/// `6 jobs on dgx_h100: 1 failed, 1 regression, …, 1 passed` (worst first, zeros left out).
 pub(crate) fn counts_line(c: &Comparison) -> String {
     let parts: Vec<String> = Verdict::ALL
         .iter()
