@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A one-node Slurm on a machine without Slurm (the H200: Ubuntu 24.04, root, no network) from
 # Debian 12's packages carried in .device/slurm-debs (slurmctld, slurmd, slurm-client,
-# slurm-wlm-basic-plugins, munge and the libraries Ubuntu may lack), unpacked with `dpkg -x`
+# slurm-wlm-basic-plugins, munge and the libraries Ubuntu may lack, libdbus-1-3 for the
+# cgroup/v2 plugin among them), unpacked with `dpkg -x`
 # into a prefix (no dpkg install: Ubuntu's package names and versions differ).
 #
 #   bash docs/results/h200-runs/device-calls/slurm-up.sh        # from the repository root
@@ -121,6 +122,10 @@ ${gres:+GresTypes=gpu}
 NodeName=localhost NodeAddr=127.0.0.1 CPUs=$cpus RealMemory=$mem ${gres:+Gres=$gres} State=UNKNOWN
 PartitionName=main Nodes=localhost Default=YES MaxTime=INFINITE State=UP
 EOF
+  # slurmd 22.05 always starts its cgroup plugin; on a cgroup v2 host (the H200) that is
+  # cgroup/v2, which links libdbus (carried) and would ask systemd over D-Bus for a scope:
+  # no systemd here, so it makes its cgroup itself.
+  printf 'IgnoreSystemd=yes\nIgnoreSystemdOnFailure=yes\n' > "$state/cgroup.conf"
   if [ -n "$gres" ]; then
     echo "Name=gpu File=/dev/nvidia0" > "$state/gres.conf"
   else
