@@ -30,7 +30,8 @@ bin=${SLURM_UP_BIN:-/usr/local/bin}
 port=${SLURM_UP_PORT:-6917}
 debs=${SLURM_UP_DEBS:-.device/slurm-debs}
 lib=$root/usr/lib/x86_64-linux-gnu
-libs=$lib/slurm-wlm:$lib
+# Debian ships some libraries (libdbus) below /lib, the rest below /usr/lib.
+libs=$lib/slurm-wlm:$lib:$root/lib/x86_64-linux-gnu
 conf=$state/slurm.conf
 socket=$state/munge.socket
 
