@@ -89,6 +89,8 @@ fn row(metric: &str, tolerance: &str, verdict: Verdict, detail: String) -> Metri
         unit: Unit::of_metric(metric),
         repeats: 1,
         detail,
+        band: None,
+        pass_reason: None,
     }
 }
 

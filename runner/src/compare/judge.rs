@@ -46,6 +46,8 @@ pub fn judge(
         unit: rule.unit,
         repeats: repeats.len(),
         detail: String::new(),
+        band: None,
+        pass_reason: None,
     };
     let missing: Vec<String> = (1..=repeats.len())
         .filter(|i| repeats[i - 1].is_none())
@@ -351,15 +353,56 @@ fn judge_distribution(rule: &Rule, golden: &Series, repeats: &[&Series], out: &m
     out.now = Some(now);
     let tol: Tolerance = rule.tolerance();
     let band = tol.band(g);
+    out.band = Some(band);
     if nows.len() == 1 {
         out.verdict = side(rule, band, now, now);
         out.detail = how;
-        return;
+    } else {
+        let cv = stats::cv(&nows);
+        out.interval = stats::bootstrap_median_ci(&nows, LEVEL, stats::SEED);
+        let (lo, hi) = out.interval.unwrap_or((now, now));
+        (out.verdict, out.detail) = decide_by_interval(rule, band, (lo, hi), cv, nows.len(), &how);
     }
-    let cv = stats::cv(&nows);
-    out.interval = stats::bootstrap_median_ci(&nows, LEVEL, stats::SEED);
-    let (lo, hi) = out.interval.unwrap_or((now, now));
-    (out.verdict, out.detail) = decide_by_interval(rule, band, (lo, hi), cv, nows.len(), &how);
+    if out.verdict == Verdict::Pass {
+        out.pass_reason = pass_reason(tol, rule.unit, g, now, band, nows.len());
+    }
+}
+
+/// Why `now` passed against `golden` when it moved beyond `rtol` alone: `atol` widened the band
+/// enough, or (the median beyond the band) the repeats' interval reached into it. `None` for
+/// an obvious pass.
+fn pass_reason(
+    tol: Tolerance,
+    unit: super::verdict::Unit,
+    golden: f64,
+    now: f64,
+    band: (f64, f64),
+    repeats: usize,
+) -> Option<String> {
+    let change = (now - golden).abs();
+    let by_rtol = tol.rtol * golden.abs();
+    if change <= by_rtol {
+        return None;
+    }
+    let moved = format!(
+        "|Δ| {} is beyond rtol {}% ({})",
+        number(change, unit),
+        trim_pct(tol.rtol),
+        number(by_rtol, unit)
+    );
+    Some(if now >= band.0 && now <= band.1 {
+        format!("{moved} but within atol {}", number(tol.atol, unit))
+    } else {
+        format!(
+            "{moved} and the band; the 95% CI of the median over {repeats} repeats reaches into the band"
+        )
+    })
+}
+
+/// A fraction as a percentage without trailing zeros (`0.1` → `10`, `0.025` → `2.5`).
+fn trim_pct(v: f64) -> String {
+    let s = format!("{:.3}", v * 100.0);
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
 /// The band rule's verdict over repeats, decided by the interval: wholly beyond the band is a
@@ -709,5 +752,34 @@ mod tests {
         );
         assert_eq!(r.verdict, Verdict::Improvement);
         assert_eq!(r.tolerance, "rtol 10% + atol 0.05 s");
+    }
+
+    #[test]
+    fn a_pass_on_atol_says_why_and_an_obvious_pass_does_not() {
+        let rules = RuleSet::megatron();
+        let rule = rules.find("checkpoint-blocking-time").unwrap();
+        let g = s(&[(20, 1.0), (40, 0.04), (60, 0.04)]);
+        let doubled = s(&[(20, 1.0), (40, 0.08), (60, 0.08)]);
+        let r = judge(
+            "checkpoint-blocking-time",
+            rule,
+            &g,
+            &[Some(&doubled)],
+            false,
+        );
+        assert_eq!(r.verdict, Verdict::Pass, "{}", r.detail);
+        assert_eq!(r.delta_pct, Some(100.0));
+        let (lo, hi) = r.band.unwrap();
+        assert!(
+            (lo + 0.014).abs() < 1e-12 && (hi - 0.094).abs() < 1e-12,
+            "{lo} {hi}"
+        );
+        assert_eq!(
+            r.pass_reason.as_deref(),
+            Some("|Δ| 0.0400 s is beyond rtol 10% (0.0040 s) but within atol 0.0500 s")
+        );
+        let close = s(&[(20, 1.0), (40, 0.041), (60, 0.041)]);
+        let r = judge("checkpoint-blocking-time", rule, &g, &[Some(&close)], false);
+        assert_eq!((r.verdict, r.pass_reason), (Verdict::Pass, None));
     }
 }

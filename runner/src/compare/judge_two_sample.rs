@@ -116,6 +116,8 @@ fn result(
         unit: rule.unit,
         repeats: now.len(),
         detail,
+        band: None,
+        pass_reason: None,
     }
 }
 

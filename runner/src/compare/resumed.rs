@@ -115,6 +115,8 @@ fn missing(name: &str, rule: &super::rules::Rule, detail: String) -> MetricResul
         unit: rule.unit,
         repeats: 1,
         detail,
+        band: None,
+        pass_reason: None,
     }
 }
 

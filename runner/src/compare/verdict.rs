@@ -145,6 +145,14 @@ pub struct MetricResult {
     /// One line of explanation: `"3 of 100 steps beyond tolerance (allowed 1): 41, 42, 57"`,
     /// `"cv 31% > max_cv 20%"`, `"median of saves 2..3 (first 1 skipped)"`.
     pub detail: String,
+    /// The band judged against (`golden ± (atol + rtol·|golden|)`), same unit; for band-rule
+    /// metrics, `None` otherwise and in comparisons saved before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub band: Option<(f64, f64)>,
+    /// Why a pass passed when that is not obvious: a change beyond `rtol` that `atol` or the
+    /// repeats' interval let through.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pass_reason: Option<String>,
 }
 
 /// The judgement of one job: a case under one variant, all its repeats together.
@@ -331,6 +339,8 @@ mod tests {
                     unit: Unit::Plain,
                     repeats: 1,
                     detail: String::new(),
+                    band: None,
+                    pass_reason: None,
                 })
                 .collect(),
             records: vec![],

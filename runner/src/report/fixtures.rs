@@ -285,6 +285,8 @@ fn metric(
         unit,
         repeats: if interval.is_some() { 3 } else { 1 },
         detail: detail.into(),
+        band: None,
+        pass_reason: None,
     }
 }
 

@@ -87,6 +87,12 @@ fn metric_row(job: &JobComparison, m: &MetricResult) -> String {
         if !m.detail.is_empty() {
             verdict.push_str(&format!("<br>{}", escape_md(&m.detail)));
         }
+    } else if let Some(reason) = &m.pass_reason {
+        // A pass that does not look like one (a +100 % change): the band and why.
+        if let Some((lo, hi)) = m.band {
+            verdict.push_str(&format!("<br>band {}", units::interval(m.unit, lo, hi)));
+        }
+        verdict.push_str(&format!("<br>{}", escape_md(reason)));
     }
     format!(
         "| {} | {} | {} | {golden} | {now} | {delta} | {interval} | {verdict} |\n",
@@ -256,6 +262,22 @@ mod tests {
     #[test]
     fn snapshot() {
         insta::assert_snapshot!(render(&fixtures::comparison()));
+    }
+
+    /// A +100 % checkpoint time that passed on `atol`: the band and the reason are shown.
+    #[test]
+    fn a_non_obvious_pass_shows_its_band_and_reason() {
+        let mut c = fixtures::comparison();
+        c.jobs.truncate(1);
+        let m = &mut c.jobs[0].metrics[0];
+        (m.golden, m.now, m.delta_pct, m.interval) = (Some(0.042), Some(0.084), Some(100.0), None);
+        m.band = Some((-0.0122, 0.0962));
+        m.pass_reason =
+            Some("|Δ| 0.0420 s is beyond rtol 10% (0.0042 s) but within atol 0.0500 s".into());
+        c.jobs[0].metrics.truncate(2);
+        c.counts = crate::compare::Counts::of(&c.jobs);
+        c.warnings.clear();
+        insta::assert_snapshot!(render(&c));
     }
 
     #[test]
