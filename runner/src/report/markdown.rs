@@ -236,6 +236,7 @@ pub fn render(c: &Comparison) -> String {
             "\n<details><summary>{n} passing {metrics}</summary>\n\n{HEADER}{rows}\n</details>\n"
         ));
     }
+    out.push_str(&crate::report::next_steps::render(c));
     out.push_str(&timelines(c));
     out.push_str(&failed_logs(c));
     if !c.warnings.is_empty() {

@@ -7,6 +7,7 @@ pub(crate) mod fixtures;
 pub mod json;
 pub mod junit;
 pub mod markdown;
+pub(crate) mod next_steps;
 pub mod power;
 pub mod summary;
 pub mod svg;
