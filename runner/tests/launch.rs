@@ -375,12 +375,16 @@ fn interrupt_supervisor(grace_ms: u64, signals: u32) -> (LaunchReport, Option<u3
     let dir = tempfile::tempdir().unwrap();
     let (mut child, mut lines) = start_supervisor(dir.path(), grace_ms);
     let supervisor = Pid::from_raw(child.id() as i32).unwrap();
+    // The job prints its child's pid and the child prints that it is ready, from two processes
+    // into one pipe: either line may come first, so wait for both.
     let mut job_child = None;
+    let mut ready = false;
     for line in lines.by_ref() {
         if let Some(pid) = line.strip_prefix("child-pid ") {
             job_child = pid.parse().ok();
         }
-        if line == "child-ready" {
+        ready |= line == "child-ready";
+        if ready && job_child.is_some() {
             break;
         }
     }

@@ -244,6 +244,43 @@ fn retries_rerun_only_flaky_failures_and_record_every_attempt() {
 }
 
 #[test]
+fn a_slow_job_gets_heartbeat_lines_in_non_tty_output() {
+    let out = tempfile::tempdir().unwrap();
+    // fake/hang prints two iterations, then hangs until the timeout kills it.
+    let o = goldgate(
+        out.path(),
+        &[
+            "--root",
+            fixture_root(),
+            "fake/hang",
+            "--timeout",
+            "4s",
+            "--grace",
+            "200ms",
+        ],
+    )
+    .env("GOLDGATE_HEARTBEAT", "100ms")
+    .output()
+    .unwrap();
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    let beats: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("  …    fake/hang@default#1 running "))
+        .collect();
+    assert!(beats.len() >= 5, "{stderr}");
+    assert!(
+        beats
+            .iter()
+            .any(|l| { l.contains(": step 2/50, iteration ") && l.ends_with(" ms") }),
+        "{stderr}"
+    );
+    // No heartbeat once the job has ended.
+    let end = stderr.find("FAIL  fake/hang@default#1").unwrap();
+    assert!(!stderr[end..].contains("  …    "), "{stderr}");
+}
+
+#[test]
 fn ctrl_c_stops_the_job_and_records_it_as_interrupted() {
     let out = tempfile::tempdir().unwrap();
     let mut child = goldgate(

@@ -225,6 +225,21 @@ pub(crate) fn environment_name(text: &str) -> Result<String, String> {
 /// The most retries `--retries` takes: a job retried more often than this is broken, not flaky.
 const MAX_RETRIES: u32 = 100;
 
+/// The heartbeat's interval in plain-line output: 30 s, or `GOLDGATE_HEARTBEAT` (`200ms`,
+/// `5s`; `0` for none). A value that does not parse is said and ignored.
+pub fn heartbeat_interval() -> Option<Duration> {
+    let Some(text) = std::env::var_os("GOLDGATE_HEARTBEAT") else {
+        return Some(crate::run::DEFAULT_HEARTBEAT);
+    };
+    match parse_duration(&text.to_string_lossy()) {
+        Ok(every) => Some(every),
+        Err(e) => {
+            errln!("goldgate: GOLDGATE_HEARTBEAT ignored: {e}");
+            Some(crate::run::DEFAULT_HEARTBEAT)
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     /// clap checks a command's arguments only when it is built: build every subcommand's.

@@ -3,6 +3,7 @@
 //! variant table, then compares with the golden files unless `--no-compare`.
 
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 use super::args::{ExecArgs, GateArgs};
 use super::error::AppError;
@@ -96,10 +97,15 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
     let executor = executor(&args, &config, &opts, &jobs)?;
     let command = std::env::args().collect();
     let mut writer = ResultsWriter::create(&opts.run_dir(), &opts.run_id, &jobs, command)?;
-    let mut progress = Progress::stderr();
-    let summary = crate::run::run_jobs(&jobs, &*executor, &opts, &stop, &mut |event| {
-        writer.event(&event);
-        progress.event(&event);
+    let progress = Mutex::new(Progress::stderr().with_heartbeat(super::args::heartbeat_interval()));
+    let summary = crate::run::beside_heartbeat(&progress, |progress| {
+        crate::run::run_jobs(&jobs, &*executor, &opts, &stop, &mut |event| {
+            writer.event(&event);
+            progress
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .event(&event);
+        })
     })?;
     writer.finish()?;
     if let Some(note) = executor.finish_note() {

@@ -7,12 +7,17 @@ use crate::metrics::{Attempt, RunRecord};
 use crate::plan::Job;
 
 /// What an executor reports while one attempt of one job runs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub enum ExecEvent {
     /// Run `run` (1-based; ckpt-resume jobs have two) started: its processes exist.
     RunStarted { run: usize },
-    /// The log printed iteration `step` of `of`.
-    Step { step: u64, of: Option<u64> },
+    /// The log printed iteration `step` of `of`, which took `iteration_ms` (its `elapsed time
+    /// per iteration (ms)` field, when the line has one).
+    Step {
+        step: u64,
+        of: Option<u64>,
+        iteration_ms: Option<f64>,
+    },
     /// The log says a checkpoint save began at `iteration`.
     CheckpointSave { iteration: u64 },
 }

@@ -21,7 +21,7 @@ pub use event::{ExecEvent, RunEvent};
 pub use executor::{AttemptContext, AttemptOutput, Executor, Refusal};
 pub use local::LocalExecutor;
 pub use options::{RunOptions, new_run_id};
-pub use progress::Progress;
+pub use progress::{DEFAULT_HEARTBEAT, Progress, beside_heartbeat};
 pub use scheduler::{RunSummary, may_retry, run_jobs};
 pub use slurm::{SlurmError, SlurmExecutor};
 pub use watch::LogWatch;

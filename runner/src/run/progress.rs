@@ -1,10 +1,15 @@
 //! Stage "run": the progress reporter. Consumes [`RunEvent`]s: on a terminal, one progress bar
 //! whose message follows the latest job (iteration, checkpoint saves); elsewhere (CI logs)
-//! one plain line when a job starts, is retried or ends. The lines are rendered by pure
-//! functions; write errors are ignored (a closed stderr must not stop a run).
+//! one plain line when a job starts, is retried or ends, and every 30 s a heartbeat line per
+//! running job ([`heartbeats`]: its running time, latest step and iteration time). The lines
+//! are rendered by pure functions; write errors are ignored (a closed stderr must not stop a
+//! run).
 
+use std::collections::BTreeMap;
 use std::io::{IsTerminal, Write};
-use std::time::Duration;
+use std::sync::Mutex;
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressStyle};
 
@@ -27,7 +32,22 @@ pub struct Progress {
     done: usize,
     /// Warnings already shown: one that every job repeats (no GPU driver) is shown once.
     shown: std::collections::HashSet<String>,
+    /// Plain lines only: how often [`heartbeats`] writes a line per running job.
+    heartbeat: Option<Duration>,
+    /// The running jobs by plan index, for the heartbeat.
+    running: BTreeMap<usize, Running>,
 }
+
+/// What the heartbeat says about one running job.
+struct Running {
+    job_id: String,
+    since: Instant,
+    /// The latest iteration line: step, of, iteration time (ms).
+    step: Option<(u64, Option<u64>, Option<f64>)>,
+}
+
+/// The heartbeat's interval in plain-line output unless `GOLDGATE_HEARTBEAT` says otherwise.
+pub const DEFAULT_HEARTBEAT: Duration = Duration::from_secs(30);
 
 impl Progress {
     /// A bar when stderr is a terminal, plain lines on stderr otherwise.
@@ -44,26 +64,84 @@ impl Progress {
         } else {
             Sink::Lines(Box::new(std::io::stderr()))
         };
+        Progress::new(sink).with_heartbeat(Some(DEFAULT_HEARTBEAT))
+    }
+
+    /// Plain lines into `out` (tests, logs), no heartbeat.
+    pub fn lines(out: Box<dyn Write + Send>) -> Progress {
+        Progress::new(Sink::Lines(out))
+    }
+
+    fn new(sink: Sink) -> Progress {
         Progress {
             sink,
             total: 0,
             done: 0,
             shown: std::collections::HashSet::new(),
+            heartbeat: None,
+            running: BTreeMap::new(),
         }
     }
 
-    /// Plain lines into `out` (tests, logs).
-    pub fn lines(out: Box<dyn Write + Send>) -> Progress {
-        Progress {
-            sink: Sink::Lines(out),
-            total: 0,
-            done: 0,
-            shown: std::collections::HashSet::new(),
+    /// Sets the heartbeat's interval (`None` or zero: no heartbeat). A terminal's bar has none.
+    pub fn with_heartbeat(mut self, every: Option<Duration>) -> Progress {
+        self.heartbeat = every.filter(|d| !d.is_zero());
+        self
+    }
+
+    /// The heartbeat's interval, if this output has one.
+    pub fn heartbeat(&self) -> Option<Duration> {
+        self.heartbeat
+            .filter(|_| matches!(self.sink, Sink::Lines(_)))
+    }
+
+    /// Writes one heartbeat line per running job, in plan order.
+    pub fn beat(&mut self, now: Instant) {
+        let Sink::Lines(out) = &mut self.sink else {
+            return;
+        };
+        for job in self.running.values() {
+            let line = heartbeat_line(&job.job_id, now.duration_since(job.since), job.step);
+            let _ = writeln!(out, "{line}");
+        }
+    }
+
+    /// Keeps the heartbeat's view of the running jobs.
+    fn track(&mut self, event: &RunEvent<'_>) {
+        match event {
+            RunEvent::JobStarted { index, job } => {
+                let running = Running {
+                    job_id: job.id.clone(),
+                    since: Instant::now(),
+                    step: None,
+                };
+                self.running.insert(*index, running);
+            }
+            RunEvent::Exec {
+                index,
+                event:
+                    ExecEvent::Step {
+                        step,
+                        of,
+                        iteration_ms,
+                    },
+                ..
+            } => {
+                if let Some(job) = self.running.get_mut(index) {
+                    job.step = Some((*step, *of, *iteration_ms));
+                }
+            }
+            RunEvent::JobFinished { index, .. } => {
+                self.running.remove(index);
+            }
+            RunEvent::RunFinished { .. } => self.running.clear(),
+            _ => {}
         }
     }
 
     /// Handles one event.
     pub fn event(&mut self, event: &RunEvent<'_>) {
+        self.track(event);
         match event {
             RunEvent::RunStarted { jobs, .. } => {
                 self.total = jobs.len();
@@ -123,6 +201,63 @@ impl Progress {
         if let Sink::Bar(bar) = &self.sink {
             bar.set_message(message.to_owned());
         }
+    }
+}
+
+/// Runs `body` with the heartbeat thread writing `progress`'s heartbeat beside it.
+pub fn beside_heartbeat<T>(
+    progress: &Mutex<Progress>,
+    body: impl FnOnce(&Mutex<Progress>) -> T,
+) -> T {
+    let (stop, stopped) = std::sync::mpsc::channel::<()>();
+    std::thread::scope(|scope| {
+        scope.spawn(move || heartbeats(progress, &stopped));
+        let result = body(progress);
+        drop(stop);
+        result
+    })
+}
+
+/// Writes `progress`'s heartbeat every interval until `stop` is dropped or sent to (run it
+/// on its own thread beside the run; nothing if the output has no heartbeat).
+fn heartbeats(progress: &Mutex<Progress>, stop: &Receiver<()>) {
+    let lock = || progress.lock().unwrap_or_else(|p| p.into_inner());
+    let Some(every) = lock().heartbeat() else {
+        return;
+    };
+    while let Err(RecvTimeoutError::Timeout) = stop.recv_timeout(every) {
+        lock().beat(Instant::now());
+    }
+}
+
+/// `  …    <job> running 1m30s: step 812/2000, iteration 231 ms`, or `…: no iteration yet`.
+fn heartbeat_line(
+    job_id: &str,
+    running: Duration,
+    step: Option<(u64, Option<u64>, Option<f64>)>,
+) -> String {
+    let detail = match step {
+        None => "no iteration yet".to_owned(),
+        Some((step, of, ms)) => {
+            let of = of.map(|o| format!("/{o}")).unwrap_or_default();
+            let ms = ms.map(|ms| format!(", iteration {ms:.0} ms"));
+            format!("step {step}{of}{}", ms.unwrap_or_default())
+        }
+    };
+    format!(
+        "  …    {} running {}: {detail}",
+        one_line(job_id),
+        clock(running)
+    )
+}
+
+/// `45s`, `1m30s`, `2h05m`.
+fn clock(d: Duration) -> String {
+    let s = d.as_secs();
+    match (s / 3600, s / 60 % 60, s % 60) {
+        (0, 0, s) => format!("{s}s"),
+        (0, m, s) => format!("{m}m{s:02}s"),
+        (h, m, _) => format!("{h}h{m:02}m"),
     }
 }
 
@@ -200,7 +335,7 @@ fn failure_lines(record: &RunRecord, job_dir: &std::path::Path) -> String {
 fn exec_status(job_id: &str, event: &ExecEvent) -> String {
     match event {
         ExecEvent::RunStarted { run } => format!("{job_id}  run {run}"),
-        ExecEvent::Step { step, of } => {
+        ExecEvent::Step { step, of, .. } => {
             let of = of.map(|o| format!("/{o}")).unwrap_or_default();
             format!("{job_id}  iteration {step}{of}")
         }
@@ -219,6 +354,7 @@ mod tests {
         let step = ExecEvent::Step {
             step: 3,
             of: Some(30),
+            iteration_ms: Some(12.5),
         };
         assert_eq!(
             exec_status("a@default#1", &step),
@@ -231,6 +367,66 @@ mod tests {
         );
         let run = ExecEvent::RunStarted { run: 2 };
         assert_eq!(exec_status("a@default#1", &run), "a@default#1  run 2");
+    }
+
+    #[test]
+    fn heartbeat_lines_say_running_time_step_and_iteration_time() {
+        let t = Duration::from_secs;
+        assert_eq!(
+            heartbeat_line("a@default#1", t(90), Some((812, Some(2000), Some(231.4)))),
+            "  …    a@default#1 running 1m30s: step 812/2000, iteration 231 ms"
+        );
+        assert_eq!(
+            heartbeat_line("a@default#1", t(7), None),
+            "  …    a@default#1 running 7s: no iteration yet"
+        );
+        assert_eq!(
+            heartbeat_line("b@x=1#2", t(2 * 3600 + 5 * 60 + 9), Some((3, None, None))),
+            "  …    b@x=1#2 running 2h05m: step 3"
+        );
+    }
+
+    #[test]
+    fn heartbeat_follows_running_jobs_only_and_never_a_bar() {
+        let out = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let mut progress = Progress::lines(Box::new(Shared(out.clone())))
+            .with_heartbeat(Some(Duration::from_secs(30)));
+        assert_eq!(progress.heartbeat(), Some(Duration::from_secs(30)));
+        let out_dir = std::path::Path::new("/o");
+        let jobs = [
+            crate::plan::Job::fixture(out_dir, "m/a", 1),
+            crate::plan::Job::fixture(out_dir, "m/b", 1),
+        ];
+        for (index, job) in jobs.iter().enumerate() {
+            progress.event(&RunEvent::JobStarted { index, job });
+        }
+        let event = ExecEvent::Step {
+            step: 4,
+            of: Some(10),
+            iteration_ms: Some(20.0),
+        };
+        progress.event(&RunEvent::Exec {
+            index: 1,
+            job: &jobs[1],
+            event,
+        });
+        let record = crate::metrics::record::tests::sample();
+        progress.event(&RunEvent::JobFinished {
+            index: 0,
+            job: &jobs[0],
+            record: &record,
+        });
+        out.lock().unwrap().clear();
+        progress.beat(Instant::now());
+        let text = String::from_utf8(out.lock().unwrap().clone()).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 1, "{text}");
+        assert!(
+            lines[0].starts_with(&format!("  …    {} running ", jobs[1].id)),
+            "{text}"
+        );
+        assert!(lines[0].ends_with(": step 4/10, iteration 20 ms"), "{text}");
+        assert_eq!(Progress::lines(Box::new(std::io::sink())).heartbeat(), None);
     }
 
     #[test]

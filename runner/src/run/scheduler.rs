@@ -325,7 +325,11 @@ mod tests {
         ) -> AttemptOutput {
             self.enter(ctx);
             on_event(ExecEvent::RunStarted { run: 1 });
-            on_event(ExecEvent::Step { step: 1, of: None });
+            on_event(ExecEvent::Step {
+                step: 1,
+                of: None,
+                iteration_ms: None,
+            });
             let script = self.scripts.get(&ctx.job.case).map_or(Script::Pass, |s| {
                 s[(ctx.number as usize - 1).min(s.len() - 1)]
             });
@@ -449,7 +453,7 @@ mod tests {
                 "run 3",
                 "start 0",
                 "exec 0 RunStarted { run: 1 }",
-                "exec 0 Step { step: 1, of: None }",
+                "exec 0 Step { step: 1, of: None, iteration_ms: None }",
                 "attempt 0.1 retry=false",
                 "done 0 passed",
             ]

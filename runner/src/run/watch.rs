@@ -64,6 +64,10 @@ impl LogWatch {
             LogEvent::Iteration(it) => on_event(ExecEvent::Step {
                 step: it.iteration,
                 of: it.train_iters,
+                iteration_ms: it
+                    .fields()
+                    .find(|(name, _)| *name == b"elapsed time per iteration (ms)")
+                    .map(|(_, ms)| ms),
             }),
             LogEvent::CheckpointSaving { iteration, .. } => {
                 on_event(ExecEvent::CheckpointSave {
@@ -173,7 +177,8 @@ mod tests {
             [
                 ExecEvent::Step {
                     step: 3,
-                    of: Some(30)
+                    of: Some(30),
+                    iteration_ms: Some(10.0)
                 },
                 ExecEvent::CheckpointSave { iteration: 10 }
             ]
