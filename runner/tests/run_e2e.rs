@@ -281,6 +281,44 @@ fn a_slow_job_gets_heartbeat_lines_in_non_tty_output() {
 }
 
 #[test]
+fn no_capture_copies_the_job_output_to_stderr_and_still_parses_it() {
+    let run = |extra: &[&str]| {
+        let out = tempfile::tempdir().unwrap();
+        let args = [
+            &["--root", fixture_root(), "fake/quick", "--repeat", "2"],
+            extra,
+        ]
+        .concat();
+        let o = goldgate(out.path(), &args).output().unwrap();
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+        let rs = records(out.path());
+        assert_eq!(rs.len(), 2);
+        assert!(rs.iter().all(|r| !r.metrics.is_empty()), "{}", text(&o));
+        String::from_utf8_lossy(&o.stderr).into_owned()
+    };
+    let echoed = run(&["--no-capture", "--jobs", "2"]);
+    assert!(
+        echoed.contains("--no-capture runs one job at a time: --jobs 2 ignored"),
+        "{echoed}"
+    );
+    // Each repeat's log lines, between its start line and its ok line.
+    for n in 1..=2 {
+        let start = echoed
+            .find(&format!("start  fake/quick@default#{n}"))
+            .unwrap();
+        let ok = echoed
+            .find(&format!("ok    fake/quick@default#{n}"))
+            .unwrap();
+        assert!(
+            echoed[start..ok].contains("iteration        1/"),
+            "{echoed}"
+        );
+    }
+    let quiet = run(&[]);
+    assert!(!quiet.contains("iteration        1/"), "{quiet}");
+}
+
+#[test]
 fn ctrl_c_stops_the_job_and_records_it_as_interrupted() {
     let out = tempfile::tempdir().unwrap();
     let mut child = goldgate(
