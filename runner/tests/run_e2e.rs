@@ -472,7 +472,16 @@ fn an_installed_goldgate_alone_runs_the_demo_workload() {
             rest.split_whitespace().next()?.parse().ok()
         })
         .expect("fake-trainer names its child");
-    let cmdline = std::fs::read(format!("/proc/{child}/cmdline"));
+    // posix_spawn returns once the child's exec has replaced its memory, which is before the
+    // kernel has set up the new argument area: until then /proc/PID/cmdline reads empty.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let cmdline = loop {
+        let read = std::fs::read(format!("/proc/{child}/cmdline"));
+        if !matches!(&read, Ok(bytes) if bytes.is_empty()) || Instant::now() > deadline {
+            break read;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
     let status = std::fs::read_to_string(format!("/proc/{child}/status")).unwrap_or_default();
     let _ = Command::new("kill")
         .args(["-KILL", &child.to_string()])
