@@ -281,6 +281,44 @@ fn a_slow_job_gets_heartbeat_lines_in_non_tty_output() {
 }
 
 #[test]
+fn no_capture_copies_the_job_output_to_stderr_and_still_parses_it() {
+    let run = |extra: &[&str]| {
+        let out = tempfile::tempdir().unwrap();
+        let args = [
+            &["--root", fixture_root(), "fake/quick", "--repeat", "2"],
+            extra,
+        ]
+        .concat();
+        let o = goldgate(out.path(), &args).output().unwrap();
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+        let rs = records(out.path());
+        assert_eq!(rs.len(), 2);
+        assert!(rs.iter().all(|r| !r.metrics.is_empty()), "{}", text(&o));
+        String::from_utf8_lossy(&o.stderr).into_owned()
+    };
+    let echoed = run(&["--no-capture", "--jobs", "2"]);
+    assert!(
+        echoed.contains("--no-capture runs one job at a time: --jobs 2 ignored"),
+        "{echoed}"
+    );
+    // Each repeat's log lines, between its start line and its ok line.
+    for n in 1..=2 {
+        let start = echoed
+            .find(&format!("start  fake/quick@default#{n}"))
+            .unwrap();
+        let ok = echoed
+            .find(&format!("ok    fake/quick@default#{n}"))
+            .unwrap();
+        assert!(
+            echoed[start..ok].contains("iteration        1/"),
+            "{echoed}"
+        );
+    }
+    let quiet = run(&[]);
+    assert!(!quiet.contains("iteration        1/"), "{quiet}");
+}
+
+#[test]
 fn ctrl_c_stops_the_job_and_records_it_as_interrupted() {
     let out = tempfile::tempdir().unwrap();
     let mut child = goldgate(
@@ -434,7 +472,16 @@ fn an_installed_goldgate_alone_runs_the_demo_workload() {
             rest.split_whitespace().next()?.parse().ok()
         })
         .expect("fake-trainer names its child");
-    let cmdline = std::fs::read(format!("/proc/{child}/cmdline"));
+    // posix_spawn returns once the child's exec has replaced its memory, which is before the
+    // kernel has set up the new argument area: until then /proc/PID/cmdline reads empty.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let cmdline = loop {
+        let read = std::fs::read(format!("/proc/{child}/cmdline"));
+        if !matches!(&read, Ok(bytes) if bytes.is_empty()) || Instant::now() > deadline {
+            break read;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
     let status = std::fs::read_to_string(format!("/proc/{child}/status")).unwrap_or_default();
     let _ = Command::new("kill")
         .args(["-KILL", &child.to_string()])

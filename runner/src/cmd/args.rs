@@ -128,6 +128,10 @@ pub struct ExecArgs {
     /// folder around every run, as Megatron's `_run_training.sh` evals them).
     #[arg(long)]
     pub no_scripts: bool,
+    /// Also copy each job's output (stdout and stderr) to goldgate's stderr as it arrives,
+    /// still parsed and logged; runs one job at a time (`--jobs` is set to 1). Local jobs only.
+    #[arg(long)]
+    pub no_capture: bool,
 }
 
 impl ExecArgs {
@@ -137,7 +141,7 @@ impl ExecArgs {
             run_id: crate::run::new_run_id(),
             out_dir: super::select::absolute(out)?,
             base_dir: std::env::current_dir().map_err(|source| RunError::Cwd { source })?,
-            workers: self.jobs.max(1),
+            workers: self.workers(),
             retries: self.retries,
             timeout: self.timeout,
             grace: self.grace,
@@ -146,7 +150,19 @@ impl ExecArgs {
             keep_checkpoints: self.keep_checkpoints,
             settle: self.settle,
             scripts: !self.no_scripts,
+            no_capture: self.no_capture,
         })
+    }
+
+    /// `--jobs`, or 1 with `--no-capture` (said when that overrides a larger `--jobs`).
+    fn workers(&self) -> u32 {
+        if self.no_capture && self.jobs > 1 {
+            errln!(
+                "goldgate: --no-capture runs one job at a time: --jobs {} ignored",
+                self.jobs
+            );
+        }
+        if self.no_capture { 1 } else { self.jobs.max(1) }
     }
 }
 

@@ -34,6 +34,9 @@ pub struct RunOptions {
     pub settle: crate::launch::Settle,
     /// Run each case's `BEFORE_SCRIPT` and `AFTER_SCRIPT` around its runs (`--no-scripts`: no).
     pub scripts: bool,
+    /// `--no-capture`: each job's output also goes to goldgate's stderr as it arrives (the
+    /// command line forces one worker with it).
+    pub no_capture: bool,
 }
 
 impl RunOptions {
@@ -62,6 +65,7 @@ impl RunOptions {
             keep_checkpoints: false,
             settle: crate::launch::Settle::None,
             scripts: true,
+            no_capture: false,
         }
     }
 }

@@ -4,6 +4,7 @@
 //! shared filesystem).
 
 use std::collections::BTreeMap;
+use std::io::Write;
 use std::time::Instant;
 
 use super::event::ExecEvent;
@@ -24,6 +25,8 @@ pub struct LogWatch {
     lines: u64,
     marks: SaveMarks,
     t0: Instant,
+    /// Copy every line to goldgate's stderr (`--no-capture`).
+    echo: bool,
 }
 
 impl Default for LogWatch {
@@ -43,13 +46,25 @@ impl LogWatch {
             lines: 0,
             marks: SaveMarks::default(),
             t0: Instant::now(),
+            echo: false,
         }
+    }
+
+    /// Also writes every line to goldgate's stderr as it arrives (`--no-capture`); a failed
+    /// write is ignored (a closed stderr must not stop a run).
+    pub fn echoing(mut self, echo: bool) -> LogWatch {
+        self.echo = echo;
+        self
     }
 
     /// One line of the log, without its line ending: each of its `\r`-separated parts,
     /// escape sequences dropped ([`LineCleaner`]).
     pub fn line(&mut self, line: &[u8], on_event: &mut dyn FnMut(ExecEvent)) {
         self.lines += 1;
+        if self.echo {
+            let mut err = std::io::stderr().lock();
+            let _ = err.write_all(line).and_then(|()| err.write_all(b"\n"));
+        }
         let mut cleaner = std::mem::take(&mut self.cleaner);
         cleaner.split(line, &mut |part| self.part(part, on_event));
         self.cleaner = cleaner;

@@ -32,6 +32,8 @@ pub struct LocalExecutor {
     host: String,
     /// Run the cases' BEFORE_SCRIPT and AFTER_SCRIPT (`--no-scripts`: no).
     scripts: bool,
+    /// `--no-capture`: echo each log line to goldgate's stderr.
+    echo: bool,
 }
 
 impl LocalExecutor {
@@ -46,6 +48,7 @@ impl LocalExecutor {
             slices: gpu_slices(jobs, opts.workers_for(jobs.len()))?,
             host: crate::run::provenance::hostname(),
             scripts: opts.scripts,
+            echo: opts.no_capture,
         })
     }
 }
@@ -234,7 +237,7 @@ impl LocalExecutor {
             spec.cuda_visible_devices.as_deref(),
             node,
         );
-        let mut watch = LogWatch::new();
+        let mut watch = LogWatch::new().echoing(self.echo);
         let report = launch::launch(spec, ctx.stop, |event| match event {
             LaunchEvent::Spawned { pgid, .. } => sampler.watch(pgid),
             LaunchEvent::Line(line) => watch.line(line, on_event),
