@@ -3,6 +3,7 @@
 pub mod args;
 pub mod bless;
 pub mod calibrate;
+pub mod cancel;
 pub mod check;
 pub mod comment;
 pub mod compare;

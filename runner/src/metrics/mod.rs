@@ -10,7 +10,7 @@ pub mod sampled;
 pub use build::{JobResult, Observed, Peaks};
 pub use record::{
     Attempt, CheckpointRecord, Fingerprint, GpuDevicePeak, GpuMemory, JobEntry, MemAvailableRecord,
-    MemoryRecord, NodeMemory, Outcome, ResumedRun, RunIndex, RunRecord, SCHEMA_VERSION, StepValues,
-    Timeline, VariantRecord,
+    MemoryRecord, NodeMemory, Outcome, ResumedRun, RunIndex, RunRecord, Runner, SCHEMA_VERSION,
+    StepValues, Timeline, VariantRecord,
 };
 pub use sampled::Sampled;

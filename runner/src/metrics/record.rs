@@ -113,8 +113,16 @@ pub enum Outcome {
     /// `OUT_OF_MEMORY`: the job's cgroup limit, not a CUDA allocation).
     HostOutOfMemory,
     /// The cluster failed the job, not its program (Slurm's `NODE_FAIL`, `PREEMPTED`,
-    /// `BOOT_FAIL`): retried under `--retries`.
+    /// `BOOT_FAIL`, or its controller unreachable for longer than `slurm.outage_limit`):
+    /// retried under `--retries`.
     Infrastructure { state: String },
+    /// The job never left the batch scheduler's queue: goldgate cancelled it after
+    /// `pending_seconds`, past the pending limit or at once when Slurm's `reason` can never
+    /// clear (`PartitionConfig`, `BadConstraints`, ...).
+    NotStarted {
+        reason: String,
+        pending_seconds: f64,
+    },
 }
 
 impl Outcome {
@@ -137,6 +145,10 @@ impl Outcome {
             Outcome::LaunchError { message } => format!("launch error: {message}"),
             Outcome::HostOutOfMemory => "host out of memory".into(),
             Outcome::Infrastructure { state } => format!("infrastructure failure ({state})"),
+            Outcome::NotStarted {
+                reason,
+                pending_seconds,
+            } => format!("never started (pending {pending_seconds:.0} s: {reason})"),
         }
     }
 }
@@ -503,6 +515,10 @@ pub struct JobEntry {
     pub dir: PathBuf,
     /// Outcome, or null while it runs.
     pub outcome: Option<Outcome>,
+    /// The batch scheduler's ids of the job's attempts (Slurm job ids), each written as soon
+    /// as the scheduler accepted it: what `goldgate cancel` cancels of a run that died.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scheduler_job_ids: Vec<u64>,
 }
 
 /// `OUT/<run-id>/run.json`: what the run was asked to do and where each job's files are.
@@ -524,6 +540,17 @@ pub struct RunIndex {
     pub command: Vec<String>,
     /// Jobs in plan order.
     pub jobs: Vec<JobEntry>,
+    /// The host and process id of the goldgate that ran it: a run without `finished_at`
+    /// whose process is gone died (its Slurm jobs may be left in the queue).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runner: Option<Runner>,
+}
+
+/// Where the goldgate process of a run ran.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Runner {
+    pub host: String,
+    pub pid: u32,
 }
 
 /// Reading recorded results back.
