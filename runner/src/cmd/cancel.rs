@@ -1,11 +1,12 @@
 //! `goldgate cancel`: cancels what a run left in Slurm's queue — every batch job its
 //! `run.json` records and every job whose comment names the run — after goldgate was killed
 //! (an OOM kill, a runner that died) or gave a job up while Slurm's controller was away.
+//! `goldgate run` does the same first on a results folder whose last run died.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use super::error::{AppError, CmdError};
-use super::output::outln;
+use super::output::{errln, outln};
 use crate::exit::Exit;
 
 /// Arguments of `goldgate cancel`.
@@ -39,6 +40,24 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
     let ids = crate::run::slurm::cancel_left(&index).map_err(crate::run::RunError::from)?;
     outln!("{}", cancelled_line(&index.run_id, &ids));
     Ok(Exit::Pass)
+}
+
+/// Before submitting anything: the newest earlier run under `out`, when its goldgate died
+/// (or, under `--rerun-failed`, once it is no longer running), may have left Slurm jobs in
+/// the queue; they are cancelled, and said so, so that the new jobs do not queue behind them.
+pub(crate) fn orphans_before_run(out: &Path, rerun_failed: bool) -> Result<(), AppError> {
+    let Some(index) = super::select::newest_run(out) else {
+        return Ok(());
+    };
+    let over = index.finished_at.is_some() || crate::run::slurm::died(&index);
+    if !(crate::run::slurm::died(&index) || (rerun_failed && over)) {
+        return Ok(());
+    }
+    let ids = crate::run::slurm::cancel_left(&index).map_err(crate::run::RunError::from)?;
+    if !ids.is_empty() {
+        errln!("{}", cancelled_line(&index.run_id, &ids));
+    }
+    Ok(())
 }
 
 /// `goldgate: cancelled 2 Slurm job(s) of run R: 12 13`, or that it left none.

@@ -96,7 +96,7 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
     }
     let executor = executor(&args, &config, &opts, &jobs)?;
     if executor.name() == "slurm" {
-        cancel_orphans(&opts.out_dir, args.rerun_failed)?;
+        super::cancel::orphans_before_run(&opts.out_dir, args.rerun_failed)?;
     }
     let command = std::env::args().collect();
     let mut writer = ResultsWriter::create(&opts.run_dir(), &opts.run_id, &jobs, command)?;
@@ -144,24 +144,6 @@ fn keep_failed(
         failed.len(),
         jobs.len()
     );
-    Ok(())
-}
-
-/// Before submitting anything: the newest earlier run under `out`, when its goldgate died
-/// (or, under `--rerun-failed`, once it is no longer running), may have left Slurm jobs in
-/// the queue; they are cancelled, and said so, so that the new jobs do not queue behind them.
-fn cancel_orphans(out: &Path, rerun_failed: bool) -> Result<(), AppError> {
-    let Some(index) = super::select::newest_run(out) else {
-        return Ok(());
-    };
-    let over = index.finished_at.is_some() || crate::run::slurm::died(&index);
-    if !(crate::run::slurm::died(&index) || (rerun_failed && over)) {
-        return Ok(());
-    }
-    let ids = crate::run::slurm::cancel_left(&index).map_err(crate::run::RunError::from)?;
-    if !ids.is_empty() {
-        errln!("{}", super::cancel::cancelled_line(&index.run_id, &ids));
-    }
     Ok(())
 }
 

@@ -281,10 +281,10 @@ impl SlurmExecutor {
         on_event: &mut dyn FnMut(ExecEvent),
     ) -> Result<Option<String>, String> {
         let seen = self.queue.seen(job.id);
-        if let Some(outage) = self.queue.outage().or_else(|| job.failing.clone()) {
-            if outage.since.elapsed() > job.outage_limit {
-                return Ok(Some(give_up(job, &outage)));
-            }
+        if let Some(outage) = self.queue.outage().or_else(|| job.failing.clone())
+            && outage.since.elapsed() > job.outage_limit
+        {
+            return Ok(Some(give_up(job, &outage)));
         }
         let entry = match seen {
             Seen::NotYet => return Ok(None),
