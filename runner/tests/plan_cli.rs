@@ -917,7 +917,10 @@ fn list_scope_shows_the_recipe_rows_that_run_scope_plans() {
         "{rows:?}"
     );
     assert_eq!(
-        notes.lines().filter(|l| l.starts_with("note: skipped")).count(),
+        notes
+            .lines()
+            .filter(|l| l.starts_with("note: skipped"))
+            .count(),
         left_out
     );
 }

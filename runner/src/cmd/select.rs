@@ -443,7 +443,11 @@ pub(crate) fn not_run_reason(
         return None;
     }
     Some(if root.join(&row.case).is_dir() {
-        format!("no {} in its case folder {}", crate::case::CONFIG_FILE, row.case)
+        format!(
+            "no {} in its case folder {}",
+            crate::case::CONFIG_FILE,
+            row.case
+        )
     } else {
         format!("no case folder {}", row.case)
     })
