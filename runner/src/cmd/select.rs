@@ -406,10 +406,11 @@ fn scope_targets<'a>(
             // A row of the scope whose case is not among the discovered ones is left out:
             // say so when the case filter would have picked it by name.
             let unlisted = !found.iter().any(|c| c.name == row.case);
-            if unlisted && case_filter.names(&row.case) {
-                if let Some(why) = not_run_reason(row, found, &selection.root.path) {
-                    skipped.push((row.name.clone(), why));
-                }
+            if unlisted
+                && case_filter.names(&row.case)
+                && let Some(why) = not_run_reason(row, found, &selection.root.path)
+            {
+                skipped.push((row.name.clone(), why));
             }
             continue;
         }
