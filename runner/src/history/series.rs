@@ -106,7 +106,10 @@ mod tests {
             note: "bigger model".into(),
             created_at: String::new(),
         };
-        assert_eq!(since_baseline(&points, std::slice::from_ref(&note), "lm loss").len(), 2);
+        assert_eq!(
+            since_baseline(&points, std::slice::from_ref(&note), "lm loss").len(),
+            2
+        );
         assert_eq!(since_baseline(&points, &[], "lm loss").len(), 3);
         assert_eq!(points[1].median(), 3.0);
     }
