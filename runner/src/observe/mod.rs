@@ -1,6 +1,8 @@
-//! Stage "observe": the streaming Megatron log parser, the GPU / host memory samplers and the
-//! in-process allocator probe, and the TensorBoard event files a job writes.
+//! Stage "observe": the streaming Megatron log parser, the GPU / host memory samplers, the
+//! in-process allocator probe, the checkpoint folders' sizes and the TensorBoard event files a
+//! job writes.
 
+pub mod ckpt_folders;
 pub mod log;
 pub mod node;
 pub mod probe;
