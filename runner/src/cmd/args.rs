@@ -312,4 +312,41 @@ mod tests {
             crate::observe::sample::DEFAULT_INTERVAL
         );
     }
+
+    #[test]
+    fn case_scripts_run_locally_only_when_asked_and_under_slurm_unless_refused() {
+        use crate::config::{Config, ExecutorChoice::*};
+        use clap::{FromArgMatches as _, Parser};
+        #[derive(Parser)]
+        struct Cli {
+            #[command(flatten)]
+            exec: super::ExecArgs,
+        }
+        let exec = |flags: &[&str]| {
+            let m = <Cli as clap::CommandFactory>::command()
+                .try_get_matches_from(std::iter::once("run").chain(flags.iter().copied()))
+                .unwrap();
+            Cli::from_arg_matches(&m).unwrap().exec
+        };
+        let config = Config::parse(
+            "platforms:\n  box: {gpus_per_node: 1}\n  \
+             container: {gpus_per_node: 1, scripts: true}\n  \
+             shared: {gpus_per_node: 1, executor: slurm, scripts: false}\n",
+            std::path::Path::new("goldgate.yaml"),
+        )
+        .unwrap();
+        let p = |name: &str| config.platform(Some(name)).unwrap();
+        let on = |flags: &[&str], name: &str, executor| exec(flags).scripts_on(p(name), executor);
+        assert!(!on(&[], "box", Local), "a local machine: not without --scripts");
+        assert!(on(&["--scripts"], "box", Local));
+        assert!(on(&[], "box", Slurm), "a Slurm job's node runs them");
+        assert!(!on(&["--no-scripts"], "box", Slurm));
+        assert!(on(&[], "container", Local), "the platform says so");
+        assert!(!on(&["--no-scripts"], "container", Local));
+        assert!(!on(&[], "shared", Slurm), "the platform says no");
+        assert!(on(&["--scripts"], "shared", Slurm));
+        let both = <Cli as clap::CommandFactory>::command()
+            .try_get_matches_from(["run", "--scripts", "--no-scripts"]);
+        assert!(both.is_err());
+    }
 }
