@@ -337,7 +337,10 @@ mod tests {
         .unwrap();
         let p = |name: &str| config.platform(Some(name)).unwrap();
         let on = |flags: &[&str], name: &str, executor| exec(flags).scripts_on(p(name), executor);
-        assert!(!on(&[], "box", Local), "a local machine: not without --scripts");
+        assert!(
+            !on(&[], "box", Local),
+            "a local machine: not without --scripts"
+        );
         assert!(on(&["--scripts"], "box", Local));
         assert!(on(&[], "box", Slurm), "a Slurm job's node runs them");
         assert!(!on(&["--no-scripts"], "box", Slurm));
@@ -345,8 +348,11 @@ mod tests {
         assert!(!on(&["--no-scripts"], "container", Local));
         assert!(!on(&[], "shared", Slurm), "the platform says no");
         assert!(on(&["--scripts"], "shared", Slurm));
-        let both = <Cli as clap::CommandFactory>::command()
-            .try_get_matches_from(["run", "--scripts", "--no-scripts"]);
+        let both = <Cli as clap::CommandFactory>::command().try_get_matches_from([
+            "run",
+            "--scripts",
+            "--no-scripts",
+        ]);
         assert!(both.is_err());
     }
 }

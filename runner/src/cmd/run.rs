@@ -138,7 +138,11 @@ pub fn scripts_notice(jobs: &[crate::plan::Job], run: bool, executor: ExecutorCh
             let Some(text) = text.as_deref() else {
                 continue;
             };
-            let entry = (job.case.as_str(), field, crate::plan::redact_text(job, text));
+            let entry = (
+                job.case.as_str(),
+                field,
+                crate::plan::redact_text(job, text),
+            );
             if !scripts.contains(&entry) {
                 scripts.push(entry);
             }
