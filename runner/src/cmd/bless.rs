@@ -50,7 +50,7 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
     if args.dry_run {
         outln!("dry run: {} golden file(s) not written", files.len());
     } else {
-        bless::write(&files)?;
+        bless::write(&files, &args.golden_root.path)?;
         outln!("wrote {} golden file(s)", files.len());
     }
     Ok(Exit::Pass)

@@ -289,7 +289,32 @@ fn check_golden(path: &Path) -> Vec<Problem> {
         message,
         hint: hint.map(str::to_owned),
     };
-    match golden::read_golden(path) {
+    let read = golden::read_golden(path);
+    let mut problems = match &read {
+        Ok(file) => file
+            .duplicates
+            .iter()
+            .map(|d| Problem {
+                at: Some(crate::case::Span {
+                    line: d.line,
+                    column: 1,
+                }),
+                ..problem(Severity::Warning, d.describe(), None)
+            })
+            .collect(),
+        Err(_) => Vec::new(),
+    };
+    problems.extend(golden_problems(path, read, problem));
+    problems
+}
+
+/// What `check` says about a golden file besides its repeated keys.
+fn golden_problems(
+    path: &Path,
+    read: Result<golden::GoldenFile, GoldenError>,
+    problem: impl Fn(Severity, String, Option<&str>) -> Problem,
+) -> Vec<Problem> {
+    match read {
         Ok(file) if !file.unsupported.is_empty() => file
             .unsupported
             .iter()
