@@ -48,6 +48,9 @@ enum Command {
     Calibrate(cmd::calibrate::Args),
     /// What each rule can see: false alarms and the smallest detected change, from unchanged jobs.
     Power(cmd::power::Args),
+    /// Baseline against candidate on one machine: jobs in ABBA blocks until the timing change
+    /// is decided (sequential, paired), the other metrics against A and the goldens.
+    Ab(cmd::ab::Args),
     /// Render recorded runs without judging them.
     Report(cmd::report::Args),
     /// Post or update the sticky PR comment.
@@ -85,6 +88,7 @@ fn main() -> ExitCode {
         Command::Bless(a) => cmd::bless::run(a),
         Command::Calibrate(a) => cmd::calibrate::run(a),
         Command::Power(a) => cmd::power::run(a),
+        Command::Ab(a) => cmd::ab::run(a),
         Command::Report(a) => cmd::report::run(a),
         Command::Comment(a) => cmd::comment::run(a),
         Command::Completions(a) => cmd::completions::completions(&a, Cli::command()),

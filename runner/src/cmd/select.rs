@@ -144,6 +144,9 @@ pub struct Output {
     /// `OUT`, absolute.
     pub out_dir: PathBuf,
     pub run_id: String,
+    /// Where relative entry words resolve (default: the current folder); `goldgate ab`'s
+    /// `--a-dir`/`--b-dir` (a checkout of the workload per arm).
+    pub base_dir: Option<PathBuf>,
 }
 
 /// Which cases of the root a command takes (`plan`, `run`).
@@ -233,7 +236,7 @@ pub(crate) fn plan_selection(
         config,
         selection,
         request: VariantRequest::parse(config, &selection.variants, &selection.matrix)?,
-        base_dir: std::env::current_dir().map_err(|source| CmdError::Cwd { source })?,
+        base_dir: base_dir(output)?,
         caller_env: caller_env(),
         rows: &rows,
         output,
@@ -271,6 +274,14 @@ pub(crate) fn plan_selection(
         }
     }
     Ok(selected)
+}
+
+/// Where relative entry words resolve: the output's folder, else the current one.
+fn base_dir(output: &Output) -> Result<PathBuf, AppError> {
+    match &output.base_dir {
+        Some(dir) => Ok(dir.clone()),
+        None => std::env::current_dir().map_err(|source| CmdError::Cwd { source }.into()),
+    }
 }
 
 /// What every target of a selection is planned with.

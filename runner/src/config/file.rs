@@ -117,6 +117,8 @@ pub struct Config {
     /// `check.ignore`: path glob (relative to the case or golden root) → why the file is known
     /// to be bad. `goldgate check` reports a problem there as a note, not an error.
     pub check_ignore: Vec<(String, String)>,
+    /// The `ab:` block: `goldgate ab`'s statistics (defaults when absent).
+    pub ab: super::ab::AbSettings,
 }
 
 /// Platforms every configuration has (a file's own platform of the same name replaces one):
@@ -139,6 +141,8 @@ struct RawConfig {
     recipes: Option<String>,
     #[serde(default)]
     check: RawCheck,
+    #[serde(default)]
+    ab: Option<Spanned<super::ab::RawAb>>,
 }
 
 #[derive(Deserialize, Default)]
@@ -333,6 +337,7 @@ impl Config {
         let rule_overrides: Vec<(String, RuleOverride)> =
             raw.rules.0.into_iter().map(|(k, v)| (k.value, v)).collect();
         let rules = Rules::default().with_file_rules(rule_overrides.clone());
+        let ab = ab_from_raw(raw.ab, path)?;
         Ok(Config {
             path: path.to_owned(),
             default_platform,
@@ -342,6 +347,7 @@ impl Config {
             rule_overrides,
             recipes: raw.recipes.map(PathBuf::from),
             check_ignore: string_pairs(raw.check.ignore),
+            ab,
         })
     }
 }
@@ -398,6 +404,25 @@ fn platform_from_raw(
             None => SlurmConfig::default(),
         },
     })
+}
+
+/// The `ab:` block's settings (defaults when absent); an error points at the block.
+fn ab_from_raw(
+    raw: Option<Spanned<super::ab::RawAb>>,
+    path: &Path,
+) -> Result<super::ab::AbSettings, ConfigError> {
+    let Some(block) = raw else {
+        return Ok(super::ab::AbSettings::default());
+    };
+    let at = Spanned {
+        value: (),
+        referenced: block.referenced,
+        defined: block.defined,
+    };
+    block
+        .value
+        .settings()
+        .map_err(|msg| ConfigError::invalid(path, &at, msg))
 }
 
 fn value_from_raw((name, raw): (Spanned<String>, Option<RawValue>)) -> AxisValue {
