@@ -753,7 +753,7 @@ async fn unreachable_api_is_a_transport_failure_without_the_token() {
 
 mod end_to_end {
     //! `goldgate comment`'s own path: recorded results → compare → markdown → framed body →
-    //! the fake GitHub. The body snapshot is the example comment in the README.
+    //! the fake GitHub. The body snapshot is the example comment on the PR comment page of the book (docs/book/src/guide/pr-comment.md).
 
     use std::collections::BTreeMap;
     use std::path::Path;
@@ -890,7 +890,7 @@ mod end_to_end {
     }
 
     /// The body as a user who compared `run/` from `dir` sees it: the bless line's run folder
-    /// without the temporary folder, so the snapshot and README do not change with it.
+    /// without the temporary folder, so the snapshot and the book do not change with it.
     fn relative(body: &str, dir: &Path) -> String {
         body.replace(&format!("{}/", dir.display()), "")
     }
@@ -964,17 +964,20 @@ mod end_to_end {
     fn readme_example_is_the_real_body() {
         let dir = tempfile::tempdir().unwrap();
         let prepared = prepare(&recorded_run(dir.path()), &actions_env).unwrap();
-        let readme = include_str!("../../README.md");
+        let readme = include_str!("../../docs/book/src/guide/pr-comment.md");
         // Four backticks: the body holds three-backtick code blocks.
         let start = "<!-- example-comment:start -->\n````markdown\n";
-        let from = readme.find(start).expect("README has the example comment") + start.len();
+        let from = readme
+            .find(start)
+            .expect("the PR comment page has the example comment")
+            + start.len();
         let len = readme[from..]
             .find("````\n<!-- example-comment:end -->")
             .unwrap();
         assert_eq!(
             &readme[from..from + len],
             relative(&prepared.body, dir.path()),
-            "README example is stale"
+            "the PR comment page's example is stale"
         );
     }
 

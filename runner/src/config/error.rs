@@ -15,7 +15,7 @@ pub enum ConfigError {
     },
     #[error("{}:{line}:{column}: {message}", path.display())]
     #[diagnostic(help(
-        "goldgate.yaml holds `default_platform`, `platforms`, `variants` and `rules`; see the README"
+        "goldgate.yaml holds `default_platform`, `platforms`, `variants` and `rules`; see docs/book/src/reference/config.md"
     ))]
     Invalid {
         path: PathBuf,

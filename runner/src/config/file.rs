@@ -119,6 +119,9 @@ pub struct Config {
     pub check_ignore: Vec<(String, String)>,
     /// The `ab:` block: `goldgate ab`'s statistics (defaults when absent).
     pub ab: super::ab::AbSettings,
+    /// `history.database`: the history store (a PostgreSQL URL or a SQLite file, relative to
+    /// this file's folder), when the file names one.
+    pub history_database: Option<String>,
 }
 
 /// Platforms every configuration has (a file's own platform of the same name replaces one):
@@ -143,6 +146,15 @@ struct RawConfig {
     check: RawCheck,
     #[serde(default)]
     ab: Option<Spanned<super::ab::RawAb>>,
+    #[serde(default)]
+    history: RawHistory,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawHistory {
+    #[serde(default)]
+    database: Option<String>,
 }
 
 #[derive(Deserialize, Default)]
@@ -321,19 +333,7 @@ impl Config {
                     )
                 })?,
         };
-        let mut axes = Vec::new();
-        for (name, axis) in raw.variants.0 {
-            if axis.values.0.is_empty() {
-                let msg = format!("variant axis `{}` has no values", name.value);
-                return Err(ConfigError::invalid(path, &name, msg));
-            }
-            let values = axis.values.0.into_iter().map(value_from_raw).collect();
-            axes.push(Axis {
-                name: name.value,
-                opt_in: axis.opt_in,
-                values,
-            });
-        }
+        let axes = axes_from_raw(raw.variants, path)?;
         let rule_overrides: Vec<(String, RuleOverride)> =
             raw.rules.0.into_iter().map(|(k, v)| (k.value, v)).collect();
         let rules = Rules::default().with_file_rules(rule_overrides.clone());
@@ -348,6 +348,7 @@ impl Config {
             recipes: raw.recipes.map(PathBuf::from),
             check_ignore: string_pairs(raw.check.ignore),
             ab,
+            history_database: raw.history.database,
         })
     }
 }
@@ -404,6 +405,24 @@ fn platform_from_raw(
             None => SlurmConfig::default(),
         },
     })
+}
+
+/// The variant axes, in file order; an axis without values is an error.
+fn axes_from_raw(raw: Named<RawAxis>, path: &Path) -> Result<Vec<Axis>, ConfigError> {
+    let mut axes = Vec::new();
+    for (name, axis) in raw.0 {
+        if axis.values.0.is_empty() {
+            let msg = format!("variant axis `{}` has no values", name.value);
+            return Err(ConfigError::invalid(path, &name, msg));
+        }
+        let values = axis.values.0.into_iter().map(value_from_raw).collect();
+        axes.push(Axis {
+            name: name.value,
+            opt_in: axis.opt_in,
+            values,
+        });
+    }
+    Ok(axes)
 }
 
 /// The `ab:` block's settings (defaults when absent); an error points at the block.

@@ -16,42 +16,12 @@ use std::sync::mpsc::{self, RecvTimeoutError, Sender};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
-
 /// How often the page-cache figures are read while a job runs.
 pub(crate) const EVERY: Duration = Duration::from_millis(100);
 
-/// The node's I/O state around one job, as `results.json` keeps it in the fingerprint.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct NodeIo {
-    /// The kernel's boot id (`/proc/sys/kernel/random/boot_id`): jobs with the same one ran on
-    /// the same machine without a reboot in between (host names repeat across virtual machines).
-    #[serde(default)]
-    pub boot_id: Option<String>,
-    /// What goldgate did before the job (`--settle`): `none`, `sync` or `drop-caches`.
-    pub settle: String,
-    /// Seconds the settle step took.
-    pub settle_seconds: Option<f64>,
-    /// Filesystem of the checkpoint folder (`ext4`, `xfs`, `tmpfs`, `nfs`, `lustre`, or the
-    /// `statfs` magic number as `0x...`).
-    pub checkpoint_fs: Option<String>,
-    /// `Dirty` and `Writeback` of `/proc/meminfo` when the job started, and their highest
-    /// value while it ran (bytes).
-    pub dirty_start_bytes: Option<u64>,
-    pub dirty_peak_bytes: Option<u64>,
-    pub writeback_start_bytes: Option<u64>,
-    pub writeback_peak_bytes: Option<u64>,
-    /// Block I/O of the node's disks while the job ran (`/proc/diskstats`, whole disks only;
-    /// the job's own writes included).
-    pub disk_read_bytes: Option<u64>,
-    pub disk_write_bytes: Option<u64>,
-    pub disk_discard_bytes: Option<u64>,
-    /// Milliseconds the busiest disk had I/O in flight.
-    pub disk_busy_ms: Option<u64>,
-    /// Time some / all tasks stalled on I/O while the job ran (`/proc/pressure/io` totals, µs).
-    pub io_pressure_some_us: Option<u64>,
-    pub io_pressure_full_us: Option<u64>,
-}
+/// The node's I/O state around one job: the schema crate's type (`results.json` keeps it in
+/// the fingerprint).
+pub use goldgate_schema::NodeIo;
 
 /// Counters read at the start and the end of a job.
 #[derive(Clone, Debug, Default, PartialEq)]

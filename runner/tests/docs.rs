@@ -1,0 +1,257 @@
+//! The documentation holds together: every relative link in README.md, CHANGELOG.md and the
+//! Markdown under `docs/` names a file that exists (and, for a `#fragment` into a Markdown
+//! file, a heading it has); every page of the book under `docs/book/src/` is in its
+//! `SUMMARY.md` and every entry there exists; README stays a short front page.
+//!
+//! mdBook renders the book in `.ci/run`; this test is the link check that runs everywhere
+//! `cargo test` does, and it reads links as GitHub resolves them (relative to the file).
+
+#![allow(clippy::unwrap_used)] // a test: a failed unwrap is a failed test
+
+use std::collections::BTreeSet;
+use std::path::{Component, Path, PathBuf};
+
+/// The repository root (the workspace folder above `runner/`).
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+fn markdown_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            markdown_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "md") {
+            out.push(path);
+        }
+    }
+}
+
+/// The text outside fenced code blocks and inline code spans.
+fn prose(text: &str) -> String {
+    let mut out = String::new();
+    let mut fence: Option<String> = None;
+    for line in text.lines() {
+        let trimmed = line.trim_start();
+        let ticks: String = trimmed
+            .chars()
+            .take_while(|c| *c == '`' || *c == '~')
+            .collect();
+        if ticks.len() >= 3 {
+            match &fence {
+                None => fence = Some(ticks),
+                Some(open) if ticks.starts_with(open.as_str()) && trimmed.len() == ticks.len() => {
+                    fence = None
+                }
+                Some(_) => {}
+            }
+            out.push('\n');
+            continue;
+        }
+        if fence.is_none() {
+            let mut in_code = false;
+            for c in line.chars() {
+                if c == '`' {
+                    in_code = !in_code;
+                } else if !in_code {
+                    out.push(c);
+                }
+            }
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// `[text](target)` targets, in order.
+fn links(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let bytes = text.as_bytes();
+    let mut i = 0;
+    while let Some(at) = text[i..].find("](") {
+        let start = i + at + 2;
+        let mut depth = 1;
+        let mut end = start;
+        while end < bytes.len() && depth > 0 {
+            match bytes[end] {
+                b'(' => depth += 1,
+                b')' => depth -= 1,
+                b'\n' => break,
+                _ => {}
+            }
+            end += 1;
+        }
+        if depth == 0 {
+            let target = text[start..end - 1].split_whitespace().next().unwrap_or("");
+            out.push(target.to_string());
+        }
+        i = end.max(start);
+    }
+    out
+}
+
+/// GitHub's (and mdBook's) id for a heading: lowercase, punctuation dropped, spaces to `-`.
+fn slug(heading: &str) -> String {
+    heading
+        .trim()
+        .to_lowercase()
+        .chars()
+        .filter_map(|c| match c {
+            ' ' => Some('-'),
+            c if c.is_alphanumeric() || c == '-' || c == '_' => Some(c),
+            _ => None,
+        })
+        .collect()
+}
+
+fn headings(text: &str) -> BTreeSet<String> {
+    let prose_lines = prose_headings(text);
+    prose_lines.iter().map(|h| slug(h)).collect()
+}
+
+/// Heading texts outside code blocks (inline code kept: GitHub slugs its text).
+fn prose_headings(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut fence = false;
+    for line in text.lines() {
+        if line.trim_start().starts_with("```") || line.trim_start().starts_with("~~~") {
+            fence = !fence;
+            continue;
+        }
+        if !fence && line.starts_with('#') {
+            let text = line.trim_start_matches('#');
+            if text.starts_with(' ') {
+                out.push(text.replace('`', ""));
+            }
+        }
+    }
+    out
+}
+
+fn normalize(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// Every broken relative link in `file`, as `file: target (why)`.
+fn broken_links(file: &Path) -> Vec<String> {
+    let text = std::fs::read_to_string(file).unwrap();
+    let dir = file.parent().unwrap();
+    let mut out = Vec::new();
+    for target in links(&prose(&text)) {
+        if target.is_empty() || target.contains("://") || target.starts_with("mailto:") {
+            continue;
+        }
+        let (path, fragment) = match target.split_once('#') {
+            Some((p, f)) => (p, Some(f)),
+            None => (target.as_str(), None),
+        };
+        let resolved = if path.is_empty() {
+            file.to_path_buf()
+        } else {
+            normalize(&dir.join(path))
+        };
+        let name = file
+            .strip_prefix(repo())
+            .unwrap_or(file)
+            .display()
+            .to_string();
+        if !resolved.exists() {
+            out.push(format!("{name}: {target} (no such file)"));
+            continue;
+        }
+        if let Some(fragment) = fragment
+            && resolved.extension().is_some_and(|e| e == "md")
+        {
+            let ids = headings(&std::fs::read_to_string(&resolved).unwrap());
+            if !ids.contains(fragment) {
+                out.push(format!("{name}: {target} (no heading with that id)"));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn every_relative_link_resolves() {
+    let root = repo();
+    let mut files = vec![root.join("README.md"), root.join("CHANGELOG.md")];
+    markdown_files(&root.join("docs"), &mut files);
+    let broken: Vec<String> = files.iter().flat_map(|f| broken_links(f)).collect();
+    assert!(broken.is_empty(), "broken links:\n{}", broken.join("\n"));
+}
+
+#[test]
+fn every_book_page_is_in_the_summary_and_every_entry_exists() {
+    let src = repo().join("docs/book/src");
+    let summary = std::fs::read_to_string(src.join("SUMMARY.md")).unwrap();
+    let listed: BTreeSet<PathBuf> = links(&summary)
+        .into_iter()
+        .map(|t| normalize(&src.join(t)))
+        .collect();
+    let mut pages = Vec::new();
+    markdown_files(&src, &mut pages);
+    let pages: BTreeSet<PathBuf> = pages
+        .into_iter()
+        .filter(|p| p.file_name().is_some_and(|n| n != "SUMMARY.md"))
+        .collect();
+    let missing: Vec<_> = pages.difference(&listed).collect();
+    assert!(
+        missing.is_empty(),
+        "book pages not in SUMMARY.md: {missing:?}"
+    );
+    let absent: Vec<_> = listed.iter().filter(|p| !p.exists()).collect();
+    assert!(
+        absent.is_empty(),
+        "SUMMARY.md entries without a page: {absent:?}"
+    );
+}
+
+#[test]
+fn readme_stays_a_front_page() {
+    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    let lines = readme.lines().count();
+    assert!(
+        lines <= 300,
+        "README.md has {lines} lines: move detail into the book"
+    );
+    // The two commands a new user runs come first.
+    let first_block = readme.split("```").nth(1).unwrap();
+    assert!(
+        first_block.contains("goldgate run demo/ckpt-demo"),
+        "{first_block}"
+    );
+    assert!(
+        first_block.contains("cargo test --workspace --locked"),
+        "{first_block}"
+    );
+}
+
+#[test]
+fn the_checks_catch_what_they_are_for() {
+    assert_eq!(
+        links("see [a](x.md#y) and [b](<z>) `[c](no.md)`"),
+        ["x.md#y", "<z>", "no.md"]
+    );
+    assert_eq!(links(&prose("see `[c](no.md)` and [d](d.md)")), ["d.md"]);
+    assert_eq!(
+        slug("Statistics: the two-sample test (`test: two-sample`)"),
+        "statistics-the-two-sample-test-test-two-sample"
+    );
+    assert_eq!(
+        normalize(Path::new("a/b/../c/./d.md")),
+        PathBuf::from("a/c/d.md")
+    );
+}

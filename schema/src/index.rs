@@ -1,0 +1,41 @@
+//! `run.json`: the index of one run ([`RunIndex`]): what it was asked to do and where each
+//! job's `results.json` is.
+
+use std::path::PathBuf;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::outcome::Outcome;
+
+/// One job in the run index.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct JobEntry {
+    /// `<case>@<variant>#<repeat>`.
+    pub job_id: String,
+    /// Folder relative to the run folder.
+    pub dir: PathBuf,
+    /// Outcome, or null while it runs.
+    pub outcome: Option<Outcome>,
+}
+
+/// `OUT/<run-id>/run.json`: what the run was asked to do and where each job's files are.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct RunIndex {
+    /// [`crate::SCHEMA_VERSION`].
+    pub schema_version: u32,
+    /// Run id (`YYYYMMDD-HHMMSS-<4 hex>`).
+    pub run_id: String,
+    /// RFC 3339.
+    pub started_at: String,
+    /// RFC 3339, null while running.
+    pub finished_at: Option<String>,
+    /// Platform name.
+    pub platform: String,
+    /// goldgate's version.
+    pub goldgate_version: String,
+    /// The command line (secrets never appear in it: they come from the environment).
+    pub command: Vec<String>,
+    /// Jobs in plan order.
+    pub jobs: Vec<JobEntry>,
+}

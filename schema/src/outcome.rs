@@ -1,0 +1,59 @@
+//! How a job ended: the one outcome type of a job, as `results.json` (`outcome`, each
+//! attempt's `outcome`) and `run.json` (each job's `outcome`) record it.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// How a job ended. A job that did not pass is never compared as if it ran.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "status", rename_all = "kebab-case")]
+pub enum Outcome {
+    /// Exit code 0 and no failure marker.
+    Passed,
+    /// Non-zero exit code.
+    Failed { exit_code: i32 },
+    /// Ended by a signal it did not ask for.
+    Killed { signal: i32 },
+    /// Ran past `--timeout`; stopped with SIGTERM, then SIGKILL.
+    TimedOut { after_seconds: f64 },
+    /// CUDA / NCCL out of memory.
+    OutOfMemory,
+    /// An NCCL or collective operation timed out.
+    NcclTimeout,
+    /// Training produced NaN.
+    Nan,
+    /// goldgate was interrupted (Ctrl-C / SIGTERM) while the job ran.
+    Interrupted,
+    /// The job could not be started (program not found, bad working directory, ...).
+    LaunchError { message: String },
+    /// The batch scheduler ended the job for exceeding its memory on a host (Slurm's
+    /// `OUT_OF_MEMORY`: the job's cgroup limit, not a CUDA allocation).
+    HostOutOfMemory,
+    /// The cluster failed the job, not its program (Slurm's `NODE_FAIL`, `PREEMPTED`,
+    /// `BOOT_FAIL`): retried under `--retries`.
+    Infrastructure { state: String },
+}
+
+impl Outcome {
+    /// Whether the job ran to a normal end.
+    pub fn passed(&self) -> bool {
+        matches!(self, Outcome::Passed)
+    }
+
+    /// A short human label: `passed`, `failed (exit 1)`, `out of memory`, ...
+    pub fn label(&self) -> String {
+        match self {
+            Outcome::Passed => "passed".into(),
+            Outcome::Failed { exit_code } => format!("failed (exit {exit_code})"),
+            Outcome::Killed { signal } => format!("killed (signal {signal})"),
+            Outcome::TimedOut { after_seconds } => format!("timed out after {after_seconds:.0} s"),
+            Outcome::OutOfMemory => "out of memory".into(),
+            Outcome::NcclTimeout => "NCCL timeout".into(),
+            Outcome::Nan => "NaN".into(),
+            Outcome::Interrupted => "interrupted".into(),
+            Outcome::LaunchError { message } => format!("launch error: {message}"),
+            Outcome::HostOutOfMemory => "host out of memory".into(),
+            Outcome::Infrastructure { state } => format!("infrastructure failure ({state})"),
+        }
+    }
+}

@@ -1,0 +1,411 @@
+//! `results.json`: everything recorded about one job ([`RunRecord`]) and its parts.
+//!
+//! Units are SI: bytes and seconds. Metric names follow Megatron's golden files (`lm loss`,
+//! `num-zeros`, `iteration-time` in seconds, `mem-*-bytes`) plus goldgate's own keys
+//! ([`crate::metric_names`]), so `bless` can write them into golden files unchanged.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::outcome::Outcome;
+use crate::step_values::StepValues;
+
+/// Version of the `results.json` / `run.json` schema this goldgate writes. Bump on
+/// incompatible changes.
+///
+/// 2: the host figure is PSS (`memory.host_peak_pss_bytes`, metric `host-peak-pss-bytes`);
+/// RSS stays as `memory.host_peak_rss_bytes` (no longer a metric); `memory.mem_available`.
+/// 3: `nodes`, each node's peaks and timeline for a job of several nodes (the memory metrics
+/// are the max across nodes).
+pub const SCHEMA_VERSION: u32 = 3;
+
+/// Versions this goldgate reads: older records read with the fields added since absent.
+pub const READABLE_SCHEMA_VERSIONS: [u32; 3] = [1, 2, 3];
+
+/// The variant a job ran under.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct VariantRecord {
+    /// `allocator=gc80,checkpoint=async`, or `default`.
+    pub name: String,
+    /// Path-safe form used in output folders.
+    pub slug: String,
+    /// Axis → value.
+    pub choices: BTreeMap<String, String>,
+}
+
+/// One attempt at a job (`--retries` may make several).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Attempt {
+    /// 1-based attempt number.
+    pub number: u32,
+    /// RFC 3339 start time.
+    pub started_at: String,
+    /// Wall time of the attempt.
+    pub wall_seconds: f64,
+    /// How it ended.
+    pub outcome: Outcome,
+    /// The line that explains a failure: a failure marker's line (out of memory, NCCL
+    /// timeout, NaN), else the exception line of the last Python traceback, else the last
+    /// error-looking line.
+    pub failure_line: Option<String>,
+    /// The last lines of the log of a failed attempt (at most 30, each cut to 400 characters;
+    /// absent for a passed one).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub log_tail: Vec<String>,
+    /// Log file, relative to the job folder.
+    pub log: PathBuf,
+    /// Seconds the attempt waited in a batch scheduler's queue before it ran (not part of
+    /// `wall_seconds` nor of the timeout); absent where there is no queue (the local executor).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queued_seconds: Option<f64>,
+}
+
+/// Where and on what the job ran: compared with the golden's platform before judging.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Fingerprint {
+    /// GPU model as NVML names it (`NVIDIA H200`); null without a GPU.
+    pub gpu_model: Option<String>,
+    /// GPUs visible to the job.
+    pub gpu_count: Option<u32>,
+    /// NVIDIA driver version (`580.159.04`).
+    pub driver_version: Option<String>,
+    /// CUDA driver API version (`13.0`).
+    pub cuda_version: Option<String>,
+    /// Host name.
+    pub host: String,
+    /// goldgate's version.
+    pub goldgate_version: String,
+    /// The workload's git commit, when its folder is a git checkout.
+    pub workload_commit: Option<String>,
+    /// The node's I/O state around the job (page cache, checkpoint filesystem, node I/O, what
+    /// `--settle` did): what moves save times besides the code. Absent in older results.
+    #[serde(default)]
+    pub io: Option<NodeIo>,
+}
+
+/// One checkpoint save seen in the log.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct CheckpointRecord {
+    /// Iteration the checkpoint was saved at.
+    pub iteration: u64,
+    /// Blocking time of `save_checkpoint()` from the `save-checkpoint` timer, min across ranks (s).
+    pub blocking_min_seconds: Option<f64>,
+    /// Same, max across ranks (s). The metric `checkpoint-blocking-time` uses this.
+    pub blocking_max_seconds: Option<f64>,
+    /// Wall time from the `saving checkpoint` line to `successfully saved` (sync saves) (s).
+    pub saving_to_saved_seconds: Option<f64>,
+    /// Whether the save was asynchronous (`scheduled an async checkpoint save`).
+    pub asynchronous: bool,
+    /// Async saves: scheduled → successfully saved (s).
+    pub async_latency_seconds: Option<f64>,
+    /// The save started before the previous async save finished (Megatron: `Starting a
+    /// checkpoint save before previous has finished`): its blocking time includes waiting for
+    /// that write. Absent (false) in version 1 records.
+    #[serde(default)]
+    pub started_before_previous_finished: bool,
+    /// The next save started while this async save was being written: its latency ends when
+    /// the next save finalized it (the schedule, not the write), so `checkpoint-async-latency`
+    /// leaves it out.
+    #[serde(default)]
+    pub overlapped_by_next: bool,
+    /// Allocated bytes reported before the save (rank 0).
+    pub memory_before_bytes: Option<u64>,
+    /// Allocated bytes reported after the save (rank 0).
+    pub memory_after_bytes: Option<u64>,
+}
+
+/// Peak of one GPU over the job.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct GpuDevicePeak {
+    /// NVML index.
+    pub index: u32,
+    /// Model name.
+    pub name: String,
+    /// Used memory before the job started (other processes, driver reserve).
+    pub baseline_bytes: u64,
+    /// Highest used memory sampled.
+    pub peak_bytes: u64,
+    /// Seconds after the job started when the peak was sampled.
+    pub peak_at_seconds: f64,
+    /// Highest used memory attributed to the job's own processes, where the driver reports it.
+    pub process_peak_bytes: Option<u64>,
+}
+
+/// GPU memory as NVML saw it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct GpuMemory {
+    /// Sampling interval (s).
+    pub interval_seconds: f64,
+    /// Samples taken per device.
+    pub samples: u64,
+    /// One entry per sampled device.
+    pub devices: Vec<GpuDevicePeak>,
+}
+
+/// A downsampled memory timeline for the SVG chart (seconds since the job started).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Timeline {
+    /// Sample times (s).
+    pub t_seconds: Vec<f64>,
+    /// GPU used memory summed over the job's devices, minus baseline; null without a GPU.
+    pub gpu_used_bytes: Vec<Option<u64>>,
+    /// Host RSS of the job's process tree.
+    pub host_rss_bytes: Vec<u64>,
+    /// Host PSS of the job's process tree (the last read at each time; empty in version 1).
+    #[serde(default)]
+    pub host_pss_bytes: Vec<u64>,
+    /// `/dev/shm` usage above the baseline.
+    pub shm_bytes: Vec<u64>,
+    /// Seconds since start of each checkpoint save (start, end, iteration).
+    pub saves: Vec<(f64, Option<f64>, u64)>,
+}
+
+/// `MemAvailable` around one job (bytes).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct MemAvailableRecord {
+    /// Before the job started.
+    pub baseline_bytes: u64,
+    /// The lowest value sampled while the job ran.
+    pub min_bytes: u64,
+    /// Seconds after the job started when the minimum was sampled.
+    pub min_at_seconds: f64,
+    /// `baseline_bytes - min_bytes`.
+    pub drop_bytes: u64,
+}
+
+/// Memory peaks of the job.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct MemoryRecord {
+    /// NVML view; null when no driver or GPU was found (never zero).
+    pub gpu: Option<GpuMemory>,
+    /// Peak PSS summed over the job's process tree (bytes): the gated host figure (metric
+    /// `host-peak-pss-bytes`). Absent in version 1 records.
+    #[serde(default)]
+    pub host_peak_pss_bytes: Option<u64>,
+    /// Walks of the process tree that read PSS (`/proc/PID/smaps_rollup` of every member).
+    #[serde(default)]
+    pub host_pss_reads: Option<u64>,
+    /// CPU seconds goldgate spent on those reads.
+    #[serde(default)]
+    pub host_pss_read_cpu_seconds: Option<f64>,
+    /// Peak RSS summed over the job's process tree (bytes): pages shared between the job's
+    /// processes count once per process, so this over-counts forked workers.
+    pub host_peak_rss_bytes: Option<u64>,
+    /// The system-wide `MemAvailable` (`/proc/meminfo`) before the job and at its lowest while
+    /// the job ran: an independent reading of the job's host memory (other processes and the
+    /// page cache move it too). Absent in version 1 records.
+    #[serde(default)]
+    pub mem_available: Option<MemAvailableRecord>,
+    /// Peak `/dev/shm` usage above the baseline (bytes).
+    pub shm_peak_bytes: Option<u64>,
+    /// Host sampling interval (s).
+    pub host_interval_seconds: f64,
+    /// Downsampled timeline for charts.
+    pub timeline: Timeline,
+}
+
+/// Everything recorded about one job: `OUT/<run-id>/<case>/<variant>/<repeat>/results.json`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct RunRecord {
+    /// [`SCHEMA_VERSION`].
+    pub schema_version: u32,
+    /// The run this job belongs to.
+    pub run_id: String,
+    /// `<case>@<variant>#<repeat>`.
+    pub job_id: String,
+    /// `<model>/<case>`.
+    pub case: String,
+    /// The variant.
+    pub variant: VariantRecord,
+    /// 1-based repeat.
+    pub repeat: u32,
+    /// Platform name from goldgate.yaml.
+    pub platform: String,
+    /// Final outcome (of the last attempt).
+    pub outcome: Outcome,
+    /// Every attempt, oldest first.
+    pub attempts: Vec<Attempt>,
+    /// RFC 3339 start of the first attempt.
+    pub started_at: String,
+    /// Wall time of all attempts (s).
+    pub wall_seconds: f64,
+    /// The exact argv of each run (two for ckpt-resume tests).
+    pub argv: Vec<Vec<String>>,
+    /// The environment the plan set; secrets redacted.
+    pub env: BTreeMap<String, String>,
+    /// Variables the plan removed.
+    pub env_unset: Vec<String>,
+    /// Where it ran.
+    pub fingerprint: Fingerprint,
+    /// Whether exact-match checks are off (`NON_DETERMINSTIC_RESULTS` / `NVTE_ALLOW_NONDETERMINISTIC_ALGO`).
+    pub nondeterministic: bool,
+    /// Metric name → per-step values (golden names; goldgate metrics keyed by final step or save).
+    pub metrics: BTreeMap<String, StepValues>,
+    /// Checkpoint saves, in order.
+    pub checkpoints: Vec<CheckpointRecord>,
+    /// Megatron's `Starting a checkpoint save before previous has finished` warnings (the saves
+    /// concerned are flagged in `checkpoints`). Absent (0) in version 1 records.
+    #[serde(default)]
+    pub overlapping_saves: u64,
+    /// Memory peaks and timeline.
+    pub memory: MemoryRecord,
+    /// Per-rank probe data (allocator statistics), when the probe ran.
+    pub probe: Option<serde_json::Value>,
+    /// CPU seconds goldgate itself used while the job ran (samplers and log parsing).
+    #[serde(default)]
+    pub observer_cpu_seconds: Option<f64>,
+    /// Problems worth knowing about the measurement (e.g. no NVIDIA driver: GPU fields are null).
+    #[serde(default)]
+    pub warnings: Vec<String>,
+    /// A warm-up job (`goldgate run --warmup`): recorded, never compared, blessed or calibrated.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub warmup: bool,
+    /// ckpt-resume and frozen-resume jobs: the second run, which resumes from a checkpoint.
+    /// `metrics` above are the first run's, as Megatron compares the first run with the golden
+    /// values and the second run's resumed steps with the first run's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resumed: Option<ResumedRun>,
+    /// A job of several nodes (Slurm): each node's peaks and timeline, node 0 first. The
+    /// memory metrics are the max across them; `memory` is node 0's. Absent for one node and
+    /// in records before version 3.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub nodes: Vec<NodeMemory>,
+}
+
+/// One node's memory peaks and timeline (bytes).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct NodeMemory {
+    /// The node's name (Slurm's, `SLURMD_NODENAME`).
+    pub host: String,
+    /// GPU used memory above the baseline, the largest over the node's devices; null without
+    /// NVML.
+    pub gpu_peak_above_baseline_bytes: Option<u64>,
+    pub host_peak_pss_bytes: Option<u64>,
+    pub host_peak_rss_bytes: Option<u64>,
+    pub shm_peak_bytes: Option<u64>,
+    pub timeline: Timeline,
+}
+
+/// The second run of a resume test: its log metrics after the step it resumed from.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ResumedRun {
+    /// `TRAIN_ITERS / 2`: the steps after it are compared with the first run's.
+    pub from_step: u64,
+    /// The first step the second run printed (`from_step + 1` when it resumed as planned).
+    pub first_step: Option<u64>,
+    /// Metric name → the second run's values at steps after `from_step`.
+    pub metrics: BTreeMap<String, StepValues>,
+}
+
+impl VariantRecord {
+    /// The variant of a job that picked no axis value: `default`.
+    pub fn baseline() -> VariantRecord {
+        VariantRecord {
+            name: "default".into(),
+            slug: "default".into(),
+            choices: BTreeMap::new(),
+        }
+    }
+}
+
+impl RunRecord {
+    /// A passed job of `case` under `variant` (`job_id` `<case>@<variant>#<repeat>`) on
+    /// `platform` that recorded nothing else: no run id, start time, argv, metrics or memory.
+    /// The one base every hand-made record (tests, benchmarks) fills in with struct update
+    /// syntax; `goldgate run` builds its records in `metrics::build`.
+    pub fn passed(case: &str, variant: VariantRecord, repeat: u32, platform: &str) -> RunRecord {
+        RunRecord {
+            schema_version: SCHEMA_VERSION,
+            run_id: String::new(),
+            job_id: format!("{case}@{}#{repeat}", variant.name),
+            case: case.into(),
+            variant,
+            repeat,
+            platform: platform.into(),
+            outcome: Outcome::Passed,
+            attempts: Vec::new(),
+            started_at: String::new(),
+            wall_seconds: 0.0,
+            argv: Vec::new(),
+            env: BTreeMap::new(),
+            env_unset: Vec::new(),
+            fingerprint: Fingerprint::default(),
+            nondeterministic: false,
+            metrics: BTreeMap::new(),
+            checkpoints: Vec::new(),
+            overlapping_saves: 0,
+            memory: MemoryRecord::default(),
+            probe: None,
+            observer_cpu_seconds: None,
+            warnings: Vec::new(),
+            warmup: false,
+            resumed: None,
+            nodes: Vec::new(),
+        }
+    }
+
+    /// The folder of this job relative to the run folder.
+    pub fn rel_dir(&self) -> PathBuf {
+        job_rel_dir(&self.case, &self.variant.slug, self.repeat)
+    }
+
+    /// `gpu-peak-memory-bytes`, or (for records without it) the largest per-device NVML peak
+    /// above its baseline.
+    pub fn gpu_peak_bytes(&self) -> Option<f64> {
+        self.last_value(crate::metric_names::GPU_PEAK).or_else(|| {
+            let gpu = self.memory.gpu.as_ref()?;
+            gpu.devices
+                .iter()
+                .map(|d| d.peak_bytes.saturating_sub(d.baseline_bytes))
+                .max()
+                .map(|b| b as f64)
+        })
+    }
+
+    /// The last value of a metric (scalar metrics have one value).
+    pub fn last_value(&self, metric: &str) -> Option<f64> {
+        self.metrics
+            .get(metric)
+            .and_then(|s| s.0.values().next_back().copied())
+    }
+}
+
+/// `<case>/<variant slug>/<repeat>`: where a job's files live under the run folder.
+fn job_rel_dir(case: &str, variant_slug: &str, repeat: u32) -> PathBuf {
+    Path::new(case).join(variant_slug).join(repeat.to_string())
+}
+
+/// The node's I/O state around one job, as `results.json` keeps it in the fingerprint.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct NodeIo {
+    /// The kernel's boot id (`/proc/sys/kernel/random/boot_id`): jobs with the same one ran on
+    /// the same machine without a reboot in between (host names repeat across virtual machines).
+    #[serde(default)]
+    pub boot_id: Option<String>,
+    /// What goldgate did before the job (`--settle`): `none`, `sync` or `drop-caches`.
+    pub settle: String,
+    /// Seconds the settle step took.
+    pub settle_seconds: Option<f64>,
+    /// Filesystem of the checkpoint folder (`ext4`, `xfs`, `tmpfs`, `nfs`, `lustre`, or the
+    /// `statfs` magic number as `0x...`).
+    pub checkpoint_fs: Option<String>,
+    /// `Dirty` and `Writeback` of `/proc/meminfo` when the job started, and their highest
+    /// value while it ran (bytes).
+    pub dirty_start_bytes: Option<u64>,
+    pub dirty_peak_bytes: Option<u64>,
+    pub writeback_start_bytes: Option<u64>,
+    pub writeback_peak_bytes: Option<u64>,
+    /// Block I/O of the node's disks while the job ran (`/proc/diskstats`, whole disks only;
+    /// the job's own writes included).
+    pub disk_read_bytes: Option<u64>,
+    pub disk_write_bytes: Option<u64>,
+    pub disk_discard_bytes: Option<u64>,
+    /// Milliseconds the busiest disk had I/O in flight.
+    pub disk_busy_ms: Option<u64>,
+    /// Time some / all tasks stalled on I/O while the job ran (`/proc/pressure/io` totals, µs).
+    pub io_pressure_some_us: Option<u64>,
+    pub io_pressure_full_us: Option<u64>,
+}
