@@ -98,6 +98,44 @@ fn a_planted_save_delay_is_a_regression_after_one_pair() {
 }
 
 #[test]
+fn a_planted_empty_cache_fails_on_the_counters_in_one_pair() {
+    let out = tempfile::tempdir().unwrap();
+    let o = cli::goldgate()
+        .current_dir(repo())
+        .args([
+            "ab",
+            "fake/counters",
+            "--root",
+            "runner/tests/fixtures/cases",
+        ])
+        .args(["--out", out.path().to_str().unwrap(), "--seed", "5"])
+        .args([
+            "--b-env",
+            "GOLDGATE_PLANT_EMPTY_CACHE=1",
+            "--max-pairs",
+            "4",
+        ])
+        .env_remove("GOLDGATE_PLANT_EMPTY_CACHE")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 1, "{}", text(&o));
+    let (_, ab) = ab_json(out.path());
+    assert_eq!(
+        ab["pairs"], 1,
+        "a counter regression ends the sequence: {ab}"
+    );
+    let calls = metric(&ab, "checkpoint-empty-cache-calls");
+    assert_eq!(calls["verdict"], "regression", "{calls}");
+    assert_eq!(calls["test"], "rule");
+    assert_eq!(
+        (calls["a"].as_f64(), calls["b"].as_f64()),
+        (Some(0.0), Some(1.0))
+    );
+    assert_eq!(metric(&ab, "lm loss")["verdict"], "pass");
+}
+
+#[test]
 fn an_undecided_aa_run_is_inconclusive_and_fails_only_when_strict() {
     for (strict, want) in [(false, 0), (true, 1)] {
         let out = tempfile::tempdir().unwrap();

@@ -19,7 +19,7 @@ use super::output::{err, errln, out};
 use super::select::{Output, Selection, plan_selection};
 use crate::compare::ab::{self, AbMetric, Sequential};
 use crate::compare::ab_outcome::{AB_SCHEMA_VERSION, AbJob, AbReport, ArmSpec};
-use crate::config::Config;
+use crate::config::{Config, ExecutorChoice};
 use crate::exit::Exit;
 use crate::metrics::RunRecord;
 use crate::plan::Job;
@@ -160,15 +160,7 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
         .into());
     }
     let config = args.select.config.load()?;
-    let mut opts = args
-        .exec
-        .options(args.out.as_deref().unwrap_or(Path::new("results")))?;
-    crate::launch::check_settle(opts.settle)?;
-    opts.workers = 1;
-    let platform = config
-        .platform(args.select.platform.as_deref())?
-        .name
-        .clone();
+    let (opts, platform, choice) = options(&args, &config)?;
     let seq = sequential(&args, &config, &platform)?;
     let ab_dir = opts.out_dir.join(&opts.run_id);
     let mut bench = Bench {
@@ -183,11 +175,28 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
     };
     // Both arms are planned before any job runs: a bad variant or entry fails at once.
     bench.metrics = bench.plan(0, "00-plan", 0, 0, false)?.metrics;
-    bench.plan(1, "00-plan", 0, 0, false)?;
+    let b = bench.plan(1, "00-plan", 0, 0, false)?;
+    err!(
+        "{}",
+        super::run::scripts_notice(&[b], bench.opts.scripts, choice)
+    );
     let seed = args.seed.unwrap_or_else(clock_seed);
     let mut report = bench.report(&platform, seed, seq);
     bench.sequence(&mut report)?;
     bench.finish(report)
+}
+
+/// The run stage's options (one job at a time; the platform's script rule), the platform's
+/// name and its executor.
+fn options(args: &Args, config: &Config) -> Result<(RunOptions, String, ExecutorChoice), AppError> {
+    let mut opts = args
+        .exec
+        .options(args.out.as_deref().unwrap_or(Path::new("results")))?;
+    crate::launch::check_settle(opts.settle)?;
+    opts.workers = 1;
+    let (platform, choice) = args.select.executor(config)?;
+    opts.scripts = args.exec.scripts_on(platform, choice);
+    Ok((opts, platform.name.clone(), choice))
 }
 
 fn sequential(args: &Args, config: &Config, platform: &str) -> Result<Sequential, AppError> {
@@ -392,6 +401,10 @@ impl Bench<'_> {
         }
         let mut job = jobs.remove(0);
         job.warmup = warmup;
+        if !self.opts.scripts {
+            job.before_script = None;
+            job.after_script = None;
+        }
         let marks = [
             ("GOLDGATE_AB_ARM", arm.name.to_owned()),
             ("GOLDGATE_AB_BLOCK", block.to_string()),

@@ -412,11 +412,10 @@ pub fn judge_all(
         .collect()
 }
 
-/// Whether the sequence may stop: a timing metric regressed, or none is still open.
+/// Whether the sequence may stop: a metric regressed (a timing interval wholly above the
+/// minimum effect, or a counter off A's value: more pairs cannot undo either), or none is open.
 pub fn settled(metrics: &[AbMetric]) -> bool {
-    metrics
-        .iter()
-        .any(|m| m.test == "sequential" && m.verdict == AbVerdict::Regression)
+    metrics.iter().any(|m| m.verdict == AbVerdict::Regression)
         || !metrics.iter().any(|m| m.verdict.is_open())
 }
 
