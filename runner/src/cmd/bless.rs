@@ -80,7 +80,7 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
     if args.dry_run {
         outln!("dry run: {} golden file(s) not written", files.len());
     } else {
-        bless::write(&files)?;
+        bless::write(&files, &args.golden_root.path)?;
         outln!("wrote {} golden file(s)", files.len());
     }
     Ok(Exit::Pass)
@@ -122,7 +122,10 @@ fn from_tensorboard(args: &Args) -> Result<Exit, AppError> {
     if args.dry_run {
         outln!("dry run: golden file not written");
     } else {
-        crate::golden::write_golden(output, &golden)?;
+        // `--output` names the file: its folder is the root nothing is written past (a link
+        // there is refused).
+        let folder = output.parent().unwrap_or(std::path::Path::new(""));
+        crate::golden::write_golden(folder, output, &golden)?;
     }
     Ok(Exit::Pass)
 }

@@ -71,6 +71,7 @@ pub fn megatron_golden(
         unsupported: Vec::new(),
         style: GoldenStyle::Indented,
         trailing_newline: false,
+        duplicates: Vec::new(),
     })
 }
 
