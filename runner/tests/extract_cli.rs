@@ -19,6 +19,7 @@ const FIXTURES: &[&str] = &[
     "failure_oom.log",
     "crlf_invalid_utf8.log",
     "empty.log",
+    "crash_demo.log",
 ];
 
 fn fixture(name: &str) -> String {
@@ -271,4 +272,48 @@ fn carriage_returns_colours_and_decimal_units() {
         err.contains("no iteration lines (`iteration N/M | ...`) in 2 line(s)"),
         "{err}"
     );
+}
+
+#[test]
+fn a_crash_that_no_marker_names_is_a_failure_as_run_reports_it() {
+    // The crash demo's console.log: iterations, then a traceback ending in `RuntimeError`.
+    let (code, table, _) = extract(&[&fixture("crash_demo.log")]);
+    assert_eq!(code, 0);
+    assert!(
+        table.contains(
+            "  failures         crash: RuntimeError: fake-trainer planted crash at iteration 5 \
+             (--crash-at-step)\n"
+        ),
+        "{table}"
+    );
+    let (_, json, _) = extract(&["--format", "json", &fixture("crash_demo.log")]);
+    let parsed: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(
+        parsed["logs"][0]["exception"],
+        "RuntimeError: fake-trainer planted crash at iteration 5 (--crash-at-step)"
+    );
+    // A log that ends well has no exception key at all.
+    let (_, json, _) = extract(&["--format", "json", &fixture("new_sync.log")]);
+    assert!(!json.contains("\"exception\""), "{json}");
+}
+
+/// `extract --tensorboard`: a folder's files and a row per tag (tensor-form tags too).
+#[test]
+fn tensorboard_folder_table() {
+    let (code, stdout, stderr) = extract(&["--tensorboard", "tests/fixtures/tensorboard/tensor"]);
+    assert_eq!((code, stderr.as_str()), (0, ""));
+    insta::assert_snapshot!(stdout);
+    let (code, json, _) = extract(&[
+        "--tensorboard",
+        "tests/fixtures/tensorboard/tensor",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(code, 0);
+    let doc: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(doc["tensorboard"][0]["scalars"]["lm loss"]["4"], 1.0);
+    let total = doc["tensorboard"][0]["scalars"]["total loss"]
+        .as_object()
+        .unwrap();
+    assert_eq!(total.len(), 20);
 }

@@ -8,7 +8,6 @@
 
 mod common;
 
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -27,13 +26,8 @@ fn chromium() -> Option<PathBuf> {
             })
         });
     if found.is_none() {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "CI=true but no chromium: .ci/run must install it (apt-get install -y chromium)"
-        );
-        let _ = writeln!(
-            std::io::stderr(),
-            "skipped: history site browser test: no chromium (apt-get install -y chromium, or GOLDGATE_CHROMIUM)"
+        common::prereq::missing(
+            "no chromium (.ci/run installs Debian's: apt-get install -y chromium; or GOLDGATE_CHROMIUM)",
         );
     }
     found

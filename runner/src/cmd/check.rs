@@ -115,6 +115,24 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
     })
 }
 
+/// The note for a case folder without `model_config.yaml`.
+fn no_config_note(dir: &Path) -> Problem {
+    Problem {
+        path: dir.to_path_buf(),
+        at: None,
+        severity: Severity::Note,
+        message: if case::holds_scripts(dir) {
+            "no model_config.yaml in this case folder: it holds scripts that a recipe runs \
+             by its own commands, not run_ci_test.sh (Megatron does not treat it as a \
+             case either); skipped"
+        } else {
+            "no model_config.yaml in this case folder; skipped"
+        }
+        .into(),
+        hint: None,
+    }
+}
+
 /// Checks every case under `root` and every golden file beside them and under `golden_root`.
 pub fn collect(root: &Path, golden_root: Option<&Path>) -> Result<CheckReport, AppError> {
     let found = case::discover_all(root)?;
@@ -141,13 +159,7 @@ pub fn collect(root: &Path, golden_root: Option<&Path>) -> Result<CheckReport, A
         golden_dirs.push(c.dir.clone());
     }
     for dir in &found.without_config {
-        report.problems.push(Problem {
-            path: dir.clone(),
-            at: None,
-            severity: Severity::Note,
-            message: "no model_config.yaml in this case folder; skipped".into(),
-            hint: None,
-        });
+        report.problems.push(no_config_note(dir));
         golden_dirs.push(dir.clone());
     }
     if let Some(golden_root) = golden_root {
@@ -155,23 +167,27 @@ pub fn collect(root: &Path, golden_root: Option<&Path>) -> Result<CheckReport, A
         golden_dirs.extend(more.cases.into_iter().map(|c| c.dir));
         golden_dirs.extend(more.without_config);
     }
-    golden_dirs.sort();
-    golden_dirs.dedup();
-    let goldens: Vec<PathBuf> = golden_dirs
-        .iter()
-        .flat_map(|d| {
-            let mut g = golden::goldens_in(d);
-            g.extend(golden::variant_goldens(d));
-            g
-        })
-        .map(|g| g.path)
-        .collect();
+    let goldens = golden_files(golden_dirs);
     report.goldens = goldens.len();
     report
         .problems
         .extend(par_map(&goldens, |path| check_golden(path)).concat());
     report.problems.sort();
     Ok(report)
+}
+
+/// Every golden file of the case folders `dirs` (their own and their variants').
+fn golden_files(mut dirs: Vec<PathBuf>) -> Vec<PathBuf> {
+    dirs.sort();
+    dirs.dedup();
+    dirs.iter()
+        .flat_map(|d| {
+            let mut g = golden::goldens_in(d);
+            g.extend(golden::variant_goldens(d));
+            g
+        })
+        .map(|g| g.path)
+        .collect()
 }
 
 /// What planning every case would say: a placeholder nothing sets and a parallel layout the
@@ -289,7 +305,32 @@ fn check_golden(path: &Path) -> Vec<Problem> {
         message,
         hint: hint.map(str::to_owned),
     };
-    match golden::read_golden(path) {
+    let read = golden::read_golden(path);
+    let mut problems = match &read {
+        Ok(file) => file
+            .duplicates
+            .iter()
+            .map(|d| Problem {
+                at: Some(crate::case::Span {
+                    line: d.line,
+                    column: 1,
+                }),
+                ..problem(Severity::Warning, d.describe(), None)
+            })
+            .collect(),
+        Err(_) => Vec::new(),
+    };
+    problems.extend(golden_problems(path, read, problem));
+    problems
+}
+
+/// What `check` says about a golden file besides its repeated keys.
+fn golden_problems(
+    path: &Path,
+    read: Result<golden::GoldenFile, GoldenError>,
+    problem: impl Fn(Severity, String, Option<&str>) -> Problem,
+) -> Vec<Problem> {
+    match read {
         Ok(file) if !file.unsupported.is_empty() => file
             .unsupported
             .iter()

@@ -106,7 +106,7 @@ pub fn emit(c: &Comparison, outputs: &Outputs, trend: &str) -> Result<(), AppErr
     };
     print(format_args!("{}", report::table::render(c, style)));
     if std::env::var("GITHUB_ACTIONS").is_ok_and(|v| v == "true") {
-        print(format_args!("{}", report::annotations::render(c)));
+        super::output::commands(stream, &report::annotations::render(c));
     }
     let markdown = report::markdown::render(c) + trend;
     if let Some(path) = &outputs.markdown {

@@ -1,5 +1,7 @@
 //! Subcommands: one file each, holding the clap arguments and the function that does the I/O.
 
+pub mod ab;
+pub mod ab_reports;
 pub mod args;
 pub mod bless;
 pub mod calibrate;

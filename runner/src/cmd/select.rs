@@ -144,6 +144,9 @@ pub struct Output {
     /// `OUT`, absolute.
     pub out_dir: PathBuf,
     pub run_id: String,
+    /// Where relative entry words resolve (default: the current folder); `goldgate ab`'s
+    /// `--a-dir`/`--b-dir` (a checkout of the workload per arm).
+    pub base_dir: Option<PathBuf>,
 }
 
 /// Which cases of the root a command takes (`plan`, `run`).
@@ -212,20 +215,25 @@ pub(crate) fn plan_selection(
     warmup: u32,
     output: &Output,
 ) -> Result<Selected, AppError> {
-    if let Some(name) = &selection.platform {
-        config.platform(Some(name))?;
-    }
+    selection
+        .platform
+        .as_deref()
+        .map(|name| config.platform(Some(name)))
+        .transpose()?;
     let rows = load_rows(&selection.recipes, &selection.root.path, config)?;
     let found = discover(&selection.root.path)?;
-    let picked: Vec<String> = filter
-        .select(&found, &selection.root.path.display().to_string())?
-        .into_iter()
-        .map(|c| c.name.clone())
-        .collect();
+    let picked = picked_names(filter, &found, &selection.root.path)?;
     let mut selected = Selected::default();
     let recipe = &selection.recipes;
     let targets = if recipe.scope.is_some() || recipe.cadence.is_some() {
-        scope_targets(selection, &picked, &rows, &found, &mut selected.skipped)
+        scope_targets(
+            selection,
+            &picked,
+            &rows,
+            &found,
+            filter,
+            &mut selected.skipped,
+        )
     } else {
         case_targets(selection, &picked)
     };
@@ -233,7 +241,7 @@ pub(crate) fn plan_selection(
         config,
         selection,
         request: VariantRequest::parse(config, &selection.variants, &selection.matrix)?,
-        base_dir: std::env::current_dir().map_err(|source| CmdError::Cwd { source })?,
+        base_dir: base_dir(output)?,
         caller_env: caller_env(),
         rows: &rows,
         output,
@@ -255,22 +263,30 @@ pub(crate) fn plan_selection(
             }
             .into()),
         };
-        match planned {
-            Ok(planned) => {
-                selected.jobs.extend(planned.jobs);
-                for u in planned.unset {
-                    if !selected.unset.iter().any(|s| s.name == u.name) {
-                        selected.unset.push(u);
-                    }
-                }
-            }
-            Err(error) => selected.failures.push(CaseFailure {
-                case: target.name.clone(),
-                error,
-            }),
-        }
+        selected.add(&target.name, planned);
     }
     Ok(selected)
+}
+
+/// Where relative entry words resolve: the output's folder, else the current one.
+fn base_dir(output: &Output) -> Result<PathBuf, AppError> {
+    match &output.base_dir {
+        Some(dir) => Ok(dir.clone()),
+        None => std::env::current_dir().map_err(|source| CmdError::Cwd { source }.into()),
+    }
+}
+
+/// The names of the discovered cases `filter` picks.
+fn picked_names(
+    filter: &CaseFilter,
+    found: &[crate::case::CaseRef],
+    root: &Path,
+) -> Result<Vec<String>, AppError> {
+    Ok(filter
+        .select(found, &root.display().to_string())?
+        .into_iter()
+        .map(|c| c.name.clone())
+        .collect())
 }
 
 /// What every target of a selection is planned with.
@@ -321,6 +337,24 @@ impl Planner<'_> {
 }
 
 impl Selected {
+    /// One target's jobs (placeholders nothing sets kept once per name), or why it failed.
+    fn add(&mut self, case: &str, planned: Result<Planned, AppError>) {
+        match planned {
+            Ok(planned) => {
+                self.jobs.extend(planned.jobs);
+                for u in planned.unset {
+                    if !self.unset.iter().any(|s| s.name == u.name) {
+                        self.unset.push(u);
+                    }
+                }
+            }
+            Err(error) => self.failures.push(CaseFailure {
+                case: case.to_owned(),
+                error,
+            }),
+        }
+    }
+
     /// What goes to stderr before the jobs run or print: skipped recipe rows, placeholders
     /// nothing sets (one line per name), and the cases that could not be planned.
     pub fn render_problems(&self, strict: bool) -> String {
@@ -382,6 +416,7 @@ fn scope_targets<'a>(
     picked: &[String],
     rows: &'a [RecipeRow],
     found: &[crate::case::CaseRef],
+    case_filter: &CaseFilter,
     skipped: &mut Vec<(String, String)>,
 ) -> Vec<Target<'a>> {
     let recipe = &selection.recipes;
@@ -393,15 +428,21 @@ fn scope_targets<'a>(
         platform: selection.platform.clone(),
     };
     let mut out = Vec::new();
-    for row in select(rows, &filter).into_iter().filter(|r| named(&r.case)) {
-        let runner = row.script.as_ref().map(|s| s.runner.clone());
-        if let Ok(Runner::Other(what)) = runner {
-            skipped.push((
-                row.name.clone(),
-                format!("its recipe runs {what}, not run_ci_test.sh"),
-            ));
-        } else if !found.iter().any(|c| c.name == row.case) {
-            skipped.push((row.name.clone(), format!("no case folder {}", row.case)));
+    for row in select(rows, &filter) {
+        if !named(&row.case) {
+            // A row of the scope whose case is not among the discovered ones is left out:
+            // say so when the case filter would have picked it by name.
+            let unlisted = !found.iter().any(|c| c.name == row.case);
+            if unlisted
+                && case_filter.names(&row.case)
+                && let Some(why) = not_run_reason(row, found, &selection.root.path)
+            {
+                skipped.push((row.name.clone(), why));
+            }
+            continue;
+        }
+        if let Some(why) = not_run_reason(row, found, &selection.root.path) {
+            skipped.push((row.name.clone(), why));
         } else {
             out.push(Target {
                 name: row.case.clone(),
@@ -412,6 +453,32 @@ fn scope_targets<'a>(
         }
     }
     out
+}
+
+/// Why `goldgate run --scope` does not run a recipe row, or `None` when it does: Megatron runs
+/// it by other means (its recipe's script is not `run_ci_test.sh`), or its case has no
+/// `model_config.yaml` (a folder of Python files or golden files only) or no folder at all.
+/// `list --scope` and `plan`/`run --scope` give the same reasons.
+pub(crate) fn not_run_reason(
+    row: &RecipeRow,
+    found: &[crate::case::CaseRef],
+    root: &Path,
+) -> Option<String> {
+    if let Ok(Runner::Other(what)) = row.script.as_ref().map(|s| s.runner.clone()) {
+        return Some(format!("its recipe runs {what}, not run_ci_test.sh"));
+    }
+    if found.iter().any(|c| c.name == row.case) {
+        return None;
+    }
+    Some(if root.join(&row.case).is_dir() {
+        format!(
+            "no {} in its case folder {}",
+            crate::case::CONFIG_FILE,
+            row.case
+        )
+    } else {
+        format!("no case folder {}", row.case)
+    })
 }
 
 /// The caller's environment as a map (variables that are not UTF-8 are left out).

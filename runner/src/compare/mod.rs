@@ -1,5 +1,7 @@
 //! Stage "compare": rules, statistics and verdicts; `bless` and `calibrate`.
 
+pub mod ab;
+pub mod ab_outcome;
 pub mod bless;
 pub mod calibrate;
 pub mod engine;
@@ -21,6 +23,7 @@ pub mod rules_yaml;
 pub mod runs;
 pub mod saved;
 pub(crate) mod stats;
+pub mod tensorboard;
 pub(crate) mod twosample;
 pub mod verdict;
 

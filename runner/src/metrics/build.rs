@@ -7,14 +7,15 @@ use std::time::Duration;
 
 use super::record::{
     Attempt, CheckpointRecord, Fingerprint, MemoryRecord, Outcome, ResumedRun, RunRecord,
-    SCHEMA_VERSION, StepValues, VariantRecord,
+    SCHEMA_VERSION, StepValues, TensorboardRecord, VariantRecord,
 };
 use super::sampled::Sampled;
 use crate::metric_names::{
-    CHECKPOINT_ASYNC_LATENCY, CHECKPOINT_BLOCKING, GPU_PEAK, HOST_PEAK, SHM_PEAK,
+    CHECKPOINT_ASYNC_LATENCY, CHECKPOINT_BLOCKING, CKPT_FOLDER_BYTES, GPU_PEAK, HOST_PEAK, SHM_PEAK,
 };
 use crate::observe::log::LogSummary;
 use crate::observe::probe::read::ProbeSummary;
+use crate::observe::tensorboard::JobScalars;
 use crate::plan::Job;
 
 /// Memory peaks measured by the samplers, in bytes (`None` when not measured).
@@ -51,15 +52,25 @@ pub fn checkpoints(summary: &LogSummary) -> Vec<CheckpointRecord> {
         .collect()
 }
 
+/// What was counted besides the log and the samplers' peaks: the probe files and the
+/// checkpoint folders' sizes.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Counted<'a> {
+    pub probe: Option<&'a ProbeSummary>,
+    /// Bytes of file content in each save's folder, by save iteration.
+    pub folders: Option<&'a BTreeMap<u64, u64>>,
+}
+
 /// Every metric of the job: the log's per-step series under golden names (long ones thinned,
 /// see `downsample`), the checkpoint
-/// metrics per save iteration, and single-valued metrics (memory peaks, probe figures) keyed
+/// metrics per save iteration (the log's timings, the probe's per-save counters, the folder
+/// sizes), and single-valued metrics (memory peaks, probe figures) keyed
 /// by the last step the log printed (0 when it printed none).
 pub fn metrics(
     summary: &LogSummary,
     saves: &[CheckpointRecord],
     peaks: Peaks,
-    probe: Option<&ProbeSummary>,
+    counted: Counted<'_>,
 ) -> BTreeMap<String, StepValues> {
     let mut out: BTreeMap<String, StepValues> = summary
         .metrics
@@ -93,10 +104,17 @@ pub fn metrics(
     scalar(GPU_PEAK, peaks.gpu_above_baseline.map(|b| b as f64));
     scalar(HOST_PEAK, peaks.host_pss.map(|b| b as f64));
     scalar(SHM_PEAK, peaks.shm.map(|b| b as f64));
-    if let Some(p) = probe {
+    if let Some(p) = counted.probe {
         for (name, value) in p.metrics(saves.len()) {
             scalar(&name, Some(value));
         }
+        for (name, series) in p.per_save_metrics() {
+            out.insert(name, StepValues(series));
+        }
+    }
+    if let Some(folders) = counted.folders.filter(|f| !f.is_empty()) {
+        let series = folders.iter().map(|(&it, &b)| (it, b as f64)).collect();
+        out.insert(CKPT_FOLDER_BYTES.into(), StepValues(series));
     }
     out
 }
@@ -141,10 +159,38 @@ pub struct JobResult {
     /// What the last attempt observed; `None` when nothing ran (a launch error).
     pub observed: Option<Observed>,
     pub probe: Option<ProbeSummary>,
+    /// Bytes of file content in each save's checkpoint folder, by save iteration (empty when
+    /// the job saved none or its folders were not measured).
+    pub checkpoint_folders: BTreeMap<u64, u64>,
     /// Where the job ran (rank 0's host).
     pub host: String,
     /// The git commit of the entry script's checkout.
     pub workload_commit: Option<String>,
+    /// `run --tensorboard`: each run's TensorBoard folder, read; `None` without the option.
+    pub tensorboard: Option<TensorboardRead>,
+}
+
+/// One run's TensorBoard folder and what reading it gave (the error's text when it failed).
+pub type FolderRead = (std::path::PathBuf, Result<JobScalars, String>);
+
+/// The TensorBoard folders of a job's runs: the first run's, and a resume test's second.
+#[derive(Clone, Debug)]
+pub struct TensorboardRead {
+    pub first: FolderRead,
+    pub resumed: Option<FolderRead>,
+}
+
+/// Merges one folder into `metrics` (see `metrics::tensorboard`).
+fn merge_folder(
+    metrics: &mut BTreeMap<String, StepValues>,
+    read: &FolderRead,
+    job_dir: &std::path::Path,
+    keep: impl Fn(u64) -> bool,
+) -> TensorboardRecord {
+    match &read.1 {
+        Ok(scalars) => super::tensorboard::merge(metrics, scalars, job_dir, keep),
+        Err(e) => super::tensorboard::unreadable(&read.0, job_dir, e.clone()),
+    }
 }
 
 /// Node 0's memory view (with the run's save marks) and machine fingerprint: rank 0 runs
@@ -201,12 +247,15 @@ pub fn record(job: &Job, result: JobResult) -> RunRecord {
     let observed = result.observed.unwrap_or_default();
     let checkpoints = checkpoints(&observed.summary);
     // A job that never ran has no metrics, not even the probe's from an earlier attempt.
-    let metrics = match ran {
+    let mut metrics = match ran {
         true => metrics(
             &observed.summary,
             &checkpoints,
             observed.peaks(),
-            result.probe.as_ref(),
+            Counted {
+                probe: result.probe.as_ref(),
+                folders: Some(&result.checkpoint_folders),
+            },
         ),
         false => BTreeMap::new(),
     };
@@ -220,7 +269,21 @@ pub fn record(job: &Job, result: JobResult) -> RunRecord {
         .iter()
         .filter_map(|n| n.observer_cpu_seconds)
         .collect();
-    let warnings = job_warnings(observed.nodes, &observed.summary, &checkpoints, ran);
+    let mut warnings = job_warnings(observed.nodes, &observed.summary, &checkpoints, ran);
+    let tb = result.tensorboard.as_ref().filter(|_| ran);
+    let tensorboard = tb.map(|t| merge_folder(&mut metrics, &t.first, &job.dirs.job, |_| true));
+    let mut resumed = observed.resumed.as_ref().map(|r| resumed_run(job, r));
+    if let (Some(r), Some(read)) = (&mut resumed, tb.and_then(|t| t.resumed.as_ref())) {
+        let from = r.from_step;
+        r.tensorboard = Some(merge_folder(&mut r.metrics, read, &job.dirs.job, |s| {
+            s > from
+        }));
+    }
+    let records = [
+        tensorboard.as_ref(),
+        resumed.as_ref().and_then(|r| r.tensorboard.as_ref()),
+    ];
+    warnings.extend(records.into_iter().flatten().flat_map(tensorboard_warnings));
     RunRecord {
         schema_version: SCHEMA_VERSION,
         run_id: result.run_id,
@@ -249,8 +312,9 @@ pub fn record(job: &Job, result: JobResult) -> RunRecord {
             .map(|w| crate::plan::redact_text(job, w))
             .collect(),
         warmup: job.warmup,
-        resumed: observed.resumed.as_ref().map(|r| resumed_run(job, r)),
+        resumed,
         nodes,
+        tensorboard,
     }
 }
 
@@ -278,7 +342,37 @@ fn resumed_run(job: &Job, summary: &LogSummary) -> ResumedRun {
         from_step,
         first_step: summary.first_step,
         metrics,
+        tensorboard: None,
     }
+}
+
+/// A line per problem with a TensorBoard folder: unreadable, or disagreeing with the log.
+fn tensorboard_warnings(t: &TensorboardRecord) -> Vec<String> {
+    let mut out: Vec<String> = t
+        .error
+        .iter()
+        .map(|e| {
+            format!(
+                "TensorBoard folder {} not read ({e}): metrics from the log only",
+                t.dir
+            )
+        })
+        .collect();
+    out.extend(t.disagreements.iter().map(|d| {
+        format!(
+            "{}: the log and TensorBoard ({}) disagree at {} of {} step(s) (first at step {}, \
+             up to {:.3e} relative); results.json keeps the {}'s values and the other's under \
+             tensorboard.disagreements",
+            d.metric,
+            t.dir,
+            d.steps_differing,
+            d.steps_compared,
+            d.first_step,
+            d.max_relative_difference,
+            d.kept
+        )
+    }));
+    out
 }
 
 /// One line when saves overlapped (the run's terminal shows it under the job).
@@ -378,7 +472,7 @@ mod tests {
         let saves = checkpoints(&s);
         let iters: Vec<_> = saves.iter().map(|c| c.iteration).collect();
         assert_eq!(iters, [10, 20, 30]);
-        let m = metrics(&s, &saves, Peaks::default(), None);
+        let m = metrics(&s, &saves, Peaks::default(), Counted::default());
         let blocking = &m[CHECKPOINT_BLOCKING].0;
         assert!((blocking[&10] - 14.84221).abs() < 1e-9, "{blocking:?}");
         assert!((blocking[&30] - 2.07113).abs() < 1e-9, "{blocking:?}");
@@ -410,7 +504,7 @@ mod tests {
             [(5, false, true), (10, true, true), (15, true, false)]
         );
         assert!(saves.iter().all(|c| c.async_latency_seconds.is_some()));
-        let m = metrics(&s, &saves, Peaks::default(), None);
+        let m = metrics(&s, &saves, Peaks::default(), Counted::default());
         let latency = &m[CHECKPOINT_ASYNC_LATENCY].0;
         assert_eq!(latency.keys().copied().collect::<Vec<_>>(), [15]);
         // The blocking time stays: the training loop really was blocked that long.
@@ -440,7 +534,7 @@ mod tests {
             host_pss: Some(5),
             shm: None,
         };
-        let m = metrics(&s, &saves, peaks, None);
+        let m = metrics(&s, &saves, peaks, Counted::default());
         // scheduled 06:35:37.872833 -> saved 06:35:39.712286
         let latency = m[CHECKPOINT_ASYNC_LATENCY].0[&10];
         assert!((latency - 1.839453).abs() < 1e-6, "{latency}");

@@ -1,5 +1,6 @@
 //! Stage "report": pure renderers (table, markdown, JUnit, JSON, SVG, annotations).
 
+pub mod ab;
 pub mod annotations;
 pub mod error;
 #[cfg(test)]

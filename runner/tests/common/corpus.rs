@@ -4,10 +4,9 @@
 //! folder's parent; CI's `ci.yml` points it at a sparse checkout), else `../shared/megatron_corpus`
 //! beside the workspace root (the development machines' copy). When neither exists a test that
 //! needs the corpus prints one `skipped:` line and returns, so a fresh clone's `cargo test` passes
-//! without it. A variable that is set but names no folder is a mistake and fails the test: a
+//! without it; under `CI=true` it fails instead (`prereq`). A variable that is set but names no folder is a mistake and fails the test: a
 //! silent skip there would hide that CI checked nothing.
 
-use std::io::Write as _;
 use std::path::PathBuf;
 
 /// The variable that names the corpus.
@@ -40,14 +39,27 @@ pub fn test_cases() -> Option<PathBuf> {
 
 const CASES: &str = "tests/functional_tests/test_cases";
 
-/// Written to the real stderr, not through `eprintln!`: the test harness captures that and shows
-/// it only for failures, and a skip must be visible in a passing run's output.
+/// Case folders of Megatron-LM (at the pinned commit) that hold Python for a recipe's own
+/// `script` and no `model_config.yaml`. A full checkout has them; the filtered copy
+/// (`../shared/megatron_corpus`, configs and goldens only) does not.
+pub const SCRIPT_FOLDERS: [&str; 2] = [
+    "common/moe_perf",
+    "gpt/gpt_inference_server_smoke_tp1_pp1_dp8_583m",
+];
+
+/// Those of [`SCRIPT_FOLDERS`] that this corpus holds (under its case root `cases`).
+#[allow(dead_code)] // not every test binary that includes this module counts them
+pub fn script_folders_in(cases: &std::path::Path) -> Vec<&'static str> {
+    SCRIPT_FOLDERS
+        .into_iter()
+        .filter(|d| cases.join(d).is_dir())
+        .collect()
+}
+
+/// The skip line, or under `CI=true` the test's failure ([`super::prereq::missing`]).
 fn skip_line() {
-    let current = std::thread::current();
-    let test = current.name().unwrap_or("a test");
-    let _ = writeln!(
-        std::io::stderr(),
-        "skipped: {test}: no Megatron-LM corpus (set {CORPUS_VAR} to a Megatron-LM checkout, \
-         or put one at ../shared/megatron_corpus beside the workspace)"
-    );
+    super::prereq::missing(&format!(
+        "no Megatron-LM corpus (set {CORPUS_VAR} to a Megatron-LM checkout, or put one at \
+         ../shared/megatron_corpus beside the workspace)"
+    ));
 }

@@ -8,13 +8,17 @@ mod error;
 mod event;
 mod parser;
 mod reader;
+mod redact;
 mod scan;
 mod series;
 mod summary;
 mod tail;
 
 pub use clean::{LineCleaner, one_line, strip_ansi};
-pub use collect::{LogCollector, summarize_file, summarize_reader};
+pub use collect::{
+    LogCollector, summarize_file, summarize_file_with_tail, summarize_reader,
+    summarize_reader_with_tail,
+};
 pub use error::LogError;
 pub use event::{
     FailureKind, Fields, IterationLine, LogEvent, LogLine, MemoryMb, MemoryPoint, MemoryReport,
@@ -22,6 +26,7 @@ pub use event::{
 };
 pub use parser::LogParser;
 pub use reader::{LogReader, MAX_LINE};
+pub use redact::{MIN_SECRET_LEN, Redactor, scrub};
 pub use series::Steps;
 pub use summary::{CheckpointSave, Failure, LogSummary, SummaryBuilder, TimerStats};
 pub use tail::{LogTail, TAIL_LINES, TailSummary};
