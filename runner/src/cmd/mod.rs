@@ -12,6 +12,7 @@ pub mod completions;
 pub mod error;
 pub mod extract;
 pub mod history;
+pub mod history_site;
 pub mod list;
 pub mod list_recipes;
 pub mod output;

@@ -11,6 +11,7 @@ pub mod junit;
 pub mod markdown;
 pub(crate) mod next_steps;
 pub mod power;
+pub mod site;
 pub mod summary;
 pub mod svg;
 pub mod table;
