@@ -43,14 +43,22 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
 }
 
 /// Before submitting anything: the newest earlier run under `out`, when its goldgate died
-/// (or, under `--rerun-failed`, once it is no longer running), may have left Slurm jobs in
-/// the queue; they are cancelled, and said so, so that the new jobs do not queue behind them.
+/// (the Slurm executor's check, `rerun_failed` false) or, for `--rerun-failed`, once a run
+/// that used Slurm is no longer running, may have left Slurm jobs in the queue; they are
+/// cancelled, and said so, so that the new jobs do not queue behind them.
 pub(crate) fn orphans_before_run(out: &Path, rerun_failed: bool) -> Result<(), AppError> {
     let Some(index) = super::select::newest_run(out) else {
         return Ok(());
     };
-    let over = index.finished_at.is_some() || crate::run::slurm::died(&index);
-    if !(crate::run::slurm::died(&index) || (rerun_failed && over)) {
+    let died = crate::run::slurm::died(&index);
+    // A rerun (whatever its executor) asks Slurm only about a run that used it: one that
+    // recorded Slurm job ids.
+    let on_slurm = index.jobs.iter().any(|j| !j.scheduler_job_ids.is_empty());
+    let due = match rerun_failed {
+        true => on_slurm && (died || index.finished_at.is_some()),
+        false => died,
+    };
+    if !due {
         return Ok(());
     }
     let ids = crate::run::slurm::cancel_left(&index).map_err(crate::run::RunError::from)?;

@@ -71,6 +71,7 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
     let output = Output {
         out_dir: opts.out_dir.clone(),
         run_id: opts.run_id.clone(),
+        base_dir: None,
     };
     let warmup = match args.warmup {
         Some(n) => n,
@@ -104,7 +105,7 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
             job.after_script = None;
         }
     }
-    let executor = executor(&args, &config, &opts, &jobs)?;
+    let executor = executor(&args.select, &config, &opts, &jobs)?;
     let command = std::env::args().collect();
     let mut writer = ResultsWriter::create(&opts.run_dir(), &opts.run_id, &jobs, command)?;
     let progress = Mutex::new(Progress::stderr().with_heartbeat(super::args::heartbeat_interval()));
@@ -178,21 +179,21 @@ pub fn scripts_notice(jobs: &[crate::plan::Job], run: bool, executor: ExecutorCh
     s
 }
 
-/// The executor of the selection's platform, or the one `--executor` names (Slurm's first
-/// cancels what the last run under `--out` left in the queue, see `cancel::orphans_before_run`).
-fn executor(
-    args: &Args,
+/// The executor of the selection's platform, or the one `--executor` names (`run`, `ab`).
+/// Slurm's first cancels what a dead run under `--out` left in the queue.
+pub(crate) fn executor(
+    select: &Selection,
     config: &Config,
     opts: &RunOptions,
     jobs: &[crate::plan::Job],
 ) -> Result<Box<dyn Executor>, AppError> {
-    Ok(match args.select.executor(config)?.1 {
+    Ok(match select.executor(config)?.1 {
         ExecutorChoice::Local => Box::new(LocalExecutor::new(opts, jobs)?),
         ExecutorChoice::Slurm => {
             let executor =
                 SlurmExecutor::new(opts, config, jobs).map_err(crate::run::RunError::from)?;
             // What the last run left in the queue goes before anything new is submitted.
-            super::cancel::orphans_before_run(&opts.out_dir, args.rerun_failed)?;
+            super::cancel::orphans_before_run(&opts.out_dir, false)?;
             Box::new(executor)
         }
     })
@@ -204,6 +205,7 @@ fn keep_failed(
     out_dir: &std::path::Path,
 ) -> Result<(), AppError> {
     let (run_id, failed) = failed_in_newest_run(out_dir)?;
+    super::cancel::orphans_before_run(out_dir, true)?;
     jobs.retain(|j| failed.contains(&(j.case.clone(), j.variant.name())));
     errln!(
         "goldgate: rerunning {} of run {run_id}'s failed or unfinished case/variant pair(s): {} job(s)",
