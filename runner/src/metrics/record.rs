@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 pub use goldgate_schema::record::{
     Attempt, CheckpointRecord, Fingerprint, GpuDevicePeak, GpuMemory, MemAvailableRecord,
     MemoryRecord, NodeIo, NodeMemory, READABLE_SCHEMA_VERSIONS, ResumedRun, RunRecord,
-    SCHEMA_VERSION, Timeline, VariantRecord,
+    SCHEMA_VERSION, SourceDisagreement, TensorboardRecord, Timeline, VariantRecord,
 };
 pub use goldgate_schema::{JobEntry, Outcome, RunIndex, StepValues};
 
