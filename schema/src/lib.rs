@@ -38,7 +38,7 @@ pub use outcome::Outcome;
 pub use record::{
     Attempt, CheckpointRecord, Fingerprint, GpuDevicePeak, GpuMemory, MemAvailableRecord,
     MemoryRecord, NodeIo, NodeMemory, READABLE_SCHEMA_VERSIONS, ResumedRun, RunRecord,
-    SCHEMA_VERSION, Timeline, VariantRecord,
+    SCHEMA_VERSION, SourceDisagreement, TensorboardRecord, Timeline, VariantRecord,
 };
 pub use step_values::StepValues;
 

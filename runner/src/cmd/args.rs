@@ -139,6 +139,11 @@ pub struct ExecArgs {
     /// still parsed and logged; runs one job at a time (`--jobs` is set to 1). Local jobs only.
     #[arg(long)]
     pub no_capture: bool,
+    /// Also read each run's TensorBoard event files (Megatron's --tensorboard-dir; cases set it
+    /// to ${TENSORBOARD_PATH}): Megatron's golden metrics take TensorBoard's values, metrics only
+    /// TensorBoard has (memory, timers) are added, and disagreements with the log are recorded.
+    #[arg(long)]
+    pub tensorboard: bool,
 }
 
 impl ExecArgs {
@@ -159,6 +164,7 @@ impl ExecArgs {
             // Decided with the platform and executor: `ExecArgs::scripts_on`.
             scripts: self.scripts,
             no_capture: self.no_capture,
+            tensorboard: self.tensorboard,
         })
     }
 

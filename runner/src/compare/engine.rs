@@ -203,7 +203,7 @@ pub(crate) fn compare_job(
     };
     check_platform(group, &path, platform, opts.allow_env_mismatch, warnings)?;
     let selected = match &job.config_path {
-        Some(config) => Some(case_metrics(&opts.root, config)?),
+        Some(config) => Some(case_metrics(&opts.root, config, warnings)?),
         None => None,
     };
     if eval.inference {
@@ -226,9 +226,20 @@ fn judge_inference(
 }
 
 /// The metrics a case compares: its `METRICS` (default `lm loss`, `num-zeros`), as Megatron
-/// does, plus goldgate's own keys.
-fn case_metrics(root: &Path, config: &Path) -> Result<Vec<String>, CompareError> {
-    let case = crate::case::load_case(root, config)?;
+/// does, plus goldgate's own keys. A key the file holds twice is a warning naming its line.
+fn case_metrics(
+    root: &Path,
+    config: &Path,
+    warnings: &mut Vec<String>,
+) -> Result<Vec<String>, CompareError> {
+    let (case, found) = crate::case::load_case_checked(root, config)?;
+    for w in found
+        .iter()
+        .filter(|w| w.message.starts_with("duplicate key"))
+    {
+        let line = w.at.map_or(String::new(), |at| format!(":{}", at.line));
+        warnings.push(format!("{}{line}: {}", w.path.display(), w.message));
+    }
     let mut metrics = case.metrics;
     metrics.extend(GOLDGATE_METRICS.iter().map(|m| m.to_string()));
     Ok(metrics)
@@ -250,6 +261,9 @@ pub fn judge_against(
     // One read gives the series, the per-job samples (two-sample test) and the metrics of a
     // shape goldgate cannot compare.
     let file = crate::golden::read_golden(path)?;
+    for d in &file.duplicates {
+        warnings.push(format!("{}:{}: {}", path.display(), d.line, d.describe()));
+    }
     let samples = super::golden_samples::from_golden(path, &file)?;
     let golden = golden_io::to_series(&file);
     let nondeterministic = group.iter().any(|(_, r)| r.nondeterministic);
