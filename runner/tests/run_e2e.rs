@@ -671,7 +671,10 @@ fn a_run_ends_with_one_closing_line_that_says_whether_it_was_gated() {
     // the log's last lines are shown once per failed job, not again under the table.
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert!(stderr.matches("NVML").count() <= 1, "{stderr}");
-    assert!(!stderr.contains("no GPU memory figures: GPU memory not sampled"), "{stderr}");
+    assert!(
+        !stderr.contains("no GPU memory figures: GPU memory not sampled"),
+        "{stderr}"
+    );
     let o = cli::goldgate()
         .current_dir(repo())
         .args(["run", "demo/crash-demo", "--out"])
@@ -681,9 +684,12 @@ fn a_run_ends_with_one_closing_line_that_says_whether_it_was_gated() {
         .unwrap();
     assert_eq!(o.status.code(), Some(3), "{}", text(&o));
     timed(&last_line(&o), "FAIL", "1 job on dev_cpu: 1 failed");
-    let o = goldgate(out.path(), &["demo/ckpt-demo", "--variant", "checkpoint=async_shm"])
-        .output()
-        .unwrap();
+    let o = goldgate(
+        out.path(),
+        &["demo/ckpt-demo", "--variant", "checkpoint=async_shm"],
+    )
+    .output()
+    .unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let rest = "1 job on dev_cpu: 1 ran, not gated (--no-compare)";
     timed(&last_line(&o), "DONE", rest);
@@ -713,6 +719,9 @@ fn a_missing_program_is_said_once_in_a_few_words() {
     // Once on the FAIL line, once in the table's note: never twice on one line.
     assert_eq!(all.matches(message).count(), 2, "{all}");
     assert!(all.contains("the job's PATH (3 folders))"), "{all}");
-    assert!(!all.contains("/usr/local/bin:/usr/bin"), "no PATH dump: {all}");
+    assert!(
+        !all.contains("/usr/local/bin:/usr/bin"),
+        "no PATH dump: {all}"
+    );
     assert!(!all.contains(" — program"), "{all}");
 }

@@ -280,7 +280,10 @@ fn ungated_counts(
     let mut jobs: Vec<(&str, &str, bool)> = Vec::new();
     for r in records.iter().filter(|r| !r.warmup) {
         let bad = !r.outcome.passed() && !expected(&r.job_id);
-        match jobs.iter_mut().find(|(c, v, _)| *c == r.case && *v == r.variant.name) {
+        match jobs
+            .iter_mut()
+            .find(|(c, v, _)| *c == r.case && *v == r.variant.name)
+        {
             Some(job) => job.2 |= bad,
             None => jobs.push((&r.case, &r.variant.name, bad)),
         }

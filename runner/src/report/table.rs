@@ -249,10 +249,13 @@ mod tests {
     fn colour_only_when_asked() {
         let c = fixtures::comparison();
         assert!(!render(&c, Style::default()).contains('\u{1b}'));
-        let coloured = render(&c, Style {
-            color: true,
-            ..Style::default()
-        });
+        let coloured = render(
+            &c,
+            Style {
+                color: true,
+                ..Style::default()
+            },
+        );
         assert!(coloured.contains("\u{1b}[31m"), "{coloured}");
         // Colour must not change the layout: strip escapes and compare.
         let stripped = regex::Regex::new("\u{1b}\\[[0-9;]*m")
@@ -299,19 +302,29 @@ mod tests {
             closing_line(&passed, None),
             "PASS 1 job (3 repeats) on dgx_h100: 1 passed"
         );
-        assert!(render(&passed, Style::default()).ends_with("PASS 1 job (3 repeats) on dgx_h100: 1 passed\n"));
+        assert!(
+            render(&passed, Style::default())
+                .ends_with("PASS 1 job (3 repeats) on dgx_h100: 1 passed\n")
+        );
     }
 
     #[test]
     fn a_launch_error_is_said_once_and_a_shown_tail_not_again() {
         let mut c = fixtures::comparison();
-        let job = c.jobs.iter_mut().find(|j| j.verdict == Verdict::JobFailed).unwrap();
+        let job = c
+            .jobs
+            .iter_mut()
+            .find(|j| j.verdict == Verdict::JobFailed)
+            .unwrap();
         let message = "program `torchrun` not found (looked next to goldgate (/bin))";
         job.outcome = format!("launch error: {message}");
         job.failure_line = Some(message.to_owned());
         job.log_tail = vec!["the tail's only line".to_owned()];
         let text = render(&c, Style::default());
-        assert!(text.contains(&format!("launch error: {message}\n")), "{text}");
+        assert!(
+            text.contains(&format!("launch error: {message}\n")),
+            "{text}"
+        );
         assert!(!text.contains(" — program"), "{text}");
         assert!(text.contains("  | the tail's only line\n"), "{text}");
         let shown = Style {
