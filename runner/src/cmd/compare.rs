@@ -90,7 +90,8 @@ pub fn gate(
     let gated = comparison
         .clone()
         .gated(gate.strict, gate.fail_on_improvement);
-    emit(&gated, &outputs)?;
+    let trend = gate.trend.markdown(&gated)?;
+    emit(&gated, &outputs, &trend)?;
     Ok(comparison.exit(gate.strict, gate.fail_on_improvement))
 }
 
@@ -98,7 +99,7 @@ pub fn gate(
 /// under GitHub Actions, annotations; writes the requested report files atomically (`-`:
 /// stdout) and appends the markdown to `$GITHUB_STEP_SUMMARY`. `goldgate run` calls this after
 /// comparing.
-pub fn emit(c: &Comparison, outputs: &Outputs) -> Result<(), AppError> {
+pub fn emit(c: &Comparison, outputs: &Outputs, trend: &str) -> Result<(), AppError> {
     let reports = [&outputs.markdown, &outputs.junit, &outputs.json];
     let stdout_taken = reports
         .iter()
@@ -118,7 +119,7 @@ pub fn emit(c: &Comparison, outputs: &Outputs) -> Result<(), AppError> {
     if std::env::var("GITHUB_ACTIONS").is_ok_and(|v| v == "true") {
         super::output::commands(stream, &report::annotations::render(c));
     }
-    let markdown = report::markdown::render(c);
+    let markdown = report::markdown::render(c) + trend;
     if let Some(path) = &outputs.markdown {
         write_file(path, &markdown)?;
     }

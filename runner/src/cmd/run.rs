@@ -71,6 +71,7 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
     let output = Output {
         out_dir: opts.out_dir.clone(),
         run_id: opts.run_id.clone(),
+        base_dir: None,
     };
     let warmup = match args.warmup {
         Some(n) => n,
@@ -104,7 +105,7 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
             job.after_script = None;
         }
     }
-    let executor = executor(&args, &config, &opts, &jobs)?;
+    let executor = executor(&args.select, &config, &opts, &jobs)?;
     let started = std::time::Instant::now();
     let command = std::env::args().collect();
     let mut writer = ResultsWriter::create(&opts.run_dir(), &opts.run_id, &jobs, command)?;
@@ -179,14 +180,14 @@ pub fn scripts_notice(jobs: &[crate::plan::Job], run: bool, executor: ExecutorCh
     s
 }
 
-/// The executor of the selection's platform, or the one `--executor` names.
-fn executor(
-    args: &Args,
+/// The executor of the selection's platform, or the one `--executor` names (`run`, `ab`).
+pub(crate) fn executor(
+    select: &Selection,
     config: &Config,
     opts: &RunOptions,
     jobs: &[crate::plan::Job],
 ) -> Result<Box<dyn Executor>, AppError> {
-    Ok(match args.select.executor(config)?.1 {
+    Ok(match select.executor(config)?.1 {
         ExecutorChoice::Local => Box::new(LocalExecutor::new(opts, jobs)?),
         ExecutorChoice::Slurm => {
             Box::new(SlurmExecutor::new(opts, config, jobs).map_err(crate::run::RunError::from)?)
