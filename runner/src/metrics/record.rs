@@ -9,7 +9,7 @@ pub use goldgate_schema::record::{
     MemoryRecord, NodeIo, NodeMemory, READABLE_SCHEMA_VERSIONS, ResumedRun, RunRecord,
     SCHEMA_VERSION, SourceDisagreement, TensorboardRecord, Timeline, VariantRecord,
 };
-pub use goldgate_schema::{JobEntry, Outcome, RunIndex, StepValues};
+pub use goldgate_schema::{JobEntry, Outcome, RunIndex, Runner, StepValues};
 
 /// Reading recorded results back.
 #[derive(Debug, thiserror::Error, miette::Diagnostic)]
