@@ -351,8 +351,13 @@ fn completions_and_man_pages_come_from_the_parser() {
     }
     for args in [&["--help"][..], &["run", "--help"], &["compare", "-h"]] {
         let help = text(&goldgate(FIXTURES, args).stdout);
-        let at = help.find("Exit status:\n  0  pass: ").unwrap_or_else(|| panic!("{help}"));
-        assert!(help[at..].contains("\n  3  a job or the infrastructure failed"), "{help}");
+        let at = help
+            .find("Exit status:\n  0  pass: ")
+            .unwrap_or_else(|| panic!("{help}"));
+        assert!(
+            help[at..].contains("\n  3  a job or the infrastructure failed"),
+            "{help}"
+        );
     }
 }
 
@@ -395,5 +400,8 @@ fn bash_completes_case_names_from_list_names() {
         complete("plan --root test_cases gpt/h200-ckpt-a"),
         "gpt/h200-ckpt-allocator\n"
     );
-    assert!(!complete("compare demo/").contains("demo/ckpt-demo"), "not for compare");
+    assert!(
+        !complete("compare demo/").contains("demo/ckpt-demo"),
+        "not for compare"
+    );
 }
