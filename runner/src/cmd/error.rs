@@ -329,7 +329,6 @@ fn cmd(e: &CmdError) -> Exit {
         | CmdError::NotPlanned
         | CmdError::NothingToRun
         | CmdError::NotOneJob { .. }
-        | CmdError::BadFilter { .. }
         | CmdError::BadValue { .. }
         | CmdError::NothingToJudge { .. } => Exit::Usage,
         CmdError::Cwd { .. }
@@ -392,10 +391,6 @@ pub enum CmdError {
         "repro makes one job, but the selection gives {count}: {names} (hint: use --variant instead of --matrix)"
     )]
     NotOneJob { count: usize, names: String },
-
-    /// `--filter` is not a regular expression.
-    #[error("--filter: invalid regular expression: {source}")]
-    BadFilter { source: regex::Error },
 
     /// A flag's value is out of its range.
     #[error("{message}")]
