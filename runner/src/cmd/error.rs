@@ -243,7 +243,9 @@ fn compare(e: &CompareError) -> Exit {
         | CompareError::UnsafeName { .. }
         | CompareError::NoComparison => Exit::Usage,
         // An incomplete run is a job that did not finish: never a pass, never "bad input".
-        CompareError::Write { .. } | CompareError::Incomplete { .. } => Exit::Failure,
+        CompareError::Write { .. }
+        | CompareError::Incomplete { .. }
+        | CompareError::Disagree { .. } => Exit::Failure,
     }
 }
 
