@@ -13,7 +13,10 @@ use std::path::{Component, Path, PathBuf};
 
 /// The repository root (the workspace folder above `runner/`).
 fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
 }
 
 fn markdown_files(dir: &Path, out: &mut Vec<PathBuf>) {
@@ -33,7 +36,10 @@ fn prose(text: &str) -> String {
     let mut fence: Option<String> = None;
     for line in text.lines() {
         let trimmed = line.trim_start();
-        let ticks: String = trimmed.chars().take_while(|c| *c == '`' || *c == '~').collect();
+        let ticks: String = trimmed
+            .chars()
+            .take_while(|c| *c == '`' || *c == '~')
+            .collect();
         if ticks.len() >= 3 {
             match &fence {
                 None => fence = Some(ticks),
@@ -157,7 +163,11 @@ fn broken_links(file: &Path) -> Vec<String> {
         } else {
             normalize(&dir.join(path))
         };
-        let name = file.strip_prefix(repo()).unwrap_or(file).display().to_string();
+        let name = file
+            .strip_prefix(repo())
+            .unwrap_or(file)
+            .display()
+            .to_string();
         if !resolved.exists() {
             out.push(format!("{name}: {target} (no such file)"));
             continue;
@@ -198,20 +208,35 @@ fn every_book_page_is_in_the_summary_and_every_entry_exists() {
         .filter(|p| p.file_name().is_some_and(|n| n != "SUMMARY.md"))
         .collect();
     let missing: Vec<_> = pages.difference(&listed).collect();
-    assert!(missing.is_empty(), "book pages not in SUMMARY.md: {missing:?}");
+    assert!(
+        missing.is_empty(),
+        "book pages not in SUMMARY.md: {missing:?}"
+    );
     let absent: Vec<_> = listed.iter().filter(|p| !p.exists()).collect();
-    assert!(absent.is_empty(), "SUMMARY.md entries without a page: {absent:?}");
+    assert!(
+        absent.is_empty(),
+        "SUMMARY.md entries without a page: {absent:?}"
+    );
 }
 
 #[test]
 fn readme_stays_a_front_page() {
     let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
     let lines = readme.lines().count();
-    assert!(lines <= 300, "README.md has {lines} lines: move detail into the book");
+    assert!(
+        lines <= 300,
+        "README.md has {lines} lines: move detail into the book"
+    );
     // The two commands a new user runs come first.
     let first_block = readme.split("```").nth(1).unwrap();
-    assert!(first_block.contains("goldgate run demo/ckpt-demo"), "{first_block}");
-    assert!(first_block.contains("cargo test --workspace --locked"), "{first_block}");
+    assert!(
+        first_block.contains("goldgate run demo/ckpt-demo"),
+        "{first_block}"
+    );
+    assert!(
+        first_block.contains("cargo test --workspace --locked"),
+        "{first_block}"
+    );
 }
 
 #[test]
@@ -221,6 +246,12 @@ fn the_checks_catch_what_they_are_for() {
         ["x.md#y", "<z>", "no.md"]
     );
     assert_eq!(links(&prose("see `[c](no.md)` and [d](d.md)")), ["d.md"]);
-    assert_eq!(slug("Statistics: the two-sample test (`test: two-sample`)"), "statistics-the-two-sample-test-test-two-sample");
-    assert_eq!(normalize(Path::new("a/b/../c/./d.md")), PathBuf::from("a/c/d.md"));
+    assert_eq!(
+        slug("Statistics: the two-sample test (`test: two-sample`)"),
+        "statistics-the-two-sample-test-test-two-sample"
+    );
+    assert_eq!(
+        normalize(Path::new("a/b/../c/./d.md")),
+        PathBuf::from("a/c/d.md")
+    );
 }

@@ -967,7 +967,10 @@ mod end_to_end {
         let readme = include_str!("../../docs/book/src/guide/pr-comment.md");
         // Four backticks: the body holds three-backtick code blocks.
         let start = "<!-- example-comment:start -->\n````markdown\n";
-        let from = readme.find(start).expect("the PR comment page has the example comment") + start.len();
+        let from = readme
+            .find(start)
+            .expect("the PR comment page has the example comment")
+            + start.len();
         let len = readme[from..]
             .find("````\n<!-- example-comment:end -->")
             .unwrap();

@@ -36,9 +36,9 @@ pub use exit::Exit;
 pub use index::{JobEntry, RunIndex};
 pub use outcome::Outcome;
 pub use record::{
-    Attempt, CheckpointRecord, Fingerprint, GpuDevicePeak, GpuMemory, MemAvailableRecord,
-    MemoryRecord, NodeIo, NodeMemory, READABLE_SCHEMA_VERSIONS, ResumedRun, RunRecord,
-    SCHEMA_VERSION, Timeline, VariantRecord,
+    Attempt, CheckpointRecord, Fingerprint, GoldenKey, GpuDevicePeak, GpuMemory, Judging,
+    MemAvailableRecord, MemoryRecord, NodeIo, NodeMemory, READABLE_SCHEMA_VERSIONS, ResumedRun,
+    RulesRef, RunRecord, SCHEMA_VERSION, Timeline, VariantRecord,
 };
 pub use step_values::StepValues;
 

@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use super::record::{
-    Attempt, CheckpointRecord, Fingerprint, MemoryRecord, Outcome, ResumedRun, RunRecord,
-    SCHEMA_VERSION, StepValues, VariantRecord,
+    Attempt, CheckpointRecord, Fingerprint, GoldenKey, Judging, MemoryRecord, Outcome, ResumedRun,
+    RunRecord, SCHEMA_VERSION, StepValues, VariantRecord,
 };
 use super::sampled::Sampled;
 use crate::metric_names::{
@@ -251,7 +251,33 @@ pub fn record(job: &Job, result: JobResult) -> RunRecord {
         warmup: job.warmup,
         resumed: observed.resumed.as_ref().map(|r| resumed_run(job, r)),
         nodes,
+        judging: Some(judging(job)),
     }
+}
+
+/// Every input of the job's judgement, as the plan read them from its case and goldgate.yaml.
+fn judging(job: &Job) -> Judging {
+    Judging {
+        metrics: job.metrics.clone(),
+        test_evaluation: job.test_evaluation.clone(),
+        mode: mode_name(job.mode).to_owned(),
+        expect_failure: job.expect_failure,
+        skip_checks: job.skip_checks,
+        golden: GoldenKey {
+            environment: job.environment.clone(),
+            variant: job.golden_variant.clone(),
+        },
+        rules: job.rules.clone(),
+        case_file: job.config_path.clone(),
+        case_sha256: job.case_sha256.clone(),
+    }
+}
+
+/// `MODE` as `model_config.yaml` spells it.
+fn mode_name(mode: crate::case::Mode) -> &'static str {
+    (crate::case::Mode::ALL.iter())
+        .find(|(m, _)| *m == mode)
+        .map_or("pretraining", |(_, name)| name)
 }
 
 /// The resumed run's log metrics after `TRAIN_ITERS / 2` (after its first step when the plan

@@ -9,8 +9,8 @@ pub mod sampled;
 
 pub use build::{JobResult, Observed, Peaks};
 pub use record::{
-    Attempt, CheckpointRecord, Fingerprint, GpuDevicePeak, GpuMemory, JobEntry, MemAvailableRecord,
-    MemoryRecord, NodeMemory, Outcome, ResumedRun, RunIndex, RunRecord, SCHEMA_VERSION, StepValues,
-    Timeline, VariantRecord,
+    Attempt, CheckpointRecord, Fingerprint, GoldenKey, GpuDevicePeak, GpuMemory, JobEntry, Judging,
+    MemAvailableRecord, MemoryRecord, NodeMemory, Outcome, ResumedRun, RulesRef, RunIndex,
+    RunRecord, SCHEMA_VERSION, StepValues, Timeline, VariantRecord,
 };
 pub use sampled::Sampled;

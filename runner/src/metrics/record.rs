@@ -5,9 +5,9 @@
 use std::path::{Path, PathBuf};
 
 pub use goldgate_schema::record::{
-    Attempt, CheckpointRecord, Fingerprint, GpuDevicePeak, GpuMemory, MemAvailableRecord,
-    MemoryRecord, NodeIo, NodeMemory, READABLE_SCHEMA_VERSIONS, ResumedRun, RunRecord,
-    SCHEMA_VERSION, Timeline, VariantRecord,
+    Attempt, CheckpointRecord, Fingerprint, GoldenKey, GpuDevicePeak, GpuMemory, Judging,
+    MemAvailableRecord, MemoryRecord, NodeIo, NodeMemory, READABLE_SCHEMA_VERSIONS, ResumedRun,
+    RulesRef, RunRecord, SCHEMA_VERSION, Timeline, VariantRecord,
 };
 pub use goldgate_schema::{JobEntry, Outcome, RunIndex, StepValues};
 
