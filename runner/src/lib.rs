@@ -12,6 +12,7 @@ pub mod exit;
 pub mod fsio;
 pub mod github;
 pub mod golden;
+pub mod history;
 pub mod launch;
 pub mod metric_names;
 pub mod metrics;

@@ -48,6 +48,8 @@ enum Command {
     Calibrate(cmd::calibrate::Args),
     /// What each rule can see: false alarms and the smallest detected change, from unchanged jobs.
     Power(cmd::power::Args),
+    /// The history store: ingest runs, show a metric over commits, prune, annotate.
+    History(cmd::history::Args),
     /// Render recorded runs without judging them.
     Report(cmd::report::Args),
     /// Post or update the sticky PR comment.
@@ -85,6 +87,7 @@ fn main() -> ExitCode {
         Command::Bless(a) => cmd::bless::run(a),
         Command::Calibrate(a) => cmd::calibrate::run(a),
         Command::Power(a) => cmd::power::run(a),
+        Command::History(a) => cmd::history::run(a),
         Command::Report(a) => cmd::report::run(a),
         Command::Comment(a) => cmd::comment::run(a),
         Command::Completions(a) => cmd::completions::completions(&a, Cli::command()),

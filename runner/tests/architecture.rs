@@ -24,6 +24,7 @@ const STAGES: &[(&str, u32)] = &[
     ("observe", 5),
     ("metrics", 6),
     ("compare", 7),
+    ("history", 7),
     ("report", 8),
 ];
 

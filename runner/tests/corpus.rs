@@ -30,28 +30,37 @@ fn env<'a>(case: &'a TestCase, key: &str) -> &'a str {
 }
 
 #[test]
-fn all_333_configs_load_and_four_folders_have_none() {
+fn all_333_configs_load_and_the_folders_without_one_are_goldens_or_scripts() {
     let Some(root) = corpus::test_cases() else {
         return;
     };
     let found = case::discover_all(&root).unwrap();
     assert_eq!(found.cases.len(), 333);
-    // megatron-format.md says six; this copy of the corpus holds four such folders (git keeps
-    // no empty folders), each with golden files only.
+    // Four folders hold golden files only (git keeps no empty folders); a full checkout also
+    // has the two that hold a recipe's Python (the filtered copy lacks them). Both are folders
+    // "without config", as for Megatron, whose recipes run the latter by their own commands.
     let bare: Vec<_> = found
         .without_config
         .iter()
         .map(|d| d.strip_prefix(&root).unwrap())
         .collect();
-    assert_eq!(
-        bare,
-        [
-            Path::new("gpt/gpt3_mcore_te_tp2_pp2_ep4_etp1_memory_speed"),
-            Path::new("nemotron/nemotron3_super_release_g200"),
-            Path::new("t5/t5_weekly_mcore_te_tp2_pp1_vp1"),
-            Path::new("t5/t5_weekly_mcore_te_tp2_pp1_vp1_sequence_parallel"),
-        ]
-    );
+    let scripts = corpus::script_folders_in(&root);
+    let mut expected: Vec<&Path> = [
+        "gpt/gpt3_mcore_te_tp2_pp2_ep4_etp1_memory_speed",
+        "nemotron/nemotron3_super_release_g200",
+        "t5/t5_weekly_mcore_te_tp2_pp1_vp1",
+        "t5/t5_weekly_mcore_te_tp2_pp1_vp1_sequence_parallel",
+    ]
+    .into_iter()
+    .chain(scripts.iter().copied())
+    .map(Path::new)
+    .collect();
+    expected.sort();
+    assert_eq!(bare, expected);
+    for d in &found.without_config {
+        let rel = d.strip_prefix(&root).unwrap().to_str().unwrap();
+        assert_eq!(case::holds_scripts(d), scripts.contains(&rel), "{rel}");
+    }
     for c in &found.cases {
         let (case, _warnings) = case::load_case_checked(&root, &c.config_path)
             .unwrap_or_else(|e| panic!("{}: {e}", c.name));

@@ -19,6 +19,7 @@ const FIXTURES: &[&str] = &[
     "failure_oom.log",
     "crlf_invalid_utf8.log",
     "empty.log",
+    "crash_demo.log",
 ];
 
 fn fixture(name: &str) -> String {
@@ -271,4 +272,27 @@ fn carriage_returns_colours_and_decimal_units() {
         err.contains("no iteration lines (`iteration N/M | ...`) in 2 line(s)"),
         "{err}"
     );
+}
+
+#[test]
+fn a_crash_that_no_marker_names_is_a_failure_as_run_reports_it() {
+    // The crash demo's console.log: iterations, then a traceback ending in `RuntimeError`.
+    let (code, table, _) = extract(&[&fixture("crash_demo.log")]);
+    assert_eq!(code, 0);
+    assert!(
+        table.contains(
+            "  failures         crash: RuntimeError: fake-trainer planted crash at iteration 5 \
+             (--crash-at-step)\n"
+        ),
+        "{table}"
+    );
+    let (_, json, _) = extract(&["--format", "json", &fixture("crash_demo.log")]);
+    let parsed: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(
+        parsed["logs"][0]["exception"],
+        "RuntimeError: fake-trainer planted crash at iteration 5 (--crash-at-step)"
+    );
+    // A log that ends well has no exception key at all.
+    let (_, json, _) = extract(&["--format", "json", &fixture("new_sync.log")]);
+    assert!(!json.contains("\"exception\""), "{json}");
 }

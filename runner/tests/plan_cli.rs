@@ -866,7 +866,7 @@ fn list_scope_shows_the_recipe_rows_that_run_scope_plans() {
         return;
     };
     let root = root.display().to_string();
-    let json = |args: &[&str]| -> serde_json::Value {
+    let run = |args: &[&str]| -> (serde_json::Value, String) {
         let out = cli::goldgate()
             .args(args)
             .args(["--root", &root, "--scope", "mr", "--platform", "dgx_h100"])
@@ -875,8 +875,10 @@ fn list_scope_shows_the_recipe_rows_that_run_scope_plans() {
             .env("DATA_PATH", "/data")
             .output()
             .unwrap();
-        serde_json::from_slice(&out.stdout).unwrap()
+        let stderr = String::from_utf8(out.stderr).unwrap();
+        (serde_json::from_slice(&out.stdout).unwrap(), stderr)
     };
+    let json = |args: &[&str]| run(args).0;
     let listed = json(&["list"]);
     assert_eq!(listed["schema_version"], 1);
     let rows = listed["workloads"].as_array().unwrap();
@@ -885,14 +887,42 @@ fn list_scope_shows_the_recipe_rows_that_run_scope_plans() {
         assert_eq!(row["scope"], "mr", "{row}");
         assert_eq!(row["platform"], "dgx_h100", "{row}");
     }
-    // Every job `plan --scope` makes is one listed row (the rows it skips run by other means).
-    let planned = json(&["plan"]);
+    // Every job `plan --scope` makes is one listed row, and every listed row is planned or
+    // says why not — in `list` and, in the same words, in `plan`'s notes (rows whose recipe
+    // runs a perf script or a case folder's own Python, such as gpt/gpt_16b_perf).
+    let (planned, notes) = run(&["plan"]);
     let jobs = planned["jobs"].as_array().unwrap();
     assert!(!jobs.is_empty() && jobs.len() <= rows.len());
     for job in jobs {
         let recipe = job["recipe"]["name"].as_str().unwrap();
         assert!(rows.iter().any(|r| r["name"] == recipe), "{recipe}");
     }
+    let mut left_out = 0;
+    for row in rows {
+        let name = row["name"].as_str().unwrap();
+        let is_planned = jobs.iter().any(|j| j["recipe"]["name"] == name);
+        match row["not_run"].as_str() {
+            Some(why) => {
+                left_out += 1;
+                assert!(!is_planned, "{name}");
+                let note = format!("note: skipped {name}: {why}");
+                assert!(notes.lines().any(|l| l == note), "{note}\n{notes}");
+            }
+            None => assert!(is_planned, "{name}: neither planned nor said why"),
+        }
+    }
+    assert!(
+        rows.iter()
+            .any(|r| r["case"] == "gpt/gpt_16b_perf" && r["not_run"].is_string()),
+        "{rows:?}"
+    );
+    assert_eq!(
+        notes
+            .lines()
+            .filter(|l| l.starts_with("note: skipped"))
+            .count(),
+        left_out
+    );
 }
 
 #[test]

@@ -1,9 +1,12 @@
 //! Stage "case": finding cases laid out `<root>/<model>/<case>/model_config.yaml`.
 //!
 //! Megatron nests exactly two levels (all 333 corpus cases do), so only that depth is
-//! searched; a folder at case depth without `model_config.yaml` is reported, not an error
-//! (six corpus folders hold only golden files). A `model_config.yaml` that is not a regular
-//! file is a case that fails to load, never a folder "without config".
+//! searched; a folder at case depth without `model_config.yaml` is reported, not an error.
+//! A Megatron-LM checkout has six: four hold only golden files, two (`common/moe_perf`,
+//! `gpt/gpt_inference_server_smoke_tp1_pp1_dp8_583m`) hold Python that their recipe's own
+//! `script` runs instead of `run_ci_test.sh` — not a case for Megatron either
+//! ([`holds_scripts`] tells them apart). A `model_config.yaml` that is not a regular file is
+//! a case that fails to load, never a folder "without config".
 
 use std::path::{Path, PathBuf};
 
@@ -58,6 +61,18 @@ pub fn discover_all(root: &Path) -> Result<Discovery, CaseError> {
     Ok(found)
 }
 
+/// Whether a folder holds scripts (`*.py`, `*.sh`): a case folder without `model_config.yaml`
+/// that a recipe runs by its own commands, rather than one keeping golden files only.
+pub fn holds_scripts(dir: &Path) -> bool {
+    std::fs::read_dir(dir).is_ok_and(|entries| {
+        entries.flatten().any(|e| {
+            let name = e.file_name();
+            let name = name.to_string_lossy();
+            name.ends_with(".py") || name.ends_with(".sh")
+        })
+    })
+}
+
 /// Sub-folders of `dir` (hidden ones skipped), sorted.
 fn subdirs(dir: &Path) -> Result<Vec<PathBuf>, CaseError> {
     let read = |source| CaseError::Read {
@@ -103,6 +118,9 @@ mod tests {
         let names: Vec<_> = found.cases.iter().map(|c| c.name.as_str()).collect();
         assert_eq!(names, ["bert/x", "gpt/a", "gpt/b"]);
         assert_eq!(found.without_config, [tmp.path().join("gpt/no_config")]);
+        assert!(!holds_scripts(&tmp.path().join("gpt/no_config")));
+        std::fs::write(tmp.path().join("gpt/no_config/serve.py"), "").unwrap();
+        assert!(holds_scripts(&tmp.path().join("gpt/no_config")));
     }
 
     #[test]

@@ -10,7 +10,7 @@ mod types;
 mod yaml;
 
 pub use argv::{ArgvError, EvalError, Expansion, Lookups, ModelArgv, eval_words, model_argv};
-pub use discover::{CONFIG_FILE, Discovery, discover, discover_all};
+pub use discover::{CONFIG_FILE, Discovery, discover, discover_all, holds_scripts};
 pub use error::CaseError;
 #[cfg(test)]
 pub(crate) use load::case_from_yaml;

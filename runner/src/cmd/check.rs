@@ -145,7 +145,14 @@ pub fn collect(root: &Path, golden_root: Option<&Path>) -> Result<CheckReport, A
             path: dir.clone(),
             at: None,
             severity: Severity::Note,
-            message: "no model_config.yaml in this case folder; skipped".into(),
+            message: if case::holds_scripts(dir) {
+                "no model_config.yaml in this case folder: it holds scripts that a recipe runs \
+                 by its own commands, not run_ci_test.sh (Megatron does not treat it as a \
+                 case either); skipped"
+            } else {
+                "no model_config.yaml in this case folder; skipped"
+            }
+            .into(),
             hint: None,
         });
         golden_dirs.push(dir.clone());

@@ -13,6 +13,7 @@ use crate::config::ConfigError;
 use crate::exit::Exit;
 use crate::github::GithubError;
 use crate::golden::GoldenError;
+use crate::history::HistoryError;
 use crate::launch::{LaunchError, SettleError};
 use crate::metrics::record::RecordError;
 use crate::observe::log::LogError;
@@ -68,6 +69,9 @@ pub enum AppError {
     Github(#[from] GithubError),
     #[error(transparent)]
     #[diagnostic(transparent)]
+    History(#[from] HistoryError),
+    #[error(transparent)]
+    #[diagnostic(transparent)]
     Cmd(#[from] CmdError),
 }
 
@@ -91,6 +95,7 @@ impl AppError {
             AppError::Compare(e) => compare(e),
             AppError::Report(e) => report(e),
             AppError::Github(e) => github(e),
+            AppError::History(e) => history(e),
             AppError::Cmd(e) => cmd(e),
         }
     }
@@ -103,6 +108,20 @@ impl fmt::Debug for AppError {
         miette::GraphicalReportHandler::new_themed(miette::GraphicalTheme::unicode_nocolor())
             .render_report(&mut text, self)?;
         write!(f, "{text} (exit {})", self.exit().code())
+    }
+}
+
+fn history(e: &HistoryError) -> Exit {
+    match e {
+        HistoryError::NotFound(_) | HistoryError::Usage(_) | HistoryError::TooNew { .. } => {
+            Exit::Usage
+        }
+        HistoryError::OpenSqlite { .. }
+        | HistoryError::Connect { .. }
+        | HistoryError::Sqlite { .. }
+        | HistoryError::Postgres { .. }
+        | HistoryError::ColumnType { .. }
+        | HistoryError::Folder { .. } => Exit::Failure,
     }
 }
 

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use super::error::AppError;
 use super::output::{errln, out};
 use crate::exit::Exit;
-use crate::observe::log::{CheckpointSave, LogSummary, summarize_file};
+use crate::observe::log::{CheckpointSave, LogSummary, summarize_file_with_tail};
 
 /// Arguments of `goldgate extract`.
 #[derive(clap::Args, Debug)]
@@ -28,19 +28,24 @@ pub struct Extracted {
     pub log: String,
     /// What the parser kept.
     pub summary: LogSummary,
+    /// The exception line of the log's last Python traceback (a crash no failure marker
+    /// names, as `goldgate run` reports it); absent when the log has none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exception: Option<String>,
 }
 
 /// Runs the command.
 pub fn run(args: Args) -> Result<Exit, AppError> {
     let mut out = Vec::with_capacity(args.logs.len());
     for path in &args.logs {
-        let summary = summarize_file(path)?;
+        let (summary, tail) = summarize_file_with_tail(path)?;
         if let Some(w) = no_steps_warning(&summary) {
             errln!("warning: {}: {w}", path.display());
         }
         out.push(Extracted {
             log: path.display().to_string(),
             summary,
+            exception: tail.exception,
         });
     }
     let text = match args.format {
@@ -93,6 +98,7 @@ pub fn render_table(logs: &[Extracted]) -> String {
         }
         let _ = writeln!(s, "{}", e.log);
         table_body(&mut s, &e.summary);
+        failures(&mut s, &e.summary, e.exception.as_deref());
     }
     s
 }
@@ -126,7 +132,6 @@ fn table_body(s: &mut String, m: &LogSummary) {
         row(s, "long lines", &format!("{} cut to 64 KiB", m.long_lines));
     }
     checkpoints(s, m);
-    failures(s, m);
 }
 
 fn final_losses(m: &LogSummary) -> String {
@@ -216,9 +221,12 @@ fn checkpoint_row(c: &CheckpointSave) -> String {
     )
 }
 
-fn failures(s: &mut String, m: &LogSummary) {
+/// Failure markers by kind and, for a log that ends in a traceback, its exception: a crash
+/// with no marker (`RuntimeError: ...`) is a failure too.
+fn failures(s: &mut String, m: &LogSummary, exception: Option<&str>) {
     if m.failure_counts.is_empty() {
-        let _ = writeln!(s, "  {:<16} none", "failures");
+        let what = exception.map_or("none".to_owned(), |e| format!("crash: {e}"));
+        let _ = writeln!(s, "  {:<16} {what}", "failures");
         return;
     }
     let _ = writeln!(s, "  failures");
@@ -232,5 +240,8 @@ fn failures(s: &mut String, m: &LogSummary) {
     }
     if let Some(first) = m.failures.first() {
         let _ = writeln!(s, "    first: {}", first.line);
+    }
+    if let Some(e) = exception {
+        let _ = writeln!(s, "    traceback: {e}");
     }
 }

@@ -6,7 +6,7 @@ use tabled::settings::Style;
 
 use super::error::AppError;
 use super::output::outln;
-use super::select::{RecipeArgs, load_rows};
+use super::select::{RecipeArgs, load_rows, not_run_reason};
 use crate::case::{RecipeFilter, RecipeRow, select};
 use crate::exit::Exit;
 
@@ -29,10 +29,14 @@ pub struct WorkloadRow {
     pub time_limit: Option<u64>,
     /// `TRAINING_SCRIPT_PATH`, relative to Megatron-LM.
     pub training_script: Option<String>,
+    /// Why `goldgate run --scope` leaves this row out (the note `plan` and `run` print);
+    /// absent for a row it runs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub not_run: Option<String>,
 }
 
 impl WorkloadRow {
-    fn of(row: &RecipeRow) -> WorkloadRow {
+    fn of(row: &RecipeRow, not_run: Option<String>) -> WorkloadRow {
         WorkloadRow {
             name: row.name.clone(),
             case: row.case.clone(),
@@ -45,6 +49,7 @@ impl WorkloadRow {
             n_repeat: row.n_repeat,
             time_limit: row.time_limit,
             training_script: row.training_script().map(str::to_owned),
+            not_run,
         }
     }
 }
@@ -58,6 +63,8 @@ pub fn run(
     json: bool,
 ) -> Result<Exit, AppError> {
     let rows = load_rows(recipes, root, config)?;
+    // Without a case tree every row is "no case folder", as `plan` would say.
+    let found = crate::case::discover(root).unwrap_or_default();
     let filter = RecipeFilter {
         scope: recipes.scope.clone(),
         cadence: recipes.cadence.clone(),
@@ -66,7 +73,7 @@ pub fn run(
     };
     let listed: Vec<WorkloadRow> = select(&rows, &filter)
         .into_iter()
-        .map(WorkloadRow::of)
+        .map(|row| WorkloadRow::of(row, not_run_reason(row, &found, root)))
         .collect();
     let out = match json {
         true => render_json(&listed),
@@ -119,7 +126,19 @@ pub fn render_table(rows: &[WorkloadRow]) -> String {
     }
     let mut table = b.build();
     table.with(Style::sharp());
-    format!("{table}\n{} workload(s)", rows.len())
+    let mut s = format!("{table}\n{} workload(s)", rows.len());
+    let left_out: Vec<&WorkloadRow> = rows.iter().filter(|r| r.not_run.is_some()).collect();
+    if !left_out.is_empty() {
+        s.push_str(&format!(
+            "; {} not run by `goldgate run --scope`:",
+            left_out.len()
+        ));
+        for r in left_out {
+            let why = r.not_run.as_deref().unwrap_or_default();
+            s.push_str(&format!("\n  {}: {why}", r.name));
+        }
+    }
+    s
 }
 
 #[cfg(test)]
@@ -140,7 +159,35 @@ mod tests {
             n_repeat: Some(5),
             time_limit: Some(1800),
             training_script: Some("pretrain_gpt.py".into()),
+            not_run: None,
         };
         insta::assert_snapshot!(render_table(&[row]));
+    }
+
+    #[test]
+    fn rows_goldgate_does_not_run_are_named_with_why() {
+        let row = |name: &str, case: &str, not_run: Option<&str>| WorkloadRow {
+            name: name.into(),
+            case: case.into(),
+            environment: Some("dev".into()),
+            platform: Some("dgx_h100".into()),
+            scope: Some("mr".into()),
+            cadence: vec![],
+            nodes: Some(1),
+            gpus: Some(8),
+            n_repeat: Some(1),
+            time_limit: None,
+            training_script: None,
+            not_run: not_run.map(str::to_owned),
+        };
+        let rows = [
+            row("gpt3_x_dev_dgx_h100", "gpt/gpt3_x", None),
+            row(
+                "gpt_16b_perf_dev_dgx_h100",
+                "gpt/gpt_16b_perf",
+                Some("its recipe runs a performance test script, not run_ci_test.sh"),
+            ),
+        ];
+        insta::assert_snapshot!(render_table(&rows));
     }
 }

@@ -9,6 +9,7 @@ pub mod compare;
 pub mod completions;
 pub mod error;
 pub mod extract;
+pub mod history;
 pub mod list;
 pub mod list_recipes;
 pub mod output;

@@ -225,7 +225,14 @@ pub(crate) fn plan_selection(
     let mut selected = Selected::default();
     let recipe = &selection.recipes;
     let targets = if recipe.scope.is_some() || recipe.cadence.is_some() {
-        scope_targets(selection, &picked, &rows, &found, &mut selected.skipped)
+        scope_targets(
+            selection,
+            &picked,
+            &rows,
+            &found,
+            filter,
+            &mut selected.skipped,
+        )
     } else {
         case_targets(selection, &picked)
     };
@@ -382,6 +389,7 @@ fn scope_targets<'a>(
     picked: &[String],
     rows: &'a [RecipeRow],
     found: &[crate::case::CaseRef],
+    case_filter: &CaseFilter,
     skipped: &mut Vec<(String, String)>,
 ) -> Vec<Target<'a>> {
     let recipe = &selection.recipes;
@@ -393,15 +401,21 @@ fn scope_targets<'a>(
         platform: selection.platform.clone(),
     };
     let mut out = Vec::new();
-    for row in select(rows, &filter).into_iter().filter(|r| named(&r.case)) {
-        let runner = row.script.as_ref().map(|s| s.runner.clone());
-        if let Ok(Runner::Other(what)) = runner {
-            skipped.push((
-                row.name.clone(),
-                format!("its recipe runs {what}, not run_ci_test.sh"),
-            ));
-        } else if !found.iter().any(|c| c.name == row.case) {
-            skipped.push((row.name.clone(), format!("no case folder {}", row.case)));
+    for row in select(rows, &filter) {
+        if !named(&row.case) {
+            // A row of the scope whose case is not among the discovered ones is left out:
+            // say so when the case filter would have picked it by name.
+            let unlisted = !found.iter().any(|c| c.name == row.case);
+            if unlisted
+                && case_filter.names(&row.case)
+                && let Some(why) = not_run_reason(row, found, &selection.root.path)
+            {
+                skipped.push((row.name.clone(), why));
+            }
+            continue;
+        }
+        if let Some(why) = not_run_reason(row, found, &selection.root.path) {
+            skipped.push((row.name.clone(), why));
         } else {
             out.push(Target {
                 name: row.case.clone(),
@@ -412,6 +426,32 @@ fn scope_targets<'a>(
         }
     }
     out
+}
+
+/// Why `goldgate run --scope` does not run a recipe row, or `None` when it does: Megatron runs
+/// it by other means (its recipe's script is not `run_ci_test.sh`), or its case has no
+/// `model_config.yaml` (a folder of Python files or golden files only) or no folder at all.
+/// `list --scope` and `plan`/`run --scope` give the same reasons.
+pub(crate) fn not_run_reason(
+    row: &RecipeRow,
+    found: &[crate::case::CaseRef],
+    root: &Path,
+) -> Option<String> {
+    if let Ok(Runner::Other(what)) = row.script.as_ref().map(|s| s.runner.clone()) {
+        return Some(format!("its recipe runs {what}, not run_ci_test.sh"));
+    }
+    if found.iter().any(|c| c.name == row.case) {
+        return None;
+    }
+    Some(if root.join(&row.case).is_dir() {
+        format!(
+            "no {} in its case folder {}",
+            crate::case::CONFIG_FILE,
+            row.case
+        )
+    } else {
+        format!("no case folder {}", row.case)
+    })
 }
 
 /// The caller's environment as a map (variables that are not UTF-8 are left out).

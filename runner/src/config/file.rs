@@ -117,6 +117,9 @@ pub struct Config {
     /// `check.ignore`: path glob (relative to the case or golden root) → why the file is known
     /// to be bad. `goldgate check` reports a problem there as a note, not an error.
     pub check_ignore: Vec<(String, String)>,
+    /// `history.database`: the history store (a PostgreSQL URL or a SQLite file, relative to
+    /// this file's folder), when the file names one.
+    pub history_database: Option<String>,
 }
 
 /// Platforms every configuration has (a file's own platform of the same name replaces one):
@@ -139,6 +142,15 @@ struct RawConfig {
     recipes: Option<String>,
     #[serde(default)]
     check: RawCheck,
+    #[serde(default)]
+    history: RawHistory,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawHistory {
+    #[serde(default)]
+    database: Option<String>,
 }
 
 #[derive(Deserialize, Default)]
@@ -353,6 +365,7 @@ impl Config {
             rule_overrides,
             recipes: raw.recipes.map(PathBuf::from),
             check_ignore: string_pairs(raw.check.ignore),
+            history_database: raw.history.database,
         })
     }
 }

@@ -426,7 +426,7 @@ impl Default for Rules {
             max_cv: Some(0.25),
             ..lower.clone()
         };
-        let entries = vec![
+        let mut entries = vec![
             (names::LM_LOSS.to_owned(), loss.clone()),
             ("total loss".to_owned(), loss.clone()),
             ("mtp_* loss".to_owned(), loss.clone()),
@@ -450,11 +450,39 @@ impl Default for Rules {
                     ..per_save.clone()
                 },
             ),
-            (names::CHECKPOINT_ASYNC_LATENCY.to_owned(), per_save),
+            (names::CHECKPOINT_ASYNC_LATENCY.to_owned(), per_save.clone()),
+            (names::CKPT_EMPTY_CACHE_SECONDS.to_owned(), per_save),
             ("*loss".to_owned(), loss),
         ];
+        entries.extend(counter_rules());
         Rules { entries }
     }
+}
+
+/// The counters' built-in rules (issue 20, `metric_names::EXACT_COUNTERS` and `BYTE_COUNTERS`).
+fn counter_rules() -> Vec<(String, MetricRule)> {
+    // Counters (issue 20) are judged save by save (as steps) and exactly: one more
+    // `empty_cache` in one save is a regression, with one job and no statistics. A count
+    // that fell is an improvement where the run is non-deterministic (exact checks off),
+    // a change to bless otherwise.
+    let count = MetricRule {
+        rtol: 0.0,
+        atol: 0.0,
+        exact: true,
+        direction: Direction::LowerIsBetter,
+        fail_steps_allowance: FailAllowance::NONE,
+        ..MetricRule::default()
+    };
+    // Bytes written move by a log line's digits or a file's metadata: 1 % + 64 KiB.
+    let bytes = MetricRule {
+        rtol: 0.01,
+        atol: 64.0 * 1024.0,
+        exact: false,
+        ..count.clone()
+    };
+    let exact = names::EXACT_COUNTERS.map(|n| (n.to_owned(), count.clone()));
+    let tight = names::BYTE_COUNTERS.map(|n| (n.to_owned(), bytes.clone()));
+    exact.into_iter().chain(tight).collect()
 }
 
 /// Whether `name` matches `pattern` (`*` any run of characters, `?` one character).
@@ -500,6 +528,21 @@ mod tests {
         for (pattern, name, want) in cases {
             assert_eq!(glob_match(pattern, name), want, "{pattern} vs {name}");
         }
+    }
+
+    #[test]
+    fn counters_are_exact_and_bytes_tight() {
+        let rules = Rules::default();
+        for name in names::EXACT_COUNTERS {
+            let rule = rules.rule_for(name);
+            assert!(rule.exact, "{name}");
+            assert_eq!((rule.rtol, rule.atol), (0.0, 0.0), "{name}");
+            assert_eq!(rule.kind, MetricKind::PerStep, "{name}");
+            assert_eq!(rule.fail_steps_allowance, FailAllowance::NONE, "{name}");
+        }
+        let bytes = rules.rule_for(names::CKPT_WRITTEN_BYTES);
+        assert_eq!((bytes.rtol, bytes.atol), (0.01, 65536.0));
+        assert_eq!(rules.rule_for(names::CKPT_FOLDER_BYTES), bytes);
     }
 
     #[test]

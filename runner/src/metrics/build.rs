@@ -11,7 +11,7 @@ use super::record::{
 };
 use super::sampled::Sampled;
 use crate::metric_names::{
-    CHECKPOINT_ASYNC_LATENCY, CHECKPOINT_BLOCKING, GPU_PEAK, HOST_PEAK, SHM_PEAK,
+    CHECKPOINT_ASYNC_LATENCY, CHECKPOINT_BLOCKING, CKPT_FOLDER_BYTES, GPU_PEAK, HOST_PEAK, SHM_PEAK,
 };
 use crate::observe::log::LogSummary;
 use crate::observe::probe::read::ProbeSummary;
@@ -51,15 +51,25 @@ pub fn checkpoints(summary: &LogSummary) -> Vec<CheckpointRecord> {
         .collect()
 }
 
+/// What was counted besides the log and the samplers' peaks: the probe files and the
+/// checkpoint folders' sizes.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Counted<'a> {
+    pub probe: Option<&'a ProbeSummary>,
+    /// Bytes of file content in each save's folder, by save iteration.
+    pub folders: Option<&'a BTreeMap<u64, u64>>,
+}
+
 /// Every metric of the job: the log's per-step series under golden names (long ones thinned,
 /// see `downsample`), the checkpoint
-/// metrics per save iteration, and single-valued metrics (memory peaks, probe figures) keyed
+/// metrics per save iteration (the log's timings, the probe's per-save counters, the folder
+/// sizes), and single-valued metrics (memory peaks, probe figures) keyed
 /// by the last step the log printed (0 when it printed none).
 pub fn metrics(
     summary: &LogSummary,
     saves: &[CheckpointRecord],
     peaks: Peaks,
-    probe: Option<&ProbeSummary>,
+    counted: Counted<'_>,
 ) -> BTreeMap<String, StepValues> {
     let mut out: BTreeMap<String, StepValues> = summary
         .metrics
@@ -93,10 +103,17 @@ pub fn metrics(
     scalar(GPU_PEAK, peaks.gpu_above_baseline.map(|b| b as f64));
     scalar(HOST_PEAK, peaks.host_pss.map(|b| b as f64));
     scalar(SHM_PEAK, peaks.shm.map(|b| b as f64));
-    if let Some(p) = probe {
+    if let Some(p) = counted.probe {
         for (name, value) in p.metrics(saves.len()) {
             scalar(&name, Some(value));
         }
+        for (name, series) in p.per_save_metrics() {
+            out.insert(name, StepValues(series));
+        }
+    }
+    if let Some(folders) = counted.folders.filter(|f| !f.is_empty()) {
+        let series = folders.iter().map(|(&it, &b)| (it, b as f64)).collect();
+        out.insert(CKPT_FOLDER_BYTES.into(), StepValues(series));
     }
     out
 }
@@ -141,6 +158,9 @@ pub struct JobResult {
     /// What the last attempt observed; `None` when nothing ran (a launch error).
     pub observed: Option<Observed>,
     pub probe: Option<ProbeSummary>,
+    /// Bytes of file content in each save's checkpoint folder, by save iteration (empty when
+    /// the job saved none or its folders were not measured).
+    pub checkpoint_folders: BTreeMap<u64, u64>,
     /// Where the job ran (rank 0's host).
     pub host: String,
     /// The git commit of the entry script's checkout.
@@ -206,7 +226,10 @@ pub fn record(job: &Job, result: JobResult) -> RunRecord {
             &observed.summary,
             &checkpoints,
             observed.peaks(),
-            result.probe.as_ref(),
+            Counted {
+                probe: result.probe.as_ref(),
+                folders: Some(&result.checkpoint_folders),
+            },
         ),
         false => BTreeMap::new(),
     };
@@ -404,7 +427,7 @@ mod tests {
         let saves = checkpoints(&s);
         let iters: Vec<_> = saves.iter().map(|c| c.iteration).collect();
         assert_eq!(iters, [10, 20, 30]);
-        let m = metrics(&s, &saves, Peaks::default(), None);
+        let m = metrics(&s, &saves, Peaks::default(), Counted::default());
         let blocking = &m[CHECKPOINT_BLOCKING].0;
         assert!((blocking[&10] - 14.84221).abs() < 1e-9, "{blocking:?}");
         assert!((blocking[&30] - 2.07113).abs() < 1e-9, "{blocking:?}");
@@ -436,7 +459,7 @@ mod tests {
             [(5, false, true), (10, true, true), (15, true, false)]
         );
         assert!(saves.iter().all(|c| c.async_latency_seconds.is_some()));
-        let m = metrics(&s, &saves, Peaks::default(), None);
+        let m = metrics(&s, &saves, Peaks::default(), Counted::default());
         let latency = &m[CHECKPOINT_ASYNC_LATENCY].0;
         assert_eq!(latency.keys().copied().collect::<Vec<_>>(), [15]);
         // The blocking time stays: the training loop really was blocked that long.
@@ -466,7 +489,7 @@ mod tests {
             host_pss: Some(5),
             shm: None,
         };
-        let m = metrics(&s, &saves, peaks, None);
+        let m = metrics(&s, &saves, peaks, Counted::default());
         // scheduled 06:35:37.872833 -> saved 06:35:39.712286
         let latency = m[CHECKPOINT_ASYNC_LATENCY].0[&10];
         assert!((latency - 1.839453).abs() < 1e-6, "{latency}");

@@ -98,6 +98,23 @@ impl CaseFilter {
         })
     }
 
+    /// Whether the names and the regular expression pick `name` (whether or not such a case
+    /// exists). Under a partition, only the shard that `--partition hash:` puts the name in
+    /// (and shard 1 of `count:`, which numbers existing cases only) says yes.
+    pub fn names(&self, name: &str) -> bool {
+        let by_name = (self.patterns.is_empty()
+            || self.patterns.iter().any(|p| glob_match(p, name)))
+            && self.regex.as_ref().is_none_or(|re| re.is_match(name));
+        by_name
+            && match self.partition {
+                None => true,
+                Some(Partition::Hash { k, n }) => {
+                    fnv1a(name.as_bytes()) % u64::from(n) == u64::from(k - 1)
+                }
+                Some(Partition::Count { k, .. }) => k == 1,
+            }
+    }
+
     /// The selected cases of `found` (sorted by name, as discovered), in that order. Each pattern
     /// must match a case: a typo is an error, never an empty run.
     pub fn select<'a>(
@@ -184,6 +201,9 @@ mod tests {
         );
         assert_eq!(f(&["*resume"], Some("^gpt/")), ["gpt/a_resume"]);
         assert_eq!(f(&["g?t/*"], None), ["gpt/a_resume", "gpt/b"]);
+        let by_name = CaseFilter::new(&["gpt/*".into()], Some("perf"), None).unwrap();
+        assert!(by_name.names("gpt/gpt_16b_perf"), "a name no case has");
+        assert!(!by_name.names("gpt/gpt_16b") && !by_name.names("moe/x_perf"));
         let err = CaseFilter::new(&["gpt/nope*".into()], None, None)
             .unwrap()
             .select(&found, "test_cases")

@@ -4,6 +4,7 @@ pub mod annotations;
 pub mod error;
 #[cfg(test)]
 pub(crate) mod fixtures;
+pub mod history;
 pub mod json;
 pub mod junit;
 pub mod markdown;

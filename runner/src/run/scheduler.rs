@@ -208,6 +208,7 @@ fn finish_job(
     last: Option<AttemptOutput>,
 ) -> RunRecord {
     let probe = crate::observe::probe::read::read(&job.dirs.job);
+    let checkpoint_folders = crate::observe::ckpt_folders::folder_sizes(&job.dirs.checkpoints);
     if !opts.keep_checkpoints {
         // Checkpoints of a finished job are not evidence; a disk full of them breaks the next job.
         let _ = std::fs::remove_dir_all(&job.dirs.checkpoints);
@@ -224,6 +225,7 @@ fn finish_job(
         attempts,
         observed,
         probe,
+        checkpoint_folders,
         host,
         workload_commit: workload_commit(job, &opts.base_dir),
     };

@@ -40,6 +40,23 @@ pub fn test_cases() -> Option<PathBuf> {
 
 const CASES: &str = "tests/functional_tests/test_cases";
 
+/// Case folders of Megatron-LM (at the pinned commit) that hold Python for a recipe's own
+/// `script` and no `model_config.yaml`. A full checkout has them; the filtered copy
+/// (`../shared/megatron_corpus`, configs and goldens only) does not.
+pub const SCRIPT_FOLDERS: [&str; 2] = [
+    "common/moe_perf",
+    "gpt/gpt_inference_server_smoke_tp1_pp1_dp8_583m",
+];
+
+/// Those of [`SCRIPT_FOLDERS`] that this corpus holds (under its case root `cases`).
+#[allow(dead_code)] // not every test binary that includes this module counts them
+pub fn script_folders_in(cases: &std::path::Path) -> Vec<&'static str> {
+    SCRIPT_FOLDERS
+        .into_iter()
+        .filter(|d| cases.join(d).is_dir())
+        .collect()
+}
+
 /// Written to the real stderr, not through `eprintln!`: the test harness captures that and shows
 /// it only for failures, and a skip must be visible in a passing run's output.
 fn skip_line() {

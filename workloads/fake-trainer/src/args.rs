@@ -52,6 +52,8 @@ pub(crate) struct Config {
     pub(crate) activation_mb: u64,
     pub(crate) ckpt_mb: u64,
     pub(crate) slow_save_ms: u64,
+    /// Extra `empty_cache` calls planted in every save (`GOLDGATE_PLANT_EMPTY_CACHE`).
+    pub(crate) plant_empty_cache: u64,
     pub(crate) slow_write_ms: u64,
     pub(crate) planted: Vec<(u64, Planted)>,
     /// Loss multiplier minus one for a run that resumed from a checkpoint (a planted resume
@@ -143,7 +145,8 @@ Megatron flags:
   --async-ckpt-use-cpu-shm   stage async saves through a file in /dev/shm
   --ckpt-format X            printed in the saving line (default torch_dist)
   --timing-log-option minmax|max|all
-  --empty-unused-memory-level 0|1|2   1 and 2 free cached activation memory after every step
+  --empty-unused-memory-level 0|1|2   1 frees cached activation memory after every step (one
+                             empty_cache), 2 also after the optimizer step (a second one)
 
 Fake knobs:
   --step-ms N                simulated compute per step, added to the real work (default 60)
@@ -152,7 +155,8 @@ Fake knobs:
   --activation-mb N          per-step activation buffer (default model-mb / 4)
   --ckpt-mb N                checkpoint size per save (default 64)
   --slow-save-ms N           add N ms of blocking work to every save (a planted regression;
-                             GOLDGATE_PLANT_SAVE_DELAY_S=SECONDS in the environment adds more)
+                             GOLDGATE_PLANT_SAVE_DELAY_S=SECONDS in the environment adds more;
+                             GOLDGATE_PLANT_EMPTY_CACHE=N plants N empty_cache calls per save)
   --resume-drift X           a run that resumed from a checkpoint logs its loss X (a fraction)
                              higher, as if the checkpoint did not restore the training state
   --slow-write-ms N          add N ms to every checkpoint file write (slow storage; in the
@@ -310,6 +314,29 @@ pub(crate) fn with_planted_delay(
         cfg.slow_save_ms += (seconds * 1000.0).round() as u64;
         crate::emit::out(&format!(
             "goldgate: planted regression: +{seconds} s in every save_checkpoint"
+        ));
+    }
+    Ok(cfg)
+}
+
+/// Reads `GOLDGATE_PLANT_EMPTY_CACHE` (as `workloads/megatron/train_gpt.py` does): that many
+/// extra `empty_cache` calls in every save (`1` re-adds the seed's call), said on stdout.
+pub(crate) fn with_planted_empty_cache(
+    mut cfg: Config,
+    env: Option<String>,
+) -> Result<Config, UsageError> {
+    let Some(text) = env.filter(|t| !t.trim().is_empty()) else {
+        return Ok(cfg);
+    };
+    let calls: u64 = text.trim().parse().map_err(|_| UsageError::Bad {
+        flag: "GOLDGATE_PLANT_EMPTY_CACHE".into(),
+        value: text.clone(),
+        expected: "a number of calls, at least 0",
+    })?;
+    if calls > 0 {
+        cfg.plant_empty_cache = calls;
+        crate::emit::out(&format!(
+            "goldgate: planted regression: {calls} extra torch.cuda.empty_cache() in every save"
         ));
     }
     Ok(cfg)
@@ -501,6 +528,7 @@ fn validate(raw: Raw) -> Result<Config, UsageError> {
         activation_mb: megabytes(&raw, "--activation-mb", model_mb / 4)?,
         ckpt_mb: megabytes(&raw, "--ckpt-mb", 64)?,
         slow_save_ms: int(&raw, "--slow-save-ms", 0)?,
+        plant_empty_cache: 0,
         slow_write_ms: int(&raw, "--slow-write-ms", 0)?,
         planted,
         resume_drift: float(&raw, "--resume-drift", 0.0)?,
@@ -526,6 +554,25 @@ mod tests {
         match parse(&words(s)) {
             Ok(Command::Train(c)) => *c,
             other => panic!("{s}: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn the_planted_empty_cache_is_a_count() {
+        let c = config("");
+        let planted = with_planted_empty_cache(c.clone(), Some("1".into())).unwrap();
+        assert_eq!(planted.plant_empty_cache, 1);
+        assert_eq!(
+            with_planted_empty_cache(c.clone(), None)
+                .unwrap()
+                .plant_empty_cache,
+            0
+        );
+        for bad in ["-1", "x", "1.5"] {
+            assert!(
+                with_planted_empty_cache(c.clone(), Some(bad.into())).is_err(),
+                "{bad}"
+            );
         }
     }
 

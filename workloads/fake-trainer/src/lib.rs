@@ -20,6 +20,7 @@ mod curve;
 mod emit;
 mod format;
 mod memory;
+mod probe;
 mod process;
 mod train;
 
@@ -54,7 +55,10 @@ pub fn run(argv: &[String], reexec_prefix: &[&str]) -> ExitCode {
         }
     };
     let planted = std::env::var("GOLDGATE_PLANT_SAVE_DELAY_S").ok();
-    let cfg = match args::with_planted_delay(*cfg, planted) {
+    let empty_cache = std::env::var("GOLDGATE_PLANT_EMPTY_CACHE").ok();
+    let cfg = match args::with_planted_delay(*cfg, planted)
+        .and_then(|cfg| args::with_planted_empty_cache(cfg, empty_cache))
+    {
         Ok(cfg) => cfg,
         Err(e) => {
             emit::err(&format!("fake-trainer: error: {e}"));

@@ -17,6 +17,24 @@ pub(crate) struct Accounting {
     max_allocated: AtomicU64,
     reserved: AtomicU64,
     max_reserved: AtomicU64,
+    /// Blocks created and dropped: PyTorch's `num_device_alloc` / `num_device_free`.
+    device_allocs: AtomicU64,
+    device_frees: AtomicU64,
+    /// [`Pool::empty_cache`] calls and their time; each also counts as one
+    /// `num_sync_all_streams`, as PyTorch's `empty_cache` synchronises the device first.
+    empty_cache_calls: AtomicU64,
+    empty_cache_nanos: AtomicU64,
+    empty_cache_max_nanos: AtomicU64,
+}
+
+/// The allocator's counters at one moment (what the probe reads from `memory_stats()`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct AllocCounters {
+    pub(crate) device_allocs: u64,
+    pub(crate) device_frees: u64,
+    pub(crate) empty_cache_calls: u64,
+    pub(crate) empty_cache_nanos: u64,
+    pub(crate) empty_cache_max_nanos: u64,
 }
 
 impl Accounting {
@@ -26,6 +44,16 @@ impl Accounting {
             max_allocated: self.max_allocated.load(Ordering::Relaxed),
             reserved: self.reserved.load(Ordering::Relaxed),
             max_reserved: self.max_reserved.load(Ordering::Relaxed),
+        }
+    }
+
+    pub(crate) fn counters(&self) -> AllocCounters {
+        AllocCounters {
+            device_allocs: self.device_allocs.load(Ordering::Relaxed),
+            device_frees: self.device_frees.load(Ordering::Relaxed),
+            empty_cache_calls: self.empty_cache_calls.load(Ordering::Relaxed),
+            empty_cache_nanos: self.empty_cache_nanos.load(Ordering::Relaxed),
+            empty_cache_max_nanos: self.empty_cache_max_nanos.load(Ordering::Relaxed),
         }
     }
 
@@ -59,6 +87,7 @@ impl Block {
             data[i] = 1;
         }
         Accounting::add(&acct.reserved, &acct.max_reserved, bytes as u64);
+        acct.device_allocs.fetch_add(1, Ordering::Relaxed);
         Ok(Block {
             data,
             acct: Arc::clone(acct),
@@ -71,6 +100,7 @@ impl Drop for Block {
         self.acct
             .reserved
             .fetch_sub(self.data.len() as u64, Ordering::Relaxed);
+        self.acct.device_frees.fetch_add(1, Ordering::Relaxed);
     }
 }
 
@@ -155,8 +185,18 @@ impl Pool {
         }
     }
 
+    /// Frees every cached block and counts the call (its time included).
     pub(crate) fn empty_cache(&mut self) {
+        let start = std::time::Instant::now();
         self.cache.clear();
+        let nanos = u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        self.acct.empty_cache_calls.fetch_add(1, Ordering::Relaxed);
+        self.acct
+            .empty_cache_nanos
+            .fetch_add(nanos, Ordering::Relaxed);
+        self.acct
+            .empty_cache_max_nanos
+            .fetch_max(nanos, Ordering::Relaxed);
     }
 }
 
@@ -209,6 +249,11 @@ mod tests {
         pool.free(again);
         pool.empty_cache();
         assert_eq!(acct.snapshot().reserved, 4 * MIB as u64);
+        let c = acct.counters();
+        assert_eq!(
+            (c.device_allocs, c.device_frees, c.empty_cache_calls),
+            (2, 1, 1)
+        );
         drop(model);
         let s = acct.snapshot();
         assert_eq!(

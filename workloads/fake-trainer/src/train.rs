@@ -12,6 +12,7 @@ use crate::curve::Curve;
 use crate::emit;
 use crate::format::{self, IterationStats, Stamp};
 use crate::memory::{self, Accounting, AllocError, Buffer, Pool};
+use crate::probe::Probe;
 use crate::process;
 
 #[derive(Debug)]
@@ -171,6 +172,10 @@ pub(crate) fn run(cfg: &Config) -> Result<(), TrainError> {
     };
     let mut pool = Pool::new(&acct);
     let mut saver = cfg.save.as_deref().map(|dir| Saver::new(cfg, dir, &acct));
+    let mut saving = Saving {
+        probe: Probe::from_env(&acct),
+        plant_empty_cache: cfg.plant_empty_cache,
+    };
     let curve = Curve::new(cfg.seed, cfg.train_iters);
     let mut interval = Interval::new();
     let (mut last_saved, mut end) = (start, start.max(cfg.train_iters));
@@ -195,7 +200,7 @@ pub(crate) fn run(cfg: &Config) -> Result<(), TrainError> {
         }
         let due = |every: Option<u64>| every.is_some_and(|n| iteration.is_multiple_of(n));
         if let (Some(s), true) = (saver.as_mut(), due(cfg.save_interval)) {
-            interval.excluded += s.save(iteration, model.bytes())?;
+            interval.excluded += save(s, &mut pool, &mut saving, iteration, model.bytes())?;
             last_saved = iteration;
         }
         if due(cfg.exit_interval) {
@@ -203,17 +208,56 @@ pub(crate) fn run(cfg: &Config) -> Result<(), TrainError> {
             break;
         }
     }
-    finish(saver, model.bytes(), last_saved, end)
+    finish(saver, &mut pool, saving, model.bytes(), (last_saved, end))
+}
+
+/// What every save shares: the probe file (when goldgate asked for one) and the planted
+/// `empty_cache` calls.
+struct Saving {
+    probe: Option<Probe>,
+    plant_empty_cache: u64,
+}
+
+/// One save, as Megatron's `save_checkpoint_and_time` makes it: the probe's window around it,
+/// the planted `empty_cache` calls (`GOLDGATE_PLANT_EMPTY_CACHE`) inside. Returns the time
+/// the training loop waited.
+fn save(
+    s: &mut Saver,
+    pool: &mut Pool,
+    saving: &mut Saving,
+    iteration: u64,
+    model: &[u8],
+) -> Result<Duration, TrainError> {
+    let mark = saving.probe.as_ref().map(Probe::mark);
+    let start = Instant::now();
+    for _ in 0..saving.plant_empty_cache {
+        pool.empty_cache();
+    }
+    let planted = start.elapsed();
+    let blocking = s.save(iteration, model)?;
+    if let (Some(p), Some(mark)) = (saving.probe.as_mut(), mark) {
+        p.saved(iteration, mark);
+    }
+    Ok(planted + blocking)
 }
 
 /// Megatron saves once more at the end unless the last iteration was just saved, then waits for
 /// async saves before it reports the end of training.
-fn finish(saver: Option<Saver>, model: &[u8], last_saved: u64, end: u64) -> Result<(), TrainError> {
+fn finish(
+    saver: Option<Saver>,
+    pool: &mut Pool,
+    mut saving: Saving,
+    model: &[u8],
+    (last_saved, end): (u64, u64),
+) -> Result<(), TrainError> {
     if let Some(mut s) = saver {
         if last_saved != end {
-            s.save(end, model)?;
+            save(&mut s, pool, &mut saving, end, model)?;
         }
         s.finish()?;
+    }
+    if let Some(p) = &saving.probe {
+        p.write(true);
     }
     if let Some(rss) = memory::rss_bytes() {
         emit::out(&format!(
@@ -246,7 +290,12 @@ fn step(
     std::hint::black_box(memory::fill(act.bytes_mut(), salt));
     memory::touch(model.bytes_mut(), salt);
     pool.free(act);
+    // Megatron's train_step: level 1 empties the cache after the forward-backward pass,
+    // level 2 also after the optimizer step.
     if cfg.empty_unused_memory_level >= 1 {
+        pool.empty_cache();
+    }
+    if cfg.empty_unused_memory_level >= 2 {
         pool.empty_cache();
     }
     compute(cfg.step_ms, cfg.busy);

@@ -14,7 +14,10 @@ mod summary;
 mod tail;
 
 pub use clean::{LineCleaner, one_line, strip_ansi};
-pub use collect::{LogCollector, summarize_file, summarize_reader};
+pub use collect::{
+    LogCollector, summarize_file, summarize_file_with_tail, summarize_reader,
+    summarize_reader_with_tail,
+};
 pub use error::LogError;
 pub use event::{
     FailureKind, Fields, IterationLine, LogEvent, LogLine, MemoryMb, MemoryPoint, MemoryReport,

@@ -69,6 +69,18 @@ pub fn install(
     Ok(env)
 }
 
+/// For a job that is not Python: creates `<job_dir>/probe` and returns `GOLDGATE_PROBE_DIR`
+/// only, so a workload that counts for itself (the fake trainer does) writes probe files in
+/// the probe's schema, read back like a Python rank's.
+pub fn probe_dir_only(job_dir: &Path) -> std::io::Result<Vec<(String, String)>> {
+    let dir = job_dir.join("probe");
+    std::fs::create_dir_all(&dir)?;
+    Ok(vec![(
+        "GOLDGATE_PROBE_DIR".to_string(),
+        dir.display().to_string(),
+    )])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -7,6 +7,8 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use crate::metric_names as names;
+
 /// `torch.cuda.empty_cache()` calls seen in one process.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct EmptyCache {
@@ -33,6 +35,32 @@ pub struct SaveWindow {
     pub seconds: f64,
     /// Iteration, when the function was given one.
     pub iteration: Option<u64>,
+    /// What happened inside the save (Megatron's and DCP's saves; absent for `torch.save`).
+    #[serde(default)]
+    pub counters: Option<SaveCounters>,
+}
+
+/// Counters of one save window: each the change from the save's start to its end (`None`
+/// where the process could not read it, e.g. no CUDA).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SaveCounters {
+    pub empty_cache_calls: Option<u64>,
+    pub empty_cache_seconds: Option<f64>,
+    pub num_alloc_retries: Option<u64>,
+    pub num_device_alloc: Option<u64>,
+    pub num_device_free: Option<u64>,
+    pub num_sync_all_streams: Option<u64>,
+    /// Bytes passed to `write()` (`/proc/self/io` `wchar`).
+    pub wchar: Option<u64>,
+    /// Bytes sent to the block layer (`/proc/self/io` `write_bytes`).
+    pub write_bytes: Option<u64>,
+}
+
+/// `/proc/self/io` of one process at its last write (this process and the children it reaped).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProcIo {
+    pub wchar: u64,
+    pub write_bytes: u64,
 }
 
 /// `torch.cuda.memory_stats()` at one moment (bytes and counts).
@@ -51,6 +79,8 @@ pub struct MemoryStats {
     pub num_ooms: Option<u64>,
     pub num_device_alloc: Option<u64>,
     pub num_device_free: Option<u64>,
+    #[serde(default)]
+    pub num_sync_all_streams: Option<u64>,
 }
 
 /// What one rank's process recorded.
@@ -76,6 +106,12 @@ pub struct RankProbe {
     /// CPU time of the probe's polling thread (s): its real cost to the process.
     #[serde(default)]
     pub poller_cpu_seconds: f64,
+    /// Calls of `torch.multiprocessing.reductions.rebuild_cuda_tensor` in this process.
+    #[serde(default)]
+    pub rebuild_cuda_tensor_calls: u64,
+    /// `/proc/self/io` at the file's last write.
+    #[serde(default)]
+    pub io: Option<ProcIo>,
 }
 
 /// Every rank's probe record of one job, with problems found while reading.
@@ -153,7 +189,7 @@ impl ProbeSummary {
             }
         };
         put(
-            "empty-cache-calls",
+            names::EMPTY_CACHE_CALLS,
             max(&|r| Some(r.empty_cache.calls as f64)),
         );
         put("empty-cache-seconds", max(&|r| Some(r.empty_cache.seconds)));
@@ -164,8 +200,6 @@ impl ProbeSummary {
                 .flatten()
                 .map(|s| s / saves as f64),
         );
-        put("alloc-retries", max(&mem(|s| s.num_alloc_retries)));
-        put("cuda-ooms", max(&mem(|s| s.num_ooms)));
         put(
             "torch-peak-allocated-bytes",
             max(&mem(|s| s.peak_allocated_bytes)),
@@ -186,7 +220,108 @@ impl ProbeSummary {
             max(&mem(|s| s.peak_inactive_split_bytes)),
         );
         put("probe-cpu-seconds", max(&|r| Some(r.poller_cpu_seconds)));
+        self.counter_metrics(&mut m);
         m
+    }
+
+    /// The job-total counters (issue 20): allocator counts (max across ranks), CUDA tensors
+    /// received and bytes written (summed over processes).
+    fn counter_metrics(&self, m: &mut BTreeMap<String, f64>) {
+        let max = |f: fn(&MemoryStats) -> Option<u64>| {
+            self.ranks
+                .iter()
+                .filter_map(|r| r.memory.as_ref().and_then(f))
+                .max()
+                .map(|v| v as f64)
+        };
+        let mut put = |name: &str, v: Option<f64>| {
+            if let Some(v) = v {
+                m.insert(name.to_string(), v);
+            }
+        };
+        put(names::ALLOC_RETRIES, max(|s| s.num_alloc_retries));
+        put(names::CUDA_OOMS, max(|s| s.num_ooms));
+        put(names::CUDA_MALLOC_CALLS, max(|s| s.num_device_alloc));
+        put(names::CUDA_FREE_CALLS, max(|s| s.num_device_free));
+        put(
+            names::SYNC_ALL_STREAMS_CALLS,
+            max(|s| s.num_sync_all_streams),
+        );
+        put(
+            names::REBUILD_CUDA_TENSOR_CALLS,
+            (!self.ranks.is_empty()).then(|| {
+                let calls: u64 = self.ranks.iter().map(|r| r.rebuild_cuda_tensor_calls).sum();
+                calls as f64
+            }),
+        );
+        put(
+            names::JOB_WRITTEN_BYTES,
+            self.ranks
+                .iter()
+                .filter_map(|r| r.io.as_ref().map(|io| io.wchar as f64))
+                .reduce(|a, b| a + b),
+        );
+    }
+
+    /// Per-save counters, keyed by the save's iteration: counts the max across ranks, bytes
+    /// summed over ranks. Only saves that recorded counters and an iteration take part; a
+    /// counter no rank could read is left out.
+    pub fn per_save_metrics(&self) -> BTreeMap<String, BTreeMap<u64, f64>> {
+        type Field = fn(&SaveCounters) -> Option<f64>;
+        fn n(v: Option<u64>) -> Option<f64> {
+            v.map(|v| v as f64)
+        }
+        // (metric, field, summed over ranks)
+        let fields: [(&str, Field, bool); 8] = [
+            (
+                names::CKPT_EMPTY_CACHE_CALLS,
+                |c| n(c.empty_cache_calls),
+                false,
+            ),
+            (
+                names::CKPT_EMPTY_CACHE_SECONDS,
+                |c| c.empty_cache_seconds,
+                false,
+            ),
+            (names::CKPT_ALLOC_RETRIES, |c| n(c.num_alloc_retries), false),
+            (
+                names::CKPT_CUDA_MALLOC_CALLS,
+                |c| n(c.num_device_alloc),
+                false,
+            ),
+            (names::CKPT_CUDA_FREE_CALLS, |c| n(c.num_device_free), false),
+            (
+                names::CKPT_SYNC_ALL_STREAMS_CALLS,
+                |c| n(c.num_sync_all_streams),
+                false,
+            ),
+            (names::CKPT_WRITTEN_BYTES, |c| n(c.wchar), true),
+            (names::CKPT_DISK_WRITTEN_BYTES, |c| n(c.write_bytes), true),
+        ];
+        let mut out: BTreeMap<String, BTreeMap<u64, f64>> = BTreeMap::new();
+        for (name, field, summed) in fields {
+            let mut series: BTreeMap<u64, f64> = BTreeMap::new();
+            for rank in &self.ranks {
+                // One rank's windows of one iteration add up (a save split in two calls).
+                let mut own: BTreeMap<u64, f64> = BTreeMap::new();
+                for w in &rank.saves {
+                    let (Some(it), Some(c)) = (w.iteration, w.counters.as_ref()) else {
+                        continue;
+                    };
+                    if let Some(v) = field(c) {
+                        *own.entry(it).or_default() += v;
+                    }
+                }
+                for (it, v) in own {
+                    let slot = series.entry(it).or_insert(if summed { 0.0 } else { v });
+                    *slot = if summed { *slot + v } else { slot.max(v) };
+                }
+            }
+            if !series.is_empty() {
+                out.insert(name.to_owned(), series);
+            }
+        }
+        out
     }
 }
 

@@ -11,7 +11,14 @@ one; goldgate puts this file's folder first on ``PYTHONPATH`` for every rank. Th
   - every ``torch.cuda.empty_cache()`` call (count, total and longest wall time), and how many
     of them fell inside a checkpoint save (Megatron's ``save_checkpoint``, ``torch.save``,
     ``torch.distributed.checkpoint.save`` / ``async_save``);
-  - checkpoint save windows (function, start, wall time, iteration when known);
+  - checkpoint save windows (function, start, wall time, iteration when known) and, for
+    Megatron's and torch.distributed.checkpoint's saves, what happened inside each one
+    (``counters``): ``empty_cache`` calls and their time, the allocator's
+    ``num_alloc_retries``, ``num_device_alloc``, ``num_device_free`` and
+    ``num_sync_all_streams``, and ``wchar`` / ``write_bytes`` of ``/proc/self/io``;
+  - calls of ``torch.multiprocessing.reductions.rebuild_cuda_tensor`` (a CUDA tensor received
+    from another process: an async checkpoint worker's handoff);
+  - ``/proc/self/io`` at every write (bytes this process, and the children it reaped, wrote);
   - ``torch.cuda.memory_stats()`` at an interval and at exit: peaks, alloc retries, OOMs,
     device allocs/frees, segments, inactive split bytes; the allocator settings in force;
   - on an out-of-memory error, with ``GOLDGATE_PROBE_HISTORY=1``, a memory snapshot pickle
@@ -21,6 +28,7 @@ exit, so a rank that dies still leaves a valid, possibly partial, file.
 """
 
 import atexit
+import functools
 import importlib.abc
 import importlib.machinery
 import importlib.util
@@ -61,6 +69,8 @@ class _State:
                             "calls_in_checkpoint": 0, "seconds_in_checkpoint": 0.0}
         self.saves = []
         self.save_depth = 0
+        self.save_start = None
+        self.rebuild_cuda_tensor_calls = 0
         self.samples = []
         self.last = None
         self.oom_snapshot = None
@@ -97,9 +107,50 @@ def _memory_stats(torch):
         "num_ooms": "num_ooms",
         "num_device_alloc": "num_device_alloc",
         "num_device_free": "num_device_free",
+        "num_sync_all_streams": "num_sync_all_streams",
     }
     out = {v: s.get(k) for k, v in keys.items()}
     out["t"] = round(time.time() - _S.started, 3)
+    return out
+
+
+def _proc_io():
+    """``wchar`` and ``write_bytes`` of ``/proc/self/io`` (None where unreadable)."""
+    try:
+        with open("/proc/self/io") as f:
+            fields = dict(line.split(":", 1) for line in f if ":" in line)
+        return {"wchar": int(fields["wchar"]), "write_bytes": int(fields["write_bytes"])}
+    except (OSError, KeyError, ValueError):
+        return None
+
+
+# The allocator counters a save window records, as memory_stats() names them.
+_SAVE_STATS = ("num_alloc_retries", "num_device_alloc", "num_device_free", "num_sync_all_streams")
+
+
+def _counters_now(torch):
+    """What a save window subtracts: empty_cache so far, allocator counters, /proc/self/io."""
+    with _S.lock:
+        counters = {"empty_cache_calls": _S.empty_cache["calls"],
+                    "empty_cache_seconds": _S.empty_cache["seconds"]}
+    try:
+        stats = torch.cuda.memory_stats() if torch.cuda.is_initialized() else {}
+    except Exception:
+        stats = {}
+    for key in _SAVE_STATS:
+        counters[key] = stats.get(key)
+    io = _proc_io() or {}
+    counters["wchar"] = io.get("wchar")
+    counters["write_bytes"] = io.get("write_bytes")
+    return counters
+
+
+def _counter_delta(before, after):
+    out = {}
+    for key, value in after.items():
+        start = before.get(key)
+        out[key] = None if value is None or start is None else value - start
+    out["empty_cache_seconds"] = round(out["empty_cache_seconds"], 6)
     return out
 
 
@@ -134,7 +185,8 @@ def _write(torch, final=False, force=False):
             _S.samples.append(stats)
             if len(_S.samples) > 400:  # keep the file small: thin to every other sample
                 _S.samples = _S.samples[::2]
-        if _S.last is None and not _S.saves and _S.empty_cache["calls"] == 0:
+        if (_S.last is None and not _S.saves and _S.empty_cache["calls"] == 0
+                and _S.rebuild_cuda_tensor_calls == 0):
             return  # never used CUDA (e.g. torchrun's agent): leave no file
         if final:
             _S.finalized = True
@@ -146,6 +198,8 @@ def _write(torch, final=False, force=False):
             "final": final,
             "wall_seconds": round(time.time() - _S.started, 3),
             "empty_cache": dict(_S.empty_cache),
+            "rebuild_cuda_tensor_calls": _S.rebuild_cuda_tensor_calls,
+            "io": _proc_io(),
             "saves": list(_S.saves),
             "memory": _S.last,
             "samples": list(_S.samples),
@@ -196,22 +250,30 @@ def _iteration_of(args, kwargs):
     return value if isinstance(value, int) else None
 
 
-def _save_wrapper(torch, name, original, write_after=False):
+def _save_wrapper(torch, name, original, write_after=False, counted=False):
+    """Wraps a save function. An outer ``counted`` window (Megatron's and DCP's saves, not
+    each ``torch.save`` a writer makes) also records its counters: the delta of
+    :func:`_counters_now` from its start to its end."""
     def wrapper(*args, **kwargs):
         t0 = _now()
         started = round(time.time() - _S.started, 3)
         with _S.lock:
             _S.save_depth += 1
+            outer = _S.save_depth == 1
+        before = _counters_now(torch) if outer and counted else None
         try:
             return original(*args, **kwargs)
         finally:
             dt = _now() - t0
+            after = _counters_now(torch) if before is not None else None
             with _S.lock:
                 _S.save_depth -= 1
-                outer = _S.save_depth == 0
                 if outer and len(_S.saves) < 10000:
-                    _S.saves.append({"function": name, "start": started, "seconds": round(dt, 6),
-                                     "iteration": _iteration_of(args, kwargs)})
+                    window = {"function": name, "start": started, "seconds": round(dt, 6),
+                              "iteration": _iteration_of(args, kwargs)}
+                    if before is not None:
+                        window["counters"] = _counter_delta(before, after)
+                    _S.saves.append(window)
             if outer and write_after:
                 _write(torch, force=True)
 
@@ -220,11 +282,11 @@ def _save_wrapper(torch, name, original, write_after=False):
     return wrapper
 
 
-def _patch_attr(module, attr, torch, label, write_after=False):
+def _patch_attr(module, attr, torch, label, write_after=False, counted=False):
     original = getattr(module, attr, None)
     if original is None or getattr(original, "__wrapped__", None) is not None:
         return
-    setattr(module, attr, _save_wrapper(torch, label, original, write_after))
+    setattr(module, attr, _save_wrapper(torch, label, original, write_after, counted))
 
 
 def _on_megatron_training(module):
@@ -232,21 +294,40 @@ def _on_megatron_training(module):
     # before its timer starts and then save_checkpoint(): the outer function is the window.
     torch = sys.modules.get("torch")
     if torch is not None:
-        _patch_attr(module, "save_checkpoint_and_time", torch, "megatron.save_checkpoint", True)
-        _patch_attr(module, "save_checkpoint", torch, "megatron.save_checkpoint", True)
+        _patch_attr(module, "save_checkpoint_and_time", torch, "megatron.save_checkpoint",
+                    True, True)
+        _patch_attr(module, "save_checkpoint", torch, "megatron.save_checkpoint", True, True)
 
 
 def _on_megatron_checkpointing(module):
     torch = sys.modules.get("torch")
     if torch is not None:
-        _patch_attr(module, "save_checkpoint", torch, "megatron.save_checkpoint", True)
+        _patch_attr(module, "save_checkpoint", torch, "megatron.save_checkpoint", True, True)
 
 
 def _on_dcp(module):
     torch = sys.modules.get("torch")
     if torch is not None:
-        _patch_attr(module, "save", torch, "torch.distributed.checkpoint.save")
-        _patch_attr(module, "async_save", torch, "torch.distributed.checkpoint.async_save")
+        _patch_attr(module, "save", torch, "torch.distributed.checkpoint.save", counted=True)
+        _patch_attr(module, "async_save", torch, "torch.distributed.checkpoint.async_save",
+                    counted=True)
+
+
+def _on_reductions(module):
+    """Counts ``rebuild_cuda_tensor``: each call is a CUDA tensor received from another process
+    (an async checkpoint worker's handoff). The wrapper keeps the original's module and name,
+    so a pickle that names the function still finds it."""
+    original = getattr(module, "rebuild_cuda_tensor", None)
+    if original is None or getattr(original, "__wrapped__", None) is not None:
+        return
+
+    def rebuild_cuda_tensor(*args, **kwargs):
+        with _S.lock:
+            _S.rebuild_cuda_tensor_calls += 1
+        return original(*args, **kwargs)
+
+    functools.update_wrapper(rebuild_cuda_tensor, original)
+    module.rebuild_cuda_tensor = rebuild_cuda_tensor
 
 
 def _excepthook_for(torch, previous):
@@ -323,6 +404,7 @@ _HOOKS = {
     "megatron.training.training": _on_megatron_training,
     "megatron.training.checkpointing": _on_megatron_checkpointing,
     "torch.distributed.checkpoint": _on_dcp,
+    "torch.multiprocessing.reductions": _on_reductions,
 }
 
 

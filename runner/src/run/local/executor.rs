@@ -11,7 +11,7 @@ use super::sampling;
 use super::scripts::{self, Hook, ScriptFailure};
 use crate::launch::{self, FailureSigns, LaunchError, LaunchEvent, LaunchSpec, Settle};
 use crate::metrics::Observed;
-use crate::observe::probe::install::{ProbeMode, install};
+use crate::observe::probe::install::{ProbeMode, install, probe_dir_only};
 use crate::plan::{Job, Launcher, RunSpec};
 use crate::run::event::ExecEvent;
 use crate::run::executor::{AttemptContext, AttemptOutput, Executor, Refusal, create_job_dirs};
@@ -199,10 +199,19 @@ impl LocalExecutor {
         Ok(spec)
     }
 
-    /// The job's environment: the plan's, plus the probe for Python jobs.
+    /// The job's environment: the plan's, plus the probe for Python jobs (for other jobs, the
+    /// probe folder only: a workload may write probe files itself).
     fn job_env(&self, job: &Job) -> Result<BTreeMap<String, String>, String> {
         let mut env = job.env.clone();
-        if self.probe.torch && is_python_job(job) {
+        if self.probe.torch && !is_python_job(job) {
+            let extra = probe_dir_only(&job.dirs.job).map_err(|e| {
+                format!(
+                    "cannot create the probe folder in {}: {e}",
+                    job.dirs.job.display()
+                )
+            })?;
+            env.extend(extra);
+        } else if self.probe.torch {
             let existing = env
                 .get("PYTHONPATH")
                 .cloned()
