@@ -20,6 +20,10 @@ use goldgate::metrics::{Fingerprint, RunRecord, StepValues, VariantRecord};
 #[allow(dead_code)] // the bench needs only the corpus root, not the case root
 #[path = "../tests/common/corpus.rs"]
 mod corpus;
+// What the corpus lookup does when there is none (skip, or fail under CI=true).
+#[allow(dead_code)]
+#[path = "../tests/common/prereq.rs"]
+mod prereq;
 
 fn golden_files(dir: &Path, out: &mut Vec<PathBuf>) {
     for e in std::fs::read_dir(dir).unwrap() {

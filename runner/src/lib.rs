@@ -18,5 +18,6 @@ pub mod metric_names;
 pub mod metrics;
 pub mod observe;
 pub mod plan;
+pub mod printable;
 pub mod report;
 pub mod run;

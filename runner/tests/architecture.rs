@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// Modules every stage may use; they use no stage.
-const BASE: &[&str] = &["exit", "fsio", "metric_names", "duration"];
+const BASE: &[&str] = &["exit", "fsio", "metric_names", "duration", "printable"];
 
 /// Pipeline stages in order; a stage may use its own rank and earlier ones. `golden` reads
 /// and writes the case stage's golden files; `config` is the plan stage's schema.

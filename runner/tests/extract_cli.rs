@@ -296,3 +296,24 @@ fn a_crash_that_no_marker_names_is_a_failure_as_run_reports_it() {
     let (_, json, _) = extract(&["--format", "json", &fixture("new_sync.log")]);
     assert!(!json.contains("\"exception\""), "{json}");
 }
+
+/// `extract --tensorboard`: a folder's files and a row per tag (tensor-form tags too).
+#[test]
+fn tensorboard_folder_table() {
+    let (code, stdout, stderr) = extract(&["--tensorboard", "tests/fixtures/tensorboard/tensor"]);
+    assert_eq!((code, stderr.as_str()), (0, ""));
+    insta::assert_snapshot!(stdout);
+    let (code, json, _) = extract(&[
+        "--tensorboard",
+        "tests/fixtures/tensorboard/tensor",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(code, 0);
+    let doc: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(doc["tensorboard"][0]["scalars"]["lm loss"]["4"], 1.0);
+    let total = doc["tensorboard"][0]["scalars"]["total loss"]
+        .as_object()
+        .unwrap();
+    assert_eq!(total.len(), 20);
+}

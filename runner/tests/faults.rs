@@ -261,6 +261,18 @@ fn item12_sigusr1_is_handled_like_sigterm() {
     stop_signal_stops_everything("USR1");
 }
 
+/// Issue 22 item 4: every other signal whose default action ends a process (SIGXCPU is what
+/// `ulimit -t` sends; 34 and 64 are SIGRTMIN and SIGRTMAX) stops the job, its setsid daemon
+/// and goldgate's run as SIGTERM does.
+#[test]
+fn issue22_item4_every_catchable_fatal_signal_is_handled_like_sigterm() {
+    for sig in [
+        "USR2", "ALRM", "XCPU", "VTALRM", "PROF", "POLL", "PWR", "STKFLT", "34", "64",
+    ] {
+        stop_signal_stops_everything(sig);
+    }
+}
+
 #[test]
 fn item12_ctrl_c_stops_the_job_and_what_escaped() {
     stop_signal_stops_everything("INT");
@@ -425,11 +437,13 @@ fn item9_report_files_never_replace_devices_fifos_or_symlinks() {
     std::os::unix::fs::symlink(&real, &link).unwrap();
     let o = compare(&s, &["--junit", "null.xml", "--json", "link.json"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
-    for p in [&null, &link] {
-        let kind = std::fs::symlink_metadata(p).unwrap().file_type();
-        assert!(kind.is_symlink(), "{} was replaced", p.display());
-    }
-    assert!(std::fs::read_to_string(&real).unwrap().contains("\"jobs\""));
+    let kind = std::fs::symlink_metadata(&null).unwrap().file_type();
+    assert!(kind.is_symlink(), "{} was replaced", null.display());
+    // A link to a regular file is replaced by the report; its target is never written
+    // (issue 22 item 3: a committed link must not lead a write outside the folder).
+    assert!(std::fs::symlink_metadata(&link).unwrap().is_file());
+    assert!(std::fs::read_to_string(&link).unwrap().contains("\"jobs\""));
+    assert_eq!(std::fs::read_to_string(&real).unwrap(), "old");
     let fifo = s.path().join("report.md");
     mkfifo(&fifo);
     let o = compare(&s, &["--markdown", "report.md"]);

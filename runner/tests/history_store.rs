@@ -8,7 +8,6 @@
 
 mod common;
 
-use std::io::Write as _;
 use std::path::Path;
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -49,15 +48,9 @@ fn fresh(backend: &str) -> Option<Fresh> {
         });
     }
     let Some(admin) = std::env::var(PG_VAR).ok().filter(|u| !u.is_empty()) else {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "CI=true but {PG_VAR} is not set: .ci/run must start PostgreSQL (.ci/postgres.sh)"
-        );
-        let test = std::thread::current().name().unwrap_or("a test").to_owned();
-        let _ = writeln!(
-            std::io::stderr(),
-            "skipped: {test}: no PostgreSQL ({PG_VAR} unset; start one with .ci/postgres.sh)"
-        );
+        common::prereq::missing(&format!(
+            "no PostgreSQL ({PG_VAR} unset; .ci/run starts one with .ci/postgres.sh)"
+        ));
         return None;
     };
     let name = format!(

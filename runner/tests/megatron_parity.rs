@@ -201,11 +201,11 @@ fn every_corpus_run_matches_megatrons_command_line() {
     // `<corpus>/tests/functional_tests/test_cases` → `<corpus>`.
     let corpus = root.join("../../..");
     if !corpus.join("tests/test_utils/recipes").is_dir() {
-        println!("skipped: argv parity needs the corpus's tests/test_utils/recipes");
+        common::prereq::missing("argv parity needs the corpus's tests/test_utils/recipes");
         return;
     }
     if let Some(why) = missing_prerequisite() {
-        println!("skipped: argv parity needs {why}");
+        common::prereq::missing(&format!("argv parity needs {why}"));
         return;
     }
     let dir = tempfile::tempdir().unwrap();

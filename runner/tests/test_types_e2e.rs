@@ -202,8 +202,37 @@ AFTER_SCRIPT: |
         &d.join("cases/demo/scripts/model_config.yaml"),
         &regular_case(scripts),
     );
-    let o = goldgate(d, &run_args("out", &["--no-compare", "demo/scripts"]));
+    // The local executor leaves them out unless asked (they can change the machine), and says so.
+    let o = goldgate(d, &run_args("out0", &["--no-compare", "demo/scripts"]));
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let (_, job) = job_dir(&d.join("out0"));
+    assert!(!job.join("before-ran").exists() && !job.join("after-ran").exists());
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains(
+            "note: not running the BEFORE_SCRIPT/AFTER_SCRIPT of 1 case(s) on this machine: \
+             demo/scripts (`--scripts` runs them; `goldgate plan` shows them)\n"
+        ),
+        "{}",
+        text(&o)
+    );
+    // --scripts: what will run is printed first, then both run.
+    let o = goldgate(
+        d,
+        &run_args("out", &["--no-compare", "--scripts", "demo/scripts"]),
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    let notice = "goldgate: running the cases' scripts on this machine (bash -euo pipefail -c, \
+                  in each job folder, around every run):\n  demo/scripts BEFORE_SCRIPT:\n    \
+                  | echo \"before in $(pwd), saving to ";
+    let at = stderr.find(notice).unwrap_or_else(|| panic!("{stderr}"));
+    assert!(at < stderr.find("start ").unwrap(), "{stderr}");
+    for line in [
+        "    | touch before-ran\n  demo/scripts AFTER_SCRIPT:\n",
+        "    | echo \"after, training exit $EXIT_CODE\"\n    | touch after-ran\n",
+    ] {
+        assert!(stderr.contains(line), "{stderr}");
+    }
     let (_, job) = job_dir(&d.join("out"));
     assert!(job.join("before-ran").is_file() && job.join("after-ran").is_file());
     let before = std::fs::read_to_string(job.join("logs/before_script.log")).unwrap();
@@ -236,7 +265,10 @@ fn a_failing_script_fails_the_job_with_its_last_line() {
         &d.join("cases/demo/before/model_config.yaml"),
         &regular_case(before),
     );
-    let o = goldgate(d, &run_args("out", &["--no-compare", "demo/before"]));
+    let o = goldgate(
+        d,
+        &run_args("out", &["--no-compare", "--scripts", "demo/before"]),
+    );
     assert_eq!(o.status.code(), Some(3), "{}", text(&o));
     let (r, job) = job_dir(&d.join("out"));
     assert_eq!(
@@ -262,7 +294,10 @@ fn a_failing_script_fails_the_job_with_its_last_line() {
         &d.join("cases/demo/after/model_config.yaml"),
         &regular_case(after),
     );
-    let o = goldgate(d, &run_args("out3", &["--no-compare", "demo/after"]));
+    let o = goldgate(
+        d,
+        &run_args("out3", &["--no-compare", "--scripts", "demo/after"]),
+    );
     assert_eq!(o.status.code(), Some(3), "{}", text(&o));
     let (r, _) = job_dir(&d.join("out3"));
     let line = r.attempts.last().unwrap().failure_line.clone().unwrap();

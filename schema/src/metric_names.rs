@@ -9,6 +9,24 @@ pub const LM_LOSS: &str = "lm loss";
 pub const NUM_ZEROS: &str = "num-zeros";
 /// Seconds per iteration (Megatron prints milliseconds), per step.
 pub const ITERATION_TIME: &str = "iteration-time";
+/// Bytes PyTorch's allocator holds for tensors (`--log-memory-to-tensorboard`), per step.
+pub const MEM_ALLOCATED: &str = "mem-allocated-bytes";
+/// Peak of [`MEM_ALLOCATED`] so far, per step.
+pub const MEM_MAX_ALLOCATED: &str = "mem-max-allocated-bytes";
+
+/// The metrics Megatron's `get_test_results_from_tensorboard_logs.py` keeps in a golden file,
+/// in its order: where a job's TensorBoard folder has them, they win over the log's.
+pub const MEGATRON_TENSORBOARD_METRICS: [&str; 8] = [
+    ITERATION_TIME,
+    MEM_ALLOCATED,
+    MEM_MAX_ALLOCATED,
+    LM_LOSS,
+    NUM_ZEROS,
+    "mtp_1 loss",
+    "mtp_2 loss",
+    "total loss",
+];
+
 /// Seconds `save_checkpoint()` blocked training, per save iteration.
 pub const CHECKPOINT_BLOCKING: &str = "checkpoint-blocking-time";
 /// Seconds from scheduling an async save to its completion, per save iteration.

@@ -280,6 +280,10 @@ pub struct RunRecord {
     /// records before version 4: `compare` then reads them from today's case file, and says so.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub judging: Option<Judging>,
+    /// `goldgate run --tensorboard`: what the job's TensorBoard folder gave the metrics above
+    /// (for a resume test, the first run's folder). Absent without the option.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tensorboard: Option<TensorboardRecord>,
 }
 
 /// Every input of a job's judgement, recorded when it ran: `compare` judges a record by these,
@@ -332,6 +336,43 @@ pub struct RulesRef {
     pub sha256: String,
 }
 
+/// What a run's TensorBoard folder (Megatron's `--tensorboard-dir`) gave its metrics.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct TensorboardRecord {
+    /// The folder read (relative to the job folder when inside it).
+    pub dir: String,
+    /// The event files read, oldest first (names).
+    pub files: Vec<String>,
+    /// Metrics whose values in `metrics` are TensorBoard's: Megatron's golden metrics it has,
+    /// and the metrics only it has (memory with `--log-memory-to-tensorboard`, timers).
+    pub metrics: Vec<String>,
+    /// Metrics both the log and TensorBoard have whose values differ by more than the log's
+    /// printed digits explain; `metrics` keeps one source, `other` holds the other's values.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub disagreements: Vec<SourceDisagreement>,
+    /// Why the folder could not be read; the metrics are then the log's alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// One metric the log and TensorBoard both have and disagree on.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SourceDisagreement {
+    pub metric: String,
+    /// Which source `metrics` keeps: `tensorboard` (Megatron's golden metrics) or `log`.
+    pub kept: String,
+    /// Steps both sources have.
+    pub steps_compared: u64,
+    /// Of those, the steps where they differ.
+    pub steps_differing: u64,
+    /// The first such step.
+    pub first_step: u64,
+    /// The largest relative difference, |log - tensorboard| / max(|log|, |tensorboard|).
+    pub max_relative_difference: f64,
+    /// The other source's values (all its steps).
+    pub other: StepValues,
+}
+
 /// One node's memory peaks and timeline (bytes).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct NodeMemory {
@@ -355,6 +396,9 @@ pub struct ResumedRun {
     pub first_step: Option<u64>,
     /// Metric name → the second run's values at steps after `from_step`.
     pub metrics: BTreeMap<String, StepValues>,
+    /// `goldgate run --tensorboard`: what the second run's TensorBoard folder gave.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tensorboard: Option<TensorboardRecord>,
 }
 
 impl VariantRecord {
@@ -402,6 +446,7 @@ impl RunRecord {
             resumed: None,
             nodes: Vec::new(),
             judging: None,
+            tensorboard: None,
         }
     }
 

@@ -13,6 +13,11 @@ Two adjustments, both outside the measured path:
   ``helpers_cpp`` extension, so the call is replaced by a no-op.
 * ``GOLDGATE_PLANT_SAVE_DELAY_S`` (unset by default) sleeps that many seconds inside every
   ``save_checkpoint`` call: a planted checkpoint regression for testing the gate.
+* ``GOLDGATE_PLANT_EMPTY_CACHE`` (unset by default) calls ``torch.cuda.empty_cache()`` that
+  many times at the start of every ``save_checkpoint`` call: the seed's regression, which the
+  probe's counters (``checkpoint-empty-cache-calls``, ``checkpoint-sync-all-streams-calls``)
+  see with one job. The training loop's saves go through ``save_checkpoint_and_time``, the
+  probe's save window, which calls ``save_checkpoint``: the planted calls fall inside it.
 
 Users with a Megatron-LM checkout point goldgate at its ``pretrain_gpt.py`` instead.
 """
@@ -54,6 +59,25 @@ def _plant_save_delay() -> None:
 
     _training.save_checkpoint = slow_save_checkpoint
     print(f"goldgate: planted regression: +{delay} s in every save_checkpoint", flush=True)
+
+
+def _plant_empty_cache() -> None:
+    text = os.environ.get("GOLDGATE_PLANT_EMPTY_CACHE", "").strip()
+    if not text:
+        return
+    calls = int(text)  # a bad value stops the job at start-up, naming the variable below
+    if calls <= 0:
+        return
+    original = _training.save_checkpoint
+
+    def save_checkpoint_emptying_cache(*args, **kwargs):
+        for _ in range(calls):
+            torch.cuda.empty_cache()
+        return original(*args, **kwargs)
+
+    _training.save_checkpoint = save_checkpoint_emptying_cache
+    print(f"goldgate: planted regression: {calls} extra torch.cuda.empty_cache() in every save",
+          flush=True)
 
 
 def _is_dataset_built_on_rank() -> bool:
@@ -112,6 +136,10 @@ def forward_step(data_iterator, model):
 
 def main() -> None:
     _plant_save_delay()
+    try:
+        _plant_empty_cache()
+    except ValueError as e:
+        raise SystemExit(f"GOLDGATE_PLANT_EMPTY_CACHE must be a number of calls: {e}") from e
     args = parse_and_validate_args()
     model_cfg = gpt_config_from_args(args)
     cfg = pretrain_cfg_container_from_args(args, model_cfg)

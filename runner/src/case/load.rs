@@ -72,7 +72,54 @@ pub fn load_case_checked(
     };
     let mut case = loader.case(name, dir, &node)?;
     case.file_sha256 = sha256_hex(text.as_bytes());
-    Ok((case, loader.warnings))
+    let mut warnings = Vec::new();
+    duplicate_keys(config_path, &node, &mut Vec::new(), &mut warnings);
+    warnings.extend(loader.warnings);
+    Ok((case, warnings))
+}
+
+/// A warning for every key a map of the file holds twice (`TEST_TYPE` written twice): the
+/// last value is the one used, as Megatron's YAML reader (PyYAML) takes it, but a reviewer
+/// reading the file sees the first. `place`: the keys of the enclosing maps.
+fn duplicate_keys(
+    path: &Path,
+    node: &yaml::Node,
+    place: &mut Vec<String>,
+    out: &mut Vec<CaseWarning>,
+) {
+    match &node.kind {
+        yaml::NodeKind::Map(entries) => {
+            let mut seen: std::collections::HashMap<&str, Option<Span>> = Default::default();
+            for (key, value) in entries {
+                if let Some(first) = seen.get(key.text.as_str()).copied() {
+                    let line = |s: Option<Span>| s.map_or(0, |s| s.line);
+                    let mut shown = place.clone();
+                    shown.push(key.text.clone());
+                    out.push(CaseWarning {
+                        path: path.to_path_buf(),
+                        at: key.span,
+                        message: format!(
+                            "duplicate key {} (first on line {}): the last value is used, as \
+                             Megatron's reader takes it, but a reader of the file sees the first",
+                            shown.join("."),
+                            line(first)
+                        ),
+                    });
+                } else {
+                    seen.insert(&key.text, key.span);
+                }
+                place.push(key.text.clone());
+                duplicate_keys(path, value, place, out);
+                place.pop();
+            }
+        }
+        yaml::NodeKind::Seq(items) => {
+            for item in items {
+                duplicate_keys(path, item, place, out);
+            }
+        }
+        yaml::NodeKind::Scalar(_) => {}
+    }
 }
 
 /// Reads a UTF-8 text file of at most `limit` bytes; errors name the file and the bad byte.

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use super::error::AppError;
 use super::output::errln;
-use crate::config::{Config, ConfigSource};
+use crate::config::{Config, ConfigSource, ExecutorChoice, Platform};
 use crate::launch::Settle;
 use crate::observe::probe::install::ProbeMode;
 use crate::run::{RunError, RunOptions};
@@ -124,14 +124,26 @@ pub struct ExecArgs {
     /// page cache; needs root and a writable /proc/sys, checked before the first job).
     #[arg(long, default_value = "none", value_parser = Settle::parse)]
     pub settle: Settle,
-    /// Skip the cases' BEFORE_SCRIPT and AFTER_SCRIPT (by default bash runs them in the job
-    /// folder around every run, as Megatron's `_run_training.sh` evals them).
+    /// Run the cases' BEFORE_SCRIPT and AFTER_SCRIPT on this machine: bash runs them in the job
+    /// folder around every run, as Megatron's `_run_training.sh` evals them. They may change
+    /// the machine (MR-scope cases `pip uninstall` packages), so the local executor runs them
+    /// only with this flag or a platform with `scripts: true`; Slurm jobs run them on their node.
+    /// What runs is printed first.
+    #[arg(long, conflicts_with = "no_scripts")]
+    pub scripts: bool,
+    /// Never run the cases' BEFORE_SCRIPT and AFTER_SCRIPT (not even under Slurm or a platform
+    /// with `scripts: true`).
     #[arg(long)]
     pub no_scripts: bool,
     /// Also copy each job's output (stdout and stderr) to goldgate's stderr as it arrives,
     /// still parsed and logged; runs one job at a time (`--jobs` is set to 1). Local jobs only.
     #[arg(long)]
     pub no_capture: bool,
+    /// Also read each run's TensorBoard event files (Megatron's --tensorboard-dir; cases set it
+    /// to ${TENSORBOARD_PATH}): Megatron's golden metrics take TensorBoard's values, metrics only
+    /// TensorBoard has (memory, timers) are added, and disagreements with the log are recorded.
+    #[arg(long)]
+    pub tensorboard: bool,
 }
 
 impl ExecArgs {
@@ -149,9 +161,22 @@ impl ExecArgs {
             probe: self.probe,
             keep_checkpoints: self.keep_checkpoints,
             settle: self.settle,
-            scripts: !self.no_scripts,
+            // Decided with the platform and executor: `ExecArgs::scripts_on`.
+            scripts: self.scripts,
             no_capture: self.no_capture,
+            tensorboard: self.tensorboard,
         })
+    }
+
+    /// Whether the cases' scripts run: `--scripts`/`--no-scripts`, else the platform's
+    /// `scripts`, else only under Slurm (where the job's node, not this machine, runs them).
+    pub fn scripts_on(&self, platform: &Platform, executor: ExecutorChoice) -> bool {
+        if self.scripts || self.no_scripts {
+            return self.scripts;
+        }
+        platform
+            .scripts
+            .unwrap_or(executor == ExecutorChoice::Slurm)
     }
 
     /// `--jobs`, or 1 with `--no-capture` (said when that overrides a larger `--jobs`).
@@ -292,5 +317,48 @@ mod tests {
             super::parse_duration(default).unwrap(),
             crate::observe::sample::DEFAULT_INTERVAL
         );
+    }
+
+    #[test]
+    fn case_scripts_run_locally_only_when_asked_and_under_slurm_unless_refused() {
+        use crate::config::{Config, ExecutorChoice::*};
+        use clap::{FromArgMatches as _, Parser};
+        #[derive(Parser)]
+        struct Cli {
+            #[command(flatten)]
+            exec: super::ExecArgs,
+        }
+        let exec = |flags: &[&str]| {
+            let m = <Cli as clap::CommandFactory>::command()
+                .try_get_matches_from(std::iter::once("run").chain(flags.iter().copied()))
+                .unwrap();
+            Cli::from_arg_matches(&m).unwrap().exec
+        };
+        let config = Config::parse(
+            "platforms:\n  box: {gpus_per_node: 1}\n  \
+             container: {gpus_per_node: 1, scripts: true}\n  \
+             shared: {gpus_per_node: 1, executor: slurm, scripts: false}\n",
+            std::path::Path::new("goldgate.yaml"),
+        )
+        .unwrap();
+        let p = |name: &str| config.platform(Some(name)).unwrap();
+        let on = |flags: &[&str], name: &str, executor| exec(flags).scripts_on(p(name), executor);
+        assert!(
+            !on(&[], "box", Local),
+            "a local machine: not without --scripts"
+        );
+        assert!(on(&["--scripts"], "box", Local));
+        assert!(on(&[], "box", Slurm), "a Slurm job's node runs them");
+        assert!(!on(&["--no-scripts"], "box", Slurm));
+        assert!(on(&[], "container", Local), "the platform says so");
+        assert!(!on(&["--no-scripts"], "container", Local));
+        assert!(!on(&[], "shared", Slurm), "the platform says no");
+        assert!(on(&["--scripts"], "shared", Slurm));
+        let both = <Cli as clap::CommandFactory>::command().try_get_matches_from([
+            "run",
+            "--scripts",
+            "--no-scripts",
+        ]);
+        assert!(both.is_err());
     }
 }

@@ -162,23 +162,27 @@ pub fn collect(root: &Path, golden_root: Option<&Path>) -> Result<CheckReport, A
         golden_dirs.extend(more.cases.into_iter().map(|c| c.dir));
         golden_dirs.extend(more.without_config);
     }
-    golden_dirs.sort();
-    golden_dirs.dedup();
-    let goldens: Vec<PathBuf> = golden_dirs
-        .iter()
-        .flat_map(|d| {
-            let mut g = golden::goldens_in(d);
-            g.extend(golden::variant_goldens(d));
-            g
-        })
-        .map(|g| g.path)
-        .collect();
+    let goldens = golden_files(golden_dirs);
     report.goldens = goldens.len();
     report
         .problems
         .extend(par_map(&goldens, |path| check_golden(path)).concat());
     report.problems.sort();
     Ok(report)
+}
+
+/// Every golden file of the case folders `dirs` (their own and their variants').
+fn golden_files(mut dirs: Vec<PathBuf>) -> Vec<PathBuf> {
+    dirs.sort();
+    dirs.dedup();
+    dirs.iter()
+        .flat_map(|d| {
+            let mut g = golden::goldens_in(d);
+            g.extend(golden::variant_goldens(d));
+            g
+        })
+        .map(|g| g.path)
+        .collect()
 }
 
 /// What planning every case would say: a placeholder nothing sets and a parallel layout the
@@ -296,7 +300,32 @@ fn check_golden(path: &Path) -> Vec<Problem> {
         message,
         hint: hint.map(str::to_owned),
     };
-    match golden::read_golden(path) {
+    let read = golden::read_golden(path);
+    let mut problems = match &read {
+        Ok(file) => file
+            .duplicates
+            .iter()
+            .map(|d| Problem {
+                at: Some(crate::case::Span {
+                    line: d.line,
+                    column: 1,
+                }),
+                ..problem(Severity::Warning, d.describe(), None)
+            })
+            .collect(),
+        Err(_) => Vec::new(),
+    };
+    problems.extend(golden_problems(path, read, problem));
+    problems
+}
+
+/// What `check` says about a golden file besides its repeated keys.
+fn golden_problems(
+    path: &Path,
+    read: Result<golden::GoldenFile, GoldenError>,
+    problem: impl Fn(Severity, String, Option<&str>) -> Problem,
+) -> Vec<Problem> {
+    match read {
         Ok(file) if !file.unsupported.is_empty() => file
             .unsupported
             .iter()

@@ -112,7 +112,7 @@ pub fn emit(c: &Comparison, outputs: &Outputs) -> Result<(), AppError> {
     };
     print(format_args!("{}", report::table::render(c, style)));
     if std::env::var("GITHUB_ACTIONS").is_ok_and(|v| v == "true") {
-        print(format_args!("{}", report::annotations::render(c)));
+        super::output::commands(stream, &report::annotations::render(c));
     }
     let markdown = report::markdown::render(c);
     if let Some(path) = &outputs.markdown {

@@ -17,6 +17,7 @@ use crate::history::HistoryError;
 use crate::launch::{LaunchError, SettleError};
 use crate::metrics::record::RecordError;
 use crate::observe::log::LogError;
+use crate::observe::tensorboard::TensorboardError;
 use crate::plan::{FilterError, PlanError};
 use crate::report::error::ReportError;
 use crate::run::RunError;
@@ -52,6 +53,9 @@ pub enum AppError {
     #[error(transparent)]
     #[diagnostic(transparent)]
     Log(#[from] LogError),
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Tensorboard(#[from] TensorboardError),
     #[error(transparent)]
     #[diagnostic(transparent)]
     Record(#[from] RecordError),
@@ -90,6 +94,7 @@ impl AppError {
             AppError::Launch(e) => launch(e),
             AppError::Settle(e) => settle(e),
             AppError::Log(e) => log(e),
+            AppError::Tensorboard(e) => tensorboard(e),
             AppError::Record(e) => record(e),
             AppError::Run(e) => run(e),
             AppError::Compare(e) => compare(e),
@@ -260,11 +265,23 @@ fn compare(e: &CompareError) -> Exit {
         | CompareError::Read { .. }
         | CompareError::SavedComparison { .. }
         | CompareError::UnsafeName { .. }
+        | CompareError::TensorboardGolden { .. }
         | CompareError::NoComparison => Exit::Usage,
+        CompareError::Tensorboard(e) => tensorboard(e),
         // An incomplete run is a job that did not finish: never a pass, never "bad input".
         CompareError::Write { .. }
         | CompareError::Incomplete { .. }
         | CompareError::Disagree { .. } => Exit::Failure,
+    }
+}
+
+/// An event file that is missing, unreadable or damaged is bad input.
+fn tensorboard(e: &TensorboardError) -> Exit {
+    match e {
+        TensorboardError::List { .. }
+        | TensorboardError::NoEventFiles { .. }
+        | TensorboardError::Read { .. }
+        | TensorboardError::Damaged { .. } => Exit::Usage,
     }
 }
 

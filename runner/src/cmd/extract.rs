@@ -1,5 +1,7 @@
 //! `goldgate extract`: runs the Megatron log parser over existing logs (each streamed, never
-//! read whole) and prints a table per log or the [`LogSummary`] of each as JSON.
+//! read whole) and prints a table per log or the [`LogSummary`] of each as JSON; with
+//! `--tensorboard DIR`, also each TensorBoard folder's scalars (every event file, checksums
+//! verified).
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -13,8 +15,12 @@ use crate::observe::log::{CheckpointSave, LogSummary, summarize_file_with_tail};
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// Log files (e.g. downloaded from CI).
-    #[arg(required = true)]
+    #[arg(required_unless_present = "tensorboard")]
     pub logs: Vec<PathBuf>,
+    /// A TensorBoard folder (Megatron's --tensorboard-dir) to read as well (repeatable): its
+    /// scalars per tag and step, under the names results.json gives them.
+    #[arg(long, value_name = "DIR")]
+    pub tensorboard: Vec<PathBuf>,
     /// Output format (`json`: `{"schema_version", "logs": [...]}`, one `{"log", "summary"}`
     /// object per log file).
     #[arg(long, value_enum, default_value_t = super::list::Format::Table)]
@@ -48,12 +54,98 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
             exception: tail.exception,
         });
     }
+    let folders = args
+        .tensorboard
+        .iter()
+        .map(|dir| {
+            crate::observe::tensorboard::job_scalars(dir).map(|s| tensorboard_extract(dir, s))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
     let text = match args.format {
-        super::list::Format::Table => render_table(&out),
-        super::list::Format::Json => render_json(&out)?,
+        super::list::Format::Table => {
+            let mut t = render_table(&out);
+            for f in &folders {
+                if !t.is_empty() {
+                    t.push('\n');
+                }
+                t.push_str(&render_tensorboard_table(f));
+            }
+            t
+        }
+        super::list::Format::Json => render_json(&out, &folders)?,
     };
     out!("{text}");
     Ok(Exit::Pass)
+}
+
+/// One TensorBoard folder, as printed.
+#[derive(Debug, serde::Serialize)]
+pub struct TensorboardExtract {
+    /// The folder as given on the command line.
+    pub dir: String,
+    /// Its event files, oldest first (names).
+    pub files: Vec<String>,
+    /// Tag → step → value, tags in first-seen order.
+    pub scalars: serde_json::Map<String, serde_json::Value>,
+}
+
+fn tensorboard_extract(
+    dir: &std::path::Path,
+    s: crate::observe::tensorboard::JobScalars,
+) -> TensorboardExtract {
+    let name = |p: &PathBuf| {
+        p.file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    };
+    TensorboardExtract {
+        dir: dir.display().to_string(),
+        files: s.files.iter().map(name).collect(),
+        scalars: s
+            .series
+            .into_iter()
+            .map(|(tag, values)| {
+                let steps = crate::metrics::StepValues(values);
+                (tag, serde_json::to_value(steps).unwrap_or_default())
+            })
+            .collect(),
+    }
+}
+
+/// A block per folder: its files, then a row per tag (steps, first and last step, last value).
+pub fn render_tensorboard_table(f: &TensorboardExtract) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "{} (TensorBoard, {} event file(s))",
+        f.dir,
+        f.files.len()
+    );
+    for file in &f.files {
+        let _ = writeln!(s, "  {file}");
+    }
+    for (tag, values) in &f.scalars {
+        let steps: Vec<(u64, String)> = values
+            .as_object()
+            .map(|m| {
+                m.iter()
+                    .filter_map(|(k, v)| Some((k.parse().ok()?, v.to_string())))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let (Some(first), Some(last)) = (steps.first(), steps.last()) else {
+            continue;
+        };
+        let _ = writeln!(
+            s,
+            "  {tag:<28} {:>6} step(s) {}..{}  last {}",
+            steps.len(),
+            first.0,
+            last.0,
+            last.1
+        );
+    }
+    s
 }
 
 /// Why a log gave no per-step metrics, when it gave none.
@@ -71,16 +163,20 @@ pub fn no_steps_warning(summary: &LogSummary) -> Option<String> {
 pub const EXTRACT_SCHEMA_VERSION: u32 = 1;
 
 /// The summaries as pretty JSON: `schema_version` and `logs`, one `{"log", "summary"}` object
-/// per log.
-pub fn render_json(logs: &[Extracted]) -> Result<String, AppError> {
+/// per log, and `tensorboard`, one `{"dir", "files", "scalars"}` object per folder (absent
+/// without `--tensorboard`).
+pub fn render_json(logs: &[Extracted], folders: &[TensorboardExtract]) -> Result<String, AppError> {
     #[derive(serde::Serialize)]
     struct Doc<'a> {
         schema_version: u32,
         logs: &'a [Extracted],
+        #[serde(skip_serializing_if = "<[_]>::is_empty")]
+        tensorboard: &'a [TensorboardExtract],
     }
     let doc = Doc {
         schema_version: EXTRACT_SCHEMA_VERSION,
         logs,
+        tensorboard: folders,
     };
     let mut s = serde_json::to_string_pretty(&doc)
         .map_err(|source| super::error::CmdError::Encode { source })?;

@@ -11,13 +11,28 @@ use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 static STDOUT_GONE: AtomicBool = AtomicBool::new(false);
 
 /// Writes to stdout; a broken pipe stops further output silently, any other error is said once
-/// on stderr.
+/// on stderr. What is written passes [`crate::printable::terminal`]: no control byte, no line
+/// that starts a workflow command.
 pub fn stdout(args: std::fmt::Arguments<'_>) {
+    write_stdout(&args.to_string(), false);
+}
+
+/// Writes goldgate's own workflow commands (the annotations) to `stream`: their lines start
+/// with `::` on purpose; control bytes are still escaped.
+pub fn commands(stream: Stream, text: &str) {
+    match stream {
+        Stream::Stdout => write_stdout(text, true),
+        Stream::Stderr => write_stderr(text, true),
+    }
+}
+
+fn write_stdout(text: &str, commands: bool) {
     if STDOUT_GONE.load(Ordering::Relaxed) {
         return;
     }
+    let text = crate::printable::terminal(text, commands);
     let mut out = std::io::stdout().lock();
-    if let Err(e) = out.write_fmt(args).and_then(|()| out.flush()) {
+    if let Err(e) = out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
         STDOUT_GONE.store(true, Ordering::Relaxed);
         if e.kind() != std::io::ErrorKind::BrokenPipe {
             stderr(format_args!("goldgate: cannot write to stdout: {e}\n"));
@@ -25,9 +40,15 @@ pub fn stdout(args: std::fmt::Arguments<'_>) {
     }
 }
 
-/// Writes to stderr; errors are ignored (there is nowhere left to report them).
+/// Writes to stderr, through the same guard as [`stdout`]; errors are ignored (there is
+/// nowhere left to report them).
 pub fn stderr(args: std::fmt::Arguments<'_>) {
-    let _ = std::io::stderr().lock().write_fmt(args);
+    write_stderr(&args.to_string(), false);
+}
+
+fn write_stderr(text: &str, commands: bool) {
+    let text = crate::printable::terminal(text, commands);
+    let _ = std::io::stderr().lock().write_all(text.as_bytes());
 }
 
 /// `--color`: whether goldgate's output has ANSI colours.

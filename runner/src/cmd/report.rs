@@ -35,6 +35,14 @@ fn write(path: &Path, text: &str) -> Result<(), ReportError> {
     })
 }
 
+/// [`write`] of a file in the folder `dir` goldgate owns (`--svg DIR`): no link on the way.
+fn write_in(dir: &Path, path: &Path, text: &str) -> Result<(), ReportError> {
+    crate::fsio::write_under(dir, path, text.as_bytes()).map_err(|source| ReportError::Write {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
 /// Writes `<dir>/<case slug>__<variant slug>__<repeat>.svg` for every record (atomically) and
 /// returns the paths in record order. `goldgate run`/`compare` call this to fill
 /// `JobComparison::svg`.
@@ -47,7 +55,7 @@ fn write_svgs(dir: &Path, records: &[&RunRecord]) -> Result<Vec<PathBuf>, Report
         .iter()
         .map(|r| {
             let path = dir.join(svg::file_name(r));
-            write(&path, &svg::render(r)?)?;
+            write_in(dir, &path, &svg::render(r)?)?;
             Ok(path)
         })
         .collect()

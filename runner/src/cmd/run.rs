@@ -94,6 +94,16 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
     if jobs.is_empty() {
         return nothing_to_run(&args);
     }
+    let (platform, choice) = args.select.executor(&config)?;
+    opts.scripts = args.exec.scripts_on(platform, choice);
+    err!("{}", scripts_notice(&jobs, opts.scripts, choice));
+    if !opts.scripts {
+        // Also out of the Slurm batch script, which otherwise runs them on the node.
+        for job in &mut jobs {
+            job.before_script = None;
+            job.after_script = None;
+        }
+    }
     let executor = executor(&args, &config, &opts, &jobs)?;
     let command = std::env::args().collect();
     let mut writer = ResultsWriter::create(&opts.run_dir(), &opts.run_id, &jobs, command)?;
@@ -112,6 +122,60 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
         errln!("goldgate: {} executor: {note}", executor.name());
     }
     finish(&args, &config, &opts, &summary)
+}
+
+/// What goes to stderr before a run whose cases have `BEFORE_SCRIPT`/`AFTER_SCRIPT`: on this
+/// machine, each script that will run (once per case and text); skipped, which cases' and how
+/// to run them; under Slurm nothing (the job's node runs them, as Megatron's CI does).
+pub fn scripts_notice(jobs: &[crate::plan::Job], run: bool, executor: ExecutorChoice) -> String {
+    let mut scripts: Vec<(&str, &str, String)> = Vec::new();
+    for job in jobs {
+        let hooks = [
+            ("BEFORE_SCRIPT", &job.before_script),
+            ("AFTER_SCRIPT", &job.after_script),
+        ];
+        for (field, text) in hooks {
+            let Some(text) = text.as_deref() else {
+                continue;
+            };
+            let entry = (
+                job.case.as_str(),
+                field,
+                crate::plan::redact_text(job, text),
+            );
+            if !scripts.contains(&entry) {
+                scripts.push(entry);
+            }
+        }
+    }
+    if scripts.is_empty() || (run && executor == ExecutorChoice::Slurm) {
+        return String::new();
+    }
+    let mut cases: Vec<&str> = Vec::new();
+    for (case, _, _) in &scripts {
+        if !cases.contains(case) {
+            cases.push(case);
+        }
+    }
+    if !run {
+        return format!(
+            "note: not running the BEFORE_SCRIPT/AFTER_SCRIPT of {} case(s) on this machine: {} \
+             (`--scripts` runs them; `goldgate plan` shows them)\n",
+            cases.len(),
+            cases.join(", ")
+        );
+    }
+    let mut s = String::from(
+        "goldgate: running the cases' scripts on this machine (bash -euo pipefail -c, in each \
+         job folder, around every run):\n",
+    );
+    for (case, field, text) in scripts {
+        s.push_str(&format!("  {case} {field}:\n"));
+        for line in text.lines() {
+            s.push_str(&format!("    | {line}\n"));
+        }
+    }
+    s
 }
 
 /// The executor of the selection's platform, or the one `--executor` names.

@@ -188,11 +188,12 @@ fn median_series(g: &Group) -> BTreeMap<String, Series> {
         .collect()
 }
 
-/// Writes every file atomically (temp file in the same folder + rename).
-pub fn write(files: &[BlessFile]) -> Result<(), CompareError> {
+/// Writes every file atomically (temp file in the same folder + rename), each under
+/// `golden_root` and through no symbolic link.
+pub fn write(files: &[BlessFile], golden_root: &Path) -> Result<(), CompareError> {
     for f in files {
         let file = golden_io::to_golden_file_with_samples(&f.metrics, &f.samples);
-        crate::golden::write_golden(&f.path, &file)?;
+        crate::golden::write_golden(golden_root, &f.path, &file)?;
     }
     Ok(())
 }
@@ -347,7 +348,7 @@ mod tests {
                 &rules,
             )
             .unwrap();
-            write(&files).unwrap();
+            write(&files, &golden_root).unwrap();
             let opts = CompareOptions {
                 golden_root: golden_root.clone(),
                 root: dir.path().join("no-cases"),

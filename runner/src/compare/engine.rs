@@ -255,6 +255,9 @@ pub fn judge_against(
     // One read gives the series, the per-job samples (two-sample test) and the metrics of a
     // shape goldgate cannot compare.
     let file = crate::golden::read_golden(path)?;
+    for d in &file.duplicates {
+        warnings.push(format!("{}:{}: {}", path.display(), d.line, d.describe()));
+    }
     let samples = super::golden_samples::from_golden(path, &file)?;
     let golden = golden_io::to_series(&file);
     let nondeterministic = group.iter().any(|(_, r)| r.nondeterministic);

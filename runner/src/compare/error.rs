@@ -110,6 +110,16 @@ pub enum CompareError {
         #[source]
         source: std::io::Error,
     },
+    /// TensorBoard event files could not be read.
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Tensorboard(#[from] crate::observe::tensorboard::TensorboardError),
+    /// Megatron's golden script would write no golden file from these event files.
+    #[error("{}: {message}", dir.display())]
+    #[diagnostic(help(
+        "Megatron's get_test_results_from_tensorboard_logs.py writes nothing here either"
+    ))]
+    TensorboardGolden { dir: PathBuf, message: String },
     /// A file could not be read.
     #[error("cannot read {}", path.display())]
     Read {

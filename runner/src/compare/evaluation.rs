@@ -6,6 +6,8 @@
 //! passes ([`failed_as_expected`], the one place that decides it); a training that passed is
 //! compared as usual. `MODE: inference`: the job is judged by its requests
 //! (`compare::inference`), not by metric series. `METRICS`: the golden metrics compared.
+//! The case file as it is today is read only to say what changed since the run (its hash) and
+//! which keys it holds twice, never for an input of a recorded judgement.
 
 use std::path::{Path, PathBuf};
 
@@ -57,6 +59,12 @@ pub(crate) fn evaluation(
     let mut eval = match (&first.judging, opts.current_case) {
         (Some(judging), false) => {
             note_changes(first, judging, opts, config, warnings);
+            // Not an input of the judgement: a reviewer's warning about the file as it is.
+            if let Some(Ok((_, found))) =
+                config.map(|c| crate::case::load_case_checked(&opts.root, c))
+            {
+                duplicate_keys(&found, warnings);
+            }
             recorded(judging)
         }
         (recorded, _) => {
@@ -92,7 +100,8 @@ fn from_case_file(
     let Some(config) = config else {
         return Ok(Evaluation::default());
     };
-    let case = crate::case::load_case(root, config)?;
+    let (case, found) = crate::case::load_case_checked(root, config)?;
+    duplicate_keys(&found, warnings);
     warnings.push(format!(
         "{} ({}): METRICS, TEST_EVALUATION and MODE read from today's {} ({why})",
         first.case,
@@ -142,6 +151,18 @@ fn note_changes(
         if !warnings.contains(&note) {
             warnings.push(note);
         }
+    }
+}
+
+/// A warning naming the line of every key the case file holds twice (the last value counts, as
+/// in Megatron's reader, but a reviewer sees the first).
+fn duplicate_keys(found: &[crate::case::CaseWarning], warnings: &mut Vec<String>) {
+    let dupes = found
+        .iter()
+        .filter(|w| w.message.starts_with("duplicate key"));
+    for w in dupes {
+        let line = w.at.map_or(String::new(), |at| format!(":{}", at.line));
+        warnings.push(format!("{}{line}: {}", w.path.display(), w.message));
     }
 }
 

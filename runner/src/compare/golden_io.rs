@@ -85,6 +85,7 @@ pub(crate) fn to_golden_file(metrics: &BTreeMap<String, Series>) -> GoldenFile {
         unsupported: Vec::new(),
         style: GoldenStyle::Indented,
         trailing_newline: false,
+        duplicates: Vec::new(),
     }
 }
 

@@ -21,6 +21,7 @@ pub mod rules_yaml;
 pub mod runs;
 pub mod saved;
 pub(crate) mod stats;
+pub mod tensorboard;
 pub(crate) mod twosample;
 pub mod verdict;
 

@@ -144,6 +144,7 @@ mod tests {
                 .iter()
                 .map(|(m, v)| ((*m).to_owned(), StepValues(v.iter().copied().collect())))
                 .collect(),
+            tensorboard: None,
         });
         vec![job]
     }

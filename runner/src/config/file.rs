@@ -58,6 +58,11 @@ pub struct Platform {
     pub timeout: Option<std::time::Duration>,
     /// What runs its jobs unless `--executor` says (`local` by default).
     pub executor: ExecutorChoice,
+    /// Whether the cases' `BEFORE_SCRIPT`/`AFTER_SCRIPT` run on this platform's machines
+    /// without `--scripts` (`scripts: true`: a disposable machine or container, as Megatron's CI
+    /// runs them). Absent: under Slurm yes (the job's node runs them), locally no — they
+    /// can change the machine (`pip uninstall -y transformer_engine` in MR-scope cases).
+    pub scripts: Option<bool>,
     /// Its `slurm:` block (empty when absent: the cluster's defaults).
     pub slurm: SlurmConfig,
 }
@@ -186,6 +191,8 @@ struct RawPlatform {
     timeout: Option<Spanned<String>>,
     #[serde(default)]
     executor: Option<ExecutorChoice>,
+    #[serde(default)]
+    scripts: Option<bool>,
     #[serde(default)]
     slurm: Option<RawSlurm>,
 }
@@ -387,6 +394,7 @@ impl Platform {
             entry: None,
             env: Vec::new(),
             executor: ExecutorChoice::Local,
+            scripts: None,
             slurm: SlurmConfig::default(),
         }
     }
@@ -417,6 +425,7 @@ fn platform_from_raw(
         warmup_jobs: raw.warmup_jobs,
         timeout,
         executor: raw.executor.unwrap_or_default(),
+        scripts: raw.scripts,
         slurm: match raw.slurm {
             Some(block) => slurm_from_raw(block, path)?,
             None => SlurmConfig::default(),

@@ -2,41 +2,85 @@
 //! the same folder, fsync, rename — so a crash or a full disk never leaves a half-written file,
 //! with one permission rule for all of them. A path that is not a regular file is never
 //! replaced by one: a character device or FIFO (`--junit /dev/null`, `--json /dev/stdout`) is
-//! written in place, a symlink's target is written (the link stays), and a folder, block
-//! device, socket or dangling link is refused with an error that says so.
+//! written in place, and a folder, block device or socket is refused with an error that says
+//! so. A symbolic link is never written through to a regular file: a link to a file (or a
+//! dangling link) is itself replaced by the new file, its target untouched, so a link a pull
+//! request commits (`report.md -> ~/.bashrc`) cannot make goldgate write outside the folder it
+//! was given. [`write_under`] is the rule for writers that own a folder (bless under
+//! `--golden-root`, a run's results under `--out`, `--svg DIR`): no component between that
+//! root and the file may be a link at all.
 
 use std::fs::{File, Metadata, OpenOptions};
 use std::io::{self, Write};
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt, PermissionsExt};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use super::read::describe;
 
 /// Writes `bytes` to `path`: atomically for a regular file (readers see the old file or the
-/// new one, never a mix), in place for a character device or FIFO. A replaced file keeps its
-/// permissions; a new one gets the usual `0o666` less the umask, like any file a program
-/// creates (not the temp file's private `0o600`).
+/// new one, never a mix), in place for a character device or FIFO (also through a link, as
+/// `/dev/stdout` is). A link to anything else is replaced by the file, never followed. A
+/// replaced file keeps its permissions; a new one gets the usual `0o666` less the umask, like
+/// any file a program creates (not the temp file's private `0o600`).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let link = match std::fs::symlink_metadata(path) {
+        Ok(meta) => meta.file_type().is_symlink(),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return replace(path, bytes, None),
+        Err(e) => return Err(e),
+    };
     match std::fs::metadata(path) {
-        Ok(meta) if meta.is_file() => replace(&regular_target(path)?, bytes, Some(&meta)),
+        Ok(meta) if meta.is_file() && link => replace(path, bytes, None),
+        Ok(meta) if meta.is_file() => replace(path, bytes, Some(&meta)),
+        Ok(meta) if meta.is_dir() && link => replace(path, bytes, None),
         Ok(meta) => write_special(path, &meta, bytes),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            if std::fs::symlink_metadata(path).is_ok() {
-                return Err(refused("a dangling symbolic link"));
-            }
-            replace(path, bytes, None)
-        }
+        // A dangling link: replaced, so nothing is created where it points.
+        Err(e) if e.kind() == io::ErrorKind::NotFound => replace(path, bytes, None),
         Err(e) => Err(e),
     }
 }
 
-/// The file a write to `path` replaces: `path` itself, or the file a symlink leads to (the
-/// rename must replace the target, not the link).
-fn regular_target(path: &Path) -> io::Result<PathBuf> {
-    match std::fs::symlink_metadata(path)?.file_type().is_symlink() {
-        true => std::fs::canonicalize(path),
-        false => Ok(path.to_path_buf()),
+/// [`write_atomic`] for a writer that owns the folder `root`: `path` must lie under `root`, and
+/// no folder between them, nor the file itself, may be a symbolic link (a link committed into
+/// a golden folder could lead anywhere). `root` itself may be a link: the caller named it.
+pub fn write_under(root: &Path, path: &Path, bytes: &[u8]) -> io::Result<()> {
+    check_no_links(root, path)?;
+    write_atomic(path, bytes)
+}
+
+/// [`write_under`]'s check, for a writer that creates folders itself before writing.
+pub fn check_no_links(root: &Path, path: &Path) -> io::Result<()> {
+    let invalid = |msg: String| io::Error::new(io::ErrorKind::InvalidInput, msg);
+    let rel = path.strip_prefix(root).map_err(|_| {
+        invalid(format!(
+            "refusing to write: the path is not under {}",
+            root.display()
+        ))
+    })?;
+    let mut at = root.to_path_buf();
+    for part in rel.components() {
+        if !matches!(part, std::path::Component::Normal(_)) {
+            return Err(invalid(format!(
+                "refusing to write: {} leaves {}",
+                rel.display(),
+                root.display()
+            )));
+        }
+        at.push(part);
+        match std::fs::symlink_metadata(&at) {
+            Ok(meta) if meta.file_type().is_symlink() => {
+                return Err(invalid(format!(
+                    "refusing to write: {} is a symbolic link, and goldgate writes nothing \
+                     through a link under {}",
+                    at.display(),
+                    root.display()
+                )));
+            }
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => break,
+            Err(e) => return Err(e),
+        }
     }
+    Ok(())
 }
 
 /// A character device or FIFO is written in place (opened without creating or truncating);
@@ -122,7 +166,7 @@ mod tests {
             .path()
             .join("golden/gpt/a/golden_values_dev_dgx_h100.json");
         let file = crate::golden::parse_golden(&p, r#"{"lm loss": {"start_step": 1, "end_step": 1, "step_interval": 1, "values": {"1": 2.5}}}"#).unwrap();
-        crate::golden::write_golden(&p, &file).unwrap();
+        crate::golden::write_golden(dir.path(), &p, &file).unwrap();
         let mode = std::fs::metadata(&p).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode & 0o044, 0o044, "group and others can read ({mode:o})");
     }
@@ -160,20 +204,42 @@ mod tests {
     }
 
     #[test]
-    fn a_symlink_to_a_file_keeps_the_link_and_replaces_the_target() {
+    fn a_symlink_to_a_file_is_replaced_and_its_target_left_alone() {
         let dir = tempfile::tempdir().unwrap();
-        let target = dir.path().join("real.xml");
+        let outside = tempfile::tempdir().unwrap();
+        let target = outside.path().join("bashrc");
         std::fs::write(&target, "old").unwrap();
         let link = dir.path().join("junit.xml");
-        std::os::unix::fs::symlink("real.xml", &link).unwrap();
+        std::os::unix::fs::symlink(&target, &link).unwrap();
         write_atomic(&link, b"new").unwrap();
-        assert!(
-            std::fs::symlink_metadata(&link)
-                .unwrap()
-                .file_type()
-                .is_symlink()
+        assert!(std::fs::symlink_metadata(&link).unwrap().is_file());
+        assert_eq!(std::fs::read(&link).unwrap(), b"new");
+        assert_eq!(std::fs::read(&target).unwrap(), b"old");
+    }
+
+    #[test]
+    fn under_a_root_a_linked_folder_or_file_is_refused() {
+        let root = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(outside.path(), root.path().join("gpt")).unwrap();
+        let err = write_under(root.path(), &root.path().join("gpt/a/g.json"), b"x").unwrap_err();
+        assert!(err.to_string().contains("is a symbolic link"), "{err}");
+        assert!(!outside.path().join("a").exists());
+        std::fs::create_dir(root.path().join("b")).unwrap();
+        std::fs::write(outside.path().join("g.json"), "old").unwrap();
+        std::os::unix::fs::symlink(outside.path().join("g.json"), root.path().join("b/g.json"))
+            .unwrap();
+        assert!(write_under(root.path(), &root.path().join("b/g.json"), b"x").is_err());
+        assert_eq!(
+            std::fs::read(outside.path().join("g.json")).unwrap(),
+            b"old"
         );
-        assert_eq!(std::fs::read(&target).unwrap(), b"new");
+        assert!(write_under(root.path(), Path::new("/tmp/elsewhere.json"), b"x").is_err());
+        write_under(root.path(), &root.path().join("c/d/g.json"), b"ok").unwrap();
+        assert_eq!(
+            std::fs::read(root.path().join("c/d/g.json")).unwrap(),
+            b"ok"
+        );
     }
 
     #[test]
@@ -205,7 +271,7 @@ mod tests {
     }
 
     #[test]
-    fn folders_and_dangling_links_are_refused() {
+    fn folders_are_refused_and_dangling_links_replaced_without_creating_their_target() {
         let dir = tempfile::tempdir().unwrap();
         let err = write_atomic(dir.path(), b"x").unwrap_err();
         assert_eq!(
@@ -214,7 +280,8 @@ mod tests {
         );
         let dangling = dir.path().join("gone");
         std::os::unix::fs::symlink(dir.path().join("nowhere/x"), &dangling).unwrap();
-        assert!(write_atomic(&dangling, b"x").is_err());
+        write_atomic(&dangling, b"x").unwrap();
+        assert!(std::fs::symlink_metadata(&dangling).unwrap().is_file());
         assert!(!dir.path().join("nowhere").exists());
     }
 }

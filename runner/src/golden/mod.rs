@@ -1,5 +1,6 @@
 //! Stage "case": Megatron golden-values JSON (read every corpus shape, write Megatron's byte style).
 
+mod dupes;
 mod error;
 mod find;
 mod raw;
@@ -7,6 +8,7 @@ mod read;
 mod types;
 mod write;
 
+pub use dupes::{DuplicateKey, duplicate_keys};
 pub use error::GoldenError;
 pub use find::{
     GoldenName, GoldenRef, VARIANTS_DIR, find_golden, find_goldens, golden_dir, golden_file_name,

@@ -90,6 +90,7 @@ pub fn parse_golden(path: &Path, text: &str) -> Result<GoldenFile, GoldenError> 
             GoldenStyle::Compact
         },
         trailing_newline: text.ends_with('\n'),
+        duplicates: super::dupes::duplicate_keys(text),
         ..GoldenFile::default()
     };
     for (name, entry) in entries {

@@ -65,6 +65,10 @@ pub struct GoldenFile {
     pub style: GoldenStyle,
     /// Whether the file ended with a newline (Megatron's writer adds none).
     pub trailing_newline: bool,
+    /// Keys the file holds twice (the last value is the one kept), for `check`'s and
+    /// `compare`'s warnings; never written.
+    #[serde(skip)]
+    pub duplicates: Vec<super::dupes::DuplicateKey>,
 }
 
 impl GoldenFile {

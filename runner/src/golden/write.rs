@@ -33,9 +33,11 @@ pub fn render_golden(file: &GoldenFile) -> String {
     out
 }
 
-/// Writes a golden file atomically, readable by others like any file goldgate writes.
-pub fn write_golden(path: &Path, file: &GoldenFile) -> Result<(), GoldenError> {
-    crate::fsio::write_atomic(path, render_golden(file).as_bytes()).map_err(|source| {
+/// Writes a golden file under `root` (`--golden-root`) atomically, readable by others like any
+/// file goldgate writes; a symbolic link on the way (a linked model folder, a linked golden
+/// file) is refused, so nothing outside `root` is written.
+pub fn write_golden(root: &Path, path: &Path, file: &GoldenFile) -> Result<(), GoldenError> {
+    crate::fsio::write_under(root, path, render_golden(file).as_bytes()).map_err(|source| {
         GoldenError::Write {
             path: path.to_path_buf(),
             source,
@@ -298,6 +300,7 @@ mod tests {
             unsupported: vec![],
             style,
             trailing_newline: false,
+            duplicates: vec![],
         }
     }
 
@@ -330,7 +333,7 @@ mod tests {
             let values = if list_form { values.into_values().enumerate().map(|(i, v)| (i as u64, v)).collect() } else { values };
             let series = Series { start_step: 0, end_step: 99_999, step_interval: 1, values, list_form };
             let style = if compact { GoldenStyle::Compact } else { GoldenStyle::Indented };
-            let file = GoldenFile { metrics: vec![("lm loss".into(), series)], extra: vec![], unsupported: vec![], style, trailing_newline: false };
+            let file = GoldenFile { metrics: vec![("lm loss".into(), series)], extra: vec![], unsupported: vec![], style, trailing_newline: false, duplicates: vec![] };
             let text = render_golden(&file);
             let back = crate::golden::parse_golden(Path::new("p.json"), &text).unwrap();
             proptest::prop_assert_eq!(&back.metrics, &file.metrics);
@@ -349,8 +352,8 @@ mod tests {
     fn atomic_write_replaces_the_file() {
         let tmp = tempfile::tempdir().unwrap();
         let path = tmp.path().join("sub/golden_values_dev_dgx_h100.json");
-        write_golden(&path, &sample(GoldenStyle::Indented)).unwrap();
-        write_golden(&path, &sample(GoldenStyle::Compact)).unwrap();
+        write_golden(tmp.path(), &path, &sample(GoldenStyle::Indented)).unwrap();
+        write_golden(tmp.path(), &path, &sample(GoldenStyle::Compact)).unwrap();
         let text = std::fs::read_to_string(&path).unwrap();
         assert!(text.starts_with("{\"lm loss\""));
         assert_eq!(

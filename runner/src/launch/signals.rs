@@ -1,6 +1,7 @@
-//! Stage "launch": Ctrl-C and SIGTERM to goldgate — and SIGHUP (a closed terminal or SSH
-//! session), SIGQUIT and SIGUSR1, whose default action would also end goldgate and orphan the
-//! job. The first signal asks every running job to stop (SIGTERM, grace period, SIGKILL) and
+//! Stage "launch": Ctrl-C and SIGTERM to goldgate — and every other signal whose default
+//! action would also end goldgate and orphan the job (SIGHUP from a closed terminal or SSH
+//! session, SIGQUIT, SIGUSR1/2, SIGALRM, SIGXCPU from `ulimit -t`, SIGVTALRM, SIGPROF, SIGIO,
+//! SIGPWR, SIGSTKFLT, the real-time signals). The first signal asks every running job to stop (SIGTERM, grace period, SIGKILL) and
 //! marks it interrupted; the second kills at once. SIGXFSZ (a write past `ulimit -f`) is
 //! caught and dropped, so the write fails with `EFBIG` and is reported instead of killing
 //! goldgate without results.
@@ -88,16 +89,37 @@ impl Drop for WakeOnStop {
     }
 }
 
-/// Signals handled like Ctrl-C.
-const STOP_SIGNALS: [i32; 5] = [
+/// Signals handled like Ctrl-C: every signal whose default action ends the process and that
+/// another process (a shell, a batch system, the kernel enforcing `ulimit -t`) sends, so none
+/// of them can end goldgate and orphan its jobs. Not among them: SIGXFSZ (dropped, see
+/// [`install_signal_handlers`]), SIGPIPE (ignored by the Rust runtime: a closed pipe is a
+/// write error), the faults a process raises on itself (SIGSEGV, SIGBUS, SIGILL, SIGFPE,
+/// SIGABRT, SIGTRAP, SIGSYS: a bug, not a request to stop) and SIGKILL/SIGSTOP, which no
+/// process can catch. The real-time signals (`SIGRTMIN..=SIGRTMAX`) are added at run time.
+const STOP_SIGNALS: [i32; 13] = [
     libc::SIGINT,
     libc::SIGTERM,
     libc::SIGHUP,
     libc::SIGQUIT,
     libc::SIGUSR1,
+    libc::SIGUSR2,
+    libc::SIGALRM,
+    libc::SIGXCPU,
+    libc::SIGVTALRM,
+    libc::SIGPROF,
+    libc::SIGIO,
+    libc::SIGPWR,
+    libc::SIGSTKFLT,
 ];
 
-/// Installs handlers for [`STOP_SIGNALS`] that raise the returned flag, and one that drops
+/// [`STOP_SIGNALS`] and the real-time signals the C library leaves to programs.
+pub fn stop_signals() -> Vec<i32> {
+    let mut all = STOP_SIGNALS.to_vec();
+    all.extend(libc::SIGRTMIN()..=libc::SIGRTMAX());
+    all
+}
+
+/// Installs handlers for [`stop_signals`] that raise the returned flag, and one that drops
 /// SIGXFSZ; call it once, before any job is spawned.
 ///
 /// The handlers are registered (through tokio's signal driver on a small dedicated thread)
@@ -121,7 +143,7 @@ pub fn install_signal_handlers() -> Result<StopFlag, LaunchError> {
 }
 
 fn watch_signals(flag: StopFlag, ready: std::sync::mpsc::Sender<std::io::Result<()>>) {
-    use tokio::signal::unix::{SignalKind, signal};
+    use tokio::signal::unix::{Signal, SignalKind, signal};
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_io()
         .build()
@@ -135,34 +157,37 @@ fn watch_signals(flag: StopFlag, ready: std::sync::mpsc::Sender<std::io::Result<
     runtime.block_on(async move {
         let open = |raw| signal(SignalKind::from_raw(raw));
         let streams = (|| {
-            let [int, term, hup, quit, usr1] = STOP_SIGNALS;
-            Ok::<_, std::io::Error>((
-                [
-                    open(int)?,
-                    open(term)?,
-                    open(hup)?,
-                    open(quit)?,
-                    open(usr1)?,
-                ],
-                open(libc::SIGXFSZ)?,
-            ))
+            let stops = stop_signals()
+                .into_iter()
+                .map(open)
+                .collect::<Result<Vec<Signal>, _>>()?;
+            Ok::<_, std::io::Error>((stops, open(libc::SIGXFSZ)?))
         })();
-        let ([mut int, mut term, mut hup, mut quit, mut usr1], mut xfsz) = match streams {
+        let (stops, mut xfsz) = match streams {
             Ok(s) => s,
             Err(e) => {
                 let _ = ready.send(Err(e));
                 return;
             }
         };
+        // One task per stop signal; each delivery is one request.
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<()>();
+        for mut stream in stops {
+            let tx = tx.clone();
+            tokio::spawn(async move {
+                while stream.recv().await.is_some() {
+                    if tx.send(()).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+        drop(tx);
         let _ = ready.send(Ok(()));
         loop {
             // `Some(true)`: a stop signal; `Some(false)`: SIGXFSZ, dropped; `None`: shutting down.
             let got = tokio::select! {
-                got = int.recv() => got.map(|()| true),
-                got = term.recv() => got.map(|()| true),
-                got = hup.recv() => got.map(|()| true),
-                got = quit.recv() => got.map(|()| true),
-                got = usr1.recv() => got.map(|()| true),
+                got = rx.recv() => got.map(|()| true),
                 got = xfsz.recv() => got.map(|()| false),
             };
             match got {

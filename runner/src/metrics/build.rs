@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use super::record::{
     Attempt, CheckpointRecord, Fingerprint, GoldenKey, Judging, MemoryRecord, Outcome, ResumedRun,
-    RunRecord, SCHEMA_VERSION, StepValues, VariantRecord,
+    RunRecord, SCHEMA_VERSION, StepValues, TensorboardRecord, VariantRecord,
 };
 use super::sampled::Sampled;
 use crate::metric_names::{
@@ -15,6 +15,7 @@ use crate::metric_names::{
 };
 use crate::observe::log::LogSummary;
 use crate::observe::probe::read::ProbeSummary;
+use crate::observe::tensorboard::JobScalars;
 use crate::plan::Job;
 
 /// Memory peaks measured by the samplers, in bytes (`None` when not measured).
@@ -165,6 +166,31 @@ pub struct JobResult {
     pub host: String,
     /// The git commit of the entry script's checkout.
     pub workload_commit: Option<String>,
+    /// `run --tensorboard`: each run's TensorBoard folder, read; `None` without the option.
+    pub tensorboard: Option<TensorboardRead>,
+}
+
+/// One run's TensorBoard folder and what reading it gave (the error's text when it failed).
+pub type FolderRead = (std::path::PathBuf, Result<JobScalars, String>);
+
+/// The TensorBoard folders of a job's runs: the first run's, and a resume test's second.
+#[derive(Clone, Debug)]
+pub struct TensorboardRead {
+    pub first: FolderRead,
+    pub resumed: Option<FolderRead>,
+}
+
+/// Merges one folder into `metrics` (see `metrics::tensorboard`).
+fn merge_folder(
+    metrics: &mut BTreeMap<String, StepValues>,
+    read: &FolderRead,
+    job_dir: &std::path::Path,
+    keep: impl Fn(u64) -> bool,
+) -> TensorboardRecord {
+    match &read.1 {
+        Ok(scalars) => super::tensorboard::merge(metrics, scalars, job_dir, keep),
+        Err(e) => super::tensorboard::unreadable(&read.0, job_dir, e.clone()),
+    }
 }
 
 /// Node 0's memory view (with the run's save marks) and machine fingerprint: rank 0 runs
@@ -221,7 +247,7 @@ pub fn record(job: &Job, result: JobResult) -> RunRecord {
     let observed = result.observed.unwrap_or_default();
     let checkpoints = checkpoints(&observed.summary);
     // A job that never ran has no metrics, not even the probe's from an earlier attempt.
-    let metrics = match ran {
+    let mut metrics = match ran {
         true => metrics(
             &observed.summary,
             &checkpoints,
@@ -243,7 +269,21 @@ pub fn record(job: &Job, result: JobResult) -> RunRecord {
         .iter()
         .filter_map(|n| n.observer_cpu_seconds)
         .collect();
-    let warnings = job_warnings(observed.nodes, &observed.summary, &checkpoints, ran);
+    let mut warnings = job_warnings(observed.nodes, &observed.summary, &checkpoints, ran);
+    let tb = result.tensorboard.as_ref().filter(|_| ran);
+    let tensorboard = tb.map(|t| merge_folder(&mut metrics, &t.first, &job.dirs.job, |_| true));
+    let mut resumed = observed.resumed.as_ref().map(|r| resumed_run(job, r));
+    if let (Some(r), Some(read)) = (&mut resumed, tb.and_then(|t| t.resumed.as_ref())) {
+        let from = r.from_step;
+        r.tensorboard = Some(merge_folder(&mut r.metrics, read, &job.dirs.job, |s| {
+            s > from
+        }));
+    }
+    let records = [
+        tensorboard.as_ref(),
+        resumed.as_ref().and_then(|r| r.tensorboard.as_ref()),
+    ];
+    warnings.extend(records.into_iter().flatten().flat_map(tensorboard_warnings));
     RunRecord {
         schema_version: SCHEMA_VERSION,
         run_id: result.run_id,
@@ -272,9 +312,10 @@ pub fn record(job: &Job, result: JobResult) -> RunRecord {
             .map(|w| crate::plan::redact_text(job, w))
             .collect(),
         warmup: job.warmup,
-        resumed: observed.resumed.as_ref().map(|r| resumed_run(job, r)),
+        resumed,
         nodes,
         judging: Some(judging(job)),
+        tensorboard,
     }
 }
 
@@ -327,7 +368,37 @@ fn resumed_run(job: &Job, summary: &LogSummary) -> ResumedRun {
         from_step,
         first_step: summary.first_step,
         metrics,
+        tensorboard: None,
     }
+}
+
+/// A line per problem with a TensorBoard folder: unreadable, or disagreeing with the log.
+fn tensorboard_warnings(t: &TensorboardRecord) -> Vec<String> {
+    let mut out: Vec<String> = t
+        .error
+        .iter()
+        .map(|e| {
+            format!(
+                "TensorBoard folder {} not read ({e}): metrics from the log only",
+                t.dir
+            )
+        })
+        .collect();
+    out.extend(t.disagreements.iter().map(|d| {
+        format!(
+            "{}: the log and TensorBoard ({}) disagree at {} of {} step(s) (first at step {}, \
+             up to {:.3e} relative); results.json keeps the {}'s values and the other's under \
+             tensorboard.disagreements",
+            d.metric,
+            t.dir,
+            d.steps_differing,
+            d.steps_compared,
+            d.first_step,
+            d.max_relative_difference,
+            d.kept
+        )
+    }));
+    out
 }
 
 /// One line when saves overlapped (the run's terminal shows it under the job).

@@ -6,11 +6,12 @@ pub mod build;
 pub mod downsample;
 pub mod record;
 pub mod sampled;
+pub mod tensorboard;
 
 pub use build::{JobResult, Observed, Peaks};
 pub use record::{
     Attempt, CheckpointRecord, Fingerprint, GoldenKey, GpuDevicePeak, GpuMemory, JobEntry, Judging,
     MemAvailableRecord, MemoryRecord, NodeMemory, Outcome, ResumedRun, RulesRef, RunIndex,
-    RunRecord, SCHEMA_VERSION, StepValues, Timeline, VariantRecord,
+    RunRecord, SCHEMA_VERSION, StepValues, TensorboardRecord, Timeline, VariantRecord,
 };
 pub use sampled::Sampled;

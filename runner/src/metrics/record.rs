@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 pub use goldgate_schema::record::{
     Attempt, CheckpointRecord, Fingerprint, GoldenKey, GpuDevicePeak, GpuMemory, Judging,
     MemAvailableRecord, MemoryRecord, NodeIo, NodeMemory, READABLE_SCHEMA_VERSIONS, ResumedRun,
-    RulesRef, RunRecord, SCHEMA_VERSION, Timeline, VariantRecord,
+    RulesRef, RunRecord, SCHEMA_VERSION, SourceDisagreement, TensorboardRecord, Timeline,
+    VariantRecord,
 };
 pub use goldgate_schema::{JobEntry, Outcome, RunIndex, StepValues};
 
@@ -98,12 +99,30 @@ fn parse_error(path: &Path, e: &serde_json::Error) -> RecordError {
 
 /// Reads one `results.json`.
 pub fn load_record(path: &Path) -> Result<RunRecord, RecordError> {
-    let record: RunRecord = read_json(path)?;
+    let mut record: RunRecord = read_json(path)?;
     check_names(&record).map_err(|message| RecordError::Name {
         path: path.to_path_buf(),
         message,
     })?;
+    scrub_output(&mut record);
     Ok(record)
+}
+
+/// The job output a record carries (failure lines, log tails, warnings), with what looks like
+/// a secret by itself masked (`observe::log::scrub`): a record may come from another machine
+/// or an older goldgate, whose output did not pass this machine's redactor, and every report
+/// and PR comment is rendered from loaded records.
+fn scrub_output(record: &mut RunRecord) {
+    let scrub = |t: &mut String| {
+        if let std::borrow::Cow::Owned(clean) = crate::observe::log::scrub(t) {
+            *t = clean;
+        }
+    };
+    for a in &mut record.attempts {
+        a.failure_line.iter_mut().for_each(scrub);
+        a.log_tail.iter_mut().for_each(scrub);
+    }
+    record.warnings.iter_mut().for_each(scrub);
 }
 
 /// Reads one `run.json`.
@@ -250,6 +269,18 @@ pub(crate) mod tests {
         assert_eq!(back.metrics["lm loss"].0[&1], 10.5);
         assert!(back.metrics["lm loss"].0[&2].is_nan());
         assert_eq!(back.outcome, r.outcome);
+    }
+
+    #[test]
+    fn a_record_from_elsewhere_loads_with_secret_shaped_output_masked() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("results.json");
+        let mut r = sample();
+        r.warnings = vec!["job said HF_TOKEN=hf_0123456789abcdefghijXYZ".into()];
+        let text = serde_json::to_string(&r).unwrap();
+        std::fs::write(&p, text).unwrap();
+        let back = load_record(&p).unwrap();
+        assert_eq!(back.warnings, ["job said HF_TOKEN=<redacted>"]);
     }
 
     #[test]

@@ -17,6 +17,7 @@ mod variant;
 
 pub use build::{DEFAULT_ENTRY, Place, PlanInputs, Planned, Unset, plan_case};
 pub use error::PlanError;
+pub(crate) use filter::fnv1a;
 pub use filter::{CaseFilter, FilterError, Partition};
 pub use job::{
     DEFAULT_MASTER_ADDR, Job, JobDirs, Launcher, MASTER_ADDR_REF, NODE_RANK_REF, REDACTED,

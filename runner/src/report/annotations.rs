@@ -8,10 +8,14 @@
 use crate::compare::{Comparison, JobComparison, MetricResult, Verdict};
 use crate::report::units;
 
+/// GitHub's escapes, then every other control character (ESC, `\x01`) as its escape, so no
+/// raw control byte reaches a CI log through an annotation.
 fn escape_data(s: &str) -> String {
-    s.replace('%', "%25")
+    let s = s
+        .replace('%', "%25")
         .replace('\r', "%0D")
-        .replace('\n', "%0A")
+        .replace('\n', "%0A");
+    crate::observe::log::one_line(&s)
 }
 
 fn escape_property(s: &str) -> String {

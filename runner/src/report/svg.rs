@@ -35,12 +35,21 @@ pub fn file_name(r: &RunRecord) -> String {
             })
             .collect()
     };
-    format!(
-        "{}__{}__{}.svg",
-        slug(&r.case),
-        slug(&r.variant.slug),
-        r.repeat
-    )
+    let name = format!("{}__{}__{}", slug(&r.case), slug(&r.variant.slug), r.repeat);
+    format!("{}.svg", bounded(&name))
+}
+
+/// Bytes of a file name's stem kept whole; a longer one keeps its head and a hash of the
+/// whole, so the name stays under the usual 255-byte limit and two long names still differ.
+const MAX_STEM: usize = 200;
+
+/// `stem` (ASCII) itself when short, else its first bytes, `-` and its 64-bit FNV-1a hash.
+fn bounded(stem: &str) -> String {
+    if stem.len() <= MAX_STEM {
+        return stem.to_owned();
+    }
+    let hash = crate::plan::fnv1a(stem.as_bytes());
+    format!("{}-{hash:016x}", &stem[..MAX_STEM - 17])
 }
 
 /// The y unit: GiB when the largest value reaches 1 GiB, else MiB.
@@ -105,7 +114,7 @@ fn all_series(r: &RunRecord, scale: f64) -> Vec<(String, RGBColor, Segments)> {
             } else {
                 ("host RSS", some(&tl.host_rss_bytes))
             };
-            let label = format!("{} {what}", node.host);
+            let label = format!("{} {what}", crate::observe::log::one_line(&node.host));
             let segs = segments(&tl.t_seconds, &values, scale);
             (label, NODES[i % NODES.len()], segs)
         })
@@ -133,11 +142,13 @@ fn series(tl: &Timeline, scale: f64) -> Vec<(&'static str, RGBColor, Segments)> 
         .collect()
 }
 
+/// The chart's title; names on one line, without the control characters XML cannot hold.
 fn title(r: &RunRecord) -> String {
+    use crate::observe::log::one_line;
     format!(
         "{} @ {} #{} — {}",
-        r.case,
-        r.variant.name,
+        one_line(&r.case),
+        one_line(&r.variant.name),
         r.repeat,
         r.outcome.label()
     )
@@ -323,6 +334,52 @@ fn draw_saves(chart: &mut Chart, tl: &Timeline, t_max: f64, y_max: f64) -> Resul
 mod tests {
     use super::*;
     use crate::report::fixtures;
+
+    #[test]
+    fn file_names_stay_under_the_file_system_limit_and_apart() {
+        let mut r = async_record();
+        r.case = format!("{}/{}", "m".repeat(200), "c".repeat(250));
+        let long = file_name(&r);
+        assert!(long.len() <= 255, "{} bytes", long.len());
+        assert!(long.ends_with(".svg") && long.starts_with("mmm"), "{long}");
+        r.case.push('d');
+        assert_ne!(file_name(&r), long);
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join(&long), "x").unwrap();
+        let short = file_name(&async_record());
+        assert!(
+            short.ends_with("__allocator-gc80+checkpoint-async__2.svg"),
+            "{short}"
+        );
+    }
+
+    #[test]
+    fn hostile_names_still_give_well_formed_xml() {
+        let mut r = async_record();
+        r.case = "m/\u{1}\u{1b}[31m<&>\"'\r\n::error::x".into();
+        r.variant.name = "v\u{7f}\u{0}".into();
+        let svg = render(&r).unwrap();
+        // XML 1.0 `Char`: tab, line feed, carriage return and U+0020 up; nothing else.
+        let bad = svg
+            .chars()
+            .find(|c| (*c as u32) < 0x20 && !matches!(c, '\t' | '\n' | '\r'));
+        assert_eq!(bad, None, "a control character XML cannot hold");
+        let mut reader = quick_xml::Reader::from_str(&svg);
+        let mut depth = 0i32;
+        loop {
+            match reader.read_event().unwrap() {
+                quick_xml::events::Event::Start(_) => depth += 1,
+                quick_xml::events::Event::End(_) => depth -= 1,
+                quick_xml::events::Event::Text(t) => {
+                    quick_xml::escape::unescape(&t.decode().unwrap()).unwrap();
+                }
+                quick_xml::events::Event::Eof => break,
+                _ => {}
+            }
+        }
+        assert_eq!(depth, 0);
+        assert!(texts(&svg).iter().any(|t| t.contains("\\u{1}")), "{svg}");
+    }
 
     /// The text of every `<text>` element, in order: what a reader of the chart sees.
     fn texts(svg: &str) -> Vec<String> {

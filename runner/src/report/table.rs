@@ -58,7 +58,7 @@ fn rows(job: &JobComparison) -> Vec<([String; 8], Verdict)> {
         let row = [
             one_line(&job.case),
             one_line(&job.variant),
-            m.metric.clone(),
+            one_line(&m.metric),
             golden,
             now,
             delta,
@@ -113,7 +113,7 @@ fn notes(c: &Comparison) -> Vec<String> {
             );
             if !m.detail.is_empty() {
                 line.push_str(": ");
-                line.push_str(&m.detail);
+                line.push_str(&one_line(&m.detail));
             }
             out.push(line);
         }

@@ -21,11 +21,12 @@ pub(crate) fn metric_label(
     job: &crate::compare::JobComparison,
     m: &crate::compare::MetricResult,
 ) -> String {
+    use crate::observe::log::one_line;
     format!(
         "{} @ {}: {} {}",
-        job.case,
-        job.variant,
-        m.metric,
+        one_line(&job.case),
+        one_line(&job.variant),
+        one_line(&m.metric),
         m.verdict.label()
     )
 }

@@ -37,6 +37,8 @@ pub struct RunOptions {
     /// `--no-capture`: each job's output also goes to goldgate's stderr as it arrives (the
     /// command line forces one worker with it).
     pub no_capture: bool,
+    /// `--tensorboard`: read each run's TensorBoard folder (`TENSORBOARD_PATH`) into its metrics.
+    pub tensorboard: bool,
 }
 
 impl RunOptions {
@@ -66,6 +68,7 @@ impl RunOptions {
             settle: crate::launch::Settle::None,
             scripts: true,
             no_capture: false,
+            tensorboard: false,
         }
     }
 }

@@ -102,7 +102,7 @@ impl Progress {
         };
         for job in self.running.values() {
             let line = heartbeat_line(&job.job_id, now.duration_since(job.since), job.step);
-            let _ = writeln!(out, "{line}");
+            let _ = writeln!(out, "{}", crate::printable::terminal(&line, false));
         }
     }
 
@@ -168,6 +168,7 @@ impl Progress {
                     .collect();
                 let mut line = finish_line(&job.id, self.done, self.total, record, &new);
                 line.push_str(&failure_lines(record, &job.dirs.job));
+                let line = crate::printable::terminal(&line, false).into_owned();
                 match &mut self.sink {
                     Sink::Bar(bar) => {
                         bar.inc(1);
@@ -189,9 +190,9 @@ impl Progress {
     /// A line in plain mode; the bar's message on a terminal.
     fn say(&mut self, job_id: &str, line: &str) {
         match &mut self.sink {
-            Sink::Bar(bar) => bar.set_message(job_id.to_owned()),
+            Sink::Bar(bar) => bar.set_message(crate::observe::log::one_line(job_id)),
             Sink::Lines(out) => {
-                let _ = writeln!(out, "{line}");
+                let _ = writeln!(out, "{}", crate::printable::terminal(line, false));
             }
         }
     }

@@ -228,8 +228,27 @@ fn finish_job(
         checkpoint_folders,
         host,
         workload_commit: workload_commit(job, &opts.base_dir),
+        tensorboard: opts.tensorboard.then(|| read_tensorboard(job)),
     };
     build::record(job, result)
+}
+
+/// Each run's TensorBoard folder, read: the first run's, and a resume test's second.
+fn read_tensorboard(job: &Job) -> build::TensorboardRead {
+    let read = |n: usize| {
+        let dir = job
+            .runs
+            .get(n)
+            .and_then(|r| r.env.get("TENSORBOARD_PATH"))
+            .or_else(|| job.env.get("TENSORBOARD_PATH"))
+            .map_or_else(|| job.dirs.tensorboard.clone(), std::path::PathBuf::from);
+        let scalars = crate::observe::tensorboard::job_scalars(&dir).map_err(|e| e.to_string());
+        (dir, scalars)
+    };
+    build::TensorboardRead {
+        first: read(0),
+        resumed: (job.test_type.resumes() && job.runs.len() > 1).then(|| read(1)),
+    }
 }
 
 #[cfg(test)]

@@ -10,7 +10,8 @@ use std::time::Instant;
 use super::event::ExecEvent;
 use crate::launch::FailureSigns;
 use crate::observe::log::{
-    FailureKind, LineCleaner, LogEvent, LogParser, LogSummary, LogTail, SummaryBuilder, TailSummary,
+    FailureKind, LineCleaner, LogEvent, LogParser, LogSummary, LogTail, Redactor, SummaryBuilder,
+    TailSummary,
 };
 
 /// Checkpoint saves on the memory timeline: (start s, end s, iteration).
@@ -27,6 +28,8 @@ pub struct LogWatch {
     t0: Instant,
     /// Copy every line to goldgate's stderr (`--no-capture`).
     echo: bool,
+    /// Masks the job's secrets in every line before anything else sees it.
+    redactor: Redactor,
 }
 
 impl Default for LogWatch {
@@ -47,7 +50,15 @@ impl LogWatch {
             marks: SaveMarks::default(),
             t0: Instant::now(),
             echo: false,
+            redactor: Redactor::default(),
         }
+    }
+
+    /// Masks `redactor`'s secrets in every line before the echo, the parser and the tail see
+    /// it: the one place where a job's output enters goldgate ([`redactor`]).
+    pub fn redacting(mut self, redactor: Redactor) -> LogWatch {
+        self.redactor = redactor;
+        self
     }
 
     /// Also writes every line to goldgate's stderr as it arrives (`--no-capture`); a failed
@@ -61,12 +72,17 @@ impl LogWatch {
     /// escape sequences dropped ([`LineCleaner`]).
     pub fn line(&mut self, line: &[u8], on_event: &mut dyn FnMut(ExecEvent)) {
         self.lines += 1;
+        let line = self.redactor.redact(line);
         if self.echo {
+            let text = String::from_utf8_lossy(&line);
+            let shown = crate::printable::terminal(&text, false);
             let mut err = std::io::stderr().lock();
-            let _ = err.write_all(line).and_then(|()| err.write_all(b"\n"));
+            let _ = err
+                .write_all(shown.as_bytes())
+                .and_then(|()| err.write_all(b"\n"));
         }
         let mut cleaner = std::mem::take(&mut self.cleaner);
-        cleaner.split(line, &mut |part| self.part(part, on_event));
+        cleaner.split(&line, &mut |part| self.part(part, on_event));
         self.cleaner = cleaner;
     }
 
@@ -124,6 +140,19 @@ pub(crate) fn diagnosis(
     (line, tail.lines)
 }
 
+/// The redactor of a process started with `env` set and `unset` removed on top of goldgate's
+/// own environment: every secret-named variable it will see, inherited from the caller (a CI
+/// job's `HF_TOKEN`) or set by the case (`HF_TOKEN: "${CALLER_A}"`), masked by value.
+pub fn redactor(env: &BTreeMap<String, String>, unset: &[String]) -> Redactor {
+    let inherited = std::env::vars_os().filter_map(|(name, value)| {
+        let name = name.into_string().ok()?;
+        let kept = !env.contains_key(&name) && !unset.contains(&name);
+        kept.then(|| (name, value.into_encoded_bytes()))
+    });
+    let set = env.iter().map(|(n, v)| (n.clone(), v.clone().into_bytes()));
+    Redactor::from_env(inherited.chain(set))
+}
+
 /// The failure markers of a log, for classification and retries.
 pub(crate) fn signs(summary: &LogSummary) -> FailureSigns {
     let has = |k: FailureKind| summary.failure_counts.get(&k).is_some_and(|n| *n > 0);
@@ -177,6 +206,26 @@ mod tests {
             m.see(&parsed.event, t);
         }
         assert_eq!(m.list(), vec![(1.0, Some(2.5), 10), (4.0, None, 20)]);
+    }
+
+    #[test]
+    fn a_secret_of_the_jobs_environment_reaches_neither_the_tail_nor_the_failure_line() {
+        let env = BTreeMap::from([("HF_TOKEN".to_owned(), "hf_fromcaller123".to_owned())]);
+        let mut watch = LogWatch::new().redacting(redactor(&env, &[]));
+        for line in [
+            &b"Traceback (most recent call last):"[..],
+            b"  File \"x.py\", line 1",
+            b"RuntimeError: bad token hf_fromcaller123",
+        ] {
+            watch.line(line, &mut |_| {});
+        }
+        let (summary, _, tail) = watch.finish_with_tail();
+        let (line, lines) = diagnosis(&summary, tail, false);
+        assert_eq!(line.as_deref(), Some("RuntimeError: bad token <redacted>"));
+        assert!(
+            lines.iter().all(|l| !l.contains("hf_fromcaller")),
+            "{lines:?}"
+        );
     }
 
     #[test]

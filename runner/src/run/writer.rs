@@ -88,9 +88,13 @@ impl ResultsWriter {
                 source,
             })
             .and_then(|text| {
-                crate::fsio::write_atomic(path, text.as_bytes()).map_err(|source| RunError::Write {
-                    path: path.to_path_buf(),
-                    source,
+                // A job writes into its own folder: a link it leaves where results.json goes is
+                // refused, never followed.
+                crate::fsio::write_under(&self.run_dir, path, text.as_bytes()).map_err(|source| {
+                    RunError::Write {
+                        path: path.to_path_buf(),
+                        source,
+                    }
                 })
             });
         if let Err(e) = result {

@@ -4,10 +4,9 @@
 //! folder's parent; CI's `ci.yml` points it at a sparse checkout), else `../shared/megatron_corpus`
 //! beside the workspace root (the development machines' copy). When neither exists a test that
 //! needs the corpus prints one `skipped:` line and returns, so a fresh clone's `cargo test` passes
-//! without it. A variable that is set but names no folder is a mistake and fails the test: a
+//! without it; under `CI=true` it fails instead (`prereq`). A variable that is set but names no folder is a mistake and fails the test: a
 //! silent skip there would hide that CI checked nothing.
 
-use std::io::Write as _;
 use std::path::PathBuf;
 
 /// The variable that names the corpus.
@@ -57,14 +56,10 @@ pub fn script_folders_in(cases: &std::path::Path) -> Vec<&'static str> {
         .collect()
 }
 
-/// Written to the real stderr, not through `eprintln!`: the test harness captures that and shows
-/// it only for failures, and a skip must be visible in a passing run's output.
+/// The skip line, or under `CI=true` the test's failure ([`super::prereq::missing`]).
 fn skip_line() {
-    let current = std::thread::current();
-    let test = current.name().unwrap_or("a test");
-    let _ = writeln!(
-        std::io::stderr(),
-        "skipped: {test}: no Megatron-LM corpus (set {CORPUS_VAR} to a Megatron-LM checkout, \
-         or put one at ../shared/megatron_corpus beside the workspace)"
-    );
+    super::prereq::missing(&format!(
+        "no Megatron-LM corpus (set {CORPUS_VAR} to a Megatron-LM checkout, or put one at \
+         ../shared/megatron_corpus beside the workspace)"
+    ));
 }

@@ -5,5 +5,6 @@
 
 pub mod cli;
 pub mod corpus;
+pub mod prereq;
 pub mod redact;
 pub mod results;

@@ -8,6 +8,7 @@ mod error;
 mod event;
 mod parser;
 mod reader;
+mod redact;
 mod scan;
 mod series;
 mod summary;
@@ -25,6 +26,7 @@ pub use event::{
 };
 pub use parser::LogParser;
 pub use reader::{LogReader, MAX_LINE};
+pub use redact::{MIN_SECRET_LEN, Redactor, scrub};
 pub use series::Steps;
 pub use summary::{CheckpointSave, Failure, LogSummary, SummaryBuilder, TimerStats};
 pub use tail::{LogTail, TAIL_LINES, TailSummary};

@@ -71,6 +71,10 @@ class _State:
         self.save_depth = 0
         self.save_start = None
         self.rebuild_cuda_tensor_calls = 0
+        self.own_written = 0  # bytes the probe wrote to its own file (left out of a save's wchar)
+        # Held while the probe writes its file and while a save window reads /proc/self/io, so
+        # that a write counts wholly inside or wholly outside the window.
+        self.io_lock = threading.Lock()
         self.samples = []
         self.last = None
         self.oom_snapshot = None
@@ -139,7 +143,9 @@ def _counters_now(torch):
         stats = {}
     for key in _SAVE_STATS:
         counters[key] = stats.get(key)
-    io = _proc_io() or {}
+    with _S.io_lock:
+        counters["own_written"] = _S.own_written
+        io = _proc_io() or {}
     counters["wchar"] = io.get("wchar")
     counters["write_bytes"] = io.get("write_bytes")
     return counters
@@ -151,6 +157,10 @@ def _counter_delta(before, after):
         start = before.get(key)
         out[key] = None if value is None or start is None else value - start
     out["empty_cache_seconds"] = round(out["empty_cache_seconds"], 6)
+    # The poller may rewrite the probe's file during a long save: those bytes are the probe's.
+    own = out.pop("own_written") or 0
+    if out["wchar"] is not None:
+        out["wchar"] = max(out["wchar"] - own, 0)
     return out
 
 
@@ -211,8 +221,11 @@ def _write(torch, final=False, force=False):
     path = os.path.join(_DIR, "probe-rank%d-pid%d.json" % (_S.rank, os.getpid()))
     tmp = "%s.%d.tmp" % (path, threading.get_ident())  # one temp file per writing thread
     try:
-        with open(tmp, "w") as f:
-            json.dump(record, f)
+        data = json.dumps(record)  # ASCII: its length is the bytes written
+        with _S.io_lock:
+            _S.own_written += len(data)
+            with open(tmp, "w") as f:
+                f.write(data)
         os.replace(tmp, path)
     except OSError as e:
         sys.stderr.write("goldgate probe: cannot write %s: %s\n" % (path, e))

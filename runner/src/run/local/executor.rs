@@ -246,7 +246,9 @@ impl LocalExecutor {
             spec.cuda_visible_devices.as_deref(),
             node,
         );
-        let mut watch = LogWatch::new().echoing(self.echo);
+        let mut watch = LogWatch::new()
+            .echoing(self.echo)
+            .redacting(crate::run::watch::redactor(&spec.env, &spec.env_unset));
         let report = launch::launch(spec, ctx.stop, |event| match event {
             LaunchEvent::Spawned { pgid, .. } => sampler.watch(pgid),
             LaunchEvent::Line(line) => watch.line(line, on_event),

@@ -55,12 +55,13 @@ pub(super) fn run_script(
     spec.timeout = run.timeout;
     spec.grace = run.grace;
     spec.cuda_visible_devices = run.cuda_visible_devices.clone();
+    let redactor = crate::run::watch::redactor(&spec.env, &spec.env_unset);
     let mut last = String::new();
     let report = launch::launch(&spec, stop, |event| {
         if let launch::LaunchEvent::Line(line) = event {
             let line = String::from_utf8_lossy(line);
             if !line.trim().is_empty() {
-                last = line.trim().to_owned();
+                last = redactor.redact_str(line.trim()).into_owned();
             }
         }
     })

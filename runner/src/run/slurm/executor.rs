@@ -191,7 +191,12 @@ impl SlurmExecutor {
             cancel: None,
         };
         let mut tail = Tail::new(log.to_path_buf());
-        let mut watch = LogWatch::new();
+        // The batch job inherits goldgate's environment (sbatch's `--export=ALL`) and sets
+        // the job's on top: its secrets are masked as the log's lines arrive.
+        let mut watch = LogWatch::new().redacting(crate::run::watch::redactor(
+            &ctx.job.env,
+            &ctx.job.env_unset,
+        ));
         // goldgate's own limit backs Slurm's up: a minute after Slurm's (whole minutes).
         let watchdog = limit.map(|l| Duration::from_secs(crate::plan::slurm_minutes(l) * 60 + 60));
         let state = loop {
