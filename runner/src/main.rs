@@ -48,6 +48,9 @@ enum Command {
     Calibrate(cmd::calibrate::Args),
     /// What each rule can see: false alarms and the smallest detected change, from unchanged jobs.
     Power(cmd::power::Args),
+    /// Baseline against candidate on one machine: jobs in ABBA blocks until the timing change
+    /// is decided (sequential, paired), the other metrics against A and the goldens.
+    Ab(cmd::ab::Args),
     /// The history store: ingest runs, show a metric over commits, prune, annotate.
     History(cmd::history::Args),
     /// Render recorded runs without judging them.
@@ -87,6 +90,7 @@ fn main() -> ExitCode {
         Command::Bless(a) => cmd::bless::run(a),
         Command::Calibrate(a) => cmd::calibrate::run(a),
         Command::Power(a) => cmd::power::run(a),
+        Command::Ab(a) => cmd::ab::run(a),
         Command::History(a) => cmd::history::run(a),
         Command::Report(a) => cmd::report::run(a),
         Command::Comment(a) => cmd::comment::run(a),

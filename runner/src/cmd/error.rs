@@ -126,7 +126,8 @@ fn history(e: &HistoryError) -> Exit {
         | HistoryError::Sqlite { .. }
         | HistoryError::Postgres { .. }
         | HistoryError::ColumnType { .. }
-        | HistoryError::Folder { .. } => Exit::Failure,
+        | HistoryError::Folder { .. }
+        | HistoryError::Write { .. } => Exit::Failure,
     }
 }
 

@@ -1,5 +1,7 @@
 //! Subcommands: one file each, holding the clap arguments and the function that does the I/O.
 
+pub mod ab;
+pub mod ab_reports;
 pub mod args;
 pub mod bless;
 pub mod calibrate;
@@ -10,6 +12,7 @@ pub mod completions;
 pub mod error;
 pub mod extract;
 pub mod history;
+pub mod history_site;
 pub mod list;
 pub mod list_recipes;
 pub mod output;

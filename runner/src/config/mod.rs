@@ -1,5 +1,6 @@
 //! Stage "plan": the repository configuration `goldgate.yaml` (platforms, variant axes, metric rules).
 
+mod ab;
 mod discover;
 mod error;
 mod file;
@@ -7,6 +8,7 @@ mod named;
 mod rules;
 mod slurm;
 
+pub use ab::AbSettings;
 pub use discover::{CONFIG_ENV, CONFIG_NAME, ConfigSource, discover};
 pub use error::ConfigError;
 pub use file::{

@@ -311,8 +311,11 @@ fn failure_lines(record: &RunRecord, job_dir: &std::path::Path) -> String {
         return String::new();
     };
     let mut out = String::new();
-    if let Some(line) = &attempt.failure_line {
-        out.push_str(&format!("\n      error: {}", one_line(line)));
+    // A launch error's label on the FAIL line is its message already.
+    if let Some(line) = attempt.failure_line.as_deref().map(one_line)
+        && !record.outcome.label().contains(&line)
+    {
+        out.push_str(&format!("\n      error: {line}"));
     }
     if !attempt.log.as_os_str().is_empty() {
         out.push_str(&format!(

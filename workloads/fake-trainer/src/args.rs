@@ -68,6 +68,10 @@ pub(crate) struct Config {
     /// for `--fork-child`: none for `fake-trainer`, `fake-trainer` for `goldgate fake-trainer`.
     pub(crate) reexec_prefix: Vec<String>,
     pub(crate) old_format: bool,
+    /// `--tensorboard-dir`: write TensorBoard event files there.
+    pub(crate) tensorboard_dir: Option<PathBuf>,
+    /// `--log-memory-to-tensorboard`: the `mem-*-bytes` scalars too.
+    pub(crate) log_memory_to_tensorboard: bool,
     /// Unknown flags, in order, for one warning line.
     pub(crate) unknown: Vec<String>,
 }
@@ -145,6 +149,8 @@ Megatron flags:
   --async-ckpt-use-cpu-shm   stage async saves through a file in /dev/shm
   --ckpt-format X            printed in the saving line (default torch_dist)
   --timing-log-option minmax|max|all
+  --tensorboard-dir DIR      write TensorBoard event files there (Megatron's scalars per log
+                             interval; memory too with --log-memory-to-tensorboard)
   --empty-unused-memory-level 0|1|2   1 frees cached activation memory after every step (one
                              empty_cache), 2 also after the optimizer step (a second one)
 
@@ -185,6 +191,7 @@ const BARE: &[&str] = &[
     "--ignore-sigterm",
     "--fork-child",
     "--old-format",
+    "--log-memory-to-tensorboard",
 ];
 
 /// Raw flag values before validation (the first of two steps, ripgrep's LowArgs).
@@ -221,6 +228,7 @@ const VALUED: &[&str] = &[
     "--log-memory-interval",
     "--save",
     "--load",
+    "--tensorboard-dir",
     "--exit-interval",
     "--save-interval",
     "--async-strategy",
@@ -538,6 +546,8 @@ fn validate(raw: Raw) -> Result<Config, UsageError> {
         shared_mb: megabytes(&raw, "--shared-mb", 64)?,
         reexec_prefix: Vec::new(),
         old_format: raw.has("--old-format"),
+        tensorboard_dir: raw.get("--tensorboard-dir").map(PathBuf::from),
+        log_memory_to_tensorboard: raw.has("--log-memory-to-tensorboard"),
         unknown: raw.unknown,
     })
 }

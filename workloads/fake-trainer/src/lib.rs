@@ -22,6 +22,7 @@ mod format;
 mod memory;
 mod probe;
 mod process;
+mod tensorboard;
 mod train;
 
 use std::process::ExitCode;

@@ -6,10 +6,14 @@
 #
 #   OUT=/tmp/out bash docs/results/h200-runs/device-calls/counters.sh GOLDGATE
 #
-# What it should show (docs/book/src/guide/counters.md): the unchanged job passes every counter;
-# the planted job fails `checkpoint-empty-cache-calls` and `checkpoint-sync-all-streams-calls`
-# (+1 in each save) and `empty-cache-calls`, exit 1; the level-2 job fails `empty-cache-calls`
-# (two calls a step) and the allocator counts, exit 1. Timing verdicts do not decide any of it.
+# What it should show (docs/book/src/guide/counters.md): the unchanged job passes every counter
+# (an A/A check of their exact rules on real Megatron: a counter that fails here is not
+# deterministic there); the planted job fails `checkpoint-empty-cache-calls` and
+# `checkpoint-sync-all-streams-calls` (+1 in each save: from 1 to 2 where Megatron's own
+# save_checkpoint_and_time already empties the cache once, docs/results/h200.md) and
+# `empty-cache-calls` (+11 for the case's 11 saves), exit 1; the level-2 job fails
+# `empty-cache-calls` (two more calls a step) and likely the allocator counts, exit 1. Timing
+# verdicts do not decide any of it. About 4 jobs x ~35 s of gpt/h200-ckpt-power: ~2.5-3 min.
 # Writes $OUT/counters.log, $OUT/counters-table.md (each counter, per job) and $OUT/counters.tgz
 # (the job folders without checkpoints, the golden, the comparisons as JSON).
 #

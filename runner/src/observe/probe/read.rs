@@ -379,6 +379,44 @@ mod tests {
     }
 
     #[test]
+    fn per_save_counters_take_the_max_of_counts_and_the_sum_of_bytes_across_ranks() {
+        let dir = tempfile::tempdir().unwrap();
+        let probe = dir.path().join("probe");
+        std::fs::create_dir_all(&probe).unwrap();
+        let rank = |r: u32, calls: u64, wchar: u64| {
+            format!(
+                r#"{{"schema_version":1,"rank":{r},"local_rank":{r},"pid":{},"final":true,
+                "wall_seconds":1.0,"empty_cache":{{"calls":{calls},"seconds":0.1,"max_seconds":0.1,
+                "calls_in_checkpoint":{calls},"seconds_in_checkpoint":0.1}},
+                "saves":[{{"function":"megatron.save_checkpoint","start":0.5,"seconds":0.2,"iteration":3,
+                "counters":{{"empty_cache_calls":{calls},"empty_cache_seconds":0.1,"num_alloc_retries":0,
+                "num_device_alloc":null,"num_device_free":2,"num_sync_all_streams":{calls},
+                "wchar":{wchar},"write_bytes":4096}}}},
+                {{"function":"torch.save","start":0.9,"seconds":0.01,"iteration":null}}],
+                "memory":null,"allocator":{{}},"oom_snapshot":null,"overhead_seconds":0.0,
+                "io":{{"wchar":{wchar},"write_bytes":4096}},"rebuild_cuda_tensor_calls":{r}}}"#,
+                100 + r
+            )
+        };
+        std::fs::write(probe.join("probe-rank0-pid100.json"), rank(0, 1, 1000)).unwrap();
+        std::fs::write(probe.join("probe-rank1-pid101.json"), rank(1, 2, 3000)).unwrap();
+        let s = read(dir.path()).unwrap();
+        let per_save = s.per_save_metrics();
+        let at3 = |name: &str| per_save[name][&3];
+        assert_eq!(at3(names::CKPT_EMPTY_CACHE_CALLS), 2.0);
+        assert_eq!(at3(names::CKPT_SYNC_ALL_STREAMS_CALLS), 2.0);
+        assert_eq!(at3(names::CKPT_CUDA_FREE_CALLS), 2.0);
+        assert_eq!(at3(names::CKPT_WRITTEN_BYTES), 4000.0);
+        assert_eq!(at3(names::CKPT_DISK_WRITTEN_BYTES), 8192.0);
+        // No rank could read it: left out, not zero.
+        assert!(!per_save.contains_key(names::CKPT_CUDA_MALLOC_CALLS));
+        let m = s.metrics(1);
+        assert_eq!(m[names::REBUILD_CUDA_TENSOR_CALLS], 1.0);
+        assert_eq!(m[names::JOB_WRITTEN_BYTES], 4000.0);
+        assert!(!m.contains_key(names::CUDA_MALLOC_CALLS));
+    }
+
+    #[test]
     fn no_probe_folder_means_none() {
         let dir = tempfile::tempdir().unwrap();
         assert!(read(dir.path()).is_none());
