@@ -44,6 +44,8 @@ enum Command {
     Compare(cmd::compare::Args),
     /// Write golden files from recorded runs.
     Bless(cmd::bless::Args),
+    /// Cancel what a run left in Slurm's queue (after goldgate was killed).
+    Cancel(cmd::cancel::Args),
     /// Measure noise over repeats and suggest tolerances.
     Calibrate(cmd::calibrate::Args),
     /// What each rule can see: false alarms and the smallest detected change, from unchanged jobs.
@@ -88,6 +90,7 @@ fn main() -> ExitCode {
         Command::Extract(a) => cmd::extract::run(a),
         Command::Compare(a) => cmd::compare::run(a),
         Command::Bless(a) => cmd::bless::run(a),
+        Command::Cancel(a) => cmd::cancel::run(a),
         Command::Calibrate(a) => cmd::calibrate::run(a),
         Command::Power(a) => cmd::power::run(a),
         Command::Ab(a) => cmd::ab::run(a),

@@ -588,6 +588,7 @@ fn run_json_and_results_json_that_disagree_on_an_outcome_are_refused() {
         platform: "dev_cpu".into(),
         goldgate_version: "0.1.0".into(),
         command: vec!["goldgate".into(), "run".into()],
+        runner: None,
         jobs: records
             .iter()
             .zip([Outcome::Passed, second])
@@ -595,6 +596,7 @@ fn run_json_and_results_json_that_disagree_on_an_outcome_are_refused() {
                 job_id: r.job_id.clone(),
                 dir: r.rel_dir(),
                 outcome: Some(outcome),
+                scheduler_job_ids: Vec::new(),
             })
             .collect(),
     };

@@ -325,6 +325,7 @@ fn cmd(e: &CmdError) -> Exit {
     match e {
         CmdError::BadDir { .. }
         | CmdError::NoEarlierRun { .. }
+        | CmdError::NoRun { .. }
         | CmdError::NoRecipes { .. }
         | CmdError::CaseNotLoaded { .. }
         | CmdError::NotPlanned
@@ -360,6 +361,14 @@ pub enum CmdError {
         out.display()
     )]
     NoEarlierRun { out: PathBuf },
+
+    /// `cancel`: no such run (or no run at all) under `--out`.
+    #[error(
+        "no {} under {} (hint: --out names the folder of runs, --run one of them)",
+        run.as_ref().map_or_else(|| "run".to_owned(), |r| format!("run {r}")),
+        out.display()
+    )]
+    NoRun { out: PathBuf, run: Option<String> },
 
     /// `--scope`/`--cadence` without Megatron's recipes.
     #[error(

@@ -5,6 +5,7 @@ pub mod ab_reports;
 pub mod args;
 pub mod bless;
 pub mod calibrate;
+pub mod cancel;
 pub mod check;
 pub mod comment;
 pub mod compare;

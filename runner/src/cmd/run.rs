@@ -181,6 +181,7 @@ pub fn scripts_notice(jobs: &[crate::plan::Job], run: bool, executor: ExecutorCh
 }
 
 /// The executor of the selection's platform, or the one `--executor` names (`run`, `ab`).
+/// Slurm's first cancels what a dead run under `--out` left in the queue.
 pub(crate) fn executor(
     select: &Selection,
     config: &Config,
@@ -190,7 +191,11 @@ pub(crate) fn executor(
     Ok(match select.executor(config)?.1 {
         ExecutorChoice::Local => Box::new(LocalExecutor::new(opts, jobs)?),
         ExecutorChoice::Slurm => {
-            Box::new(SlurmExecutor::new(opts, config, jobs).map_err(crate::run::RunError::from)?)
+            let executor =
+                SlurmExecutor::new(opts, config, jobs).map_err(crate::run::RunError::from)?;
+            // What the last run left in the queue goes before anything new is submitted.
+            super::cancel::orphans_before_run(&opts.out_dir, false)?;
+            Box::new(executor)
         }
     })
 }
@@ -201,6 +206,7 @@ fn keep_failed(
     out_dir: &std::path::Path,
 ) -> Result<(), AppError> {
     let (run_id, failed) = failed_in_newest_run(out_dir)?;
+    super::cancel::orphans_before_run(out_dir, true)?;
     jobs.retain(|j| failed.contains(&(j.case.clone(), j.variant.name())));
     errln!(
         "goldgate: rerunning {} of run {run_id}'s failed or unfinished case/variant pair(s): {} job(s)",

@@ -12,6 +12,6 @@ pub use build::{JobResult, Observed, Peaks};
 pub use record::{
     Attempt, CheckpointRecord, Fingerprint, GoldenKey, GpuDevicePeak, GpuMemory, JobEntry, Judging,
     MemAvailableRecord, MemoryRecord, NodeMemory, Outcome, ResumedRun, RulesRef, RunIndex,
-    RunRecord, SCHEMA_VERSION, StepValues, TensorboardRecord, Timeline, VariantRecord,
+    RunRecord, Runner, SCHEMA_VERSION, StepValues, TensorboardRecord, Timeline, VariantRecord,
 };
 pub use sampled::Sampled;

@@ -60,6 +60,9 @@ pub(crate) struct Config {
     /// that does not restore the training state).
     pub(crate) resume_drift: f64,
     pub(crate) ignore_sigterm: bool,
+    /// `--exit-signal-handler` (Megatron's flag): on SIGTERM, save a checkpoint after the
+    /// current step and exit.
+    pub(crate) exit_signal_handler: bool,
     pub(crate) fork_child: bool,
     /// `--fork-workers N`: forked workers sharing a `--shared-mb` buffer with the trainer.
     pub(crate) fork_workers: u64,
@@ -172,6 +175,8 @@ Fake knobs:
   --oom-at-step N            CUDA out-of-memory error at iteration N (exit 1)
   --nan-at-step N            NaN-in-grad error at iteration N (exit 1)
   --ignore-sigterm           ignore SIGTERM
+  --exit-signal-handler      on SIGTERM, finish the step, save a checkpoint (with --save) and
+                             exit 0, as Megatron's flag of that name does
   --fork-child               start a child process that ignores SIGTERM and sleeps forever
   --fork-workers N           fork N workers (at most 64) that share a --shared-mb buffer with
                              the trainer, like dataloader or compile workers: summed RSS counts
@@ -189,6 +194,7 @@ const BARE: &[&str] = &[
     "--async-ckpt-use-cpu-shm",
     "--busy",
     "--ignore-sigterm",
+    "--exit-signal-handler",
     "--fork-child",
     "--old-format",
     "--log-memory-to-tensorboard",
@@ -541,6 +547,7 @@ fn validate(raw: Raw) -> Result<Config, UsageError> {
         planted,
         resume_drift: float(&raw, "--resume-drift", 0.0)?,
         ignore_sigterm: raw.has("--ignore-sigterm"),
+        exit_signal_handler: raw.has("--exit-signal-handler"),
         fork_child: raw.has("--fork-child"),
         fork_workers: fork_workers(&raw)?,
         shared_mb: megabytes(&raw, "--shared-mb", 64)?,

@@ -70,6 +70,10 @@ pub fn run(argv: &[String], reexec_prefix: &[&str]) -> ExitCode {
         emit::err("fake-trainer: error: cannot ignore SIGTERM");
         return ExitCode::from(1);
     }
+    if cfg.exit_signal_handler && !process::catch_sigterm() {
+        emit::err("fake-trainer: error: cannot catch SIGTERM");
+        return ExitCode::from(1);
+    }
     match train::run(&cfg) {
         Ok(()) => ExitCode::SUCCESS,
         Err(train::TrainError::Planted(code)) => ExitCode::from(code as u8),

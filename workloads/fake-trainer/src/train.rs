@@ -217,6 +217,13 @@ pub(crate) fn run(cfg: &Config) -> Result<(), TrainError> {
             end = iteration;
             break;
         }
+        if cfg.exit_signal_handler && process::sigterm_received() {
+            // Megatron: save (when saving at all), then `exiting program after receiving
+            // SIGTERM.`; the final save below is that save.
+            emit::out("exiting program after receiving SIGTERM.");
+            end = iteration;
+            break;
+        }
     }
     finish(saver, &mut pool, saving, model.bytes(), (last_saved, end))
 }
