@@ -180,6 +180,37 @@ pub struct TensorboardRead {
     pub resumed: Option<FolderRead>,
 }
 
+/// goldgate's own CPU while the job ran, summed over the nodes that measured it.
+fn observer_cpu(observed: &Observed) -> Option<f64> {
+    let cpu: Vec<f64> = observed
+        .nodes
+        .iter()
+        .filter_map(|n| n.observer_cpu_seconds)
+        .collect();
+    (!cpu.is_empty()).then(|| cpu.iter().sum())
+}
+
+/// Merges the first run's folder into `metrics` and a resume test's second into its resumed
+/// steps, with a warning per problem; returns the first run's record (the second's goes into
+/// `resumed`).
+fn apply_tensorboard(
+    read: &TensorboardRead,
+    job: &Job,
+    metrics: &mut BTreeMap<String, StepValues>,
+    resumed: Option<&mut ResumedRun>,
+    warnings: &mut Vec<String>,
+) -> TensorboardRecord {
+    if let (Some(r), Some(second)) = (resumed, &read.resumed) {
+        let from = r.from_step;
+        let record = merge_folder(&mut r.metrics, second, &job.dirs.job, |s| s > from);
+        warnings.extend(tensorboard_warnings(&record));
+        r.tensorboard = Some(record);
+    }
+    let record = merge_folder(metrics, &read.first, &job.dirs.job, |_| true);
+    warnings.extend(tensorboard_warnings(&record));
+    record
+}
+
 /// Merges one folder into `metrics` (see `metrics::tensorboard`).
 fn merge_folder(
     metrics: &mut BTreeMap<String, StepValues>,
@@ -271,26 +302,11 @@ pub fn record(job: &Job, result: JobResult) -> RunRecord {
     fingerprint.goldgate_version = env!("CARGO_PKG_VERSION").to_string();
     fingerprint.workload_commit = result.workload_commit;
     let nodes = node_memories(&observed);
-    let cpu: Vec<f64> = observed
-        .nodes
-        .iter()
-        .filter_map(|n| n.observer_cpu_seconds)
-        .collect();
+    let cpu = observer_cpu(&observed);
     let mut warnings = job_warnings(observed.nodes, &observed.summary, &checkpoints, ran);
-    let tb = result.tensorboard.as_ref().filter(|_| ran);
-    let tensorboard = tb.map(|t| merge_folder(&mut metrics, &t.first, &job.dirs.job, |_| true));
     let mut resumed = observed.resumed.as_ref().map(|r| resumed_run(job, r));
-    if let (Some(r), Some(read)) = (&mut resumed, tb.and_then(|t| t.resumed.as_ref())) {
-        let from = r.from_step;
-        r.tensorboard = Some(merge_folder(&mut r.metrics, read, &job.dirs.job, |s| {
-            s > from
-        }));
-    }
-    let records = [
-        tensorboard.as_ref(),
-        resumed.as_ref().and_then(|r| r.tensorboard.as_ref()),
-    ];
-    warnings.extend(records.into_iter().flatten().flat_map(tensorboard_warnings));
+    let tensorboard = (result.tensorboard.as_ref().filter(|_| ran))
+        .map(|t| apply_tensorboard(t, job, &mut metrics, resumed.as_mut(), &mut warnings));
     RunRecord {
         schema_version: SCHEMA_VERSION,
         run_id: result.run_id,
@@ -313,7 +329,7 @@ pub fn record(job: &Job, result: JobResult) -> RunRecord {
         checkpoints,
         memory,
         probe: result.probe.and_then(|p| serde_json::to_value(p).ok()),
-        observer_cpu_seconds: (!cpu.is_empty()).then(|| cpu.iter().sum()),
+        observer_cpu_seconds: cpu,
         warnings: warnings
             .iter()
             .map(|w| crate::plan::redact_text(job, w))
