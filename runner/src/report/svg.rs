@@ -497,11 +497,14 @@ mod tests {
         assert_eq!(tick_decimals(45.0), 0);
         // Host names are cut to fit the legend.
         let mut nodes = async_record();
-        nodes.nodes = vec![crate::metrics::NodeMemory {
-            host: "a-very-long-compute-node-name.cluster.example".to_owned(),
-            timeline: nodes.memory.timeline.clone(),
-            ..crate::metrics::NodeMemory::default()
-        }; 2];
+        nodes.nodes = vec![
+            crate::metrics::NodeMemory {
+                host: "a-very-long-compute-node-name.cluster.example".to_owned(),
+                timeline: nodes.memory.timeline.clone(),
+                ..crate::metrics::NodeMemory::default()
+            };
+            2
+        ];
         let svg = render(&nodes).unwrap();
         assert_readable(&svg);
         assert!(texts(&svg).iter().any(|t| t.ends_with('…')), "{svg}");
