@@ -6,6 +6,7 @@ pub mod ab_study;
 pub mod args;
 pub mod bless;
 pub mod calibrate;
+pub mod cancel;
 pub mod check;
 pub mod comment;
 pub mod compare;
