@@ -3,7 +3,7 @@
 
 use std::process::ExitCode;
 
-use clap::{CommandFactory, Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use goldgate::cmd;
 
 /// `goldgate --version`: the package version and the commit it was built from (see build.rs).
@@ -53,6 +53,9 @@ enum Command {
     /// Baseline against candidate on one machine: jobs in ABBA blocks until the timing change
     /// is decided (sequential, paired), the other metrics against A and the goldens.
     Ab(cmd::ab::Args),
+    /// The A/B resampling study on recorded jobs (docs/results/ab-study.md).
+    #[command(hide = true)]
+    AbStudy(cmd::ab_study::Args),
     /// The history store: ingest runs, show a metric over commits, prune, annotate.
     History(cmd::history::Args),
     /// Render recorded runs without judging them.
@@ -77,8 +80,16 @@ enum Command {
     },
 }
 
+/// The parser's command: the derived one with the EXIT STATUS block after every help.
+fn command() -> clap::Command {
+    cmd::completions::with_exit_status(Cli::command())
+}
+
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::from_arg_matches(&command().get_matches()) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
     cmd::output::set_color(cli.color);
     cmd::output::install_error_report();
     let result = match cli.command {
@@ -94,11 +105,12 @@ fn main() -> ExitCode {
         Command::Calibrate(a) => cmd::calibrate::run(a),
         Command::Power(a) => cmd::power::run(a),
         Command::Ab(a) => cmd::ab::run(a),
+        Command::AbStudy(a) => cmd::ab_study::run(a),
         Command::History(a) => cmd::history::run(a),
         Command::Report(a) => cmd::report::run(a),
         Command::Comment(a) => cmd::comment::run(a),
-        Command::Completions(a) => cmd::completions::completions(&a, Cli::command()),
-        Command::Man(a) => cmd::completions::man(&a, Cli::command()),
+        Command::Completions(a) => cmd::completions::completions(&a, command()),
+        Command::Man(a) => cmd::completions::man(&a, command()),
         Command::Sample(a) => cmd::sample::run(a),
         Command::FakeTrainer { args } => return fake_trainer::run(&args, &["fake-trainer"]),
     };
