@@ -61,6 +61,15 @@ pub struct Counted<'a> {
     pub folders: Option<&'a BTreeMap<u64, u64>>,
 }
 
+impl<'a> Counted<'a> {
+    pub fn new(probe: Option<&'a ProbeSummary>, folders: &'a BTreeMap<u64, u64>) -> Counted<'a> {
+        Counted {
+            probe,
+            folders: Some(folders),
+        }
+    }
+}
+
 /// Every metric of the job: the log's per-step series under golden names (long ones thinned,
 /// see `downsample`), the checkpoint
 /// metrics per save iteration (the log's timings, the probe's per-save counters, the folder
@@ -241,34 +250,43 @@ fn job_warnings(
     warnings
 }
 
-/// The `results.json` record of `job`.
-pub fn record(job: &Job, result: JobResult) -> RunRecord {
-    let ran = result.observed.is_some();
-    let observed = result.observed.unwrap_or_default();
-    let checkpoints = checkpoints(&observed.summary);
-    // A job that never ran has no metrics, not even the probe's from an earlier attempt.
-    let mut metrics = match ran {
-        true => metrics(
-            &observed.summary,
-            &checkpoints,
-            observed.peaks(),
-            Counted {
-                probe: result.probe.as_ref(),
-                folders: Some(&result.checkpoint_folders),
-            },
-        ),
-        false => BTreeMap::new(),
-    };
-    let (memory, mut fingerprint) = node0_views(&observed);
-    fingerprint.host = result.host;
-    fingerprint.goldgate_version = env!("CARGO_PKG_VERSION").to_string();
-    fingerprint.workload_commit = result.workload_commit;
-    let nodes = node_memories(&observed);
+/// The job's metrics; a job that never ran has none, not even the probe's from an earlier
+/// attempt.
+fn job_metrics(
+    ran: bool,
+    observed: &Observed,
+    checkpoints: &[CheckpointRecord],
+    counted: Counted<'_>,
+) -> BTreeMap<String, StepValues> {
+    if !ran {
+        return BTreeMap::new();
+    }
+    metrics(&observed.summary, checkpoints, observed.peaks(), counted)
+}
+
+/// CPU seconds goldgate's observers used, summed over the nodes that measured it.
+fn observer_cpu_seconds(observed: &Observed) -> Option<f64> {
     let cpu: Vec<f64> = observed
         .nodes
         .iter()
         .filter_map(|n| n.observer_cpu_seconds)
         .collect();
+    (!cpu.is_empty()).then(|| cpu.iter().sum())
+}
+
+/// The `results.json` record of `job`.
+pub fn record(job: &Job, result: JobResult) -> RunRecord {
+    let ran = result.observed.is_some();
+    let observed = result.observed.unwrap_or_default();
+    let checkpoints = checkpoints(&observed.summary);
+    let counted = Counted::new(result.probe.as_ref(), &result.checkpoint_folders);
+    let mut metrics = job_metrics(ran, &observed, &checkpoints, counted);
+    let (memory, mut fingerprint) = node0_views(&observed);
+    fingerprint.host = result.host;
+    fingerprint.goldgate_version = env!("CARGO_PKG_VERSION").to_string();
+    fingerprint.workload_commit = result.workload_commit;
+    let nodes = node_memories(&observed);
+    let cpu = observer_cpu_seconds(&observed);
     let mut warnings = job_warnings(observed.nodes, &observed.summary, &checkpoints, ran);
     let tb = result.tensorboard.as_ref().filter(|_| ran);
     let tensorboard = tb.map(|t| merge_folder(&mut metrics, &t.first, &job.dirs.job, |_| true));
@@ -306,7 +324,7 @@ pub fn record(job: &Job, result: JobResult) -> RunRecord {
         checkpoints,
         memory,
         probe: result.probe.and_then(|p| serde_json::to_value(p).ok()),
-        observer_cpu_seconds: (!cpu.is_empty()).then(|| cpu.iter().sum()),
+        observer_cpu_seconds: cpu,
         warnings: warnings
             .iter()
             .map(|w| crate::plan::redact_text(job, w))
