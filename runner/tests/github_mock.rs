@@ -855,6 +855,7 @@ mod end_to_end {
             config: ConfigFile {
                 path: Some(dir.join("goldgate.yaml")),
             },
+            trend: Default::default(),
         }
     }
 

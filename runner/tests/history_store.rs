@@ -84,6 +84,8 @@ both_backends!(
     prune_keeps_the_newest_runs_and_removes_their_samples,
     annotations_set_a_new_baseline,
     the_cli_ingests_and_shows_the_same_table,
+    bless_from_history_keeps_the_newest_runs_jobs_as_golden_samples,
+    a_regression_gets_a_trend_line_against_mains_recent_runs,
 );
 
 fn variant() -> VariantRecord {
@@ -139,6 +141,7 @@ fn write_run(dir: &Path, run: &str, started: &str, commit: &str, repeats: u32, t
             job_id: r.job_id.clone(),
             dir: r.rel_dir(),
             outcome: Some(r.outcome.clone()),
+            scheduler_job_ids: Vec::new(),
         });
     }
     let index = RunIndex {
@@ -150,6 +153,7 @@ fn write_run(dir: &Path, run: &str, started: &str, commit: &str, repeats: u32, t
         goldgate_version: "0.1.0".into(),
         command: vec!["goldgate".into(), "run".into()],
         jobs,
+        runner: None,
     };
     std::fs::write(
         dir.join(run).join("run.json"),
@@ -290,11 +294,167 @@ fn annotations_set_a_new_baseline(location: &Location) {
     assert_eq!(since_baseline(&points, &notes, "lm loss").len(), 3);
 }
 
-fn the_cli_ingests_and_shows_the_same_table(location: &Location) {
-    let db = match location {
+fn db_arg(location: &Location) -> String {
+    match location {
         Location::Sqlite(p) => p.display().to_string(),
         Location::Postgres(url) => url.clone(),
+    }
+}
+
+fn bless_from_history_keeps_the_newest_runs_jobs_as_golden_samples(location: &Location) {
+    let db = db_arg(location);
+    let results = tempfile::tempdir().unwrap();
+    for i in 1..=3 {
+        let t = f64::from(i);
+        write_run(
+            results.path(),
+            &format!("2026-12-0{i}T10-00-00Z"),
+            &format!("2026-12-0{i}T10:00:00Z"),
+            &format!("c0ffee{i:0<34}"),
+            2,
+            t,
+        );
+    }
+    let golden = tempfile::tempdir().unwrap();
+    let goldgate = |args: &[&str]| {
+        let o = common::cli::goldgate()
+            .args(args)
+            .env_remove("GITHUB_SHA")
+            .env_remove("GITHUB_REF_NAME")
+            .env_remove("GOLDGATE_HISTORY")
+            .output()
+            .unwrap();
+        (common::cli::code(&o), common::cli::text(&o))
     };
+    let (code, text) = goldgate(&[
+        "history",
+        "--db",
+        &db,
+        "ingest",
+        results.path().to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{text}");
+    let root = golden.path().to_str().unwrap();
+    let (code, text) = goldgate(&[
+        "bless",
+        "--from-history",
+        "2",
+        "--db",
+        &db,
+        "--golden-root",
+        root,
+        "gpt/small",
+    ]);
+    assert_eq!(code, 0, "{text}");
+    let file = golden.path().join("gpt/small/golden_values_dev_h200.json");
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    let samples = &json["goldgate-samples"];
+    // The two newest runs' two jobs each; the oldest run (t = 1) is left out.
+    assert_eq!(samples["jobs"].as_array().unwrap().len(), 4, "{json}");
+    let per_job = samples["metrics"]["checkpoint-blocking-time"]
+        .as_array()
+        .unwrap();
+    let second_saves: Vec<f64> = per_job.iter().map(|j| j["20"].as_f64().unwrap()).collect();
+    assert!(second_saves.iter().all(|t| *t > 1.9), "{second_saves:?}");
+    // Nothing stored for the case on that branch: a usage error naming the store.
+    let (code, text) = goldgate(&[
+        "bless",
+        "--from-history",
+        "2",
+        "--history-branch",
+        "nope",
+        "--db",
+        &db,
+        "--golden-root",
+        root,
+        "gpt/small",
+    ]);
+    assert_eq!(code, 2, "{text}");
+    assert!(
+        text.contains("no passed run of gpt/small on branch nope"),
+        "{text}"
+    );
+}
+
+fn a_regression_gets_a_trend_line_against_mains_recent_runs(location: &Location) {
+    let db = db_arg(location);
+    let main_runs = tempfile::tempdir().unwrap();
+    for i in 1..=4 {
+        write_run(
+            main_runs.path(),
+            &format!("2026-12-0{i}T10-00-00Z"),
+            &format!("2026-12-0{i}T10:00:00Z"),
+            &format!("c0ffee{i:0<34}"),
+            2,
+            1.0,
+        );
+    }
+    let pr = tempfile::tempdir().unwrap();
+    write_run(
+        pr.path(),
+        "2026-12-09T10-00-00Z",
+        "2026-12-09T10:00:00Z",
+        "feed",
+        2,
+        2.0,
+    );
+    let golden = tempfile::tempdir().unwrap();
+    let goldgate = |args: &[&str]| {
+        let o = common::cli::goldgate()
+            .args(args)
+            .env_remove("GITHUB_SHA")
+            .env_remove("GITHUB_REF_NAME")
+            .env_remove("GOLDGATE_HISTORY")
+            .output()
+            .unwrap();
+        (common::cli::code(&o), common::cli::text(&o))
+    };
+    let root = golden.path().to_str().unwrap();
+    let (code, text) = goldgate(&[
+        "history",
+        "--db",
+        &db,
+        "ingest",
+        main_runs.path().to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{text}");
+    let (code, text) = goldgate(&[
+        "bless",
+        "--from-history",
+        "4",
+        "--db",
+        &db,
+        "--golden-root",
+        root,
+        "gpt/small",
+    ]);
+    assert_eq!(code, 0, "{text}");
+    let (code, text) = goldgate(&[
+        "compare",
+        "--results",
+        pr.path().to_str().unwrap(),
+        "--golden-root",
+        root,
+        "--trend-db",
+        &db,
+        "--markdown",
+        "-",
+    ]);
+    assert_eq!(code, 1, "a doubled save time is a regression: {text}");
+    assert!(text.contains("### Trend on main (history store)"), "{text}");
+    assert!(
+        text.contains("`gpt/small @ default: checkpoint-blocking-time`: main's last 4 runs 1.00 s–1.00 s (median 1.00 s)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("no change point; this run's 2.00 s is **outside** main's recent spread"),
+        "{text}"
+    );
+}
+
+fn the_cli_ingests_and_shows_the_same_table(location: &Location) {
+    let db = db_arg(location);
     let results = tempfile::tempdir().unwrap();
     for i in 1..=3 {
         let t = if i == 3 { 2.0 } else { 1.0 };

@@ -33,7 +33,7 @@ pub use comparison::{
     Verdict,
 };
 pub use exit::Exit;
-pub use index::{JobEntry, RunIndex};
+pub use index::{JobEntry, RunIndex, Runner};
 pub use outcome::Outcome;
 pub use record::{
     Attempt, CheckpointRecord, Fingerprint, GpuDevicePeak, GpuMemory, MemAvailableRecord,

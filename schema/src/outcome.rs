@@ -30,8 +30,16 @@ pub enum Outcome {
     /// `OUT_OF_MEMORY`: the job's cgroup limit, not a CUDA allocation).
     HostOutOfMemory,
     /// The cluster failed the job, not its program (Slurm's `NODE_FAIL`, `PREEMPTED`,
-    /// `BOOT_FAIL`): retried under `--retries`.
+    /// `BOOT_FAIL`, or its controller unreachable for longer than `slurm.outage_limit`):
+    /// retried under `--retries`.
     Infrastructure { state: String },
+    /// The job never left the batch scheduler's queue: goldgate cancelled it after
+    /// `pending_seconds`, past the pending limit or at once when Slurm's `reason` can never
+    /// clear (`PartitionConfig`, `BadConstraints`, ...).
+    NotStarted {
+        reason: String,
+        pending_seconds: f64,
+    },
 }
 
 impl Outcome {
@@ -54,6 +62,10 @@ impl Outcome {
             Outcome::LaunchError { message } => format!("launch error: {message}"),
             Outcome::HostOutOfMemory => "host out of memory".into(),
             Outcome::Infrastructure { state } => format!("infrastructure failure ({state})"),
+            Outcome::NotStarted {
+                reason,
+                pending_seconds,
+            } => format!("never started (pending {pending_seconds:.0} s: {reason})"),
         }
     }
 }

@@ -286,8 +286,9 @@ pub struct TensorboardRecord {
     pub dir: String,
     /// The event files read, oldest first (names).
     pub files: Vec<String>,
-    /// Metrics whose values in `metrics` are TensorBoard's: Megatron's golden metrics it has,
-    /// and the metrics only it has (memory with `--log-memory-to-tensorboard`, timers).
+    /// Metrics whose values in `metrics` are (some of them) TensorBoard's: Megatron's golden
+    /// metrics it has, and the steps of any other that the log did not print (memory with
+    /// `--log-memory-to-tensorboard`, timers).
     pub metrics: Vec<String>,
     /// Metrics both the log and TensorBoard have whose values differ by more than the log's
     /// printed digits explain; `metrics` keeps one source, `other` holds the other's values.

@@ -105,6 +105,10 @@ pub struct ExecArgs {
     /// Time between SIGTERM and SIGKILL when a job is stopped.
     #[arg(long, value_parser = parse_duration, default_value = "10s")]
     pub grace: Duration,
+    /// Slurm: how long a job may wait in the queue before goldgate cancels it as never
+    /// started (default: the platform's `slurm.pending_limit`, else 1h).
+    #[arg(long, value_parser = parse_duration)]
+    pub pending_limit: Option<Duration>,
     /// Jobs at once, each on its own slice of the platform's GPUs.
     #[arg(long, default_value_t = 1)]
     pub jobs: u32,
@@ -157,6 +161,7 @@ impl ExecArgs {
             retries: self.retries,
             timeout: self.timeout,
             grace: self.grace,
+            pending_limit: self.pending_limit,
             sample_interval: self.sample_interval,
             probe: self.probe,
             keep_checkpoints: self.keep_checkpoints,
@@ -214,6 +219,41 @@ pub struct GateArgs {
     /// Write the comparison as JSON here (`-`: stdout, the table then goes to stderr).
     #[arg(long)]
     pub json: Option<PathBuf>,
+    #[command(flatten)]
+    pub trend: TrendArgs,
+}
+
+/// The one-line trend per regressed metric in the markdown report (and so the step summary
+/// and the PR comment), from the history store.
+#[derive(clap::Args, Debug, Clone)]
+pub struct TrendArgs {
+    /// Add a line per regressed metric: main's last runs in this history store (a PostgreSQL
+    /// URL or a SQLite file), its latest change point, and whether this run's value lies
+    /// outside main's recent spread.
+    #[arg(long, value_name = "URL|FILE")]
+    pub trend_db: Option<String>,
+    /// Main's runs the trend looks back over.
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(usize))]
+    pub trend_runs: usize,
+}
+
+impl Default for TrendArgs {
+    fn default() -> TrendArgs {
+        TrendArgs {
+            trend_db: None,
+            trend_runs: 20,
+        }
+    }
+}
+
+impl TrendArgs {
+    /// The trend section for `c` (empty without `--trend-db`).
+    pub fn markdown(&self, c: &crate::compare::Comparison) -> Result<String, AppError> {
+        match &self.trend_db {
+            Some(db) => super::history_site::trend_markdown(db, self.trend_runs.max(1), c),
+            None => Ok(String::new()),
+        }
+    }
 }
 
 impl GateArgs {

@@ -6,14 +6,93 @@ use super::error::AppError;
 use super::output::{errln, out, outln};
 use crate::compare::{RuleSet, bless, load_runs};
 use crate::exit::Exit;
+use crate::history::{HistoryError, SeriesKey};
+use crate::metrics::RunRecord;
+
+/// The records `--from-history N` blesses: for each case asked (every stored case when none
+/// is), each variant recorded on the platform, the jobs of its newest N passed runs.
+fn from_history(
+    args: &Args,
+    runs: usize,
+) -> Result<(Vec<(std::path::PathBuf, RunRecord)>, std::path::PathBuf), AppError> {
+    if runs == 0 {
+        return Err(HistoryError::Usage("--from-history takes 1 or more runs".into()).into());
+    }
+    let store_args = super::history::StoreArgs {
+        db: args.db.clone(),
+        config: args.config.clone(),
+    };
+    let mut store = super::history::open(&store_args)?;
+    let names = store.series_names()?;
+    let mut series: Vec<(String, String, String)> = names
+        .into_iter()
+        .filter(|(case, _, platform, _)| {
+            (args.cases.is_empty() || args.cases.contains(case))
+                && args.platform.as_ref().is_none_or(|p| p == platform)
+        })
+        .map(|(case, variant, platform, _)| (case, variant, platform))
+        .collect();
+    series.dedup();
+    if args.platform.is_none()
+        && let Some(w) = series
+            .windows(2)
+            .find(|w| w[0].0 == w[1].0 && w[0].2 != w[1].2)
+    {
+        return Err(HistoryError::Usage(format!(
+            "{} was recorded on several platforms ({}, {}, …): name one with --platform",
+            w[0].0, w[0].2, w[1].2
+        ))
+        .into());
+    }
+    let mut records = Vec::new();
+    for (case, variant, platform) in series {
+        let key = SeriesKey {
+            case,
+            variant,
+            platform,
+            metric: String::new(),
+            branch: Some(args.history_branch.clone()),
+        };
+        records.extend(crate::history::recent::recent_records(
+            &mut store, &key, runs,
+        )?);
+    }
+    if records.is_empty() {
+        return Err(HistoryError::NotFound(format!(
+            "{}: no passed run of {} on branch {}",
+            store.location(),
+            if args.cases.is_empty() {
+                "any case".to_owned()
+            } else {
+                args.cases.join(", ")
+            },
+            args.history_branch
+        ))
+        .into());
+    }
+    let from = std::path::PathBuf::from(store.location().to_string());
+    Ok((records, from))
+}
 
 /// Arguments of `goldgate bless`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// A run directory (`OUT/<run-id>`) or a folder holding several (then the newest run is
     /// blessed; see `--all-runs` and `--run`).
-    #[arg(long, required_unless_present = "tensorboard")]
+    #[arg(long, required_unless_present_any = ["tensorboard", "from_history"])]
     pub from: Option<std::path::PathBuf>,
+    /// Bless from the history store instead: the newest N passed runs of `--history-branch`
+    /// on the platform (`--platform`, else the only one the case was recorded on), every job
+    /// of them a golden job of the two-sample test.
+    #[arg(long, value_name = "N", conflicts_with_all = ["from", "tensorboard"])]
+    pub from_history: Option<usize>,
+    /// The branch `--from-history` reads.
+    #[arg(long, default_value = "main", requires = "from_history")]
+    pub history_branch: String,
+    /// The history store (`goldgate history --db`; default: $GOLDGATE_HISTORY, goldgate.yaml,
+    /// .goldgate/history.sqlite).
+    #[arg(long = "db", value_name = "URL|FILE", requires = "from_history")]
+    pub db: Option<String>,
     /// A job's TensorBoard folder (Megatron's --tensorboard-dir): write the golden file
     /// Megatron's get_test_results_from_tensorboard_logs.py writes from it to --output,
     /// byte for byte.
@@ -57,22 +136,33 @@ pub struct MegatronTensorboard {
 
 /// Runs the command: prints the per-metric diff, then writes (unless `--dry-run`).
 pub fn run(args: Args) -> Result<Exit, AppError> {
-    let (Some(from), None) = (&args.from, &args.tensorboard) else {
+    if args.tensorboard.is_some() {
         return from_tensorboard(&args);
-    };
+    }
     let config = args.config.load()?;
     let rules = RuleSet::from_config(&config.rules);
-    let selection = args.pick.selection();
-    let (records, note) = load_runs(from, &selection)?;
-    if let Some(note) = note {
-        errln!("goldgate: {note}");
-    }
+    let (records, from) = match (&args.from, args.from_history) {
+        (_, Some(runs)) => from_history(&args, runs)?,
+        (Some(from), None) => {
+            let (records, note) = load_runs(from, &args.pick.selection())?;
+            if let Some(note) = note {
+                errln!("goldgate: {note}");
+            }
+            (records, from.clone())
+        }
+        (None, None) => {
+            return Err(HistoryError::Usage(
+                "bless needs --from DIR, --from-history N or --tensorboard DIR".into(),
+            )
+            .into());
+        }
+    };
     let files = bless::plan(
         records,
         &args.golden_root.path,
         args.platform.as_deref(),
         &args.cases,
-        from,
+        &from,
         &config.axis_defaults(),
         &rules,
     )?;

@@ -115,6 +115,24 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
     })
 }
 
+/// The note for a case folder without `model_config.yaml`.
+fn no_config_note(dir: &Path) -> Problem {
+    Problem {
+        path: dir.to_path_buf(),
+        at: None,
+        severity: Severity::Note,
+        message: if case::holds_scripts(dir) {
+            "no model_config.yaml in this case folder: it holds scripts that a recipe runs \
+             by its own commands, not run_ci_test.sh (Megatron does not treat it as a \
+             case either); skipped"
+        } else {
+            "no model_config.yaml in this case folder; skipped"
+        }
+        .into(),
+        hint: None,
+    }
+}
+
 /// Checks every case under `root` and every golden file beside them and under `golden_root`.
 pub fn collect(root: &Path, golden_root: Option<&Path>) -> Result<CheckReport, AppError> {
     let found = case::discover_all(root)?;
@@ -141,20 +159,7 @@ pub fn collect(root: &Path, golden_root: Option<&Path>) -> Result<CheckReport, A
         golden_dirs.push(c.dir.clone());
     }
     for dir in &found.without_config {
-        report.problems.push(Problem {
-            path: dir.clone(),
-            at: None,
-            severity: Severity::Note,
-            message: if case::holds_scripts(dir) {
-                "no model_config.yaml in this case folder: it holds scripts that a recipe runs \
-                 by its own commands, not run_ci_test.sh (Megatron does not treat it as a \
-                 case either); skipped"
-            } else {
-                "no model_config.yaml in this case folder; skipped"
-            }
-            .into(),
-            hint: None,
-        });
+        report.problems.push(no_config_note(dir));
         golden_dirs.push(dir.clone());
     }
     if let Some(golden_root) = golden_root {

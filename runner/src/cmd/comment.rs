@@ -54,6 +54,8 @@ pub struct Args {
     pub platform: Option<String>,
     #[command(flatten)]
     pub config: super::args::ConfigFile,
+    #[command(flatten)]
+    pub trend: super::args::TrendArgs,
 }
 
 /// The finished comment and what the bot needs to know about the run.
@@ -98,7 +100,8 @@ pub fn prepare(args: &Args, env: &dyn Fn(&str) -> Option<String>) -> Result<Prep
         .clone()
         .unwrap_or_else(|| comparison.platform.clone());
     github::body::validate_key(&key)?;
-    let body = comment_body(&key, &comparison, context::run_url(env).as_deref());
+    let trend = args.trend.markdown(&comparison)?;
+    let body = comment_body(&key, &comparison, &trend, context::run_url(env).as_deref());
     Ok(Prepared {
         key,
         body,
@@ -121,8 +124,9 @@ fn read_saved(paths: &[PathBuf]) -> Result<Comparison, CompareError> {
 }
 
 /// The comment for a comparison: the markdown report framed for GitHub.
-fn comment_body(key: &str, comparison: &Comparison, run_url: Option<&str>) -> String {
-    github::compose(key, &report::markdown::render(comparison), run_url)
+fn comment_body(key: &str, comparison: &Comparison, trend: &str, run_url: Option<&str>) -> String {
+    let markdown = report::markdown::render(comparison) + trend;
+    github::compose(key, &markdown, run_url)
 }
 
 /// Whether the run is worth no new comment: every job plainly passed.

@@ -53,6 +53,9 @@ pub struct Outputs {
     pub junit: Option<PathBuf>,
     pub markdown: Option<PathBuf>,
     pub json: Option<PathBuf>,
+    /// The run's wall time for the closing line (`goldgate run`, whose progress lines showed
+    /// the failed jobs' log tails already); `None` for `compare`.
+    pub elapsed: Option<std::time::Duration>,
 }
 
 /// Runs the command.
@@ -67,22 +70,28 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
     );
     let selection = args.pick.selection();
     let comparison = compare_selected(&args.results, &opts, &selection)?;
-    gate(&comparison, &args.gate)
+    gate(&comparison, &args.gate, None)
 }
 
 /// Shows and writes the comparison with the gate's decision in it (so the saved JSON, and a PR
 /// comment rendered from it, say what this exit code says), then gives the exit code (`compare`,
 /// and `run` after it).
-pub fn gate(comparison: &Comparison, gate: &super::args::GateArgs) -> Result<Exit, AppError> {
+pub fn gate(
+    comparison: &Comparison,
+    gate: &super::args::GateArgs,
+    elapsed: Option<std::time::Duration>,
+) -> Result<Exit, AppError> {
     let outputs = Outputs {
         junit: gate.junit.clone(),
         markdown: gate.markdown.clone(),
         json: gate.json.clone(),
+        elapsed,
     };
     let gated = comparison
         .clone()
         .gated(gate.strict, gate.fail_on_improvement);
-    emit(&gated, &outputs)?;
+    let trend = gate.trend.markdown(&gated)?;
+    emit(&gated, &outputs, &trend)?;
     Ok(comparison.exit(gate.strict, gate.fail_on_improvement))
 }
 
@@ -90,7 +99,7 @@ pub fn gate(comparison: &Comparison, gate: &super::args::GateArgs) -> Result<Exi
 /// under GitHub Actions, annotations; writes the requested report files atomically (`-`:
 /// stdout) and appends the markdown to `$GITHUB_STEP_SUMMARY`. `goldgate run` calls this after
 /// comparing.
-pub fn emit(c: &Comparison, outputs: &Outputs) -> Result<(), AppError> {
+pub fn emit(c: &Comparison, outputs: &Outputs, trend: &str) -> Result<(), AppError> {
     let reports = [&outputs.markdown, &outputs.junit, &outputs.json];
     let stdout_taken = reports
         .iter()
@@ -102,12 +111,15 @@ pub fn emit(c: &Comparison, outputs: &Outputs) -> Result<(), AppError> {
     };
     let style = report::table::Style {
         color: super::output::color(stream),
+        elapsed: outputs.elapsed,
+        // Under `goldgate run` the progress lines showed each failed job's tail.
+        tails_shown: outputs.elapsed.is_some(),
     };
     print(format_args!("{}", report::table::render(c, style)));
     if std::env::var("GITHUB_ACTIONS").is_ok_and(|v| v == "true") {
         super::output::commands(stream, &report::annotations::render(c));
     }
-    let markdown = report::markdown::render(c);
+    let markdown = report::markdown::render(c) + trend;
     if let Some(path) = &outputs.markdown {
         write_file(path, &markdown)?;
     }

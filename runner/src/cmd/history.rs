@@ -48,6 +48,65 @@ pub enum Command {
     Prune(PruneArgs),
     /// Mark an intended change: from this commit on the series has a new baseline.
     Annotate(AnnotateArgs),
+    /// Change points (E-divisive means, as Apache Otava finds them) of a stored series or of
+    /// the series in a JSON file.
+    Changes(ChangesArgs),
+    /// Write a static site: an index and a page per case, a plot per metric over the runs.
+    Site(SiteArgs),
+}
+
+/// Arguments of `history site`.
+#[derive(clap::Args, Debug)]
+pub struct SiteArgs {
+    /// The folder to write (`index.html`, `cases/*.html`); nothing is written outside it.
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Only runs of this branch (default: every branch).
+    #[arg(long)]
+    pub branch: Option<String>,
+    /// Only the newest N runs of each series.
+    #[arg(long)]
+    pub last: Option<usize>,
+    /// A run's link, `{run}` replaced by its run id and `{path}` by its results.json path
+    /// (e.g. a CI artifact URL); default: the stored results.json path.
+    #[arg(long)]
+    pub run_url: Option<String>,
+    /// Only these metrics (repeatable; default: every metric).
+    #[arg(long = "metric")]
+    pub metrics: Vec<String>,
+}
+
+/// Arguments of `history changes`.
+#[derive(clap::Args, Debug)]
+pub struct ChangesArgs {
+    /// A JSON file: an array of numbers, or an object of named arrays. Without it the series
+    /// is read from the store (`--case`, `--metric`).
+    #[arg(long, conflicts_with_all = ["case", "metric"])]
+    pub input: Option<PathBuf>,
+    /// The case of a stored series.
+    #[arg(long = "case", requires = "metric")]
+    pub case: Option<String>,
+    /// The metric of a stored series.
+    #[arg(long, requires = "case")]
+    pub metric: Option<String>,
+    /// The variant of a stored series.
+    #[arg(long, default_value = "default")]
+    pub variant: String,
+    /// The platform of a stored series (default: the only one recorded).
+    #[arg(long)]
+    pub platform: Option<String>,
+    /// Only runs of this branch.
+    #[arg(long)]
+    pub branch: Option<String>,
+    /// Points per window of the split step (Otava's default: 50).
+    #[arg(long, default_value_t = 50)]
+    pub window: usize,
+    /// Largest p-value of a change point (Otava's default: 0.001).
+    #[arg(long, default_value_t = 0.001)]
+    pub max_pvalue: f64,
+    /// Smallest relative change of a change point (0.05 = 5 %; Otava's default: 0).
+    #[arg(long, default_value_t = 0.0)]
+    pub min_magnitude: f64,
 }
 
 /// Arguments of `history ingest`.
@@ -123,12 +182,19 @@ pub struct AnnotateArgs {
 
 /// Runs the command.
 pub fn run(args: Args) -> Result<Exit, AppError> {
+    if let Command::Changes(a) = &args.command
+        && let Some(path) = &a.input
+    {
+        return print_changes(&input_series(path)?, a);
+    }
     let mut store = open(&args.store)?;
     match args.command {
         Command::Ingest(a) => ingest_cmd(&mut store, &a),
         Command::Show(a) => show(&mut store, &a),
         Command::Prune(a) => prune(&mut store, &a),
         Command::Annotate(a) => annotate(&mut store, &a),
+        Command::Changes(a) => changes(&mut store, &a),
+        Command::Site(a) => super::history_site::site(&mut store, &a),
     }
 }
 
@@ -155,7 +221,7 @@ pub fn open(args: &StoreArgs) -> Result<Store, AppError> {
     Ok(Store::open(&location, &now())?)
 }
 
-fn now() -> String {
+pub(crate) fn now() -> String {
     jiff::Timestamp::now().to_string()
 }
 
@@ -274,9 +340,10 @@ fn show(store: &mut Store, a: &ShowArgs) -> Result<Exit, AppError> {
         points.drain(..points.len().saturating_sub(n));
     }
     let notes = store.annotations(&key.case)?;
+    let changes = crate::history::changes::of_points(&points);
     out!(
         "{}",
-        crate::report::history::series_table(&key, &points, &[], &notes)
+        crate::report::history::series_table(&key, &points, &changes, &notes)
     );
     Ok(Exit::Pass)
 }
@@ -313,5 +380,87 @@ fn annotate(store: &mut Store, a: &AnnotateArgs) -> Result<Exit, AppError> {
         crate::report::history::short(&note.commit),
         note.note
     );
+    Ok(Exit::Pass)
+}
+
+/// The series of `--input`: one unnamed array, or named arrays in file order.
+fn input_series(path: &Path) -> Result<Vec<(String, Vec<f64>)>, AppError> {
+    let bad = |message: String| HistoryError::Usage(format!("{}: {message}", path.display()));
+    let text = crate::fsio::read_text(path, 256 << 20).map_err(|e| bad(e.to_string()))?;
+    let json: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| bad(format!("not JSON: {e}")))?;
+    let numbers = |name: &str, v: &serde_json::Value| -> Result<Vec<f64>, HistoryError> {
+        let items = v
+            .as_array()
+            .ok_or_else(|| bad(format!("series `{name}` is not an array of numbers")))?;
+        items
+            .iter()
+            .enumerate()
+            .map(|(i, x)| {
+                x.as_f64()
+                    .or(x.is_null().then_some(f64::NAN))
+                    .ok_or_else(|| bad(format!("series `{name}`, item {i}: `{x}` is not a number")))
+            })
+            .collect()
+    };
+    match &json {
+        serde_json::Value::Object(map) => map
+            .iter()
+            .map(|(name, v)| Ok((name.clone(), numbers(name, v)?)))
+            .collect(),
+        other => Ok(vec![("series".to_owned(), numbers("series", other)?)]),
+    }
+}
+
+fn changes(store: &mut Store, a: &ChangesArgs) -> Result<Exit, AppError> {
+    let series = match (&a.case, &a.metric) {
+        (Some(case), Some(metric)) => {
+            let args = SeriesArgs {
+                case: case.clone(),
+                variant: a.variant.clone(),
+                platform: a.platform.clone(),
+                branch: a.branch.clone(),
+            };
+            let key = series_key(store, &args, metric)?;
+            let medians = store.series(&key)?.iter().map(|p| p.median()).collect();
+            vec![(format!("{case} {metric}"), medians)]
+        }
+        _ => {
+            return Err(HistoryError::Usage(
+                "history changes needs --input FILE, or --case and --metric".into(),
+            )
+            .into());
+        }
+    };
+    print_changes(&series, a)
+}
+
+/// One JSON line per series: its change points, the weak ones and the search's own time.
+fn print_changes(series: &[(String, Vec<f64>)], a: &ChangesArgs) -> Result<Exit, AppError> {
+    use crate::history::changes::{Options, detect};
+    if a.window < 2 || !(0.0..=1.0).contains(&a.max_pvalue) || a.min_magnitude < 0.0 {
+        return Err(HistoryError::Usage(
+            "--window takes 2 or more, --max-pvalue 0 to 1, --min-magnitude 0 or more".into(),
+        )
+        .into());
+    }
+    let opts = Options {
+        window: a.window,
+        max_pvalue: a.max_pvalue,
+        min_magnitude: a.min_magnitude,
+    };
+    for (name, values) in series {
+        let started = std::time::Instant::now();
+        let found = detect(values, &opts);
+        let seconds = started.elapsed().as_secs_f64();
+        let line = serde_json::json!({
+            "series": name,
+            "points": values.len(),
+            "change_points": found.indices(),
+            "weak": found.weak.iter().map(|c| c.index).collect::<Vec<_>>(),
+            "seconds": seconds,
+        });
+        outln!("{line}");
+    }
     Ok(Exit::Pass)
 }

@@ -1,8 +1,11 @@
 //! Subcommands: one file each, holding the clap arguments and the function that does the I/O.
 
+pub mod ab;
+pub mod ab_reports;
 pub mod args;
 pub mod bless;
 pub mod calibrate;
+pub mod cancel;
 pub mod check;
 pub mod comment;
 pub mod compare;
@@ -10,6 +13,7 @@ pub mod completions;
 pub mod error;
 pub mod extract;
 pub mod history;
+pub mod history_site;
 pub mod list;
 pub mod list_recipes;
 pub mod output;

@@ -25,6 +25,13 @@ pub struct Args {
     /// Run id used in the job folders.
     #[arg(long, default_value = "repro")]
     pub run_id: String,
+    /// Extra environment for the job (`NAME=VALUE`, repeatable): what an arm of `goldgate ab`
+    /// adds (`ab` prints each arm's repro line).
+    #[arg(long = "env", value_name = "NAME=VALUE", value_parser = super::ab::parse_env)]
+    pub env: Vec<(String, String)>,
+    /// The folder the case's relative entry words resolve in (an `ab` arm's `--a-dir`/`--b-dir`).
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
 }
 
 /// Runs the command.
@@ -35,6 +42,11 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
             .select
             .out_dir(&config, args.out.as_deref(), "goldgate-out")?,
         run_id: args.run_id,
+        base_dir: args
+            .dir
+            .as_deref()
+            .map(super::select::absolute)
+            .transpose()?,
     };
     let filter = crate::plan::CaseFilter::new(std::slice::from_ref(&args.case), None, None)?;
     let selected = plan_selection(&config, &args.select, &filter, Some(1), 0, &output)?;
@@ -43,7 +55,13 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
     if selected.refused(strict) {
         return Ok(Exit::Usage);
     }
-    let jobs = selected.jobs;
+    let mut jobs = selected.jobs;
+    for job in &mut jobs {
+        for (k, v) in &args.env {
+            job.env_unset.retain(|u| u != k);
+            job.env.insert(k.clone(), v.clone());
+        }
+    }
     let [job] = jobs.as_slice() else {
         let names: Vec<String> = jobs.iter().map(|j| j.variant.name()).collect();
         return Err(super::error::CmdError::NotOneJob {
@@ -72,6 +90,7 @@ pub(super) fn batch_script(config: &Config, job: &Job) -> Result<String, AppErro
         log: &log,
         entry_program: program.as_deref(),
         sampler: None,
+        attempt_options: &[],
     };
     Ok(render_batch(job, &spec))
 }

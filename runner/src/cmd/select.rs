@@ -144,6 +144,9 @@ pub struct Output {
     /// `OUT`, absolute.
     pub out_dir: PathBuf,
     pub run_id: String,
+    /// Where relative entry words resolve (default: the current folder); `goldgate ab`'s
+    /// `--a-dir`/`--b-dir` (a checkout of the workload per arm).
+    pub base_dir: Option<PathBuf>,
 }
 
 /// Which cases of the root a command takes (`plan`, `run`).
@@ -212,16 +215,14 @@ pub(crate) fn plan_selection(
     warmup: u32,
     output: &Output,
 ) -> Result<Selected, AppError> {
-    if let Some(name) = &selection.platform {
-        config.platform(Some(name))?;
-    }
+    selection
+        .platform
+        .as_deref()
+        .map(|name| config.platform(Some(name)))
+        .transpose()?;
     let rows = load_rows(&selection.recipes, &selection.root.path, config)?;
     let found = discover(&selection.root.path)?;
-    let picked: Vec<String> = filter
-        .select(&found, &selection.root.path.display().to_string())?
-        .into_iter()
-        .map(|c| c.name.clone())
-        .collect();
+    let picked = picked_names(filter, &found, &selection.root.path)?;
     let mut selected = Selected::default();
     let recipe = &selection.recipes;
     let targets = if recipe.scope.is_some() || recipe.cadence.is_some() {
@@ -240,7 +241,7 @@ pub(crate) fn plan_selection(
         config,
         selection,
         request: VariantRequest::parse(config, &selection.variants, &selection.matrix)?,
-        base_dir: std::env::current_dir().map_err(|source| CmdError::Cwd { source })?,
+        base_dir: base_dir(output)?,
         caller_env: caller_env(),
         rows: &rows,
         output,
@@ -262,22 +263,30 @@ pub(crate) fn plan_selection(
             }
             .into()),
         };
-        match planned {
-            Ok(planned) => {
-                selected.jobs.extend(planned.jobs);
-                for u in planned.unset {
-                    if !selected.unset.iter().any(|s| s.name == u.name) {
-                        selected.unset.push(u);
-                    }
-                }
-            }
-            Err(error) => selected.failures.push(CaseFailure {
-                case: target.name.clone(),
-                error,
-            }),
-        }
+        selected.add(&target.name, planned);
     }
     Ok(selected)
+}
+
+/// Where relative entry words resolve: the output's folder, else the current one.
+fn base_dir(output: &Output) -> Result<PathBuf, AppError> {
+    match &output.base_dir {
+        Some(dir) => Ok(dir.clone()),
+        None => std::env::current_dir().map_err(|source| CmdError::Cwd { source }.into()),
+    }
+}
+
+/// The names of the discovered cases `filter` picks.
+fn picked_names(
+    filter: &CaseFilter,
+    found: &[crate::case::CaseRef],
+    root: &Path,
+) -> Result<Vec<String>, AppError> {
+    Ok(filter
+        .select(found, &root.display().to_string())?
+        .into_iter()
+        .map(|c| c.name.clone())
+        .collect())
 }
 
 /// What every target of a selection is planned with.
@@ -328,6 +337,24 @@ impl Planner<'_> {
 }
 
 impl Selected {
+    /// One target's jobs (placeholders nothing sets kept once per name), or why it failed.
+    fn add(&mut self, case: &str, planned: Result<Planned, AppError>) {
+        match planned {
+            Ok(planned) => {
+                self.jobs.extend(planned.jobs);
+                for u in planned.unset {
+                    if !self.unset.iter().any(|s| s.name == u.name) {
+                        self.unset.push(u);
+                    }
+                }
+            }
+            Err(error) => self.failures.push(CaseFailure {
+                case: case.to_owned(),
+                error,
+            }),
+        }
+    }
+
     /// What goes to stderr before the jobs run or print: skipped recipe rows, placeholders
     /// nothing sets (one line per name), and the cases that could not be planned.
     pub fn render_problems(&self, strict: bool) -> String {
@@ -473,12 +500,9 @@ pub fn absolute(dir: &Path) -> Result<PathBuf, AppError> {
     })
 }
 
-/// `--rerun-failed`: the newest run under `out` (by the start time in its `run.json`), and the
-/// `(case, variant)` of every job in it that failed or never finished (interrupted, killed).
-pub(crate) fn failed_in_newest_run(
-    out: &Path,
-) -> Result<(String, BTreeSet<(String, String)>), AppError> {
-    let newest = std::fs::read_dir(out)
+/// The `run.json` of the newest run under `out` (by its start time), if there is one.
+pub(crate) fn newest_run(out: &Path) -> Option<crate::metrics::RunIndex> {
+    std::fs::read_dir(out)
         .into_iter()
         .flatten()
         .flatten()
@@ -487,9 +511,16 @@ pub(crate) fn failed_in_newest_run(
             let started = index.started_at.parse::<jiff::Timestamp>().ok();
             (started, index.run_id.clone())
         })
-        .ok_or_else(|| CmdError::NoEarlierRun {
-            out: out.to_path_buf(),
-        })?;
+}
+
+/// `--rerun-failed`: the newest run under `out` (by the start time in its `run.json`), and the
+/// `(case, variant)` of every job in it that failed or never finished (interrupted, killed).
+pub(crate) fn failed_in_newest_run(
+    out: &Path,
+) -> Result<(String, BTreeSet<(String, String)>), AppError> {
+    let newest = newest_run(out).ok_or_else(|| CmdError::NoEarlierRun {
+        out: out.to_path_buf(),
+    })?;
     let failed = newest
         .jobs
         .iter()

@@ -1,5 +1,7 @@
 //! Stage "compare": rules, statistics and verdicts; `bless` and `calibrate`.
 
+pub mod ab;
+pub mod ab_outcome;
 pub mod bless;
 pub mod calibrate;
 pub mod engine;

@@ -122,6 +122,8 @@ pub struct Config {
     /// `check.ignore`: path glob (relative to the case or golden root) → why the file is known
     /// to be bad. `goldgate check` reports a problem there as a note, not an error.
     pub check_ignore: Vec<(String, String)>,
+    /// The `ab:` block: `goldgate ab`'s statistics (defaults when absent).
+    pub ab: super::ab::AbSettings,
     /// `history.database`: the history store (a PostgreSQL URL or a SQLite file, relative to
     /// this file's folder), when the file names one.
     pub history_database: Option<String>,
@@ -147,6 +149,8 @@ struct RawConfig {
     recipes: Option<String>,
     #[serde(default)]
     check: RawCheck,
+    #[serde(default)]
+    ab: Option<Spanned<super::ab::RawAb>>,
     #[serde(default)]
     history: RawHistory,
 }
@@ -336,22 +340,11 @@ impl Config {
                     )
                 })?,
         };
-        let mut axes = Vec::new();
-        for (name, axis) in raw.variants.0 {
-            if axis.values.0.is_empty() {
-                let msg = format!("variant axis `{}` has no values", name.value);
-                return Err(ConfigError::invalid(path, &name, msg));
-            }
-            let values = axis.values.0.into_iter().map(value_from_raw).collect();
-            axes.push(Axis {
-                name: name.value,
-                opt_in: axis.opt_in,
-                values,
-            });
-        }
+        let axes = axes_from_raw(raw.variants, path)?;
         let rule_overrides: Vec<(String, RuleOverride)> =
             raw.rules.0.into_iter().map(|(k, v)| (k.value, v)).collect();
         let rules = Rules::default().with_file_rules(rule_overrides.clone());
+        let ab = ab_from_raw(raw.ab, path)?;
         Ok(Config {
             path: path.to_owned(),
             default_platform,
@@ -361,6 +354,7 @@ impl Config {
             rule_overrides,
             recipes: raw.recipes.map(PathBuf::from),
             check_ignore: string_pairs(raw.check.ignore),
+            ab,
             history_database: raw.history.database,
         })
     }
@@ -420,6 +414,43 @@ fn platform_from_raw(
             None => SlurmConfig::default(),
         },
     })
+}
+
+/// The variant axes, in file order; an axis without values is an error.
+fn axes_from_raw(raw: Named<RawAxis>, path: &Path) -> Result<Vec<Axis>, ConfigError> {
+    let mut axes = Vec::new();
+    for (name, axis) in raw.0 {
+        if axis.values.0.is_empty() {
+            let msg = format!("variant axis `{}` has no values", name.value);
+            return Err(ConfigError::invalid(path, &name, msg));
+        }
+        let values = axis.values.0.into_iter().map(value_from_raw).collect();
+        axes.push(Axis {
+            name: name.value,
+            opt_in: axis.opt_in,
+            values,
+        });
+    }
+    Ok(axes)
+}
+
+/// The `ab:` block's settings (defaults when absent); an error points at the block.
+fn ab_from_raw(
+    raw: Option<Spanned<super::ab::RawAb>>,
+    path: &Path,
+) -> Result<super::ab::AbSettings, ConfigError> {
+    let Some(block) = raw else {
+        return Ok(super::ab::AbSettings::default());
+    };
+    let at = Spanned {
+        value: (),
+        referenced: block.referenced,
+        defined: block.defined,
+    };
+    block
+        .value
+        .settings()
+        .map_err(|msg| ConfigError::invalid(path, &at, msg))
 }
 
 fn value_from_raw((name, raw): (Spanned<String>, Option<RawValue>)) -> AxisValue {

@@ -55,6 +55,13 @@ pub enum HistoryError {
         #[source]
         source: std::io::Error,
     },
+    /// A page of the site could not be written.
+    #[error("cannot write {path}")]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
     /// A filter or argument names nothing in the store.
     #[error("{0}")]
     NotFound(String),

@@ -3,10 +3,12 @@
 //! of a case over commits), with the change points E-divisive means finds in them.
 
 pub mod backend;
+pub mod changes;
 pub mod error;
 pub mod ingest;
 pub mod location;
 pub mod migrate;
+pub mod recent;
 pub mod series;
 pub mod store;
 

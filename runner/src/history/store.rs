@@ -3,6 +3,8 @@
 //! its run id and a job by `(run, job id)`, and a job already stored is skipped — and each
 //! run goes in as one transaction, so an interrupted ingest leaves no half run.
 
+use std::collections::BTreeMap;
+
 use super::backend::{Backend, Cell, Postgres, Value};
 use super::error::HistoryError;
 use super::ingest::{IngestCount, JobRow, RunRow};
@@ -111,6 +113,66 @@ impl Store {
                 Some((step, r[1].real().unwrap_or(f64::NAN)))
             })
             .collect())
+    }
+
+    /// The passed jobs of the newest `runs` runs of `branch` that ran the case's variant on
+    /// `platform`, newest run first: `(run id, job id, commit)`.
+    pub fn recent_jobs(
+        &mut self,
+        key: &SeriesKey,
+        runs: usize,
+    ) -> Result<Vec<(String, String, String)>, HistoryError> {
+        let branch = key.branch.as_deref().unwrap_or("main");
+        let rows = self.backend.query(
+            "SELECT r.run_id, j.job_id, r.commit_sha FROM jobs j JOIN runs r ON j.run_ref = r.id \
+             WHERE j.case_name = ? AND j.variant = ? AND j.platform = ? AND r.branch = ? \
+             AND j.passed = 1 ORDER BY r.started_at DESC, r.run_id DESC, j.job_id",
+            &[
+                key.case.as_str().into(),
+                key.variant.as_str().into(),
+                key.platform.as_str().into(),
+                branch.into(),
+            ],
+            "reading recent jobs",
+        )?;
+        let mut seen: Vec<String> = Vec::new();
+        let mut out = Vec::new();
+        for r in &rows {
+            let run = text(&r[0]);
+            if !seen.contains(&run) {
+                if seen.len() == runs {
+                    break;
+                }
+                seen.push(run.clone());
+            }
+            out.push((run, text(&r[1]), text(&r[2])));
+        }
+        Ok(out)
+    }
+
+    /// Every sample of one stored job: metric → step → value (NaN for NULL).
+    pub fn job_samples(
+        &mut self,
+        run_id: &str,
+        job_id: &str,
+    ) -> Result<BTreeMap<String, BTreeMap<u64, f64>>, HistoryError> {
+        let rows = self.backend.query(
+            "SELECT s.name, s.step, s.value FROM samples s JOIN jobs j ON s.job_ref = j.id \
+             JOIN runs r ON j.run_ref = r.id WHERE r.run_id = ? AND j.job_id = ? \
+             ORDER BY s.name, s.step",
+            &[run_id.into(), job_id.into()],
+            "reading a job's samples",
+        )?;
+        let mut out: BTreeMap<String, BTreeMap<u64, f64>> = BTreeMap::new();
+        for r in &rows {
+            let Some(step) = r[1].int().and_then(|s| u64::try_from(s).ok()) else {
+                continue;
+            };
+            out.entry(text(&r[0]))
+                .or_default()
+                .insert(step, r[2].real().unwrap_or(f64::NAN));
+        }
+        Ok(out)
     }
 
     /// Every series the store holds, sorted.

@@ -203,12 +203,19 @@ fn merge_folder(
 }
 
 /// Node 0's memory view (with the run's save marks) and machine fingerprint: rank 0 runs
-/// there, and a job's nodes are alike.
+/// there, and a job's nodes are alike. The host peaks are the maximum across nodes, as the
+/// metrics are (each node's own figures are in `nodes`).
 fn node0_views(observed: &Observed) -> (MemoryRecord, Fingerprint) {
     let node0 = observed.nodes.first();
     let mut memory = node0.map(Sampled::memory_record).unwrap_or_default();
     if node0.is_some() {
         memory.timeline.saves = observed.save_marks.clone();
+    }
+    if observed.nodes.len() > 1 {
+        let max = |f: fn(&Sampled) -> Option<u64>| observed.nodes.iter().filter_map(f).max();
+        memory.host_peak_pss_bytes = max(Sampled::host_peak_pss);
+        memory.host_peak_rss_bytes = max(|n| n.summary.as_ref()?.host_peak_rss_bytes());
+        memory.shm_peak_bytes = max(Sampled::shm_peak);
     }
     (memory, node0.map(Sampled::fingerprint).unwrap_or_default())
 }

@@ -11,7 +11,7 @@ pub mod tensorboard;
 pub use build::{JobResult, Observed, Peaks};
 pub use record::{
     Attempt, CheckpointRecord, Fingerprint, GpuDevicePeak, GpuMemory, JobEntry, MemAvailableRecord,
-    MemoryRecord, NodeMemory, Outcome, ResumedRun, RunIndex, RunRecord, SCHEMA_VERSION, StepValues,
-    TensorboardRecord, Timeline, VariantRecord,
+    MemoryRecord, NodeMemory, Outcome, ResumedRun, RunIndex, RunRecord, Runner, SCHEMA_VERSION,
+    StepValues, TensorboardRecord, Timeline, VariantRecord,
 };
 pub use sampled::Sampled;

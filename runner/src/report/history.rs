@@ -113,3 +113,118 @@ mod tests {
         insta::assert_snapshot!(series_table(&key, &points, &[2], &[note]));
     }
 }
+
+/// One regressed metric against main's recent history.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Trend {
+    /// `<case> @ <variant>: <metric>`.
+    pub label: String,
+    pub unit: Unit,
+    /// Main's runs looked at (0: none stored).
+    pub runs: usize,
+    /// The smallest and largest job value of those runs, and their median.
+    pub lo: f64,
+    pub hi: f64,
+    pub median: f64,
+    /// The latest change point among them: run id, commit, relative change.
+    pub latest_change: Option<(String, String, f64)>,
+    /// This run's value (the comparison's `now`).
+    pub now: Option<f64>,
+}
+
+/// The `Trend on main` section of the markdown report and the PR comment: one line per
+/// regressed metric; empty when there is none.
+pub fn trend_section(trends: &[Trend]) -> String {
+    use crate::report::markdown::escape_md;
+    if trends.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from("\n### Trend on main (history store)\n\n");
+    for t in trends {
+        // A code span shows the label as it is; a backtick in it would end the span.
+        let label = t.label.replace('`', "'");
+        if t.runs == 0 {
+            out.push_str(&format!(
+                "- `{label}`: no passed main run of it in the history store\n"
+            ));
+            continue;
+        }
+        let change = match &t.latest_change {
+            Some((run, commit, rel)) => format!(
+                "latest change point at {} (`{}`, {:+.1} %)",
+                escape_md(run),
+                short(commit),
+                rel * 100.0
+            ),
+            None => "no change point".to_owned(),
+        };
+        let verdict = match t.now {
+            Some(v) if v < t.lo || v > t.hi => {
+                format!(
+                    "this run's {} is **outside** main's recent spread",
+                    value(t.unit, v)
+                )
+            }
+            Some(v) => format!(
+                "this run's {} is within main's recent spread",
+                value(t.unit, v)
+            ),
+            None => "this run has no value".to_owned(),
+        };
+        out.push_str(&format!(
+            "- `{label}`: main's last {} runs {}–{} (median {}); {change}; {verdict}\n",
+            t.runs,
+            value(t.unit, t.lo),
+            value(t.unit, t.hi),
+            value(t.unit, t.median),
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod trend_tests {
+    use super::*;
+
+    #[test]
+    fn a_trend_line_says_the_spread_the_change_point_and_where_this_run_falls() {
+        let trends = [
+            Trend {
+                label: "gpt/small @ default: checkpoint-blocking-time".into(),
+                unit: Unit::Seconds,
+                runs: 20,
+                lo: 1.0,
+                hi: 1.1,
+                median: 1.05,
+                latest_change: Some((
+                    "2026-11-20T08-00-00Z".into(),
+                    "abcdef0123456789".into(),
+                    0.12,
+                )),
+                now: Some(1.35),
+            },
+            Trend {
+                label: "gpt/small @ default: gpu-peak-memory-bytes".into(),
+                unit: Unit::Bytes,
+                runs: 5,
+                lo: 1e9,
+                hi: 1.2e9,
+                median: 1.1e9,
+                latest_change: None,
+                now: Some(1.1e9),
+            },
+            Trend {
+                label: "gpt/new @ default: lm loss".into(),
+                unit: Unit::Plain,
+                runs: 0,
+                lo: 0.0,
+                hi: 0.0,
+                median: 0.0,
+                latest_change: None,
+                now: Some(2.0),
+            },
+        ];
+        insta::assert_snapshot!(trend_section(&trends));
+        assert_eq!(trend_section(&[]), "");
+    }
+}

@@ -1,5 +1,6 @@
 //! Stage "report": pure renderers (table, markdown, JUnit, JSON, SVG, annotations).
 
+pub mod ab;
 pub mod annotations;
 pub mod error;
 #[cfg(test)]
@@ -10,6 +11,7 @@ pub mod junit;
 pub mod markdown;
 pub(crate) mod next_steps;
 pub mod power;
+pub mod site;
 pub mod summary;
 pub mod svg;
 pub mod table;

@@ -1,0 +1,581 @@
+//! `goldgate ab CASE`: baseline (A) against candidate (B) on one machine. Each arm is the case
+//! with its own variant choices (`--a-variant`/`--b-variant`), extra environment
+//! (`--a-env`/`--b-env`) and workload folder (`--a-dir`/`--b-dir`: where the case's relative
+//! entry resolves, e.g. checkouts of the merge base and the PR head). After `--warmup N`
+//! discarded jobs (alternating arms) the jobs run one at a time in ABBA/BAAB blocks, in a
+//! seeded random order; each job is one run of the run stage (`OUT/<id>/<NN>-<arm>/`, with its
+//! `run.json` and `results.json`, exactly as `goldgate run` records it). After every pair the
+//! timing metrics are judged sequentially (`compare::ab`) and the sequence stops once they are
+//! decided or at `--max-pairs`; then B's other metrics are judged against the goldens, the
+//! reports are written and the exit code follows `compare::ab_outcome`'s rule. `ab.json` in the
+//! A/B folder is rewritten after every job (a crash loses nothing).
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use super::args::{ExecArgs, GateArgs};
+use super::error::{AppError, CmdError};
+use super::output::{err, errln, out};
+use super::select::{Output, Selection, plan_selection};
+use crate::compare::ab::{self, AbMetric, Sequential};
+use crate::compare::ab_outcome::{AB_SCHEMA_VERSION, AbJob, AbReport, ArmSpec};
+use crate::config::{Config, ExecutorChoice};
+use crate::exit::Exit;
+use crate::metrics::RunRecord;
+use crate::plan::Job;
+use crate::run::{Progress, ResultsWriter, RunOptions};
+
+/// Arguments of `goldgate ab`.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// The case (`<model>/<case>`); one platform, GPU and node throughout.
+    pub case: String,
+    #[command(flatten)]
+    pub select: Selection,
+    /// Arm A's variant choice (`AXIS=VALUE`, on top of `--variant`). Repeatable.
+    #[arg(long = "a-variant", value_name = "AXIS=VALUE")]
+    pub a_variants: Vec<String>,
+    /// Arm B's variant choice, e.g. `--b-variant empty_cache=level2`. Repeatable.
+    #[arg(long = "b-variant", value_name = "AXIS=VALUE")]
+    pub b_variants: Vec<String>,
+    /// Extra environment for arm A's jobs (`NAME=VALUE`). Repeatable.
+    #[arg(long = "a-env", value_name = "NAME=VALUE", value_parser = parse_env)]
+    pub a_env: Vec<(String, String)>,
+    /// Extra environment for arm B's jobs, e.g. `--b-env GOLDGATE_PLANT_SAVE_DELAY_S=0.04`.
+    #[arg(long = "b-env", value_name = "NAME=VALUE", value_parser = parse_env)]
+    pub b_env: Vec<(String, String)>,
+    /// Arm A's workload folder: the case's relative entry words resolve there (a checkout of
+    /// the base). Point `MEGATRON_LM_DIR` at a Megatron-LM tree with `--a-env`.
+    #[arg(long = "a-dir", value_name = "DIR")]
+    pub a_dir: Option<PathBuf>,
+    /// Arm B's workload folder (a checkout of the head).
+    #[arg(long = "b-dir", value_name = "DIR")]
+    pub b_dir: Option<PathBuf>,
+    /// Discarded warm-up jobs before the first block, alternating A and B.
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    pub warmup: u32,
+    /// Most pairs (default: goldgate.yaml's `ab.max_pairs`); the last look ends
+    /// `inconclusive` if undecided. Looks are Bonferroni-corrected over this many.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_pairs: Option<u32>,
+    /// The change that counts (default `ab.min_effect`; 0.05 = 5 %).
+    #[arg(long)]
+    pub min_effect: Option<f64>,
+    /// One job's spread floor (default: the platform's `ab.platforms.<p>.spread`, else
+    /// `ab.spread`).
+    #[arg(long)]
+    pub spread: Option<f64>,
+    /// Time limit of the whole sequence (e.g. `500s`): no pair starts that would not end
+    /// before it, by the slowest job so far; undecided metrics are then `inconclusive`.
+    #[arg(long, value_parser = super::args::parse_duration)]
+    pub budget: Option<std::time::Duration>,
+    /// Seed of the block order (default: from the clock; recorded in `ab.json`).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Where the A/B folder goes: `OUT/<id>/` (default `results`).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    #[command(flatten)]
+    pub exec: ExecArgs,
+    #[command(flatten)]
+    pub golden_root: super::args::GoldenRoot,
+    #[command(flatten)]
+    pub gate: GateArgs,
+}
+
+/// `NAME=VALUE` with a plain variable name.
+pub(crate) fn parse_env(text: &str) -> Result<(String, String), String> {
+    let (name, value) = text
+        .split_once('=')
+        .ok_or_else(|| format!("`{text}` is not NAME=VALUE"))?;
+    let ok = !name.is_empty()
+        && !name.starts_with(|c: char| c.is_ascii_digit())
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if !ok {
+        return Err(format!("`{name}` is not an environment variable name"));
+    }
+    Ok((name.to_owned(), value.to_owned()))
+}
+
+/// One arm: its selection (variants), extra environment and workload folder.
+struct Arm {
+    name: &'static str,
+    select: Selection,
+    env: Vec<(String, String)>,
+    dir: Option<PathBuf>,
+}
+
+impl Arm {
+    fn new(args: &Args, name: &'static str) -> Result<Arm, AppError> {
+        let (variants, env, dir) = match name {
+            "a" => (&args.a_variants, &args.a_env, &args.a_dir),
+            _ => (&args.b_variants, &args.b_env, &args.b_dir),
+        };
+        let mut select = args.select.clone();
+        select.variants.extend(variants.iter().cloned());
+        let dir = dir.as_deref().map(super::select::absolute).transpose()?;
+        Ok(Arm {
+            name,
+            select,
+            env: env.clone(),
+            dir,
+        })
+    }
+
+    fn spec(&self) -> ArmSpec {
+        let shown = |(k, v): &(String, String)| {
+            let v = if crate::plan::is_secret_name(k) {
+                crate::plan::REDACTED
+            } else {
+                v
+            };
+            format!("{k}={v}")
+        };
+        ArmSpec {
+            arm: self.name.to_owned(),
+            variants: self.select.variants.clone(),
+            env: self.env.iter().map(shown).collect(),
+            dir: self.dir.as_ref().map(|d| d.display().to_string()),
+        }
+    }
+}
+
+/// Everything a job of the sequence is planned and run with.
+struct Bench<'a> {
+    args: &'a Args,
+    config: &'a Config,
+    opts: RunOptions,
+    ab_dir: PathBuf,
+    arms: [Arm; 2],
+    stop: &'a crate::launch::StopFlag,
+    command: Vec<String>,
+    /// The case's METRICS (from the plan).
+    metrics: Vec<String>,
+    /// When the command started (`--budget` counts from here).
+    started: std::time::Instant,
+}
+
+/// Runs the command.
+pub fn run(args: Args) -> Result<Exit, AppError> {
+    let stop = crate::launch::install_signal_handlers()?;
+    args.gate.check()?;
+    if !args.select.matrix.is_empty() {
+        return Err(CmdError::BadValue {
+            message: "ab compares two arms of one job: use --a-variant/--b-variant, not --matrix",
+        }
+        .into());
+    }
+    let config = args.select.config.load()?;
+    let (opts, platform, choice) = options(&args, &config)?;
+    let seq = sequential(&args, &config, &platform)?;
+    let ab_dir = opts.out_dir.join(&opts.run_id);
+    let mut bench = Bench {
+        arms: [Arm::new(&args, "a")?, Arm::new(&args, "b")?],
+        args: &args,
+        config: &config,
+        ab_dir,
+        opts,
+        stop: &stop,
+        command: std::env::args().collect(),
+        metrics: Vec::new(),
+        started: std::time::Instant::now(),
+    };
+    // Both arms are planned before any job runs: a bad variant or entry fails at once.
+    bench.metrics = bench.plan(0, "00-plan", 0, 0, false)?.metrics;
+    let b = bench.plan(1, "00-plan", 0, 0, false)?;
+    err!(
+        "{}",
+        super::run::scripts_notice(&[b], bench.opts.scripts, choice)
+    );
+    let seed = args.seed.unwrap_or_else(clock_seed);
+    let mut report = bench.report(&platform, seed, seq);
+    bench.sequence(&mut report)?;
+    bench.finish(report)
+}
+
+/// The run stage's options (one job at a time; the platform's script rule), the platform's
+/// name and its executor.
+fn options(args: &Args, config: &Config) -> Result<(RunOptions, String, ExecutorChoice), AppError> {
+    let mut opts = args
+        .exec
+        .options(args.out.as_deref().unwrap_or(Path::new("results")))?;
+    crate::launch::check_settle(opts.settle)?;
+    opts.workers = 1;
+    let (platform, choice) = args.select.executor(config)?;
+    opts.scripts = args.exec.scripts_on(platform, choice);
+    Ok((opts, platform.name.clone(), choice))
+}
+
+fn sequential(args: &Args, config: &Config, platform: &str) -> Result<Sequential, AppError> {
+    let mut seq = Sequential::from_settings(&config.ab, platform);
+    if let Some(n) = args.max_pairs {
+        seq.max_pairs = n;
+        seq.min_pairs = seq.min_pairs.min(n);
+    }
+    if let Some(m) = args.min_effect {
+        if !(m.is_finite() && (0.0..10.0).contains(&m)) {
+            return Err(CmdError::BadValue {
+                message: "--min-effect takes a share from 0 to below 10 (0.05 = 5 %)",
+            }
+            .into());
+        }
+        seq.min_effect = m;
+    }
+    if let Some(s) = args.spread {
+        if !(s.is_finite() && s > 0.0) {
+            return Err(CmdError::BadValue {
+                message: "--spread takes a share above 0 (0.05 = 5 % between jobs)",
+            }
+            .into());
+        }
+        seq.spread = s;
+    }
+    Ok(seq)
+}
+
+fn clock_seed() -> u64 {
+    let now = jiff::Timestamp::now();
+    (now.as_nanosecond() as u64) ^ u64::from(std::process::id())
+}
+
+impl Bench<'_> {
+    fn report(&self, platform: &str, seed: u64, seq: Sequential) -> AbReport {
+        AbReport {
+            schema_version: AB_SCHEMA_VERSION,
+            id: self.opts.run_id.clone(),
+            case: self.args.case.clone(),
+            platform: platform.to_owned(),
+            seed,
+            sequential: seq,
+            arms: [self.arms[0].spec(), self.arms[1].spec()],
+            jobs: Vec::new(),
+            pairs: 0,
+            metrics: Vec::new(),
+            goldens: Vec::new(),
+            golden_note: None,
+            warnings: Vec::new(),
+            finished: false,
+            job_seconds: 0.0,
+            exit_code: None,
+        }
+    }
+
+    /// The warm-up jobs, then blocks until the timing metrics are decided or `max_pairs`.
+    fn sequence(&self, report: &mut AbReport) -> Result<(), AppError> {
+        let seq = report.sequential;
+        for i in 0..self.args.warmup {
+            let arm = (i % 2) as usize;
+            self.one_job(report, arm, 0, 0, true)?;
+            if self.halted(report) {
+                return Ok(());
+            }
+        }
+        let order = ab::block_order(seq.max_pairs.div_ceil(2), report.seed);
+        let (mut a, mut b): (Vec<RunRecord>, Vec<RunRecord>) = (Vec::new(), Vec::new());
+        let mut blocks = Vec::new();
+        for (i, is_b) in order.iter().enumerate() {
+            let block = (i / 4 + 1) as u32;
+            let pair = (a.len().max(b.len()) + usize::from(a.len() == b.len())) as u32;
+            // A pair's first job starts only if its partner fits too.
+            if self.out_of_time(report, if a.len() == b.len() { 2 } else { 1 }) {
+                break;
+            }
+            let record = self.one_job(report, usize::from(*is_b), block, pair, false)?;
+            if self.halted(report) {
+                return Ok(());
+            }
+            match is_b {
+                true => b.extend(record),
+                false => a.extend(record),
+            }
+            if a.len() != b.len() {
+                continue;
+            }
+            blocks.push(block);
+            report.pairs = a.len();
+            report.metrics = self.judge(&a, &b, &blocks, &seq);
+            self.save(report);
+            if ab::settled(&report.metrics) || report.pairs as u32 >= seq.max_pairs {
+                break;
+            }
+        }
+        ab::close(&mut report.metrics);
+        report.finished = true;
+        Ok(())
+    }
+
+    /// Whether `jobs` more jobs, at the slowest job's time so far (plus a fifth), would end
+    /// past `--budget`; said once in the report.
+    fn out_of_time(&self, report: &mut AbReport, jobs: u32) -> bool {
+        let Some(budget) = self.args.budget else {
+            return false;
+        };
+        let slowest = report
+            .jobs
+            .iter()
+            .filter_map(|j| j.wall_seconds)
+            .fold(0.0, f64::max);
+        let needed = f64::from(jobs) * slowest * 1.2;
+        let left = budget.as_secs_f64() - self.started.elapsed().as_secs_f64();
+        if needed <= left {
+            return false;
+        }
+        report.warnings.push(format!(
+            "time budget: {left:.0} s of --budget left, the next pair needs about {needed:.0} s; stopped after {} pair(s)",
+            report.pairs
+        ));
+        true
+    }
+
+    /// A failed job or Ctrl-C ends the sequence.
+    fn halted(&self, report: &AbReport) -> bool {
+        report.job_failed() || self.stop.is_requested()
+    }
+
+    /// The case's METRICS, the timing metrics, and every recorded metric a rule of its own
+    /// names (goldgate's probe counters: they need no statistics), in that order.
+    fn judge(
+        &self,
+        a: &[RunRecord],
+        b: &[RunRecord],
+        blocks: &[u32],
+        seq: &Sequential,
+    ) -> Vec<AbMetric> {
+        let rules = crate::compare::RuleSet::from_config(&self.config.rules);
+        let mut names: Vec<String> = self.metrics.clone();
+        let own_rule = |m: &str| rules.find(m).is_some_and(|r| r.pattern != "*");
+        let recorded = a.iter().chain(b).flat_map(|r| r.metrics.keys());
+        for m in self.config.ab.metrics.iter().chain(recorded) {
+            if !names.contains(m) && (self.config.ab.metrics.contains(m) || own_rule(m)) {
+                names.push(m.clone());
+            }
+        }
+        let ra: Vec<&RunRecord> = a.iter().collect();
+        let rb: Vec<&RunRecord> = b.iter().collect();
+        ab::judge_all(
+            &names,
+            &self.config.ab.metrics,
+            &rules,
+            (&ra, &rb),
+            blocks,
+            seq,
+        )
+    }
+
+    /// Plans, runs and records one job of `arm`; returns its record.
+    fn one_job(
+        &self,
+        report: &mut AbReport,
+        arm: usize,
+        block: u32,
+        pair: u32,
+        warmup: bool,
+    ) -> Result<Option<RunRecord>, AppError> {
+        let index = report.jobs.len() as u32 + 1;
+        let name = self.arms[arm].name;
+        let run_id = match warmup {
+            true => format!("{index:02}-{name}-warmup"),
+            false => format!("{index:02}-{name}"),
+        };
+        let job = self.plan(arm, &run_id, block, pair, warmup)?;
+        let results = job.dirs.job.join("results.json");
+        report.jobs.push(AbJob {
+            index,
+            run_id: run_id.clone(),
+            arm: name.to_owned(),
+            block,
+            pair,
+            warmup,
+            results: relative(&results, &self.ab_dir),
+            outcome: None,
+            wall_seconds: None,
+        });
+        self.save(report);
+        errln!("goldgate ab: job {index} ({run_id}, block {block}, pair {pair})");
+        let record = self.execute(job, &run_id)?;
+        if let (Some(entry), Some(r)) = (report.jobs.last_mut(), &record) {
+            entry.outcome = Some(r.outcome.label());
+            entry.wall_seconds = Some(r.wall_seconds);
+            report.job_seconds += r.wall_seconds;
+        }
+        self.save(report);
+        Ok(record.filter(|_| !warmup))
+    }
+
+    fn plan(
+        &self,
+        arm: usize,
+        run_id: &str,
+        block: u32,
+        pair: u32,
+        warmup: bool,
+    ) -> Result<Job, AppError> {
+        let arm = &self.arms[arm];
+        let output = Output {
+            out_dir: self.ab_dir.clone(),
+            run_id: run_id.to_owned(),
+            base_dir: arm.dir.clone(),
+        };
+        let filter =
+            crate::plan::CaseFilter::new(std::slice::from_ref(&self.args.case), None, None)?;
+        let selected = plan_selection(self.config, &arm.select, &filter, Some(1), 0, &output)?;
+        let strict = arm.select.strict_placeholders;
+        err!("{}", selected.render_problems(strict));
+        if selected.refused(strict) {
+            return Err(CmdError::NotPlanned.into());
+        }
+        let mut jobs = selected.jobs;
+        if jobs.len() != 1 {
+            let names: Vec<String> = jobs.iter().map(|j| j.variant.name()).collect();
+            return Err(CmdError::NotOneJob {
+                count: jobs.len(),
+                names: names.join("; "),
+            }
+            .into());
+        }
+        let mut job = jobs.remove(0);
+        job.warmup = warmup;
+        if !self.opts.scripts {
+            job.before_script = None;
+            job.after_script = None;
+        }
+        let marks = [
+            ("GOLDGATE_AB_ARM", arm.name.to_owned()),
+            ("GOLDGATE_AB_BLOCK", block.to_string()),
+            ("GOLDGATE_AB_PAIR", pair.to_string()),
+        ];
+        for (k, v) in arm
+            .env
+            .iter()
+            .cloned()
+            .chain(marks.map(|(k, v)| (k.to_owned(), v)))
+        {
+            job.env_unset.retain(|u| *u != k);
+            job.env.insert(k, v);
+        }
+        Ok(job)
+    }
+
+    /// One run of the run stage for one job (its own `run.json`), as `goldgate run` does it.
+    fn execute(&self, job: Job, run_id: &str) -> Result<Option<RunRecord>, AppError> {
+        let mut opts = self.opts.clone();
+        opts.out_dir = self.ab_dir.clone();
+        opts.run_id = run_id.to_owned();
+        let jobs = vec![job];
+        let executor = super::run::executor(&self.arms[0].select, self.config, &opts, &jobs)?;
+        let mut writer =
+            ResultsWriter::create(&opts.run_dir(), &opts.run_id, &jobs, self.command.clone())?;
+        let progress =
+            Mutex::new(Progress::stderr().with_heartbeat(super::args::heartbeat_interval()));
+        let summary = crate::run::beside_heartbeat(&progress, |progress| {
+            crate::run::run_jobs(&jobs, &*executor, &opts, self.stop, &mut |event| {
+                writer.event(&event);
+                progress
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .event(&event);
+            })
+        })?;
+        writer.finish()?;
+        Ok(summary.records.into_iter().next())
+    }
+
+    /// `ab.json`, rewritten after every job; a failed write is said once per job, not fatal
+    /// until the end (the final write's error is returned by `finish`).
+    fn save(&self, report: &AbReport) {
+        if let Err(e) = self.write_json(report) {
+            errln!("goldgate ab: {e}");
+        }
+    }
+
+    fn write_json(&self, report: &AbReport) -> Result<(), AppError> {
+        let text = crate::report::ab::render_json(report)?;
+        let path = self.ab_dir.join("ab.json");
+        crate::fsio::write_atomic(&path, text.as_bytes())
+            .map_err(|source| CmdError::Write { path, source })?;
+        Ok(())
+    }
+
+    /// B against the goldens (metrics not timed), the reports, the exit code.
+    fn finish(&self, mut report: AbReport) -> Result<Exit, AppError> {
+        if !report.job_failed() && report.pairs > 0 {
+            self.goldens(&mut report)?;
+        }
+        if self.stop.is_requested() {
+            report
+                .warnings
+                .push("interrupted: the sequence did not finish".into());
+        }
+        let gate = &self.args.gate;
+        let mut exit = report.exit(gate.strict, gate.fail_on_improvement);
+        if self.stop.is_requested() {
+            exit = exit.worst(Exit::Failure);
+        }
+        report.exit_code = Some(i32::from(exit.code()));
+        self.write_json(&report)?;
+        super::ab_reports::emit(&report, gate)?;
+        out!("a/b folder: {}\n", self.ab_dir.display());
+        for arm in &self.arms {
+            out!("{}", self.repro_line(arm));
+        }
+        Ok(exit)
+    }
+
+    fn repro_line(&self, arm: &Arm) -> String {
+        let mut line = format!("repro arm {}: goldgate repro {}", arm.name, self.args.case);
+        if let Some(p) = &self.args.select.platform {
+            line.push_str(&format!(" --platform {p}"));
+        }
+        for v in &arm.select.variants {
+            line.push_str(&format!(" --variant {v}"));
+        }
+        for e in arm.spec().env {
+            line.push_str(&format!(" --env {e}"));
+        }
+        if let Some(dir) = &arm.dir {
+            line.push_str(&format!(" --dir {}", dir.display()));
+        }
+        line.push('\n');
+        line
+    }
+
+    fn goldens(&self, report: &mut AbReport) -> Result<(), AppError> {
+        let mut records = Vec::new();
+        for job in report.jobs.iter().filter(|j| j.arm == "b" && !j.warmup) {
+            let path = self.ab_dir.join(&job.results);
+            let record = crate::metrics::record::load_record(&path)?;
+            records.push((path, record));
+        }
+        let opts = crate::compare::CompareOptions::from_config(
+            self.config,
+            self.args.golden_root.path.clone(),
+            self.args.select.root.path.clone(),
+            self.args.select.platform.clone(),
+            self.args.gate.allow_env_mismatch,
+        );
+        let comparison = crate::compare::compare_records(records, &opts)?;
+        let timed = &self.config.ab.metrics;
+        for job in comparison.jobs {
+            if job.verdict == crate::compare::Verdict::MissingGolden && job.metrics.is_empty() {
+                report.golden_note = Some(format!(
+                    "no golden file for B ({} @ {}): its untimed metrics were judged against A only",
+                    job.case, job.variant
+                ));
+            }
+            report.goldens.extend(
+                job.metrics
+                    .into_iter()
+                    .filter(|m| !timed.contains(&m.metric)),
+            );
+        }
+        report.warnings.extend(comparison.warnings);
+        Ok(())
+    }
+}
+
+fn relative(path: &Path, base: &Path) -> String {
+    path.strip_prefix(base)
+        .unwrap_or(path)
+        .display()
+        .to_string()
+}

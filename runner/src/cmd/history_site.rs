@@ -1,0 +1,152 @@
+//! `goldgate history site` and the trend lines of `compare`/`comment --trend-db`: what the
+//! history store shows people — the static site (pages rendered by `report::site`) and one
+//! line per regressed metric against main's recent runs (`report::history::trend_section`).
+
+use std::path::Path;
+
+use super::error::AppError;
+use super::history::{SiteArgs, now};
+use super::output::outln;
+use crate::exit::Exit;
+use crate::history::ingest;
+use crate::history::{HistoryError, Location, SeriesKey, Store};
+use crate::report::site::{SiteCase, SiteOptions, SitePlot};
+
+/// Every series of the store, by case, as the site shows them.
+fn site_cases(store: &mut Store, a: &SiteArgs) -> Result<Vec<SiteCase>, AppError> {
+    use crate::history::changes::{Options, detect};
+    let mut cases: Vec<SiteCase> = Vec::new();
+    for (case, variant, platform, metric) in store.series_names()? {
+        if !a.metrics.is_empty() && !a.metrics.contains(&metric) {
+            continue;
+        }
+        let key = SeriesKey {
+            case,
+            variant,
+            platform,
+            metric,
+            branch: a.branch.clone(),
+        };
+        let mut points = store.series(&key)?;
+        if points.is_empty() {
+            continue;
+        }
+        if let Some(n) = a.last {
+            points.drain(..points.len().saturating_sub(n));
+        }
+        let medians: Vec<f64> = points.iter().map(crate::history::Point::median).collect();
+        let changes = detect(&medians, &Options::default()).points;
+        let plot = SitePlot {
+            key,
+            points,
+            changes,
+        };
+        match cases.last_mut() {
+            Some(c) if c.case == plot.key.case => c.plots.push(plot),
+            _ => {
+                let annotations = store.annotations(&plot.key.case)?;
+                cases.push(SiteCase {
+                    case: plot.key.case.clone(),
+                    plots: vec![plot],
+                    annotations,
+                });
+            }
+        }
+    }
+    Ok(cases)
+}
+
+fn write_page(path: &Path, html: &str) -> Result<(), HistoryError> {
+    crate::fsio::write_atomic(path, html.as_bytes()).map_err(|source| HistoryError::Write {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+/// Writes the site (`goldgate history site`).
+pub fn site(store: &mut Store, a: &SiteArgs) -> Result<Exit, AppError> {
+    use crate::report::site::{case_file, render_case, render_index};
+    let cases = site_cases(store, a)?;
+    if cases.is_empty() {
+        return Err(
+            HistoryError::NotFound(format!("{} holds no passed job", store.location())).into(),
+        );
+    }
+    let opts = SiteOptions {
+        run_url: a.run_url.clone(),
+        source: store.location().to_string(),
+        generated: now(),
+    };
+    let pages = a.out.join("cases");
+    std::fs::create_dir_all(&pages).map_err(|source| HistoryError::Folder {
+        path: pages.clone(),
+        source,
+    })?;
+    for c in &cases {
+        write_page(&a.out.join(case_file(&c.case)), &render_case(c, &opts))?;
+    }
+    let index = a.out.join("index.html");
+    write_page(&index, &render_index(&cases, &opts))?;
+    outln!(
+        "wrote {} ({} case pages, {} plots)",
+        index.display(),
+        cases.len(),
+        cases.iter().map(|c| c.plots.len()).sum::<usize>()
+    );
+    Ok(Exit::Pass)
+}
+
+/// The `Trend on main` section for the regressed metrics of `c`: main's last `runs` runs of
+/// each in the store `db` (a URL or a file), on the comparison's platform.
+pub fn trend_markdown(
+    db: &str,
+    runs: usize,
+    c: &crate::compare::Comparison,
+) -> Result<String, AppError> {
+    use crate::compare::{Unit, Verdict};
+    use crate::history::changes::{Options, detect};
+    let cwd = std::env::current_dir().map_err(|source| super::error::CmdError::Cwd { source })?;
+    let mut store = Store::open(&Location::parse(db, &cwd), &now())?;
+    let mut trends = Vec::new();
+    for job in &c.jobs {
+        for m in job
+            .metrics
+            .iter()
+            .filter(|m| m.verdict == Verdict::Regression)
+        {
+            let key = SeriesKey {
+                case: job.case.clone(),
+                variant: job.variant.clone(),
+                platform: c.platform.clone(),
+                metric: m.metric.clone(),
+                branch: Some("main".to_owned()),
+            };
+            let mut points = store.series(&key)?;
+            points.drain(..points.len().saturating_sub(runs));
+            let values: Vec<f64> = points.iter().flat_map(|p| p.values()).collect();
+            let medians: Vec<f64> = points.iter().map(crate::history::Point::median).collect();
+            let latest_change = detect(&medians, &Options::default())
+                .points
+                .last()
+                .map(|cp| {
+                    let p = &points[cp.index];
+                    (
+                        p.run_id.clone(),
+                        p.commit.clone(),
+                        cp.stats.forward_change(),
+                    )
+                });
+            trends.push(crate::report::history::Trend {
+                label: format!("{} @ {}: {}", job.case, job.variant, m.metric),
+                unit: Unit::of_metric(&m.metric),
+                runs: points.len(),
+                lo: values.iter().copied().fold(f64::INFINITY, f64::min),
+                hi: values.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+                median: ingest::median(&values).unwrap_or(f64::NAN),
+                latest_change,
+                now: m.now,
+            });
+        }
+    }
+    Ok(crate::report::history::trend_section(&trends))
+}

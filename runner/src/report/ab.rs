@@ -1,0 +1,227 @@
+//! Stage "report": an A/B run (`goldgate ab`) for people and CI — the terminal table, the
+//! markdown of the step summary and PR comment (one renderer for both), JUnit and JSON. Each
+//! metric shows A, B, the change, its interval, the pairs and the verdict, e.g.
+//! `checkpoint-blocking-time 2.41 s → 2.68 s, +11.2 % (99.8 % CI +7.9 to +14.6 %), 4 pairs`.
+
+use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
+
+use crate::compare::ab::{AbMetric, AbVerdict};
+use crate::compare::ab_outcome::AbReport;
+use crate::report::error::ReportError;
+use crate::report::units;
+
+/// `+11.2 %`.
+fn pct(share: f64) -> String {
+    format!("{:+.1} %", share * 100.0)
+}
+
+/// `99.8 % CI +7.9 to +14.6 %`, or `—`.
+fn interval(m: &AbMetric) -> String {
+    match (m.interval, m.level) {
+        (Some((lo, hi)), Some(level)) => format!(
+            "{} % CI {:+.1} to {:+.1} %",
+            trim(level * 100.0),
+            lo * 100.0,
+            hi * 100.0
+        ),
+        _ => "—".to_owned(),
+    }
+}
+
+fn trim(v: f64) -> String {
+    let s = format!("{v:.2}");
+    s.trim_end_matches('0').trim_end_matches('.').to_owned()
+}
+
+fn value(m: &AbMetric, v: Option<f64>) -> String {
+    v.map_or_else(|| "—".to_owned(), |v| units::value(m.unit, v))
+}
+
+/// One line per metric: `metric A → B, change (interval), N pairs: verdict`.
+pub fn metric_line(m: &AbMetric) -> String {
+    let change = m.change.map_or_else(|| "—".to_owned(), pct);
+    let ci = match m.interval {
+        Some(_) => format!(" ({})", interval(m)),
+        None => String::new(),
+    };
+    let pairs = match m.test {
+        "sequential" => format!(", {} pair{}", m.pairs, if m.pairs == 1 { "" } else { "s" }),
+        _ => String::new(),
+    };
+    format!(
+        "{} {} → {}, {change}{ci}{pairs}: {}",
+        m.metric,
+        value(m, m.a),
+        value(m, m.b),
+        m.verdict.label()
+    )
+}
+
+fn header(r: &AbReport) -> String {
+    format!(
+        "A/B {} on {}: A = {}; B = {}\n{} pair(s), {} job(s), {:.1} GPU-minutes, seed {}; alpha {} over {} looks, min effect {} %, spread floor {} %\n",
+        r.case,
+        r.platform,
+        r.arms[0].describe(),
+        r.arms[1].describe(),
+        r.pairs,
+        r.jobs.len(),
+        r.job_seconds / 60.0,
+        r.seed,
+        r.sequential.alpha,
+        r.sequential.max_pairs,
+        trim(r.sequential.min_effect * 100.0),
+        trim(r.sequential.spread * 100.0)
+    )
+}
+
+fn warnings(r: &AbReport) -> Vec<String> {
+    let mut out = r.warnings.clone();
+    let open = r.inconclusive();
+    if !open.is_empty() {
+        out.push(format!(
+            "INCONCLUSIVE after {} pair(s): {} (neither a regression of {} % nor its absence could be shown; exit 1 only under --strict; more pairs: --max-pairs)",
+            r.pairs,
+            open.join(", "),
+            trim(r.sequential.min_effect * 100.0)
+        ));
+    }
+    if let Some(note) = &r.golden_note {
+        out.push(note.clone());
+    }
+    out
+}
+
+/// The terminal report.
+pub fn render_terminal(r: &AbReport) -> String {
+    let mut s = header(r);
+    for m in &r.metrics {
+        s.push_str(&format!("  {}\n", metric_line(m)));
+    }
+    if !r.goldens.is_empty() {
+        s.push_str("B against the goldens (metrics not timed):\n");
+    }
+    for g in &r.goldens {
+        let [golden, now, delta, _] = units::metric_cells(g);
+        s.push_str(&format!(
+            "  {} golden {golden}, B {now} ({delta}): {}\n",
+            g.metric,
+            g.verdict.label()
+        ));
+    }
+    for w in warnings(r) {
+        s.push_str(&format!("warning: {w}\n"));
+    }
+    s.push_str(&format!("verdict: {}\n", r.verdict().label()));
+    s
+}
+
+/// The markdown of the step summary and the PR comment.
+pub fn render_markdown(r: &AbReport) -> String {
+    let esc = crate::report::markdown::escape_md;
+    let mut s = format!(
+        "### goldgate A/B: `{}` on `{}` — {}\n\n",
+        r.case,
+        r.platform,
+        r.verdict().label()
+    );
+    s.push_str(&format!(
+        "A = {}; B = {}. {} pair(s), {} job(s), {:.1} GPU-minutes, seed {}.\n\n",
+        esc(&r.arms[0].describe()),
+        esc(&r.arms[1].describe()),
+        r.pairs,
+        r.jobs.len(),
+        r.job_seconds / 60.0,
+        r.seed
+    ));
+    s.push_str(
+        "| metric | A | B | change | interval | pairs | verdict |\n|---|---|---|---|---|---|---|\n",
+    );
+    for m in &r.metrics {
+        s.push_str(&format!(
+            "| {} | {} | {} | {} | {} | {} | {} |\n",
+            esc(&m.metric),
+            value(m, m.a),
+            value(m, m.b),
+            m.change.map_or_else(|| "—".to_owned(), pct),
+            interval(m),
+            m.pairs,
+            verdict_cell(m.verdict)
+        ));
+    }
+    for g in &r.goldens {
+        let [golden, now, delta, _] = units::metric_cells(g);
+        s.push_str(&format!(
+            "| {} (B vs golden) | golden {golden} | {now} | {delta} | {} | — | {} |\n",
+            esc(&g.metric),
+            esc(&g.tolerance),
+            g.verdict.label()
+        ));
+    }
+    for w in warnings(r) {
+        s.push_str(&format!("\n> **warning:** {}\n", esc(&w)));
+    }
+    s.push('\n');
+    s
+}
+
+fn verdict_cell(v: AbVerdict) -> String {
+    match v {
+        AbVerdict::Regression | AbVerdict::MissingMetric => format!("**{}**", v.label()),
+        _ => v.label().to_owned(),
+    }
+}
+
+/// JUnit: one suite, a test per metric; a regression is a failure, a failed job an error.
+pub fn render_junit(r: &AbReport) -> Result<String, ReportError> {
+    let mut suite = TestSuite::new(format!("ab {}", r.case));
+    suite.set_time(std::time::Duration::from_secs_f64(r.job_seconds.max(0.0)));
+    for m in &r.metrics {
+        let line = metric_line(m);
+        let status = match m.verdict {
+            AbVerdict::Regression | AbVerdict::MissingMetric => {
+                let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
+                s.set_message(line.clone()).set_type(m.verdict.label());
+                s
+            }
+            _ => TestCaseStatus::success(),
+        };
+        let mut case = TestCase::new(m.metric.as_str(), status);
+        case.set_classname(format!("ab {}", r.case));
+        case.set_system_out(format!("{line}; {}", m.detail));
+        suite.add_test_case(case);
+    }
+    for j in r
+        .jobs
+        .iter()
+        .filter(|j| j.outcome.as_deref().is_some_and(|o| o != "passed"))
+    {
+        let mut status = TestCaseStatus::non_success(NonSuccessKind::Error);
+        status.set_message(format!(
+            "job {} (arm {}) {}",
+            j.run_id,
+            j.arm,
+            j.outcome.as_deref().unwrap_or("")
+        ));
+        let mut case = TestCase::new(format!("job {}", j.run_id), status);
+        case.set_classname(format!("ab {}", r.case));
+        suite.add_test_case(case);
+    }
+    let mut report = Report::new("goldgate ab");
+    report.add_test_suite(suite);
+    report.to_string().map_err(|e| ReportError::Junit {
+        message: e.to_string(),
+    })
+}
+
+/// `ab.json`: pretty-printed, with a trailing newline.
+pub fn render_json(r: &AbReport) -> Result<String, ReportError> {
+    let mut text = serde_json::to_string_pretty(r).map_err(|e| ReportError::Json {
+        message: e.to_string(),
+    })?;
+    text.push('\n');
+    Ok(text)
+}
+
+#[cfg(test)]
+mod tests;
