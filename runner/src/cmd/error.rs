@@ -270,7 +270,9 @@ fn compare(e: &CompareError) -> Exit {
         | CompareError::NoComparison => Exit::Usage,
         CompareError::Tensorboard(e) => tensorboard(e),
         // An incomplete run is a job that did not finish: never a pass, never "bad input".
-        CompareError::Write { .. } | CompareError::Incomplete { .. } => Exit::Failure,
+        CompareError::Write { .. }
+        | CompareError::Incomplete { .. }
+        | CompareError::Disagree { .. } => Exit::Failure,
     }
 }
 
