@@ -3,7 +3,7 @@
 
 use std::process::ExitCode;
 
-use clap::{CommandFactory, Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use goldgate::cmd;
 
 /// `goldgate --version`: the package version and the commit it was built from (see build.rs).
@@ -44,6 +44,8 @@ enum Command {
     Compare(cmd::compare::Args),
     /// Write golden files from recorded runs.
     Bless(cmd::bless::Args),
+    /// Cancel what a run left in Slurm's queue (after goldgate was killed).
+    Cancel(cmd::cancel::Args),
     /// Measure noise over repeats and suggest tolerances.
     Calibrate(cmd::calibrate::Args),
     /// What each rule can see: false alarms and the smallest detected change, from unchanged jobs.
@@ -51,6 +53,9 @@ enum Command {
     /// Baseline against candidate on one machine: jobs in ABBA blocks until the timing change
     /// is decided (sequential, paired), the other metrics against A and the goldens.
     Ab(cmd::ab::Args),
+    /// The A/B resampling study on recorded jobs (docs/results/ab-study.md).
+    #[command(hide = true)]
+    AbStudy(cmd::ab_study::Args),
     /// The history store: ingest runs, show a metric over commits, prune, annotate.
     History(cmd::history::Args),
     /// Render recorded runs without judging them.
@@ -75,8 +80,16 @@ enum Command {
     },
 }
 
+/// The parser's command: the derived one with the EXIT STATUS block after every help.
+fn command() -> clap::Command {
+    cmd::completions::with_exit_status(Cli::command())
+}
+
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::from_arg_matches(&command().get_matches()) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
     cmd::output::set_color(cli.color);
     cmd::output::install_error_report();
     let result = match cli.command {
@@ -88,14 +101,16 @@ fn main() -> ExitCode {
         Command::Extract(a) => cmd::extract::run(a),
         Command::Compare(a) => cmd::compare::run(a),
         Command::Bless(a) => cmd::bless::run(a),
+        Command::Cancel(a) => cmd::cancel::run(a),
         Command::Calibrate(a) => cmd::calibrate::run(a),
         Command::Power(a) => cmd::power::run(a),
         Command::Ab(a) => cmd::ab::run(a),
+        Command::AbStudy(a) => cmd::ab_study::run(a),
         Command::History(a) => cmd::history::run(a),
         Command::Report(a) => cmd::report::run(a),
         Command::Comment(a) => cmd::comment::run(a),
-        Command::Completions(a) => cmd::completions::completions(&a, Cli::command()),
-        Command::Man(a) => cmd::completions::man(&a, Cli::command()),
+        Command::Completions(a) => cmd::completions::completions(&a, command()),
+        Command::Man(a) => cmd::completions::man(&a, command()),
         Command::Sample(a) => cmd::sample::run(a),
         Command::FakeTrainer { args } => return fake_trainer::run(&args, &["fake-trainer"]),
     };

@@ -141,6 +141,7 @@ fn write_run(dir: &Path, run: &str, started: &str, commit: &str, repeats: u32, t
             job_id: r.job_id.clone(),
             dir: r.rel_dir(),
             outcome: Some(r.outcome.clone()),
+            scheduler_job_ids: Vec::new(),
         });
     }
     let index = RunIndex {
@@ -152,6 +153,7 @@ fn write_run(dir: &Path, run: &str, started: &str, commit: &str, repeats: u32, t
         goldgate_version: "0.1.0".into(),
         command: vec!["goldgate".into(), "run".into()],
         jobs,
+        runner: None,
     };
     std::fs::write(
         dir.join(run).join("run.json"),

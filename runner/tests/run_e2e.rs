@@ -648,3 +648,80 @@ fn a_hostile_case_name_cannot_start_a_workflow_command() {
     }
     assert!(!shown.contains('\x1b'), "{shown:?}");
 }
+
+#[test]
+fn a_run_ends_with_one_closing_line_that_says_whether_it_was_gated() {
+    let out = tempfile::tempdir().unwrap();
+    let last_line = |o: &std::process::Output| {
+        let stdout = String::from_utf8(o.stdout.clone()).unwrap();
+        stdout.lines().last().unwrap_or_default().to_owned()
+    };
+    let timed = |line: &str, status: &str, rest: &str| {
+        let re = format!(r"^{status} \[\d+\.\ds\] {}$", regex::escape(rest));
+        assert!(regex::Regex::new(&re).unwrap().is_match(line), "{line}");
+    };
+    // --no-compare: the run's outcome, said to be ungated (exit 0 only means the jobs ran).
+    let o = goldgate(out.path(), &["demo/crash-demo", "--repeat", "2"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+    let rest = "1 job (2 repeats) on dev_cpu: 1 failed, not gated (--no-compare)";
+    timed(&last_line(&o), "FAIL", rest);
+    // Without NVML (this machine, CI) its failure is one warning line for the whole run, and
+    // the log's last lines are shown once per failed job, not again under the table.
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(stderr.matches("NVML").count() <= 1, "{stderr}");
+    assert!(
+        !stderr.contains("no GPU memory figures: GPU memory not sampled"),
+        "{stderr}"
+    );
+    let o = cli::goldgate()
+        .current_dir(repo())
+        .args(["run", "demo/crash-demo", "--out"])
+        .arg(out.path())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+    timed(&last_line(&o), "FAIL", "1 job on dev_cpu: 1 failed");
+    let o = goldgate(
+        out.path(),
+        &["demo/ckpt-demo", "--variant", "checkpoint=async_shm"],
+    )
+    .output()
+    .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let rest = "1 job on dev_cpu: 1 ran, not gated (--no-compare)";
+    timed(&last_line(&o), "DONE", rest);
+}
+
+#[test]
+fn a_missing_program_is_said_once_in_a_few_words() {
+    let dir = tempfile::tempdir().unwrap();
+    let case = dir.path().join("cases/x/missing/model_config.yaml");
+    std::fs::create_dir_all(case.parent().unwrap()).unwrap();
+    std::fs::write(
+        &case,
+        "TEST_TYPE: regular\nLAUNCHER: direct\nMODEL_ARGS:\n  --train-iters: 2\n\
+         GOLDGATE:\n  entry: [no-such-program-goldgate]\n",
+    )
+    .unwrap();
+    let o = cli::goldgate()
+        .current_dir(dir.path())
+        .args(["run", "--root", "cases", "x/missing", "--out", "out"])
+        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+    let all = text(&o);
+    let message = "program `no-such-program-goldgate` not found";
+    // Once on the FAIL line, once in the table's note: never twice on one line.
+    assert_eq!(all.matches(message).count(), 2, "{all}");
+    assert!(all.contains("the job's PATH (3 folders))"), "{all}");
+    assert!(
+        !all.contains("/usr/local/bin:/usr/bin"),
+        "no PATH dump: {all}"
+    );
+    assert!(!all.contains(" — program"), "{all}");
+}

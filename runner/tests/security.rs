@@ -318,3 +318,44 @@ fn item8_svg_file_names_stay_under_the_limit_for_legal_long_names() {
     let svgs = std::fs::read_dir(s.path().join("svg")).unwrap().count();
     assert_eq!(svgs, 1);
 }
+
+#[test]
+fn item7_inputs_past_what_bounds_memory_are_refused_saying_why() {
+    let s = Scratch::new();
+    s.case("m/big", ITERATIONS, "");
+    let o = s.run(&[]).output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let grow = |path: &Path, bytes: u64| {
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)
+            .unwrap();
+        file.set_len(bytes).unwrap();
+    };
+    let results = walk(&s.path().join("out"))
+        .into_iter()
+        .find(|p| p.ends_with("results.json"))
+        .unwrap();
+    grow(&results, 40 << 20);
+    let o = s
+        .goldgate(&["compare", "--results", "out", "--root", "cases"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains("13 times a record's size in memory"),
+        "{}",
+        text(&o)
+    );
+    let golden = s.path().join("cases/m/big/golden_values_dev_dgx_h100.json");
+    grow(&golden, 20 << 20);
+    let o = s.goldgate(&["check", "--root", "cases"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains("11 times its size in memory"),
+        "{}",
+        text(&o)
+    );
+}

@@ -1,30 +1,44 @@
 //! The Slurm executor against a real Slurm cluster (`.ci/slurm-cluster.sh`: one slurmctld and
 //! two slurmd, nodes `n1` and `n2`, on this machine) with the fake trainer: a pass, a crash,
-//! Slurm's own TIMEOUT, goldgate's Ctrl-C (nothing left in the queue, no process left), a node
-//! set DOWN under a running job (NODE_FAIL, retried and both attempts recorded), and a
-//! two-node job whose both nodes are sampled.
+//! Slurm's own TIMEOUT, goldgate's Ctrl-C (nothing left in the queue, no process left; a
+//! trainer that catches SIGTERM saves its checkpoint within the grace period), a node set
+//! DOWN under a running job (NODE_FAIL, retried on another node and both attempts recorded),
+//! a two-node job whose both nodes are sampled, a job pending in a DOWN partition (shown
+//! pending, cancelled at the pending limit), a job that can never start (cancelled at once),
+//! goldgate SIGKILLed (its jobs found and cancelled by `goldgate cancel` and by the next
+//! `run`), and slurmctld stopped for longer than 10 s (waited out; given up past the outage
+//! limit).
 //!
 //! Without a cluster (a developer machine) every test prints one `skipped:` line and passes;
 //! with `GOLDGATE_SLURM_REQUIRED=1` (what `.ci/run` sets once the cluster is up) a missing
-//! cluster fails them instead. Single-node tests run on `n1`; the node-failure test takes `n2`
-//! down and the two-node test needs it up, so those two never overlap.
+//! cluster fails them instead. Single-node tests run on `n1`; tests that take a node down,
+//! need both nodes or stop the controller hold [`CLUSTER`] for writing, every other test for
+//! reading, so that no test sees another's disruption.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::io::Write as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::Mutex;
+use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::{Duration, Instant};
 
-use goldgate::metrics::{Outcome, RunRecord};
+use goldgate::metrics::{Outcome, RunIndex, RunRecord};
 
 mod common;
 
 use common::cli::{self, text};
 use common::results::walk;
 
-/// Held by the tests that need node `n2` in a given state.
-static N2: Mutex<()> = Mutex::new(());
+/// Read by tests that only add work; written by tests that disrupt the cluster.
+static CLUSTER: RwLock<()> = RwLock::new(());
+
+fn shared() -> RwLockReadGuard<'static, ()> {
+    CLUSTER.read().unwrap_or_else(|e| e.into_inner())
+}
+
+fn exclusive() -> RwLockWriteGuard<'static, ()> {
+    CLUSTER.write().unwrap_or_else(|e| e.into_inner())
+}
 
 const CONFIG: &str = "platforms:
   n1:
@@ -33,11 +47,10 @@ const CONFIG: &str = "platforms:
     slurm:
       sbatch_args: [--nodelist=n1]
       poll_interval: 300ms
-  n2:
+  any:
     gpus_per_node: 1
     executor: slurm
     slurm:
-      sbatch_args: [--nodelist=n2]
       poll_interval: 300ms
   both:
     gpus_per_node: 1
@@ -45,6 +58,26 @@ const CONFIG: &str = "platforms:
     executor: slurm
     slurm:
       poll_interval: 300ms
+  parked:
+    gpus_per_node: 1
+    executor: slurm
+    slurm:
+      partition: parked
+      poll_interval: 300ms
+      pending_limit: 1h
+  toobig:
+    gpus_per_node: 1
+    nodes: 5
+    executor: slurm
+    slurm:
+      poll_interval: 300ms
+  brittle:
+    gpus_per_node: 1
+    executor: slurm
+    slurm:
+      sbatch_args: [--nodelist=n1]
+      poll_interval: 300ms
+      outage_limit: 2s
 ";
 
 /// A fake-trainer case of `iters` steps of `step_ms` with more arguments.
@@ -108,15 +141,23 @@ impl Tree {
         let mut cmd = cli::goldgate();
         cmd.current_dir(self.path())
             .args(["run", "--root", "cases", "--out", "out", "--no-compare"])
-            .args(["--platform", platform, "--grace", "1s"])
+            .args(["--platform", platform])
             .arg(format!("demo/{}", self.name))
             .args(extra)
             .stdin(Stdio::null());
+        if !extra.contains(&"--grace") {
+            cmd.args(["--grace", "1s"]);
+        }
         cmd
     }
 
     fn records(&self) -> Vec<RunRecord> {
         common::results::records(&self.path().join("out"))
+    }
+
+    /// The goldgate job id of this tree's job.
+    fn job_id(&self) -> String {
+        format!("demo/{}@default#1", self.name)
     }
 
     /// The Slurm job name of this tree's job (`goldgate:demo/<name>@default_1`).
@@ -136,10 +177,34 @@ impl Tree {
             .collect()
     }
 
+    /// Waits until the queue holds none of this tree's jobs.
+    fn wait_for_empty_queue(&self) -> bool {
+        wait(Duration::from_secs(60), || self.in_queue().is_empty())
+    }
+
+    /// The `run.json` of every run under `out`.
+    fn indexes(&self) -> Vec<RunIndex> {
+        goldgate::metrics::record::load_indexes(&self.path().join("out"))
+            .unwrap()
+            .into_iter()
+            .map(|(_, i)| i)
+            .collect()
+    }
+
+    /// The console log of the first attempt of the newest run's job.
+    fn console(&self) -> String {
+        let mut logs: Vec<PathBuf> = walk(&self.path().join("out"))
+            .into_iter()
+            .filter(|p| p.ends_with("logs/console.log"))
+            .collect();
+        logs.sort();
+        std::fs::read_to_string(logs.last().unwrap()).unwrap()
+    }
+
     /// Waits until a console log of the job shows iteration `n`.
     fn wait_for_iteration(&self, n: u32) {
         let want = format!("iteration {n:>8}/");
-        let found = wait(Duration::from_secs(60), || {
+        let found = wait(Duration::from_secs(180), || {
             walk(&self.path().join("out"))
                 .iter()
                 .filter(|p| {
@@ -187,6 +252,7 @@ fn a_passing_job_is_recorded_with_its_queue_time() {
     if !cluster() {
         return;
     }
+    let _cluster = shared();
     let tree = Tree::new("pass", &case(5, 20, ""));
     let out = tree.run("n1", &[]).output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
@@ -211,6 +277,7 @@ fn a_crash_is_a_failure_with_its_exit_code_and_line() {
     if !cluster() {
         return;
     }
+    let _cluster = shared();
     let tree = Tree::new("crash", &case(5, 20, "  --crash-at-step: 2\n"));
     let out = tree.run("n1", &[]).output().unwrap();
     assert_eq!(out.status.code(), Some(3), "{}", text(&out));
@@ -231,6 +298,7 @@ fn slurms_own_time_limit_ends_a_hung_job_as_timed_out() {
     if !cluster() {
         return;
     }
+    let _cluster = shared();
     // `--timeout 1s` becomes `--time=1` (Slurm counts minutes); Slurm ends the job.
     let tree = Tree::new("hang", &case(5, 20, "  --hang-at-step: 2\n"));
     let out = tree.run("n1", &["--timeout", "1s"]).output().unwrap();
@@ -259,6 +327,7 @@ fn ctrl_c_cancels_the_job_and_leaves_nothing_behind() {
     if !cluster() {
         return;
     }
+    let _cluster = shared();
     let tree = Tree::new("long", &case(600, 50, ""));
     let mut child = tree
         .run("n1", &[])
@@ -278,41 +347,44 @@ fn ctrl_c_cancels_the_job_and_leaves_nothing_behind() {
 }
 
 #[test]
-fn a_node_set_down_under_a_job_fails_it_and_the_retry_is_recorded() {
+fn a_node_set_down_under_a_job_fails_it_and_the_retry_excludes_that_node() {
     if !cluster() {
         return;
     }
-    let _n2 = N2.lock().unwrap_or_else(|e| e.into_inner());
+    let _cluster = exclusive();
     let tree = Tree::new("nodefail", &case(40, 50, ""));
     let child = tree
-        .run("n2", &["--retries", "1"])
+        .run("any", &["--retries", "1"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
     tree.wait_for_iteration(2);
+    let node = tree.in_queue()[0].rsplit('|').next().unwrap().to_owned();
+    assert!(node == "n1" || node == "n2", "{node}");
     let down = Command::new("scontrol")
         .args([
             "update",
-            "nodename=n2",
+            &format!("nodename={node}"),
             "state=DOWN",
             "reason=goldgate-test",
         ])
         .output()
         .unwrap();
     assert!(down.status.success(), "{}", text(&down));
-    // The first attempt ends NODE_FAIL; the retry waits for n2, which comes back.
-    let failed = wait(Duration::from_secs(60), || {
+    // The first attempt ends NODE_FAIL; the retry leaves the failed node out.
+    let retry = wait(Duration::from_secs(60), || {
         walk(&tree.path().join("out"))
             .iter()
             .any(|p| p.ends_with("slurm-job.attempt2.sh"))
     });
+    let out = child.wait_with_output();
     // ReturnToService=2 may have brought it back already; then RESUME is refused.
     let _ = Command::new("scontrol")
-        .args(["update", "nodename=n2", "state=RESUME"])
+        .args(["update", &format!("nodename={node}"), "state=RESUME"])
         .output();
-    assert!(failed, "no second attempt was submitted");
-    let out = child.wait_with_output().unwrap();
+    assert!(retry, "no second attempt was submitted");
+    let out = out.unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     let r = &tree.records()[0];
     assert_eq!(r.outcome, Outcome::Passed);
@@ -323,6 +395,20 @@ fn a_node_set_down_under_a_job_fails_it_and_the_retry_is_recorded() {
             state: "NODE_FAIL".to_owned()
         }
     );
+    let line = r.attempts[0].failure_line.clone().unwrap_or_default();
+    assert!(line.contains(&format!("a retry excludes {node}")), "{line}");
+    let script = walk(tree.path())
+        .into_iter()
+        .find(|p| p.ends_with("slurm-job.attempt2.sh"))
+        .unwrap();
+    let script = std::fs::read_to_string(script).unwrap();
+    assert!(
+        script.contains(&format!("#SBATCH --exclude={node}\n")),
+        "{script}"
+    );
+    assert_ne!(r.fingerprint.host, node, "the retry ran on the failed node");
+    // Both attempts' Slurm job ids are in run.json.
+    assert_eq!(tree.indexes()[0].jobs[0].scheduler_job_ids.len(), 2);
 }
 
 #[test]
@@ -330,7 +416,7 @@ fn a_two_node_job_runs_one_task_per_node_and_samples_both() {
     if !cluster() {
         return;
     }
-    let _n2 = N2.lock().unwrap_or_else(|e| e.into_inner());
+    let _cluster = exclusive();
     let tree = Tree::new("twonode", &case(10, 50, "  --model-mb: 32\n"));
     let out = tree
         .run("both", &["--sample-interval", "20ms"])
@@ -349,6 +435,8 @@ fn a_two_node_job_runs_one_task_per_node_and_samples_both() {
     }
     let max = r.nodes.iter().filter_map(|n| n.host_peak_pss_bytes).max();
     assert_eq!(r.last_value("host-peak-pss-bytes"), max.map(|b| b as f64));
+    // results.json's memory section holds the maximum across nodes too, not node 0's.
+    assert_eq!(r.memory.host_peak_pss_bytes, max);
     let script = walk(tree.path())
         .into_iter()
         .find(|p| p.ends_with("slurm-job.attempt1.sh"))
@@ -358,5 +446,291 @@ fn a_two_node_job_runs_one_task_per_node_and_samples_both() {
     assert!(
         script.contains("srun --overlap --ntasks-per-node=1 "),
         "{script}"
+    );
+}
+
+/// Partition `parked` on `n1`, DOWN: a job sent there pends with `PartitionDown`. Made at
+/// run time (`scontrol create`), so the cluster's config stays as `.ci/slurm-cluster.sh`
+/// writes it.
+fn parked_partition() {
+    let show = Command::new("scontrol")
+        .args(["show", "partition", "parked"])
+        .output()
+        .unwrap();
+    if show.status.success() {
+        return;
+    }
+    let made = Command::new("scontrol")
+        .args(["create", "partitionname=parked", "nodes=n1", "state=down"])
+        .output()
+        .unwrap();
+    // Another test may have made it in between.
+    let again = Command::new("scontrol")
+        .args(["show", "partition", "parked"])
+        .output()
+        .unwrap();
+    assert!(again.status.success(), "{}", text(&made));
+}
+
+#[test]
+fn a_job_in_a_down_partition_is_shown_pending_and_cancelled_at_the_pending_limit() {
+    if !cluster() {
+        return;
+    }
+    let _cluster = shared();
+    parked_partition();
+    let tree = Tree::new("parked", &case(5, 20, ""));
+    // The flag wins over the platform's `pending_limit: 1h`.
+    let out = tree
+        .run("parked", &["--pending-limit", "3s"])
+        .env("GOLDGATE_HEARTBEAT", "1s")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    let log = text(&out);
+    assert!(
+        log.contains(&format!("pend   {}: PartitionDown", tree.job_id())),
+        "{log}"
+    );
+    assert!(
+        log.contains(" pending ") && !log.contains("no iteration yet"),
+        "{log}"
+    );
+    let r = &tree.records()[0];
+    let Outcome::NotStarted {
+        reason,
+        pending_seconds,
+    } = &r.outcome
+    else {
+        panic!("{:?}", r.outcome);
+    };
+    assert_eq!(reason, "PartitionDown");
+    assert!(*pending_seconds >= 3.0, "{pending_seconds}");
+    let line = r.attempts[0].failure_line.clone().unwrap_or_default();
+    assert!(line.contains("past the pending limit"), "{line}");
+    assert_eq!(r.attempts.len(), 1);
+    assert!(tree.wait_for_empty_queue(), "still in the queue");
+}
+
+#[test]
+fn a_job_that_can_never_start_is_cancelled_at_once() {
+    if !cluster() {
+        return;
+    }
+    let _cluster = shared();
+    // Five nodes on a two-node cluster: Slurm keeps it pending as `PartitionConfig`.
+    let tree = Tree::new("toobig", &case(5, 20, ""));
+    let started = Instant::now();
+    let out = tree.run("toobig", &[]).output().unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    // Not the default pending limit of an hour: at the first poll that names the reason.
+    assert!(started.elapsed() < Duration::from_secs(120));
+    let r = &tree.records()[0];
+    assert!(
+        matches!(&r.outcome, Outcome::NotStarted { reason, .. } if reason == "PartitionConfig"),
+        "{:?}",
+        r.outcome
+    );
+    let line = r.attempts[0].failure_line.clone().unwrap_or_default();
+    assert!(line.contains("cannot start"), "{line}");
+    assert!(tree.wait_for_empty_queue(), "still in the queue");
+}
+
+#[test]
+fn ctrl_c_gives_a_trainer_that_catches_sigterm_its_grace_to_save() {
+    if !cluster() {
+        return;
+    }
+    let _cluster = shared();
+    let extra = "  --exit-signal-handler: true\n  --save: ${CHECKPOINT_SAVE_PATH}\n  --save-interval: 1000\n";
+    let tree = Tree::new("graceful", &case(600, 50, extra));
+    let mut child = tree
+        .run("any", &["--grace", "60s"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    tree.wait_for_iteration(2);
+    let interrupted = Instant::now();
+    let status = cli::ctrl_c(&mut child);
+    assert_eq!(status.code(), Some(3));
+    // The trainer saved and exited on its own, long before the grace period ran out.
+    assert!(interrupted.elapsed() < Duration::from_secs(40));
+    assert_eq!(tree.records()[0].outcome, Outcome::Interrupted);
+    let log = tree.console();
+    assert!(
+        log.contains("exiting program after receiving SIGTERM."),
+        "{log}"
+    );
+    assert!(
+        log.contains("successfully saved checkpoint from iteration"),
+        "{log}"
+    );
+    assert!(log.contains("goldgate: the nodes exited with 0"), "{log}");
+    assert!(tree.wait_for_empty_queue(), "still in the queue");
+}
+
+/// SIGKILL to goldgate: nothing of it cancels the job.
+fn kill9(child: &mut std::process::Child) {
+    let pid = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::KILL).unwrap();
+    child.wait().unwrap();
+}
+
+#[test]
+fn a_killed_goldgates_jobs_are_cancelled_by_cancel_and_by_the_next_run() {
+    if !cluster() {
+        return;
+    }
+    let _cluster = shared();
+    let tree = Tree::new("orphan", &case(600, 50, ""));
+    let spawn = || {
+        tree.run("n1", &[])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap()
+    };
+    let mut child = spawn();
+    tree.wait_for_iteration(2);
+    kill9(&mut child);
+    let index = &tree.indexes()[0];
+    assert!(index.finished_at.is_none());
+    let ids = index.jobs[0].scheduler_job_ids.clone();
+    assert_eq!(ids.len(), 1, "{index:?}");
+    assert_eq!(tree.in_queue().len(), 1, "the orphan runs on");
+    let comment = Command::new("squeue")
+        .args(["-h", "-j", &ids[0].to_string(), "-o", "%k"])
+        .output()
+        .unwrap();
+    let comment = String::from_utf8_lossy(&comment.stdout).trim().to_owned();
+    assert_eq!(comment, format!("goldgate-run={}", index.run_id));
+    let out = cli::goldgate()
+        .current_dir(tree.path())
+        .args(["cancel", "--out", "out"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let said = format!(
+        "goldgate: cancelled 1 Slurm job(s) of run {}: {}",
+        index.run_id, ids[0]
+    );
+    assert!(text(&out).contains(&said), "{}", text(&out));
+    assert!(tree.wait_for_empty_queue(), "cancel left the job");
+    // Killed again; the next run on the folder cancels the orphan before it submits.
+    for entry in std::fs::read_dir(tree.path().join("out")).unwrap() {
+        std::fs::remove_dir_all(entry.unwrap().path()).unwrap();
+    }
+    let mut child = spawn();
+    tree.wait_for_iteration(2);
+    kill9(&mut child);
+    let case_file = tree.path().join("cases/demo/orphan/model_config.yaml");
+    std::fs::write(&case_file, case(3, 20, "")).unwrap();
+    let out = tree.run("n1", &[]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        text(&out).contains("goldgate: cancelled 1 Slurm job(s) of run "),
+        "{}",
+        text(&out)
+    );
+    assert!(tree.wait_for_empty_queue(), "the orphan is still queued");
+}
+
+/// The test cluster's state folder (as `.ci/slurm-cluster.sh` keeps it).
+fn slurm_dir() -> PathBuf {
+    std::env::var_os("GOLDGATE_SLURM_DIR")
+        .map_or_else(|| PathBuf::from("/var/tmp/goldgate-slurm"), PathBuf::from)
+}
+
+/// Stops slurmctld by its pid file; `None` when this test cannot (not the cluster's owner).
+fn stop_controller() -> Option<()> {
+    let pid: i32 = std::fs::read_to_string(slurm_dir().join("slurmctld.pid"))
+        .ok()?
+        .trim()
+        .parse()
+        .ok()?;
+    let pid = rustix::process::Pid::from_raw(pid)?;
+    rustix::process::kill_process(pid, rustix::process::Signal::TERM).ok()?;
+    let gone = wait(Duration::from_secs(30), || {
+        rustix::process::test_kill_process(pid).is_err()
+    });
+    assert!(gone, "slurmctld did not stop");
+    Some(())
+}
+
+/// Starts slurmctld again and waits until it answers.
+fn start_controller() {
+    let started = Command::new("slurmctld").output().unwrap();
+    assert!(started.status.success(), "{}", text(&started));
+    let answers = wait(Duration::from_secs(60), || {
+        Command::new("sinfo")
+            .args(["-h", "-o", "%t"])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    });
+    assert!(answers, "slurmctld did not come back");
+}
+
+#[test]
+fn a_controller_away_for_12_s_is_waited_out_or_past_the_limit_given_up() {
+    if !cluster() {
+        return;
+    }
+    let _cluster = exclusive();
+    let patient = Tree::new("patient", &case(300, 50, ""));
+    let brittle = Tree::new("brittle", &case(600, 50, ""));
+    let spawn = |tree: &Tree, platform: &str| {
+        tree.run(platform, &[])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let (a, b) = (spawn(&patient, "n1"), spawn(&brittle, "brittle"));
+    patient.wait_for_iteration(2);
+    brittle.wait_for_iteration(2);
+    if stop_controller().is_none() {
+        let _ = writeln!(
+            std::io::stderr(),
+            "skipped: cannot stop this cluster's slurmctld"
+        );
+        assert!(std::env::var_os("GOLDGATE_SLURM_REQUIRED").is_none());
+        return;
+    }
+    let down = Instant::now();
+    // `brittle` (outage_limit 2s) gives its job up while the controller is away (its first
+    // `squeue` alone takes ~9 s to fail); the controller stays away at least 12 s.
+    let mut b = b;
+    let gave_up = wait(Duration::from_secs(90), || b.try_wait().unwrap().is_some());
+    while down.elapsed() < Duration::from_secs(12) {
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    start_controller();
+    assert!(gave_up, "goldgate never gave the job up");
+    let b = b.wait_with_output().unwrap();
+    assert_eq!(b.status.code(), Some(3), "{}", text(&b));
+    let r = &brittle.records()[0];
+    assert_eq!(
+        r.outcome,
+        Outcome::Infrastructure {
+            state: "controller unreachable".to_owned()
+        }
+    );
+    let line = r.attempts[0].failure_line.clone().unwrap_or_default();
+    assert!(line.contains("goldgate cancel"), "{line}");
+    // `patient` (the default limit) lived through it and passed.
+    let a = a.wait_with_output().unwrap();
+    assert_eq!(a.status.code(), Some(0), "{}", text(&a));
+    assert_eq!(patient.records()[0].outcome, Outcome::Passed);
+    // What `brittle` could not cancel while the controller was away, `goldgate cancel` does.
+    let out = cli::goldgate()
+        .current_dir(brittle.path())
+        .args(["cancel", "--out", "out"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        brittle.wait_for_empty_queue(),
+        "the given-up job is still queued"
     );
 }

@@ -17,6 +17,10 @@ pub struct JobEntry {
     pub dir: PathBuf,
     /// Outcome, or null while it runs.
     pub outcome: Option<Outcome>,
+    /// The batch scheduler's ids of the job's attempts (Slurm job ids), each written as soon
+    /// as the scheduler accepted it: what `goldgate cancel` cancels of a run that died.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scheduler_job_ids: Vec<u64>,
 }
 
 /// `OUT/<run-id>/run.json`: what the run was asked to do and where each job's files are.
@@ -38,4 +42,17 @@ pub struct RunIndex {
     pub command: Vec<String>,
     /// Jobs in plan order.
     pub jobs: Vec<JobEntry>,
+    /// The host and process id of the goldgate that ran it: a run without `finished_at`
+    /// whose process is gone died (its Slurm jobs may be left in the queue).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runner: Option<Runner>,
+}
+
+/// Where the goldgate process of a run ran.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Runner {
+    /// Host name.
+    pub host: String,
+    /// Process id.
+    pub pid: u32,
 }

@@ -65,6 +65,10 @@ pub struct Args {
     /// `ab.spread`).
     #[arg(long)]
     pub spread: Option<f64>,
+    /// Time limit of the whole sequence (e.g. `500s`): no pair starts that would not end
+    /// before it, by the slowest job so far; undecided metrics are then `inconclusive`.
+    #[arg(long, value_parser = super::args::parse_duration)]
+    pub budget: Option<std::time::Duration>,
     /// Seed of the block order (default: from the clock; recorded in `ab.json`).
     #[arg(long)]
     pub seed: Option<u64>,
@@ -147,6 +151,8 @@ struct Bench<'a> {
     command: Vec<String>,
     /// The case's METRICS (from the plan).
     metrics: Vec<String>,
+    /// When the command started (`--budget` counts from here).
+    started: std::time::Instant,
 }
 
 /// Runs the command.
@@ -172,6 +178,7 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
         stop: &stop,
         command: std::env::args().collect(),
         metrics: Vec::new(),
+        started: std::time::Instant::now(),
     };
     // Both arms are planned before any job runs: a bad variant or entry fails at once.
     bench.metrics = bench.plan(0, "00-plan", 0, 0, false)?.metrics;
@@ -269,6 +276,10 @@ impl Bench<'_> {
         for (i, is_b) in order.iter().enumerate() {
             let block = (i / 4 + 1) as u32;
             let pair = (a.len().max(b.len()) + usize::from(a.len() == b.len())) as u32;
+            // A pair's first job starts only if its partner fits too.
+            if self.out_of_time(report, if a.len() == b.len() { 2 } else { 1 }) {
+                break;
+            }
             let record = self.one_job(report, usize::from(*is_b), block, pair, false)?;
             if self.halted(report) {
                 return Ok(());
@@ -291,6 +302,29 @@ impl Bench<'_> {
         ab::close(&mut report.metrics);
         report.finished = true;
         Ok(())
+    }
+
+    /// Whether `jobs` more jobs, at the slowest job's time so far (plus a fifth), would end
+    /// past `--budget`; said once in the report.
+    fn out_of_time(&self, report: &mut AbReport, jobs: u32) -> bool {
+        let Some(budget) = self.args.budget else {
+            return false;
+        };
+        let slowest = report
+            .jobs
+            .iter()
+            .filter_map(|j| j.wall_seconds)
+            .fold(0.0, f64::max);
+        let needed = f64::from(jobs) * slowest * 1.2;
+        let left = budget.as_secs_f64() - self.started.elapsed().as_secs_f64();
+        if needed <= left {
+            return false;
+        }
+        report.warnings.push(format!(
+            "time budget: {left:.0} s of --budget left, the next pair needs about {needed:.0} s; stopped after {} pair(s)",
+            report.pairs
+        ));
+        true
     }
 
     /// A failed job or Ctrl-C ends the sequence.

@@ -105,6 +105,10 @@ pub struct ExecArgs {
     /// Time between SIGTERM and SIGKILL when a job is stopped.
     #[arg(long, value_parser = parse_duration, default_value = "10s")]
     pub grace: Duration,
+    /// Slurm: how long a job may wait in the queue before goldgate cancels it as never
+    /// started (default: the platform's `slurm.pending_limit`, else 1h).
+    #[arg(long, value_parser = parse_duration)]
+    pub pending_limit: Option<Duration>,
     /// Jobs at once, each on its own slice of the platform's GPUs.
     #[arg(long, default_value_t = 1)]
     pub jobs: u32,
@@ -157,6 +161,7 @@ impl ExecArgs {
             retries: self.retries,
             timeout: self.timeout,
             grace: self.grace,
+            pending_limit: self.pending_limit,
             sample_interval: self.sample_interval,
             probe: self.probe,
             keep_checkpoints: self.keep_checkpoints,

@@ -29,6 +29,10 @@ pub struct Args {
     /// Platform of the golden files (default: the one recorded in the results).
     #[arg(long, value_parser = super::args::platform_name)]
     pub platform: Option<String>,
+    /// Judge with today's `model_config.yaml` of each case (METRICS, TEST_EVALUATION, MODE)
+    /// instead of what the run recorded in its results.json.
+    #[arg(long)]
+    pub current_case: bool,
     #[command(flatten)]
     pub gate: super::args::GateArgs,
 }
@@ -53,31 +57,42 @@ pub struct Outputs {
     pub junit: Option<PathBuf>,
     pub markdown: Option<PathBuf>,
     pub json: Option<PathBuf>,
+    /// The run's wall time for the closing line (`goldgate run`, whose progress lines showed
+    /// the failed jobs' log tails already); `None` for `compare`.
+    pub elapsed: Option<std::time::Duration>,
 }
 
 /// Runs the command.
 pub fn run(args: Args) -> Result<Exit, AppError> {
     args.gate.check()?;
-    let opts = CompareOptions::from_config(
-        &args.config.load()?,
-        args.golden_root.path.clone(),
-        args.root.path.clone(),
-        args.platform.clone(),
-        args.gate.allow_env_mismatch,
-    );
+    let opts = CompareOptions {
+        current_case: args.current_case,
+        ..CompareOptions::from_config(
+            &args.config.load()?,
+            args.golden_root.path.clone(),
+            args.root.path.clone(),
+            args.platform.clone(),
+            args.gate.allow_env_mismatch,
+        )
+    };
     let selection = args.pick.selection();
     let comparison = compare_selected(&args.results, &opts, &selection)?;
-    gate(&comparison, &args.gate)
+    gate(&comparison, &args.gate, None)
 }
 
 /// Shows and writes the comparison with the gate's decision in it (so the saved JSON, and a PR
 /// comment rendered from it, say what this exit code says), then gives the exit code (`compare`,
 /// and `run` after it).
-pub fn gate(comparison: &Comparison, gate: &super::args::GateArgs) -> Result<Exit, AppError> {
+pub fn gate(
+    comparison: &Comparison,
+    gate: &super::args::GateArgs,
+    elapsed: Option<std::time::Duration>,
+) -> Result<Exit, AppError> {
     let outputs = Outputs {
         junit: gate.junit.clone(),
         markdown: gate.markdown.clone(),
         json: gate.json.clone(),
+        elapsed,
     };
     let gated = comparison
         .clone()
@@ -103,6 +118,9 @@ pub fn emit(c: &Comparison, outputs: &Outputs, trend: &str) -> Result<(), AppErr
     };
     let style = report::table::Style {
         color: super::output::color(stream),
+        elapsed: outputs.elapsed,
+        // Under `goldgate run` the progress lines showed each failed job's tail.
+        tails_shown: outputs.elapsed.is_some(),
     };
     print(format_args!("{}", report::table::render(c, style)));
     if std::env::var("GITHUB_ACTIONS").is_ok_and(|v| v == "true") {

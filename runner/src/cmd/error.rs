@@ -270,7 +270,9 @@ fn compare(e: &CompareError) -> Exit {
         | CompareError::NoComparison => Exit::Usage,
         CompareError::Tensorboard(e) => tensorboard(e),
         // An incomplete run is a job that did not finish: never a pass, never "bad input".
-        CompareError::Write { .. } | CompareError::Incomplete { .. } => Exit::Failure,
+        CompareError::Write { .. }
+        | CompareError::Incomplete { .. }
+        | CompareError::Disagree { .. } => Exit::Failure,
     }
 }
 
@@ -323,12 +325,12 @@ fn cmd(e: &CmdError) -> Exit {
     match e {
         CmdError::BadDir { .. }
         | CmdError::NoEarlierRun { .. }
+        | CmdError::NoRun { .. }
         | CmdError::NoRecipes { .. }
         | CmdError::CaseNotLoaded { .. }
         | CmdError::NotPlanned
         | CmdError::NothingToRun
         | CmdError::NotOneJob { .. }
-        | CmdError::BadFilter { .. }
         | CmdError::BadValue { .. }
         | CmdError::NothingToJudge { .. } => Exit::Usage,
         CmdError::Cwd { .. }
@@ -359,6 +361,14 @@ pub enum CmdError {
     )]
     NoEarlierRun { out: PathBuf },
 
+    /// `cancel`: no such run (or no run at all) under `--out`.
+    #[error(
+        "no {} under {} (hint: --out names the folder of runs, --run one of them)",
+        run.as_ref().map_or_else(|| "run".to_owned(), |r| format!("run {r}")),
+        out.display()
+    )]
+    NoRun { out: PathBuf, run: Option<String> },
+
     /// `--scope`/`--cadence` without Megatron's recipes.
     #[error(
         "--scope and --cadence need Megatron's recipes, and none were found beside {} (hint: --recipes DIR, or `recipes:` in goldgate.yaml)",
@@ -383,10 +393,6 @@ pub enum CmdError {
         "repro makes one job, but the selection gives {count}: {names} (hint: use --variant instead of --matrix)"
     )]
     NotOneJob { count: usize, names: String },
-
-    /// `--filter` is not a regular expression.
-    #[error("--filter: invalid regular expression: {source}")]
-    BadFilter { source: regex::Error },
 
     /// A flag's value is out of its range.
     #[error("{message}")]

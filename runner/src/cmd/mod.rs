@@ -2,9 +2,11 @@
 
 pub mod ab;
 pub mod ab_reports;
+pub mod ab_study;
 pub mod args;
 pub mod bless;
 pub mod calibrate;
+pub mod cancel;
 pub mod check;
 pub mod comment;
 pub mod compare;

@@ -90,6 +90,7 @@ pub(super) fn batch_script(config: &Config, job: &Job) -> Result<String, AppErro
         log: &log,
         entry_program: program.as_deref(),
         sampler: None,
+        attempt_options: &[],
     };
     Ok(render_batch(job, &spec))
 }

@@ -106,6 +106,7 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
         }
     }
     let executor = executor(&args.select, &config, &opts, &jobs)?;
+    let started = std::time::Instant::now();
     let command = std::env::args().collect();
     let mut writer = ResultsWriter::create(&opts.run_dir(), &opts.run_id, &jobs, command)?;
     let progress = Mutex::new(Progress::stderr().with_heartbeat(super::args::heartbeat_interval()));
@@ -122,7 +123,7 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
     if let Some(note) = executor.finish_note() {
         errln!("goldgate: {} executor: {note}", executor.name());
     }
-    finish(&args, &config, &opts, &jobs, &summary)
+    finish(&args, &config, &opts, &summary, started)
 }
 
 /// What goes to stderr before a run whose cases have `BEFORE_SCRIPT`/`AFTER_SCRIPT`: on this
@@ -180,6 +181,7 @@ pub fn scripts_notice(jobs: &[crate::plan::Job], run: bool, executor: ExecutorCh
 }
 
 /// The executor of the selection's platform, or the one `--executor` names (`run`, `ab`).
+/// Slurm's first cancels what a dead run under `--out` left in the queue.
 pub(crate) fn executor(
     select: &Selection,
     config: &Config,
@@ -189,7 +191,11 @@ pub(crate) fn executor(
     Ok(match select.executor(config)?.1 {
         ExecutorChoice::Local => Box::new(LocalExecutor::new(opts, jobs)?),
         ExecutorChoice::Slurm => {
-            Box::new(SlurmExecutor::new(opts, config, jobs).map_err(crate::run::RunError::from)?)
+            let executor =
+                SlurmExecutor::new(opts, config, jobs).map_err(crate::run::RunError::from)?;
+            // What the last run left in the queue goes before anything new is submitted.
+            super::cancel::orphans_before_run(&opts.out_dir, false)?;
+            Box::new(executor)
         }
     })
 }
@@ -200,6 +206,7 @@ fn keep_failed(
     out_dir: &std::path::Path,
 ) -> Result<(), AppError> {
     let (run_id, failed) = failed_in_newest_run(out_dir)?;
+    super::cancel::orphans_before_run(out_dir, true)?;
     jobs.retain(|j| failed.contains(&(j.case.clone(), j.variant.name())));
     errln!(
         "goldgate: rerunning {} of run {run_id}'s failed or unfinished case/variant pair(s): {} job(s)",
@@ -228,23 +235,33 @@ fn finish(
     args: &Args,
     config: &Config,
     opts: &RunOptions,
-    jobs: &[crate::plan::Job],
     summary: &RunSummary,
+    started: std::time::Instant,
 ) -> Result<Exit, AppError> {
     let run_dir = opts.run_dir();
     let order = crate::report::variants::VariantOrder::from_config(config);
     let table = crate::report::variants::build(&summary.records, &order);
     out!("{}", crate::report::variants::render_terminal(&table));
     outln!("results: {}", run_dir.display());
-    // A job whose case says `TEST_EVALUATION: xpass` is expected to fail (Megatron's exit 0).
-    let expected = |id: &str| jobs.iter().any(|j| j.id == id && j.expect_failure);
+    // A job whose case says `TEST_EVALUATION: xpass` passes when the training itself failed
+    // (Megatron's exit 0); a launch error, timeout or infrastructure failure never does.
     let failed = summary
         .records
         .iter()
-        .any(|r| !r.outcome.passed() && !expected(&r.job_id))
+        .any(|r| !r.outcome.passed() && !crate::compare::record_failed_as_expected(r))
         || summary.interrupted;
     let run_exit = if failed { Exit::Failure } else { Exit::Pass };
     if args.no_compare || summary.interrupted {
+        let platform = config.platform(args.select.platform.as_deref())?;
+        let how = if summary.interrupted {
+            "interrupted"
+        } else {
+            "not gated (--no-compare)"
+        };
+        let counts = ungated_counts(&summary.records, &platform.name);
+        let tag = crate::report::table::time_tag(Some(started.elapsed()));
+        let status = if failed { "FAIL" } else { "DONE" };
+        outln!("{status} {tag}{counts}, {how}");
         return Ok(run_exit);
     }
     let compare = crate::compare::CompareOptions::from_config(
@@ -255,5 +272,42 @@ fn finish(
         args.gate.allow_env_mismatch,
     );
     let comparison = crate::compare::compare_dir(&run_dir, &compare)?;
-    Ok(run_exit.worst(super::compare::gate(&comparison, &args.gate)?))
+    let elapsed = Some(started.elapsed());
+    Ok(run_exit.worst(super::compare::gate(&comparison, &args.gate, elapsed)?))
+}
+
+/// `2 jobs (6 repeats) on dev_cpu: 1 failed, 1 ran` — the runs' outcomes when nothing judged
+/// them (a job counts as failed when one of its repeats did).
+fn ungated_counts(records: &[crate::metrics::RunRecord], platform: &str) -> String {
+    let mut jobs: Vec<(&str, &str, bool)> = Vec::new();
+    for r in records.iter().filter(|r| !r.warmup) {
+        let bad = !r.outcome.passed() && !crate::compare::record_failed_as_expected(r);
+        match jobs
+            .iter_mut()
+            .find(|(c, v, _)| *c == r.case && *v == r.variant.name)
+        {
+            Some(job) => job.2 |= bad,
+            None => jobs.push((&r.case, &r.variant.name, bad)),
+        }
+    }
+    let total = jobs.len();
+    let failed = jobs.iter().filter(|j| j.2).count();
+    let repeats = records.iter().filter(|r| !r.warmup).count();
+    let mut s = format!("{total} job{}", if total == 1 { "" } else { "s" });
+    if repeats > total {
+        s.push_str(&format!(" ({repeats} repeats)"));
+    }
+    s.push_str(&format!(" on {platform}"));
+    let mut parts = Vec::new();
+    if failed > 0 {
+        parts.push(format!("{failed} failed"));
+    }
+    if total > failed {
+        parts.push(format!("{} ran", total - failed));
+    }
+    if !parts.is_empty() {
+        s.push_str(": ");
+        s.push_str(&parts.join(", "));
+    }
+    s
 }

@@ -500,12 +500,9 @@ pub fn absolute(dir: &Path) -> Result<PathBuf, AppError> {
     })
 }
 
-/// `--rerun-failed`: the newest run under `out` (by the start time in its `run.json`), and the
-/// `(case, variant)` of every job in it that failed or never finished (interrupted, killed).
-pub(crate) fn failed_in_newest_run(
-    out: &Path,
-) -> Result<(String, BTreeSet<(String, String)>), AppError> {
-    let newest = std::fs::read_dir(out)
+/// The `run.json` of the newest run under `out` (by its start time), if there is one.
+pub(crate) fn newest_run(out: &Path) -> Option<crate::metrics::RunIndex> {
+    std::fs::read_dir(out)
         .into_iter()
         .flatten()
         .flatten()
@@ -514,9 +511,16 @@ pub(crate) fn failed_in_newest_run(
             let started = index.started_at.parse::<jiff::Timestamp>().ok();
             (started, index.run_id.clone())
         })
-        .ok_or_else(|| CmdError::NoEarlierRun {
-            out: out.to_path_buf(),
-        })?;
+}
+
+/// `--rerun-failed`: the newest run under `out` (by the start time in its `run.json`), and the
+/// `(case, variant)` of every job in it that failed or never finished (interrupted, killed).
+pub(crate) fn failed_in_newest_run(
+    out: &Path,
+) -> Result<(String, BTreeSet<(String, String)>), AppError> {
+    let newest = newest_run(out).ok_or_else(|| CmdError::NoEarlierRun {
+        out: out.to_path_buf(),
+    })?;
     let failed = newest
         .jobs
         .iter()

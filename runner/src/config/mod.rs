@@ -19,4 +19,6 @@ pub use rules::{
     Alpha, DEFAULT_ALPHA, DEFAULT_MIN_EFFECT, Direction, Effect, FailAllowance, MetricKind,
     MetricRule, RuleOverride, Rules, Statistic, StepRange, TestKind, Tolerance, Window, glob_match,
 };
-pub use slurm::{DEFAULT_POLL_INTERVAL, ExecutorChoice, SlurmConfig};
+pub use slurm::{
+    DEFAULT_OUTAGE_LIMIT, DEFAULT_PENDING_LIMIT, DEFAULT_POLL_INTERVAL, ExecutorChoice, SlurmConfig,
+};

@@ -58,6 +58,14 @@ pub struct SlurmConfig {
     /// How often goldgate asks Slurm about its jobs (one `squeue` call for all of them).
     #[serde(serialize_with = "seconds")]
     pub poll_interval: Duration,
+    /// How long a job may wait in the queue before goldgate cancels it (`--pending-limit`
+    /// wins); `None`: [`DEFAULT_PENDING_LIMIT`].
+    #[serde(serialize_with = "crate::duration::seconds::serialize")]
+    pub pending_limit: Option<Duration>,
+    /// How long Slurm's controller may fail to answer (`squeue`, `scontrol`, `scancel`)
+    /// before goldgate gives a job up as an infrastructure failure.
+    #[serde(serialize_with = "seconds")]
+    pub outage_limit: Duration,
 }
 
 fn seconds<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
@@ -66,6 +74,14 @@ fn seconds<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> 
 
 /// `poll_interval` when the block gives none: 6 scheduler calls a minute.
 pub const DEFAULT_POLL_INTERVAL: Duration = Duration::from_secs(10);
+
+/// The pending limit when neither `--pending-limit` nor `slurm.pending_limit` gives one: a
+/// CI gate waits an hour for nodes, not forever.
+pub const DEFAULT_PENDING_LIMIT: Duration = Duration::from_secs(3600);
+
+/// `outage_limit` when the block gives none: a controller restart or failover takes
+/// seconds to a few minutes.
+pub const DEFAULT_OUTAGE_LIMIT: Duration = Duration::from_secs(600);
 
 impl Default for SlurmConfig {
     fn default() -> SlurmConfig {
@@ -80,6 +96,8 @@ impl Default for SlurmConfig {
             container_mounts: Vec::new(),
             job_root: None,
             poll_interval: DEFAULT_POLL_INTERVAL,
+            pending_limit: None,
+            outage_limit: DEFAULT_OUTAGE_LIMIT,
         }
     }
 }
@@ -120,6 +138,10 @@ pub(crate) struct RawSlurm {
     job_root: Option<Spanned<String>>,
     #[serde(default)]
     poll_interval: Option<Spanned<String>>,
+    #[serde(default)]
+    pending_limit: Option<Spanned<String>>,
+    #[serde(default)]
+    outage_limit: Option<Spanned<String>>,
 }
 
 /// Checks a `slurm:` block and builds it; `path` is the file, for error places.
@@ -145,6 +167,14 @@ pub(crate) fn slurm_from_raw(raw: RawSlurm, path: &Path) -> Result<SlurmConfig, 
         ),
     };
     let poll_interval = poll_interval(raw.poll_interval.as_ref(), path)?;
+    let pending_limit = match &raw.pending_limit {
+        None => None,
+        Some(t) => Some(positive("pending_limit", t, path)?),
+    };
+    let outage_limit = match &raw.outage_limit {
+        None => DEFAULT_OUTAGE_LIMIT,
+        Some(t) => positive("outage_limit", t, path)?,
+    };
     for arg in &raw.sbatch_args {
         check_sbatch_arg(&arg.value).map_err(|m| bad(arg, m))?;
     }
@@ -172,7 +202,23 @@ pub(crate) fn slurm_from_raw(raw: RawSlurm, path: &Path) -> Result<SlurmConfig, 
         container_mounts: raw.container_mounts.into_iter().map(|m| m.value).collect(),
         job_root,
         poll_interval,
+        pending_limit,
+        outage_limit,
     })
+}
+
+/// `slurm.<key>`: a duration above zero.
+fn positive(key: &str, text: &Spanned<String>, path: &Path) -> Result<Duration, ConfigError> {
+    crate::duration::parse_duration(&text.value)
+        .ok()
+        .filter(|d| !d.is_zero())
+        .ok_or_else(|| {
+            let msg = format!(
+                "slurm.{key}: `{}` is not a duration above zero (`90s`, `30m`)",
+                text.value
+            );
+            ConfigError::invalid(path, text, msg)
+        })
 }
 
 /// `slurm.poll_interval`: a duration of at least 100 ms, [`DEFAULT_POLL_INTERVAL`] when absent.

@@ -30,7 +30,11 @@ pub enum GoldenError {
         path: PathBuf,
     },
     /// The file is larger than goldgate reads.
-    #[error("{}: file is {bytes} bytes, more than the {limit} bytes goldgate reads", path.display())]
+    #[error(
+        "{}: file is {bytes} bytes, more than the {limit} bytes goldgate reads (a golden takes \
+         about 11 times its size in memory; the limit bounds that)",
+        path.display()
+    )]
     #[diagnostic(code(goldgate::golden::too_large))]
     TooLarge {
         /// The file.

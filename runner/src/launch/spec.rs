@@ -114,17 +114,22 @@ pub fn resolve_program(
     {
         return Ok(found);
     }
-    let searched: Vec<String> = own_dir
+    // Where it looked, in a few words: a whole PATH is a wall of text that says nothing more.
+    let path_dirs = path_var.iter().flat_map(std::env::split_paths).count();
+    let mut searched: Vec<String> = own_dir
+        .map(|d| format!("next to goldgate ({})", d.display()))
         .into_iter()
-        .chain(path_var.iter().flat_map(std::env::split_paths))
-        .map(|d| d.display().to_string())
         .collect();
+    if path_dirs > 0 {
+        let s = if path_dirs == 1 { "" } else { "s" };
+        searched.push(format!("the job's PATH ({path_dirs} folder{s})"));
+    }
     Err(LaunchError::ProgramNotFound {
         program: name.to_owned(),
         searched: if searched.is_empty() {
-            "no directories".to_owned()
+            "no folders".to_owned()
         } else {
-            searched.join(":")
+            searched.join(" and ")
         },
     })
 }
@@ -216,7 +221,10 @@ mod tests {
             msg.starts_with("program `no-such-prog-xyz` not found (looked in "),
             "{msg}"
         );
-        assert!(msg.ends_with(":/nonexistent)"), "{msg}");
+        assert!(
+            msg.ends_with(") and the job's PATH (1 folder))") && msg.contains("next to goldgate ("),
+            "{msg}"
+        );
     }
 
     #[test]

@@ -5,11 +5,12 @@
 use std::path::{Path, PathBuf};
 
 pub use goldgate_schema::record::{
-    Attempt, CheckpointRecord, Fingerprint, GpuDevicePeak, GpuMemory, MemAvailableRecord,
-    MemoryRecord, NodeIo, NodeMemory, READABLE_SCHEMA_VERSIONS, ResumedRun, RunRecord,
-    SCHEMA_VERSION, SourceDisagreement, TensorboardRecord, Timeline, VariantRecord,
+    Attempt, CheckpointRecord, Fingerprint, GoldenKey, GpuDevicePeak, GpuMemory, Judging,
+    MemAvailableRecord, MemoryRecord, NodeIo, NodeMemory, READABLE_SCHEMA_VERSIONS, ResumedRun,
+    RulesRef, RunRecord, SCHEMA_VERSION, SourceDisagreement, TensorboardRecord, Timeline,
+    VariantRecord,
 };
-pub use goldgate_schema::{JobEntry, Outcome, RunIndex, StepValues};
+pub use goldgate_schema::{JobEntry, Outcome, RunIndex, Runner, StepValues};
 
 /// Reading recorded results back.
 #[derive(Debug, thiserror::Error, miette::Diagnostic)]
@@ -41,7 +42,11 @@ pub enum RecordError {
     ))]
     Name { path: PathBuf, message: String },
     /// A file is larger than goldgate reads.
-    #[error("{} is {bytes} bytes, more than the {MAX_RECORD_BYTES} goldgate reads", path.display())]
+    #[error(
+        "{} is {bytes} bytes, more than the {MAX_RECORD_BYTES} goldgate reads (bless takes up \
+         to 13 times a record's size in memory; the limit bounds that)",
+        path.display()
+    )]
     #[diagnostic(help("re-record with this goldgate version, which downsamples long series"))]
     TooLarge { path: PathBuf, bytes: u64 },
     /// No results were found where the user pointed.
@@ -50,9 +55,12 @@ pub enum RecordError {
     Empty { path: PathBuf },
 }
 
-/// Largest `results.json` or `run.json` goldgate reads. Long series are downsampled when a
-/// record is built, so a record of a million-step run stays a few MiB.
-pub const MAX_RECORD_BYTES: u64 = 256 << 20;
+/// Largest `results.json` or `run.json` goldgate reads: 32 MiB. Long series are downsampled
+/// when a record is built, so a record of a million-step run stays a few MiB (2.1 MB for two
+/// million steps). Reading a record takes about 5 times its size in memory for `compare` and 13
+/// times for `bless` (`benches/memory.sh`; issue 22 item 7: a 159 MB record took 1.6 GiB to
+/// bless under the old 256 MiB limit), so the limit is what bounds goldgate's memory on one.
+pub const MAX_RECORD_BYTES: u64 = 32 << 20;
 
 fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, RecordError> {
     let bytes = match crate::fsio::read_limited(path, MAX_RECORD_BYTES) {

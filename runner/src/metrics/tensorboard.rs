@@ -1,7 +1,8 @@
 //! Stage "metrics": a run's TensorBoard scalars merged into its log metrics (pure). Megatron's
 //! golden metrics (`MEGATRON_TENSORBOARD_METRICS`) take TensorBoard's values, as Megatron's own
-//! goldens do; a metric only TensorBoard has (memory with `--log-memory-to-tensorboard`,
-//! timers) is added; any other metric keeps the log's. Tags keyed by consumed samples or
+//! goldens do; any other metric keeps the log's values, TensorBoard filling the steps the log
+//! did not print (memory with `--log-memory-to-tensorboard` every step where the log printed it
+//! once, timers). Tags keyed by consumed samples or
 //! tokens (`… vs samples`, `… vs tokens`) are not per-step series and are left out. Where both
 //! sources have a metric and disagree beyond what the log's printed digits explain (relative
 //! 1e-3, absolute 1e-4), the record says so and keeps the other source's values beside.
@@ -73,8 +74,18 @@ pub fn merge(
         if let Some(d) = log.and_then(|log| disagreement(tag, log, &values, golden)) {
             record.disagreements.push(d);
         }
-        if golden || log.is_none() {
+        if golden {
             metrics.insert(tag.clone(), StepValues(values));
+            record.metrics.push(tag.clone());
+            continue;
+        }
+        // The log's values stay; TensorBoard fills the steps the log did not print.
+        let series = &mut metrics.entry(tag.clone()).or_default().0;
+        let before = series.len();
+        for (step, v) in values {
+            series.entry(step).or_insert(v);
+        }
+        if series.len() > before {
             record.metrics.push(tag.clone());
         }
     }

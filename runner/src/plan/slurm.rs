@@ -32,6 +32,9 @@ pub struct BatchSpec<'a> {
     /// The per-node sampler step: goldgate's executable and the folder it writes each node's
     /// samples to; `None` leaves the step out.
     pub sampler: Option<SamplerStep<'a>>,
+    /// Options of this attempt alone, after the platform's (they win): the run id as
+    /// `--comment`, the nodes an earlier attempt's node failure left behind as `--exclude`.
+    pub attempt_options: &'a [String],
 }
 
 /// `srun --overlap --ntasks-per-node=1 <goldgate> sample --dir DIR --stop-file STOP ...`.
@@ -127,6 +130,7 @@ fn sbatch_options(job: &Job, spec: &BatchSpec<'_>) -> Vec<String> {
         options.push(format!("--time={}", slurm_minutes(limit)));
     }
     options.extend(slurm.sbatch_args.iter().cloned());
+    options.extend(spec.attempt_options.iter().cloned());
     options
 }
 
@@ -291,6 +295,7 @@ mod tests {
                 dir: Path::new("/o/r/gpt/a/default/1/samples"),
                 interval: Duration::from_millis(100),
             }),
+            attempt_options: &[],
         };
         insta::assert_snapshot!(render_batch(&job, &spec));
     }

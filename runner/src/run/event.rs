@@ -7,8 +7,14 @@ use crate::metrics::{Attempt, RunRecord};
 use crate::plan::Job;
 
 /// What an executor reports while one attempt of one job runs.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum ExecEvent {
+    /// A batch scheduler accepted the attempt as its job `id` (Slurm's job id): recorded in
+    /// `run.json` at once, so that what a run left in the queue can be found and cancelled.
+    Submitted { id: u64 },
+    /// The attempt waits in the batch scheduler's queue for `reason` (Slurm's pending reason:
+    /// `Priority`, `Resources`, `PartitionDown`, ...); said when the reason changes.
+    Pending { reason: String },
     /// Run `run` (1-based; ckpt-resume jobs have two) started: its processes exist.
     RunStarted { run: usize },
     /// The log printed iteration `step` of `of`, which took `iteration_ms` (its `elapsed time
@@ -23,7 +29,7 @@ pub enum ExecEvent {
 }
 
 /// What happens during a run, in order. `index` is the job's place in the plan.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub enum RunEvent<'a> {
     /// The run begins with these jobs (nothing has started yet).
     RunStarted { run_id: &'a str, jobs: &'a [Job] },

@@ -24,6 +24,9 @@ pub struct RunOptions {
     pub timeout: Option<Duration>,
     /// `--grace`: SIGTERM → SIGKILL.
     pub grace: Duration,
+    /// `--pending-limit`: time a batch job may wait in the queue (the Slurm executor; the
+    /// platform's `slurm.pending_limit` when `None`).
+    pub pending_limit: Option<Duration>,
     /// `--sample-interval` of the memory samplers.
     pub sample_interval: Duration,
     /// `--probe` for Python jobs.
@@ -62,6 +65,7 @@ impl RunOptions {
             retries: 0,
             timeout: None,
             grace: crate::launch::DEFAULT_GRACE,
+            pending_limit: None,
             sample_interval: crate::observe::sample::DEFAULT_INTERVAL,
             probe: ProbeMode::default(),
             keep_checkpoints: false,

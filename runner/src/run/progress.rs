@@ -41,9 +41,12 @@ pub struct Progress {
 /// What the heartbeat says about one running job.
 struct Running {
     job_id: String,
+    /// When the job started, or when it left the batch queue (then running time only).
     since: Instant,
     /// The latest iteration line: step, of, iteration time (ms).
     step: Option<(u64, Option<u64>, Option<f64>)>,
+    /// Waiting in the batch scheduler's queue, for this reason.
+    pending: Option<String>,
 }
 
 /// The heartbeat's interval in plain-line output unless `GOLDGATE_HEARTBEAT` says otherwise.
@@ -101,7 +104,11 @@ impl Progress {
             return;
         };
         for job in self.running.values() {
-            let line = heartbeat_line(&job.job_id, now.duration_since(job.since), job.step);
+            let since = now.duration_since(job.since);
+            let line = match &job.pending {
+                Some(reason) => pending_line(&job.job_id, since, reason),
+                None => heartbeat_line(&job.job_id, since, job.step),
+            };
             let _ = writeln!(out, "{}", crate::printable::terminal(&line, false));
         }
     }
@@ -114,8 +121,29 @@ impl Progress {
                     job_id: job.id.clone(),
                     since: Instant::now(),
                     step: None,
+                    pending: None,
                 };
                 self.running.insert(*index, running);
+            }
+            RunEvent::Exec {
+                index,
+                event: ExecEvent::Pending { reason },
+                ..
+            } => {
+                if let Some(job) = self.running.get_mut(index) {
+                    job.pending = Some(reason.clone());
+                }
+            }
+            RunEvent::Exec {
+                index,
+                event: ExecEvent::RunStarted { .. },
+                ..
+            } => {
+                // Out of the queue: from now on the heartbeat counts running time.
+                if let Some(job) = self.running.get_mut(index).filter(|j| j.pending.is_some()) {
+                    job.pending = None;
+                    job.since = Instant::now();
+                }
             }
             RunEvent::Exec {
                 index,
@@ -150,6 +178,16 @@ impl Progress {
                 }
             }
             RunEvent::JobStarted { job, .. } => self.say(&job.id, &start_line(&job.id)),
+            // Slurm's `None`: not looked at yet, as nearly every job for a moment.
+            RunEvent::Exec {
+                event: ExecEvent::Pending { reason },
+                ..
+            } if reason == "None" => {}
+            RunEvent::Exec {
+                job,
+                event: ExecEvent::Pending { reason },
+                ..
+            } => self.say(&job.id, &pending_start_line(&job.id, reason)),
             RunEvent::Exec { job, event, .. } => self.status(&exec_status(&job.id, event)),
             RunEvent::AttemptFinished {
                 job,
@@ -252,6 +290,25 @@ fn heartbeat_line(
     )
 }
 
+/// `  …    <job> pending 2m29s: PartitionDown` (Slurm's reason; its `None`: not yet one).
+fn pending_line(job_id: &str, pending: Duration, reason: &str) -> String {
+    let reason = match reason {
+        "None" => "no reason yet",
+        other => other,
+    };
+    format!(
+        "  …    {} pending {}: {}",
+        one_line(job_id),
+        clock(pending),
+        one_line(reason)
+    )
+}
+
+/// `pend   <job>: PartitionDown`, when the queue's reason for a job changes.
+fn pending_start_line(job_id: &str, reason: &str) -> String {
+    format!("pend   {}: {}", one_line(job_id), one_line(reason))
+}
+
 /// `45s`, `1m30s`, `2h05m`.
 fn clock(d: Duration) -> String {
     let s = d.as_secs();
@@ -311,8 +368,11 @@ fn failure_lines(record: &RunRecord, job_dir: &std::path::Path) -> String {
         return String::new();
     };
     let mut out = String::new();
-    if let Some(line) = &attempt.failure_line {
-        out.push_str(&format!("\n      error: {}", one_line(line)));
+    // A launch error's label on the FAIL line is its message already.
+    if let Some(line) = attempt.failure_line.as_deref().map(one_line)
+        && !record.outcome.label().contains(&line)
+    {
+        out.push_str(&format!("\n      error: {line}"));
     }
     if !attempt.log.as_os_str().is_empty() {
         out.push_str(&format!(
@@ -343,6 +403,8 @@ fn exec_status(job_id: &str, event: &ExecEvent) -> String {
         ExecEvent::CheckpointSave { iteration } => {
             format!("{job_id}  saving checkpoint {iteration}")
         }
+        ExecEvent::Submitted { id } => format!("{job_id}  submitted (Slurm job {id})"),
+        ExecEvent::Pending { reason } => format!("{job_id}  pending: {reason}"),
     }
 }
 
@@ -385,6 +447,44 @@ mod tests {
             heartbeat_line("b@x=1#2", t(2 * 3600 + 5 * 60 + 9), Some((3, None, None))),
             "  …    b@x=1#2 running 2h05m: step 3"
         );
+    }
+
+    #[test]
+    fn a_pending_job_is_shown_pending_with_slurms_reason() {
+        assert_eq!(
+            pending_line("a@default#1", Duration::from_secs(149), "PartitionDown"),
+            "  …    a@default#1 pending 2m29s: PartitionDown"
+        );
+        assert_eq!(
+            pending_start_line("a@default#1", "Priority"),
+            "pend   a@default#1: Priority"
+        );
+        let out = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let mut progress = Progress::lines(Box::new(Shared(out.clone())));
+        let job = crate::plan::Job::fixture(std::path::Path::new("/o"), "m/a", 1);
+        progress.event(&RunEvent::JobStarted {
+            index: 0,
+            job: &job,
+        });
+        let pending = ExecEvent::Pending {
+            reason: "PartitionDown".into(),
+        };
+        let exec = |event| RunEvent::Exec {
+            index: 0,
+            job: &job,
+            event,
+        };
+        progress.event(&exec(pending));
+        progress.beat(Instant::now());
+        progress.event(&exec(ExecEvent::RunStarted { run: 1 }));
+        progress.beat(Instant::now());
+        let text = String::from_utf8(out.lock().unwrap().clone()).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 4, "{text}");
+        assert_eq!(lines[1], format!("pend   {}: PartitionDown", job.id));
+        assert!(lines[2].ends_with(": PartitionDown"), "{text}");
+        assert!(lines[2].contains(" pending "), "{text}");
+        assert!(lines[3].ends_with("running 0s: no iteration yet"), "{text}");
     }
 
     #[test]

@@ -174,7 +174,10 @@ fn run_job(
 /// rather than the job (a node that failed, a preemption).
 pub fn may_retry(output: &AttemptOutput, number: u32, retries: u32) -> bool {
     let retryable = match output.outcome {
-        Outcome::Passed | Outcome::Interrupted | Outcome::LaunchError { .. } => false,
+        Outcome::Passed
+        | Outcome::Interrupted
+        | Outcome::LaunchError { .. }
+        | Outcome::NotStarted { .. } => false,
         Outcome::Infrastructure { .. } => true,
         _ => output.signs.flaky,
     };

@@ -6,8 +6,8 @@
 use std::path::{Path, PathBuf};
 
 use super::error::RunError;
-use super::event::RunEvent;
-use crate::metrics::{JobEntry, RunIndex, SCHEMA_VERSION};
+use super::event::{ExecEvent, RunEvent};
+use crate::metrics::{JobEntry, RunIndex, Runner, SCHEMA_VERSION};
 use crate::plan::Job;
 
 /// Writes a run's files as its events arrive.
@@ -53,6 +53,16 @@ impl ResultsWriter {
             RunEvent::RunFinished { .. } => {
                 if let Some(index) = self.index.as_mut() {
                     index.finished_at = Some(jiff::Timestamp::now().to_string());
+                }
+                self.write_index();
+            }
+            RunEvent::Exec {
+                index,
+                event: ExecEvent::Submitted { id },
+                ..
+            } => {
+                if let Some(entry) = self.index.as_mut().and_then(|i| i.jobs.get_mut(*index)) {
+                    entry.scheduler_job_ids.push(*id);
                 }
                 self.write_index();
             }
@@ -123,7 +133,12 @@ fn new_index(run_id: &str, jobs: &[Job], run_dir: &Path, command: Vec<String>) -
                     .unwrap_or(&j.dirs.job)
                     .to_path_buf(),
                 outcome: None,
+                scheduler_job_ids: Vec::new(),
             })
             .collect(),
+        runner: Some(Runner {
+            host: super::provenance::hostname(),
+            pid: std::process::id(),
+        }),
     }
 }

@@ -60,6 +60,9 @@ pub(crate) struct Config {
     /// that does not restore the training state).
     pub(crate) resume_drift: f64,
     pub(crate) ignore_sigterm: bool,
+    /// `--exit-signal-handler` (Megatron's flag): on SIGTERM, save a checkpoint after the
+    /// current step and exit.
+    pub(crate) exit_signal_handler: bool,
     pub(crate) fork_child: bool,
     /// `--fork-workers N`: forked workers sharing a `--shared-mb` buffer with the trainer.
     pub(crate) fork_workers: u64,
@@ -68,6 +71,10 @@ pub(crate) struct Config {
     /// for `--fork-child`: none for `fake-trainer`, `fake-trainer` for `goldgate fake-trainer`.
     pub(crate) reexec_prefix: Vec<String>,
     pub(crate) old_format: bool,
+    /// `--tensorboard-dir`: write TensorBoard event files there.
+    pub(crate) tensorboard_dir: Option<PathBuf>,
+    /// `--log-memory-to-tensorboard`: the `mem-*-bytes` scalars too.
+    pub(crate) log_memory_to_tensorboard: bool,
     /// Unknown flags, in order, for one warning line.
     pub(crate) unknown: Vec<String>,
 }
@@ -145,6 +152,8 @@ Megatron flags:
   --async-ckpt-use-cpu-shm   stage async saves through a file in /dev/shm
   --ckpt-format X            printed in the saving line (default torch_dist)
   --timing-log-option minmax|max|all
+  --tensorboard-dir DIR      write TensorBoard event files there (Megatron's scalars per log
+                             interval; memory too with --log-memory-to-tensorboard)
   --empty-unused-memory-level 0|1|2   1 frees cached activation memory after every step (one
                              empty_cache), 2 also after the optimizer step (a second one)
 
@@ -166,6 +175,8 @@ Fake knobs:
   --oom-at-step N            CUDA out-of-memory error at iteration N (exit 1)
   --nan-at-step N            NaN-in-grad error at iteration N (exit 1)
   --ignore-sigterm           ignore SIGTERM
+  --exit-signal-handler      on SIGTERM, finish the step, save a checkpoint (with --save) and
+                             exit 0, as Megatron's flag of that name does
   --fork-child               start a child process that ignores SIGTERM and sleeps forever
   --fork-workers N           fork N workers (at most 64) that share a --shared-mb buffer with
                              the trainer, like dataloader or compile workers: summed RSS counts
@@ -183,8 +194,10 @@ const BARE: &[&str] = &[
     "--async-ckpt-use-cpu-shm",
     "--busy",
     "--ignore-sigterm",
+    "--exit-signal-handler",
     "--fork-child",
     "--old-format",
+    "--log-memory-to-tensorboard",
 ];
 
 /// Raw flag values before validation (the first of two steps, ripgrep's LowArgs).
@@ -221,6 +234,7 @@ const VALUED: &[&str] = &[
     "--log-memory-interval",
     "--save",
     "--load",
+    "--tensorboard-dir",
     "--exit-interval",
     "--save-interval",
     "--async-strategy",
@@ -533,11 +547,14 @@ fn validate(raw: Raw) -> Result<Config, UsageError> {
         planted,
         resume_drift: float(&raw, "--resume-drift", 0.0)?,
         ignore_sigterm: raw.has("--ignore-sigterm"),
+        exit_signal_handler: raw.has("--exit-signal-handler"),
         fork_child: raw.has("--fork-child"),
         fork_workers: fork_workers(&raw)?,
         shared_mb: megabytes(&raw, "--shared-mb", 64)?,
         reexec_prefix: Vec::new(),
         old_format: raw.has("--old-format"),
+        tensorboard_dir: raw.get("--tensorboard-dir").map(PathBuf::from),
+        log_memory_to_tensorboard: raw.has("--log-memory-to-tensorboard"),
         unknown: raw.unknown,
     })
 }

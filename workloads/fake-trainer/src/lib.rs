@@ -22,6 +22,7 @@ mod format;
 mod memory;
 mod probe;
 mod process;
+mod tensorboard;
 mod train;
 
 use std::process::ExitCode;
@@ -67,6 +68,10 @@ pub fn run(argv: &[String], reexec_prefix: &[&str]) -> ExitCode {
     };
     if cfg.ignore_sigterm && !process::ignore_sigterm() {
         emit::err("fake-trainer: error: cannot ignore SIGTERM");
+        return ExitCode::from(1);
+    }
+    if cfg.exit_signal_handler && !process::catch_sigterm() {
+        emit::err("fake-trainer: error: cannot catch SIGTERM");
         return ExitCode::from(1);
     }
     match train::run(&cfg) {

@@ -16,6 +16,29 @@ pub(crate) fn ignore_sigterm() -> bool {
     previous != libc::SIG_ERR
 }
 
+/// Set by [`on_sigterm`]; read by the training loop under `--exit-signal-handler`.
+static SIGTERM_RECEIVED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+extern "C" fn on_sigterm(_signal: libc::c_int) {
+    // Only an atomic store: async-signal-safe.
+    SIGTERM_RECEIVED.store(true, std::sync::atomic::Ordering::SeqCst);
+}
+
+/// Catches SIGTERM (Megatron's `--exit-signal-handler`): the training loop sees it through
+/// [`sigterm_received`] after the current step.
+pub(crate) fn catch_sigterm() -> bool {
+    let handler = on_sigterm as extern "C" fn(libc::c_int) as libc::sighandler_t;
+    // SAFETY: the handler only stores into an atomic (async-signal-safe); it is installed
+    // before any thread of ours starts.
+    let previous = unsafe { libc::signal(libc::SIGTERM, handler) };
+    previous != libc::SIG_ERR
+}
+
+/// Whether SIGTERM arrived since [`catch_sigterm`].
+pub(crate) fn sigterm_received() -> bool {
+    SIGTERM_RECEIVED.load(std::sync::atomic::Ordering::SeqCst)
+}
+
 /// Starts this program again in `--child-sleep` mode (`prefix`: the words before fake-trainer's
 /// own arguments, e.g. the `fake-trainer` of `goldgate fake-trainer`); it stays in our process
 /// group and keeps our stdout/stderr open, like a dataloader worker, so only a group kill ends it.

@@ -14,6 +14,7 @@ use crate::format::{self, IterationStats, Stamp};
 use crate::memory::{self, Accounting, AllocError, Buffer, Pool};
 use crate::probe::Probe;
 use crate::process;
+use crate::tensorboard::EventWriter;
 
 #[derive(Debug)]
 pub(crate) enum TrainError {
@@ -25,6 +26,7 @@ pub(crate) enum TrainError {
     Load(CkptError),
     Child(std::io::Error),
     Fork(std::io::Error),
+    Tensorboard(std::io::Error),
     /// A planted failure already printed its traceback; exit with this code.
     Planted(i32),
 }
@@ -43,6 +45,7 @@ impl fmt::Display for TrainError {
             TrainError::Load(e) => write!(f, "checkpoint load failed: {e}"),
             TrainError::Child(e) => write!(f, "cannot start the --fork-child process: {e}"),
             TrainError::Fork(e) => write!(f, "cannot fork the --fork-workers workers: {e}"),
+            TrainError::Tensorboard(e) => write!(f, "cannot write the TensorBoard event file: {e}"),
             TrainError::Planted(code) => write!(f, "planted failure (exit {code})"),
         }
     }
@@ -177,6 +180,13 @@ pub(crate) fn run(cfg: &Config) -> Result<(), TrainError> {
         plant_empty_cache: cfg.plant_empty_cache,
     };
     let curve = Curve::new(cfg.seed, cfg.train_iters);
+    let mut tb = match &cfg.tensorboard_dir {
+        Some(dir) => Some(
+            EventWriter::create(dir, cfg.log_memory_to_tensorboard)
+                .map_err(TrainError::Tensorboard)?,
+        ),
+        None => None,
+    };
     let mut interval = Interval::new();
     let (mut last_saved, mut end) = (start, start.max(cfg.train_iters));
     let drift = if start > 0 {
@@ -195,7 +205,7 @@ pub(crate) fn run(cfg: &Config) -> Result<(), TrainError> {
             s.poll()?;
         }
         if iteration.is_multiple_of(cfg.log_interval) {
-            log_interval(cfg, &curve, &acct, &interval, iteration);
+            log_interval(cfg, &curve, &acct, &interval, iteration, tb.as_mut())?;
             interval = Interval::new();
         }
         let due = |every: Option<u64>| every.is_some_and(|n| iteration.is_multiple_of(n));
@@ -204,6 +214,13 @@ pub(crate) fn run(cfg: &Config) -> Result<(), TrainError> {
             last_saved = iteration;
         }
         if due(cfg.exit_interval) {
+            end = iteration;
+            break;
+        }
+        if cfg.exit_signal_handler && process::sigterm_received() {
+            // Megatron: save (when saving at all), then `exiting program after receiving
+            // SIGTERM.`; the final save below is that save.
+            emit::out("exiting program after receiving SIGTERM.");
             end = iteration;
             break;
         }
@@ -314,7 +331,14 @@ fn compute(ms: u64, busy: bool) {
     }
 }
 
-fn log_interval(cfg: &Config, curve: &Curve, acct: &Accounting, iv: &Interval, iteration: u64) {
+fn log_interval(
+    cfg: &Config,
+    curve: &Curve,
+    acct: &Accounting,
+    iv: &Interval,
+    iteration: u64,
+    tb: Option<&mut EventWriter>,
+) -> Result<(), TrainError> {
     let now = curve.step(iteration);
     let elapsed = iv.start.elapsed().saturating_sub(iv.excluded);
     let stats = IterationStats {
@@ -342,5 +366,11 @@ fn log_interval(cfg: &Config, curve: &Curve, acct: &Accounting, iv: &Interval, i
     if memory_due {
         let name = format!("(after {iteration} iterations)");
         emit::out(&format::memory_line(&name, &acct.snapshot()));
+    }
+    match tb {
+        Some(w) => w
+            .interval(&stats, &acct.snapshot())
+            .map_err(TrainError::Tensorboard),
+        None => Ok(()),
     }
 }

@@ -63,7 +63,10 @@ impl Running {
         let mut warnings: Vec<String> = self.error.into_iter().collect();
         if let Some(s) = &summary {
             warnings.extend(s.warnings.iter().cloned());
-            if let Some(why) = &s.gpu_unavailable {
+            // NVML's own failure is among the sampler's warnings already: one line, not two.
+            if let Some(why) = &s.gpu_unavailable
+                && !s.warnings.contains(why)
+            {
                 warnings.push(format!("no GPU memory figures: {why}"));
             }
         }

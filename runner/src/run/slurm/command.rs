@@ -3,7 +3,8 @@
 //! typed [`SlurmError`].
 
 use std::path::Path;
-use std::process::Command;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 /// A Slurm command that could not be run or failed.
 #[derive(Debug, thiserror::Error, miette::Diagnostic)]
@@ -54,10 +55,14 @@ pub(crate) fn check_installed() -> Result<(), SlurmError> {
     run("sbatch", &["--version"]).map(|_| ())
 }
 
-/// Submits a batch script; returns the job id.
-pub(crate) fn sbatch(script: &Path) -> Result<u64, SlurmError> {
+/// Submits a batch script with more options on the command line (they win over the
+/// script's `#SBATCH` lines); returns the job id.
+pub(crate) fn sbatch(script: &Path, options: &[String]) -> Result<u64, SlurmError> {
     let script = script.display().to_string();
-    let out = run("sbatch", &["--parsable", &script])?;
+    let mut args: Vec<&str> = vec!["--parsable"];
+    args.extend(options.iter().map(String::as_str));
+    args.push(&script);
+    let out = run("sbatch", &args)?;
     parse_job_id(&out)
 }
 
@@ -99,18 +104,86 @@ pub(crate) fn show_job(id: u64) -> Result<Option<String>, SlurmError> {
     }
 }
 
-/// `scancel` with a signal to the batch shell and every step (`--full`), or Slurm's own
-/// cancel (SIGTERM, `KillWait`, SIGKILL) when `signal` is `None`.
+/// `scancel --signal=SIG` to the job's steps only (not `--full`: the batch shell lives on,
+/// so a trainer that catches SIGTERM to save a checkpoint runs its handler and the script
+/// still writes its exit line), or Slurm's own cancel (SIGTERM to everything, `KillWait`,
+/// SIGKILL) when `signal` is `None`.
 pub(crate) fn scancel(id: u64, signal: Option<&str>) -> Result<(), SlurmError> {
     let id = id.to_string();
     let result = match signal {
         Some(signal) => {
             let signal = format!("--signal={signal}");
-            run("scancel", &["--full", &signal, &id])
+            run("scancel", &[&signal, &id])
         }
         None => run("scancel", &[&id]),
     };
     result.map(|_| ())
+}
+
+/// Slurm's own cancel of job `id`, waiting at most `limit` for `scancel` (which takes
+/// seconds to give up on a controller that does not answer); `false` when it failed or did
+/// not finish in time (it is then stopped).
+pub(crate) fn scancel_within(id: u64, limit: Duration) -> bool {
+    let Ok(mut child) = Command::new("scancel")
+        .arg(id.to_string())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+    else {
+        return false;
+    };
+    let deadline = Instant::now() + limit;
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) => return status.success(),
+            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return false;
+            }
+        }
+    }
+}
+
+/// `scancel` of several jobs at once (Slurm's own cancel); jobs Slurm no longer knows are
+/// not an error.
+pub(crate) fn scancel_all(ids: &[u64]) -> Result<(), SlurmError> {
+    if ids.is_empty() {
+        return Ok(());
+    }
+    let list: Vec<String> = ids.iter().map(u64::to_string).collect();
+    let args: Vec<&str> = list.iter().map(String::as_str).collect();
+    match run("scancel", &args) {
+        Err(SlurmError::Failed { stderr, .. }) if stderr.contains("Invalid job id") => Ok(()),
+        other => other.map(|_| ()),
+    }
+}
+
+/// Nodes of `nodes` (a Slurm node list, `n[1-2]`) that Slurm holds down, drained, failed
+/// or not responding: the nodes a NODE_FAIL left behind.
+pub(crate) fn unhealthy_nodes(nodes: &str) -> Result<Vec<String>, SlurmError> {
+    let list = format!("--nodes={nodes}");
+    let out = run(
+        "sinfo",
+        &[
+            "--noheader",
+            "--Node",
+            &list,
+            "--states=down,drain,fail,no_respond",
+            "--format=%N",
+        ],
+    )?;
+    let mut names: Vec<String> = out.split_whitespace().map(str::to_owned).collect();
+    names.sort();
+    names.dedup();
+    Ok(names)
+}
+
+/// Every job in the queue with its comment (`%i|%k`), for finding what a run left behind.
+pub(crate) fn squeue_comments() -> Result<String, SlurmError> {
+    run("squeue", &["--noheader", "--format=%i|%T|%k"])
 }
 
 #[cfg(test)]

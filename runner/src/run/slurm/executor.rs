@@ -8,18 +8,20 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use super::command::{SlurmError, scancel, show_job};
+use super::command::{SlurmError, scancel, show_job, unhealthy_nodes};
+use super::followed::{
+    Followed, cancelled_line, final_state, give_up, mark_started, see_exit, slurm_line,
+};
 use super::node::read_nodes;
 use super::queue::{Queue, Seen};
-use super::state::{Cancelled, Phase, exit_code, field, outcome, phase};
+use super::state::{Cancelled, Phase, exit_code, outcome, phase};
 use super::tail::Tail;
 use crate::config::{Config, SlurmConfig};
-use crate::metrics::Observed;
-use crate::plan::{
-    BatchSpec, EXIT_MARKER, Job, Launcher, SamplerStep, batch_time_limit, render_batch,
-};
+use crate::metrics::{Observed, Outcome};
+use crate::plan::{BatchSpec, Job, Launcher, SamplerStep, batch_time_limit, render_batch};
 use crate::run::event::ExecEvent;
 use crate::run::executor::{AttemptContext, AttemptOutput, Executor, create_job_dirs};
 use crate::run::options::RunOptions;
@@ -41,11 +43,22 @@ pub struct SlurmExecutor {
     platforms: BTreeMap<String, SlurmConfig>,
     timeout: Option<Duration>,
     grace: Duration,
+    /// `--pending-limit` (wins over each platform's `slurm.pending_limit`).
+    pending_limit: Option<Duration>,
     sample_interval: Duration,
     /// goldgate's own executable, which every node runs as its sampler (`goldgate sample`).
     goldgate: Option<PathBuf>,
+    /// The run's id, every batch job's `--comment` (`goldgate-run=<id>`).
+    run_id: String,
     queue: Queue,
+    /// By job id: the nodes its node failures left behind, excluded from its later attempts.
+    excluded: Mutex<BTreeMap<String, Vec<String>>>,
     made: Instant,
+}
+
+/// The `--comment` of every batch job of run `run_id`: how `goldgate cancel` finds them.
+pub(crate) fn run_comment(run_id: &str) -> String {
+    format!("goldgate-run={run_id}")
 }
 
 impl SlurmExecutor {
@@ -73,9 +86,12 @@ impl SlurmExecutor {
             platforms,
             timeout: opts.timeout,
             grace: opts.grace,
+            pending_limit: opts.pending_limit,
             sample_interval: opts.sample_interval,
             goldgate: std::env::current_exe().ok(),
+            run_id: opts.run_id.clone(),
             queue: Queue::new(interval),
+            excluded: Mutex::new(BTreeMap::new()),
             made: Instant::now(),
         })
     }
@@ -109,23 +125,6 @@ impl Executor for SlurmExecutor {
     }
 }
 
-/// One submitted batch job being followed.
-struct Followed {
-    id: u64,
-    submitted: Instant,
-    started: Option<Instant>,
-    ended: Option<Instant>,
-    /// The exit code the batch script printed last.
-    exit: Option<i32>,
-    /// Slurm's step daemon reported an oom-kill event in the log.
-    oom_kill: bool,
-    /// `srun` or `slurmstepd` reported an error in the log (a node failure, a step killed):
-    /// then even an exit line of 0 waits for Slurm's own end state.
-    slurm_error: bool,
-    nodes: String,
-    cancel: Option<(Cancelled, Instant, bool)>,
-}
-
 impl SlurmExecutor {
     fn try_attempt(
         &self,
@@ -145,6 +144,7 @@ impl SlurmExecutor {
         let program = entry_program(job);
         let samples = job.dirs.job.join(samples_name(ctx.number));
         let goldgate = self.goldgate.as_ref().map(|p| p.display().to_string());
+        let attempt_options = self.attempt_options(job, slurm);
         let spec = BatchSpec {
             slurm,
             time_limit: limit,
@@ -155,41 +155,97 @@ impl SlurmExecutor {
                 dir: &samples,
                 interval: self.sample_interval,
             }),
+            attempt_options: &attempt_options,
         };
         crate::fsio::write_atomic(&script, render_batch(job, &spec).as_bytes())
             .map_err(|e| format!("cannot write {}: {e}", script.display()))?;
         let _ = std::fs::remove_file(&log);
-        let id = super::command::sbatch(&script).map_err(|e| e.to_string())?;
+        let id = super::command::sbatch(&script, &[]).map_err(|e| e.to_string())?;
+        on_event(ExecEvent::Submitted { id });
         self.queue.watch(id);
-        let followed = self.follow(id, ctx, &log, limit, on_event);
+        let limits = (
+            self.pending_limit
+                .or(slurm.pending_limit)
+                .unwrap_or(crate::config::DEFAULT_PENDING_LIMIT),
+            slurm.outage_limit,
+        );
+        let followed = self.follow(Followed::new(id, limits), ctx, &log, limit, on_event);
         self.queue.forget(id);
         let mut output = followed?;
         if let Some(observed) = output.observed.as_mut().filter(|_| !output.wall.is_zero()) {
-            observed.nodes = read_nodes(&samples, job.nodes, NODE_FILE_WAIT);
+            // Stopped by Ctrl-C: read what the samplers wrote, without waiting for the rest.
+            let wait = match ctx.stop.is_requested() {
+                true => Duration::ZERO,
+                false => NODE_FILE_WAIT,
+            };
+            observed.nodes = read_nodes(&samples, job.nodes, wait);
         }
+        self.note_node_failure(job, &mut output);
         Ok(output)
     }
 
-    /// Follows job `id` until it left the queue, then says how it ended.
+    /// This attempt's own `sbatch` options: the run id as `--comment`, and `--exclude` with
+    /// the nodes earlier attempts' node failures left behind (and the platform's own).
+    fn attempt_options(&self, job: &Job, slurm: &SlurmConfig) -> Vec<String> {
+        let mut options = vec![format!("--comment={}", run_comment(&self.run_id))];
+        let failed = self
+            .excluded
+            .lock()
+            .map(|e| e.get(&job.id).cloned().unwrap_or_default())
+            .unwrap_or_default();
+        if !failed.is_empty() {
+            let mut nodes: Vec<String> = slurm
+                .sbatch_args
+                .iter()
+                .filter_map(|a| a.strip_prefix("--exclude="))
+                .map(str::to_owned)
+                .collect();
+            nodes.extend(failed);
+            options.push(format!("--exclude={}", nodes.join(",")));
+        }
+        options
+    }
+
+    /// After a NODE_FAIL: the allocation's nodes Slurm now holds down (all of them when it
+    /// cannot say and the job had one) are excluded from the job's next attempts.
+    fn note_node_failure(&self, job: &Job, output: &mut AttemptOutput) {
+        let Outcome::Infrastructure { state } = &output.outcome else {
+            return;
+        };
+        if state != "NODE_FAIL" || output.host.is_empty() {
+            return;
+        }
+        let mut nodes = unhealthy_nodes(&output.host).unwrap_or_default();
+        let one_node = !output.host.contains(['[', ',']);
+        if nodes.is_empty() && one_node {
+            nodes.push(output.host.clone());
+        }
+        if nodes.is_empty() {
+            return;
+        }
+        if let Ok(mut excluded) = self.excluded.lock() {
+            let list = excluded.entry(job.id.clone()).or_default();
+            list.extend(nodes.iter().cloned());
+            list.sort();
+            list.dedup();
+        }
+        let line = output.failure_line.get_or_insert_with(String::new);
+        line.push_str(&format!(
+            "{}a retry excludes {}",
+            if line.is_empty() { "" } else { "; " },
+            nodes.join(",")
+        ));
+    }
+
+    /// Follows the submitted job until it left the queue, then says how it ended.
     fn follow(
         &self,
-        id: u64,
+        mut job: Followed,
         ctx: &AttemptContext<'_>,
         log: &Path,
         limit: Option<Duration>,
         on_event: &mut dyn FnMut(ExecEvent),
     ) -> Result<AttemptOutput, String> {
-        let mut job = Followed {
-            id,
-            submitted: Instant::now(),
-            started: None,
-            ended: None,
-            exit: None,
-            oom_kill: false,
-            slurm_error: false,
-            nodes: String::new(),
-            cancel: None,
-        };
         let mut tail = Tail::new(log.to_path_buf());
         // The batch job inherits goldgate's environment (sbatch's `--export=ALL`) and sets
         // the job's on top: its secrets are masked as the log's lines arrive.
@@ -222,23 +278,48 @@ impl SlurmExecutor {
         self.ended(job, state, watch, log, limit)
     }
 
-    /// Asks the queue about the job; `Some(state)` once it left the queue.
+    /// Asks the queue about the job; `Some(state)` once it left the queue (or was given up
+    /// after an outage past the limit).
     fn poll(
         &self,
         job: &mut Followed,
         on_event: &mut dyn FnMut(ExecEvent),
     ) -> Result<Option<String>, String> {
-        let seen = self.queue.seen(job.id).map_err(|e| e.to_string())?;
+        let seen = self.queue.seen(job.id);
+        if let Some(outage) = self.queue.outage().or_else(|| job.failing.clone())
+            && outage.since.elapsed() > job.outage_limit
+        {
+            return Ok(Some(give_up(job, &outage)));
+        }
         let entry = match seen {
             Seen::NotYet => return Ok(None),
-            Seen::Gone => return Ok(Some(final_state(job.id)?)),
+            Seen::Gone => {
+                return Ok(match final_state(job.id) {
+                    Ok(state) => {
+                        job.failing = None;
+                        Some(state)
+                    }
+                    Err(e) => {
+                        job.failed(e);
+                        None
+                    }
+                });
+            }
             Seen::Listed(entry) => entry,
         };
         if !entry.nodes.is_empty() {
             job.nodes = entry.nodes.clone();
         }
         match phase(&entry.state) {
-            Phase::Pending => Ok(None),
+            Phase::Pending => {
+                if job.pending.as_deref() != Some(entry.reason.as_str()) {
+                    job.pending = Some(entry.reason.clone());
+                    on_event(ExecEvent::Pending {
+                        reason: entry.reason,
+                    });
+                }
+                Ok(None)
+            }
             Phase::Running => {
                 mark_started(job, on_event);
                 Ok(None)
@@ -247,37 +328,39 @@ impl SlurmExecutor {
         }
     }
 
-    /// Starts or escalates a cancel: on a stop request or past the watchdog, `scancel` with
-    /// SIGTERM (a pending job is simply cancelled), after the grace period Slurm's own cancel
+    /// Starts or escalates a cancel: on a stop request, past the watchdog, past the pending
+    /// limit or for a pending reason that never clears, `scancel --signal=TERM` to the
+    /// steps (a pending job is simply cancelled); after the grace period Slurm's own cancel
     /// and SIGKILL; gives up waiting for the job to leave the queue after [`LEAVE_WAIT`].
+    /// A failed `scancel` is tried again on the next tick (an outage, bounded by its limit).
     fn maybe_cancel(
         &self,
         job: &mut Followed,
         ctx: &AttemptContext<'_>,
         watchdog: Option<Duration>,
     ) -> Result<(), String> {
-        let err = |e: SlurmError| e.to_string();
-        match job.cancel {
+        match job.cancel.clone() {
             None => {
-                let why = if ctx.stop.is_requested() {
-                    Cancelled::Interrupt
-                } else if job
-                    .started
-                    .zip(watchdog)
-                    .is_some_and(|(s, w)| s.elapsed() > w)
-                {
-                    Cancelled::Timeout
-                } else {
+                let Some(why) = job.cancel_reason(ctx.stop, watchdog) else {
                     return Ok(());
                 };
                 let signal = job.started.map(|_| "TERM");
-                scancel(job.id, signal).map_err(err)?;
-                job.cancel = Some((why, Instant::now(), false));
+                match scancel(job.id, signal) {
+                    Ok(()) => {
+                        job.failing = None;
+                        job.cancel = Some((why, Instant::now(), false));
+                    }
+                    Err(e) => job.failed(e),
+                }
             }
             Some((why, since, false)) if since.elapsed() >= self.grace => {
-                scancel(job.id, None).map_err(err)?;
-                let _ = scancel(job.id, Some("KILL"));
-                job.cancel = Some((why, since, true));
+                match scancel(job.id, None) {
+                    Ok(()) => {
+                        let _ = scancel(job.id, Some("KILL"));
+                        job.cancel = Some((why, since, true));
+                    }
+                    Err(e) => job.failed(e),
+                }
             }
             Some((_, since, true)) if since.elapsed() >= self.grace + LEAVE_WAIT => {
                 return Err(format!(
@@ -311,14 +394,16 @@ impl SlurmExecutor {
             .map_or(Duration::ZERO, |s| end.duration_since(s));
         let (summary, save_marks, tail) = watch.finish_with_tail();
         let signs = crate::run::watch::signs(&summary);
-        let cancelled = job.cancel.map_or(Cancelled::No, |(why, _, _)| why);
+        let cancelled = job.cancel.clone().map_or(Cancelled::No, |(why, _, _)| why);
+        let ours = cancelled_line(job.id, &cancelled, job.failing.as_ref());
         // Slurm enforces whole minutes.
         let limit_seconds = limit.map_or(0.0, |l| (crate::plan::slurm_minutes(l) * 60) as f64);
         let outcome = outcome(&state, job.exit, cancelled, signs, limit_seconds);
         let (failure_line, log_tail) =
             crate::run::watch::diagnosis(&summary, tail, outcome.passed());
-        let failure_line = failure_line
-            .or_else(|| (!outcome.passed()).then(|| slurm_line(job.id, &state, job.exit)));
+        let failure_line = ours.or(failure_line).or_else(|| {
+            (!outcome.passed()).then(|| slurm_line(job.id, &state, job.exit, &job.nodes))
+        });
         Ok(AttemptOutput {
             outcome,
             signs,
@@ -354,50 +439,6 @@ fn read_log(
         see_exit(line, job);
         watch.line(line, on_event);
     });
-}
-
-fn mark_started(job: &mut Followed, on_event: &mut dyn FnMut(ExecEvent)) {
-    if job.started.is_none() {
-        job.started = Some(Instant::now());
-        on_event(ExecEvent::RunStarted { run: 1 });
-    }
-}
-
-/// The batch script's last line: the exit code of its nodes, and the end of the running time.
-fn see_exit(line: &[u8], job: &mut Followed) {
-    let Some(rest) = line.strip_prefix(EXIT_MARKER.as_bytes()) else {
-        // slurmstepd: `Detected 1 oom-kill event(s) in StepId=...` (older: `oom_kill event`).
-        if memchr::memmem::find(line, b"oom-kill event").is_some()
-            || memchr::memmem::find(line, b"oom_kill event").is_some()
-        {
-            job.oom_kill = true;
-        }
-        if line.starts_with(b"srun: error:") || line.starts_with(b"slurmstepd: error:") {
-            job.slurm_error = true;
-        }
-        return;
-    };
-    if let Ok(code) = String::from_utf8_lossy(rest).trim().parse() {
-        job.exit = Some(code);
-        job.ended.get_or_insert_with(Instant::now);
-    }
-}
-
-/// What Slurm said of a job that did not pass: `Slurm job 12 ended FAILED (exit 1)`.
-fn slurm_line(id: u64, state: &str, exit: Option<i32>) -> String {
-    match exit {
-        Some(code) => format!("Slurm job {id} ended {state} (exit {code})"),
-        None => format!("Slurm job {id} ended {state}"),
-    }
-}
-
-/// The end state of a job `squeue` no longer lists, from `scontrol show job`.
-fn final_state(id: u64) -> Result<String, String> {
-    let text = show_job(id).map_err(|e| e.to_string())?;
-    Ok(text
-        .as_deref()
-        .and_then(|t| field(t, "JobState"))
-        .map_or_else(|| "UNKNOWN".to_owned(), str::to_owned))
 }
 
 /// `samples`, or `samples.attempt2` for later attempts: where every node's sampler writes.

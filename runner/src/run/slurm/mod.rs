@@ -1,10 +1,13 @@
 //! Stage "run": the Slurm executor — each attempt of a job as one batch job (`sbatch`), all of
 //! goldgate's jobs watched with one `squeue` call per poll interval, each job's log streamed
-//! from the shared job folder, Slurm's end states mapped to goldgate's outcomes.
+//! from the shared job folder, Slurm's end states mapped to goldgate's outcomes, and what a
+//! run that died left in the queue found and cancelled.
 
 mod command;
 mod executor;
+mod followed;
 mod node;
+mod orphans;
 mod queue;
 mod state;
 mod tail;
@@ -12,3 +15,4 @@ mod tail;
 pub use command::SlurmError;
 pub use executor::SlurmExecutor;
 pub use node::{NodeSamples, node_file, sample_node};
+pub use orphans::{cancel_left, died, left_in_queue};

@@ -1,12 +1,14 @@
 //! Stage "run", Slurm executor: the [`Queue`] every worker asks about its job. It polls Slurm
 //! for all of goldgate's jobs at once — one `squeue` call per poll interval, whatever the
-//! number of jobs and workers — and keeps the last answer.
+//! number of jobs and workers — and keeps the last answer. A failed `squeue` (the controller
+//! restarting, failing over) is an [`Outage`]: the last answer stands, the next poll waits
+//! twice as long each time (up to [`MAX_BACKOFF`]), and the workers decide when to give up.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use super::command::{SlurmError, squeue};
+use super::command::squeue;
 use super::state::{QueueEntry, parse_squeue};
 
 /// What the last poll said about one job.
@@ -18,6 +20,16 @@ pub(crate) enum Seen {
     Listed(QueueEntry),
     /// Slurm no longer lists it.
     Gone,
+}
+
+/// The longest wait between two polls while `squeue` fails.
+const MAX_BACKOFF: Duration = Duration::from_secs(30);
+
+/// Slurm's controller has not answered since `since`; `error` is the last failure.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Outage {
+    pub since: Instant,
+    pub error: String,
 }
 
 /// goldgate's jobs in Slurm's queue, polled at most once per `interval`.
@@ -35,6 +47,9 @@ struct Inner {
     polled_at: Option<Instant>,
     /// `squeue` calls so far.
     calls: u64,
+    /// Failed polls in a row, and the outage they make.
+    failures: u32,
+    outage: Option<Outage>,
 }
 
 impl Queue {
@@ -62,27 +77,49 @@ impl Queue {
     }
 
     /// What Slurm says about job `id`, polling all watched jobs when the last poll is older
-    /// than the interval (one worker polls; the others wait for its answer).
-    pub(crate) fn seen(&self, id: u64) -> Result<Seen, SlurmError> {
+    /// than the interval (one worker polls; the others wait for its answer). During an
+    /// outage the last answer stands; [`Queue::outage`] says since when.
+    pub(crate) fn seen(&self, id: u64) -> Seen {
         let Ok(mut inner) = self.inner.lock() else {
-            return Ok(Seen::NotYet);
+            return Seen::NotYet;
         };
-        let due = inner
-            .polled_at
-            .is_none_or(|at| at.elapsed() >= self.interval);
+        let backoff = self.interval.saturating_mul(1 << inner.failures.min(8));
+        let wait = backoff.min(MAX_BACKOFF.max(self.interval));
+        let due = inner.polled_at.is_none_or(|at| at.elapsed() >= wait);
         if due && !inner.watched.is_empty() {
             let ids: Vec<u64> = inner.watched.iter().copied().collect();
-            inner.polled_at = Some(Instant::now());
+            let asked_at = Instant::now();
+            inner.polled_at = Some(asked_at);
             inner.calls += 1;
-            let text = squeue(&ids)?;
-            inner.listed = parse_squeue(&text);
-            inner.asked = ids.into_iter().collect();
+            match squeue(&ids) {
+                Ok(text) => {
+                    inner.listed = parse_squeue(&text);
+                    inner.asked = ids.into_iter().collect();
+                    inner.failures = 0;
+                    inner.outage = None;
+                }
+                Err(e) => {
+                    inner.failures = inner.failures.saturating_add(1);
+                    // From when the first failed call began: `squeue` itself may take
+                    // seconds to give up on the controller.
+                    let since = inner.outage.as_ref().map_or(asked_at, |o| o.since);
+                    inner.outage = Some(Outage {
+                        since,
+                        error: e.to_string(),
+                    });
+                }
+            }
         }
-        Ok(match inner.listed.get(&id) {
+        match inner.listed.get(&id) {
             Some(entry) => Seen::Listed(entry.clone()),
             None if inner.asked.contains(&id) => Seen::Gone,
             None => Seen::NotYet,
-        })
+        }
+    }
+
+    /// The outage `squeue` is in, if its last call failed.
+    pub(crate) fn outage(&self) -> Option<Outage> {
+        self.inner.lock().ok()?.outage.clone()
     }
 
     /// `squeue` calls made so far.

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::launch::{FailureSigns, JobStatus, ProcessOutcome, classify};
+use crate::launch::{FailureSigns, ProcessOutcome, classify};
 use crate::metrics::Outcome;
 
 /// One job as `squeue` lists it.
@@ -80,7 +80,7 @@ pub(crate) fn exit_code(text: &str) -> Option<i32> {
 }
 
 /// Why goldgate itself ended a job, if it did.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub(crate) enum Cancelled {
     /// goldgate did not cancel it.
     No,
@@ -88,7 +88,57 @@ pub(crate) enum Cancelled {
     Interrupt,
     /// Its running time passed goldgate's limit.
     Timeout,
+    /// It never left the queue: past the pending limit, or for a reason that never clears.
+    NotStarted {
+        reason: String,
+        pending_seconds: f64,
+    },
+    /// Slurm's controller did not answer for longer than the outage limit.
+    Unreachable,
 }
+
+/// Slurm's pending reasons that no waiting clears (the request itself, or the account, must
+/// change; see Slurm's "Job Reason Codes"), each with what it means. `ReqNodeNotAvail` clears
+/// when its nodes come back, so it is not among them.
+const NEVER_CLEARS: [(&str, &str); 8] = [
+    (
+        "PartitionConfig",
+        "the job asks for more than its partition has (nodes, CPUs, memory, GRES)",
+    ),
+    (
+        "BadConstraints",
+        "the job's constraints can never be satisfied",
+    ),
+    (
+        "DependencyNeverSatisfied",
+        "the job's dependency can never be satisfied",
+    ),
+    ("InvalidAccount", "the job's account is invalid"),
+    ("InvalidQOS", "the job's QOS is invalid"),
+    (
+        "AccountNotAllowed",
+        "the job's account may not use the partition",
+    ),
+    ("QOSNotAllowed", "the job's QOS may not use the partition"),
+    (
+        "PartitionTimeLimit",
+        "the job's time limit exceeds its partition's",
+    ),
+];
+
+/// What a pending reason means when no waiting clears it; `None` for reasons that may clear
+/// (`Priority`, `Resources`, `PartitionDown`, `ReqNodeNotAvail`, ...). `squeue`'s reason may
+/// carry detail after a comma (`ReqNodeNotAvail, UnavailableNodes:n3`).
+pub(crate) fn never_clears(reason: &str) -> Option<&'static str> {
+    let code = reason.split(',').next().unwrap_or(reason).trim();
+    NEVER_CLEARS
+        .iter()
+        .find(|(name, _)| *name == code)
+        .map(|(_, meaning)| *meaning)
+}
+
+/// The infrastructure failure's state when Slurm's controller stopped answering.
+pub(crate) const UNREACHABLE: &str = "controller unreachable";
 
 /// How a job that left the queue in `state` ended, for goldgate.
 ///
@@ -110,11 +160,25 @@ pub(crate) fn outcome(
                 after_seconds: limit_seconds,
             };
         }
+        Cancelled::NotStarted {
+            reason,
+            pending_seconds,
+        } => {
+            return Outcome::NotStarted {
+                reason,
+                pending_seconds,
+            };
+        }
+        Cancelled::Unreachable => {
+            return Outcome::Infrastructure {
+                state: UNREACHABLE.to_owned(),
+            };
+        }
         Cancelled::No => {}
     }
     match state {
-        "COMPLETED" => status(classify(ProcessOutcome::Exited(exit.unwrap_or(0)), signs)),
-        "FAILED" => status(classify(ProcessOutcome::Exited(exit.unwrap_or(1)), signs)),
+        "COMPLETED" => classify(ProcessOutcome::Exited(exit.unwrap_or(0)), signs, None),
+        "FAILED" => classify(ProcessOutcome::Exited(exit.unwrap_or(1)), signs, None),
         "TIMEOUT" | "DEADLINE" => Outcome::TimedOut {
             after_seconds: limit_seconds,
         },
@@ -123,19 +187,6 @@ pub(crate) fn outcome(
         other => Outcome::Infrastructure {
             state: other.to_owned(),
         },
-    }
-}
-
-fn status(status: JobStatus) -> Outcome {
-    match status {
-        JobStatus::Passed => Outcome::Passed,
-        JobStatus::Failed { code } => Outcome::Failed { exit_code: code },
-        JobStatus::Killed { signal } => Outcome::Killed { signal },
-        JobStatus::TimedOut => Outcome::TimedOut { after_seconds: 0.0 },
-        JobStatus::OutOfMemory => Outcome::OutOfMemory,
-        JobStatus::NcclTimeout => Outcome::NcclTimeout,
-        JobStatus::Nan => Outcome::Nan,
-        JobStatus::Interrupted => Outcome::Interrupted,
     }
 }
 
@@ -154,6 +205,22 @@ mod tests {
         assert_eq!(phase(&jobs[&13].state), Phase::Pending);
         assert_eq!(phase("COMPLETING"), Phase::Running);
         assert_eq!(phase("NODE_FAIL"), Phase::Ended);
+    }
+
+    #[test]
+    fn reasons_that_never_clear() {
+        assert!(never_clears("PartitionConfig").is_some());
+        assert!(never_clears("BadConstraints").is_some());
+        for may_clear in [
+            "Priority",
+            "Resources",
+            "PartitionDown",
+            "ReqNodeNotAvail, UnavailableNodes:n2",
+            "None",
+            "",
+        ] {
+            assert_eq!(never_clears(may_clear), None, "{may_clear}");
+        }
     }
 
     #[test]
@@ -188,6 +255,23 @@ mod tests {
             );
         }
         assert_eq!(o("CANCELLED", None, NONE), Outcome::Interrupted);
+        let parked = Cancelled::NotStarted {
+            reason: "PartitionDown".into(),
+            pending_seconds: 3.0,
+        };
+        assert_eq!(
+            outcome("CANCELLED", None, parked, NONE, 5.0),
+            Outcome::NotStarted {
+                reason: "PartitionDown".into(),
+                pending_seconds: 3.0
+            }
+        );
+        assert_eq!(
+            outcome("UNKNOWN", None, Cancelled::Unreachable, NONE, 5.0),
+            Outcome::Infrastructure {
+                state: UNREACHABLE.to_owned()
+            }
+        );
         let ours = outcome("CANCELLED", None, Cancelled::Timeout, NONE, 5.0);
         assert_eq!(ours, Outcome::TimedOut { after_seconds: 5.0 });
         let ctrl_c = outcome("COMPLETED", Some(0), Cancelled::Interrupt, NONE, 5.0);

@@ -1,0 +1,82 @@
+//! `goldgate cancel`: cancels what a run left in Slurm's queue — every batch job its
+//! `run.json` records and every job whose comment names the run — after goldgate was killed
+//! (an OOM kill, a runner that died) or gave a job up while Slurm's controller was away.
+//! `goldgate run` does the same first on a results folder whose last run died.
+
+use std::path::{Path, PathBuf};
+
+use super::error::{AppError, CmdError};
+use super::output::{errln, outln};
+use crate::exit::Exit;
+
+/// Arguments of `goldgate cancel`.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// The folder of runs (`goldgate run --out`).
+    #[arg(long, default_value = "results")]
+    pub out: PathBuf,
+    /// The run whose jobs to cancel (default: the newest run under `--out`).
+    #[arg(long, value_name = "RUN_ID")]
+    pub run: Option<String>,
+}
+
+/// Runs the command: exit 0 whether or not anything was left.
+pub fn run(args: Args) -> Result<Exit, AppError> {
+    let missing = || CmdError::NoRun {
+        out: args.out.clone(),
+        run: args.run.clone(),
+    };
+    let index = match &args.run {
+        Some(id) => {
+            crate::fsio::check_component("run id", id).map_err(|_| missing())?;
+            let path = args.out.join(id).join("run.json");
+            if !crate::fsio::exists(&path) {
+                return Err(missing().into());
+            }
+            crate::metrics::record::load_index(&path)?
+        }
+        None => super::select::newest_run(&args.out).ok_or_else(missing)?,
+    };
+    let ids = crate::run::slurm::cancel_left(&index).map_err(crate::run::RunError::from)?;
+    outln!("{}", cancelled_line(&index.run_id, &ids));
+    Ok(Exit::Pass)
+}
+
+/// Before submitting anything: the newest earlier run under `out`, when its goldgate died
+/// (the Slurm executor's check, `rerun_failed` false) or, for `--rerun-failed`, once a run
+/// that used Slurm is no longer running, may have left Slurm jobs in the queue; they are
+/// cancelled, and said so, so that the new jobs do not queue behind them.
+pub(crate) fn orphans_before_run(out: &Path, rerun_failed: bool) -> Result<(), AppError> {
+    let Some(index) = super::select::newest_run(out) else {
+        return Ok(());
+    };
+    let died = crate::run::slurm::died(&index);
+    // A rerun (whatever its executor) asks Slurm only about a run that used it: one that
+    // recorded Slurm job ids.
+    let on_slurm = index.jobs.iter().any(|j| !j.scheduler_job_ids.is_empty());
+    let due = match rerun_failed {
+        true => on_slurm && (died || index.finished_at.is_some()),
+        false => died,
+    };
+    if !due {
+        return Ok(());
+    }
+    let ids = crate::run::slurm::cancel_left(&index).map_err(crate::run::RunError::from)?;
+    if !ids.is_empty() {
+        errln!("{}", cancelled_line(&index.run_id, &ids));
+    }
+    Ok(())
+}
+
+/// `goldgate: cancelled 2 Slurm job(s) of run R: 12 13`, or that it left none.
+pub(crate) fn cancelled_line(run_id: &str, ids: &[u64]) -> String {
+    if ids.is_empty() {
+        return format!("goldgate: run {run_id} left no job in Slurm's queue");
+    }
+    let list: Vec<String> = ids.iter().map(u64::to_string).collect();
+    format!(
+        "goldgate: cancelled {} Slurm job(s) of run {run_id}: {}",
+        ids.len(),
+        list.join(" ")
+    )
+}
