@@ -12,14 +12,14 @@
 //! Without a cluster (a developer machine) every test prints one `skipped:` line and passes;
 //! with `GOLDGATE_SLURM_REQUIRED=1` (what `.ci/run` sets once the cluster is up) a missing
 //! cluster fails them instead. Single-node tests run on `n1`; tests that take a node down,
-//! need both nodes or stop the controller hold [`CLUSTER`] for writing, every other test for
-//! reading, so that no test sees another's disruption.
+//! need both nodes or stop the controller hold the cluster lock ([`ClusterLock`], a file
+//! lock: other checkouts' test runs use the same cluster) exclusively, every other test
+//! shared, so that no test sees another's disruption.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::{Duration, Instant};
 
 use goldgate::metrics::{Outcome, RunIndex, RunRecord};
@@ -29,15 +29,32 @@ mod common;
 use common::cli::{self, text};
 use common::results::walk;
 
-/// Read by tests that only add work; written by tests that disrupt the cluster.
-static CLUSTER: RwLock<()> = RwLock::new(());
+/// A lock on the machine's one test cluster, held for a test's whole run: shared by tests that
+/// only add work, exclusive for tests that disrupt it (a node DOWN, slurmctld stopped). A file
+/// lock (`flock`), so that it also holds between processes: every checkout's `cargo test` on
+/// this machine runs these tests against the same cluster.
+struct ClusterLock(#[allow(dead_code)] std::fs::File);
 
-fn shared() -> RwLockReadGuard<'static, ()> {
-    CLUSTER.read().unwrap_or_else(|e| e.into_inner())
+fn lock_file() -> std::fs::File {
+    std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .read(true)
+        .write(true)
+        .open(std::env::temp_dir().join("goldgate-slurm-tests.lock"))
+        .unwrap()
 }
 
-fn exclusive() -> RwLockWriteGuard<'static, ()> {
-    CLUSTER.write().unwrap_or_else(|e| e.into_inner())
+fn shared() -> ClusterLock {
+    let file = lock_file();
+    file.lock_shared().unwrap();
+    ClusterLock(file)
+}
+
+fn exclusive() -> ClusterLock {
+    let file = lock_file();
+    file.lock().unwrap();
+    ClusterLock(file)
 }
 
 const CONFIG: &str = "platforms:
@@ -165,14 +182,17 @@ impl Tree {
         format!("goldgate:demo/{}@default_1", self.name)
     }
 
-    /// `squeue` lines (id|state|nodes) of this tree's jobs still in the queue.
+    /// `squeue` lines (id|state|nodes) of this tree's jobs still in the queue (by job name
+    /// and working folder: another checkout's test may run a job of the same name).
     fn in_queue(&self) -> Vec<String> {
         let out = Command::new("squeue")
-            .args(["-h", "-n", &self.job_name(), "-o", "%i|%T|%N"])
+            .args(["-h", "-n", &self.job_name(), "-o", "%i|%T|%N|%Z"])
             .output()
             .unwrap();
+        let dir = format!("|{}", self.path().display());
         String::from_utf8_lossy(&out.stdout)
             .lines()
+            .filter_map(|l| l.strip_suffix(dir.as_str()))
             .map(str::to_owned)
             .collect()
     }
@@ -689,6 +709,26 @@ fn start_controller() {
             .is_ok_and(|o| o.status.success())
     });
     assert!(answers, "slurmctld did not come back");
+    // Both nodes registered and responding again (`idle`, not `idle*`): a node the new
+    // slurmctld has not heard from is set DOWN after SlurmdTimeout, failing the next test's
+    // job with NODE_FAIL.
+    let healthy = wait(Duration::from_secs(120), || {
+        Command::new("sinfo")
+            .args(["-h", "-N", "-p", "debug", "-o", "%t"])
+            .output()
+            .is_ok_and(|o| {
+                let states = String::from_utf8_lossy(&o.stdout).into_owned();
+                let states: Vec<&str> = states.split_whitespace().collect();
+                states.len() == 2
+                    && states
+                        .iter()
+                        .all(|s| matches!(*s, "idle" | "mix" | "alloc"))
+            })
+    });
+    assert!(
+        healthy,
+        "the nodes did not come back after slurmctld's restart"
+    );
 }
 
 #[test]
