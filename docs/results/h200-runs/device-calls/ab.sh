@@ -20,12 +20,19 @@
 # GG_PLATFORM (h200), GG_SETUP (1: lib.sh's setup_device, wheels and Megatron-LM; 0 to skip, the
 # rehearsal), BUDGET_S (540), JOB_TIMEOUT_S (150), GG_MAX_PAIRS (default: goldgate.yaml's ab.max_pairs),
 # WORK (/tmp/ab).
+# On the H200 (one call per part, each <= 540 s; carry .device/goldgate, a release build of this
+# commit, plus .whl/ and .device/megatron-lm.tgz as lib.sh's setup_device wants them):
+#   OUT=$OUT bash docs/results/h200-runs/device-calls/ab.sh seed
+# Expected: seed ~250 s (warm-up + 1 pair: the counters decide), aa/gc80/plant* up to ~520 s
+# (--budget stops before 540 s: a warm-up or unchanged job and 3 pairs at ~65 s a job). Files:
+# call.log, ab-PART.log, ab-PART.tgz (+ unchanged-PART.log for plant parts).
 # Rehearsal with the fake trainer (any machine, no GPU):
 #   OUT=/tmp/ab-out GG=target/debug/goldgate GG_CASE=demo/ckpt-power GG_PLATFORM=dev_cpu \
 #     GG_SETUP=0 bash docs/results/h200-runs/device-calls/ab.sh plant30
 set -u
 PART=${1:?usage: ab.sh seed|gc80|aa|plant5|plant10|plant20|plant30}
 D=docs/results/h200-runs/device-calls
+BUDGET_S=${BUDGET_S:-540}
 source "$D/lib.sh"
 G=$(realpath "${GG:-.device/goldgate}") || exit 2
 CASE=${GG_CASE:-gpt/h200-ckpt-power}
