@@ -151,6 +151,8 @@ fn bench(c: &mut Criterion) {
         allow_env_mismatch: true,
         rules: RuleSet::megatron(),
         axis_defaults: Default::default(),
+        rules_ref: None,
+        current_case: false,
     };
     let (compared, unsupported, verdicts) = compare_all(&files, &opts);
     println!(

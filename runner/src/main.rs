@@ -3,7 +3,7 @@
 
 use std::process::ExitCode;
 
-use clap::{CommandFactory, Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use goldgate::cmd;
 
 /// `goldgate --version`: the package version and the commit it was built from (see build.rs).
@@ -77,8 +77,16 @@ enum Command {
     },
 }
 
+/// The parser's command: the derived one with the EXIT STATUS block after every help.
+fn command() -> clap::Command {
+    cmd::completions::with_exit_status(Cli::command())
+}
+
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::from_arg_matches(&command().get_matches()) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
     cmd::output::set_color(cli.color);
     cmd::output::install_error_report();
     let result = match cli.command {
@@ -97,8 +105,8 @@ fn main() -> ExitCode {
         Command::History(a) => cmd::history::run(a),
         Command::Report(a) => cmd::report::run(a),
         Command::Comment(a) => cmd::comment::run(a),
-        Command::Completions(a) => cmd::completions::completions(&a, Cli::command()),
-        Command::Man(a) => cmd::completions::man(&a, Cli::command()),
+        Command::Completions(a) => cmd::completions::completions(&a, command()),
+        Command::Man(a) => cmd::completions::man(&a, command()),
         Command::Sample(a) => cmd::sample::run(a),
         Command::FakeTrainer { args } => return fake_trainer::run(&args, &["fake-trainer"]),
     };

@@ -341,4 +341,67 @@ fn completions_and_man_pages_come_from_the_parser() {
     assert!(run.contains(".TH goldgate-run 1"), "{run}");
     assert!(run.contains("\\-\\-partition"), "{run}");
     assert!(!dir.path().join("goldgate-fake-trainer.1").exists());
+    // Every page and every --help says the exit codes.
+    for page in [&page, &run] {
+        assert!(
+            page.contains(".SH \"EXIT STATUS\"\n.TP\n0\npass: ") && page.contains(".TP\n3\n"),
+            "{page}"
+        );
+        assert!(!page.contains(".SH EXTRA"), "{page}");
+    }
+    for args in [&["--help"][..], &["run", "--help"], &["compare", "-h"]] {
+        let help = text(&goldgate(FIXTURES, args).stdout);
+        let at = help
+            .find("Exit status:\n  0  pass: ")
+            .unwrap_or_else(|| panic!("{help}"));
+        assert!(
+            help[at..].contains("\n  3  a job or the infrastructure failed"),
+            "{help}"
+        );
+    }
+}
+
+#[test]
+fn bash_completes_case_names_from_list_names() {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let out = goldgate(repo, &["list", "--names", "demo/c*"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(
+        text(&out.stdout),
+        "demo/ckpt-demo\ndemo/ckpt-power\ndemo/crash-demo\n"
+    );
+    let script = tempfile::NamedTempFile::new().unwrap();
+    let completions = goldgate(repo, &["completions", "bash"]);
+    std::fs::write(script.path(), &completions.stdout).unwrap();
+    // What bash does on `goldgate <words><TAB>`: the completion function fills COMPREPLY.
+    let complete = |words: &str| {
+        let bin = Path::new(env!("CARGO_BIN_EXE_goldgate"));
+        let line = format!(
+            "source {}; COMP_WORDS=({} {words}); COMP_CWORD=$((${{#COMP_WORDS[@]}} - 1)); \
+             COMP_LINE=\"goldgate {words}\"; COMP_POINT=${{#COMP_LINE}}; \
+             _goldgate_cases goldgate \"${{COMP_WORDS[COMP_CWORD]}}\" \"${{COMP_WORDS[COMP_CWORD-1]}}\"; \
+             printf '%s\\n' \"${{COMPREPLY[@]}}\"",
+            script.path().display(),
+            bin.display()
+        );
+        let out = std::process::Command::new("bash")
+            .args(["-c", &line])
+            .current_dir(repo)
+            .output()
+            .unwrap();
+        text(&out.stdout)
+    };
+    assert_eq!(
+        complete("run demo/cr"),
+        "demo/crash-demo\n",
+        "case names after `run`"
+    );
+    assert_eq!(
+        complete("plan --root test_cases gpt/h200-ckpt-a"),
+        "gpt/h200-ckpt-allocator\n"
+    );
+    assert!(
+        !complete("compare demo/").contains("demo/ckpt-demo"),
+        "not for compare"
+    );
 }

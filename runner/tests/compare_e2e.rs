@@ -569,3 +569,67 @@ fn colour_follows_color_then_no_color_then_clicolor_force() {
     assert!(run(Some("always"), &[("NO_COLOR", "1")]));
     assert!(!run(Some("never"), &[("CLICOLOR_FORCE", "1")]));
 }
+
+/// Issue 22 item 5: a job's outcome is its results.json's, and the run's run.json must say the
+/// same. A job that run.json records as failed does not pass because its results.json says
+/// passed: the run is refused, exit 3, naming both files.
+#[test]
+fn run_json_and_results_json_that_disagree_on_an_outcome_are_refused() {
+    use goldgate::metrics::{JobEntry, RunIndex, SCHEMA_VERSION};
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("results/20261130-070000-abcd");
+    let records = [record(1, 1.0), record(2, 1.01)];
+    write_records(&run, &records);
+    let index = |second: Outcome| RunIndex {
+        schema_version: SCHEMA_VERSION,
+        run_id: "20261130-070000-abcd".into(),
+        started_at: "2026-11-30T07:00:00Z".into(),
+        finished_at: Some("2026-11-30T07:01:00Z".into()),
+        platform: "dev_cpu".into(),
+        goldgate_version: "0.1.0".into(),
+        command: vec!["goldgate".into(), "run".into()],
+        runner: None,
+        jobs: records
+            .iter()
+            .zip([Outcome::Passed, second])
+            .map(|(r, outcome)| JobEntry {
+                job_id: r.job_id.clone(),
+                dir: r.rel_dir(),
+                outcome: Some(outcome),
+                scheduler_job_ids: Vec::new(),
+            })
+            .collect(),
+    };
+    let write_index = |i: RunIndex| {
+        std::fs::write(run.join("run.json"), serde_json::to_vec(&i).unwrap()).unwrap();
+    };
+    write_index(index(Outcome::Passed));
+    let out = goldgate(&["bless", "--from", "results"], dir.path());
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    let compare = || {
+        goldgate(
+            &["compare", "--results", "results", "--root", "x"],
+            dir.path(),
+        )
+    };
+    let out = compare();
+    assert_eq!(code(&out), 0, "agreeing files pass: {}", text(&out));
+
+    write_index(index(Outcome::Failed { exit_code: 1 }));
+    let out = compare();
+    assert_eq!(code(&out), 3, "{}", text(&out));
+    let said = text(&out);
+    assert!(
+        said.contains("results/20261130-070000-abcd/run.json and the jobs' results.json disagree"),
+        "{said}"
+    );
+    assert!(
+        said.contains(
+            "demo/ckpt-demo@default#2: run.json says failed (exit 1), \
+             results/20261130-070000-abcd/demo/ckpt-demo/default/2/results.json says passed"
+        ),
+        "{said}"
+    );
+    let out = goldgate(&["bless", "--from", "results"], dir.path());
+    assert_eq!(code(&out), 3, "bless refuses it too: {}", text(&out));
+}

@@ -519,3 +519,90 @@ fn inference_requests_are_compared_with_their_golden_by_request_id() {
         "{rows:?}"
     );
 }
+
+/// The lines of a run's output that say how each job ended and what the gate made of it, with
+/// the test's folder, the searched `PATH`, the run id and the times redacted.
+fn verdict_lines(o: &Output, tmp: &Path) -> String {
+    let all = common::redact::redact(&text(o), &[tmp]);
+    let all = regex::Regex::new(r"the job's PATH \(\d+ folders\)")
+        .unwrap()
+        .replace_all(&all, "the job's PATH");
+    let all = regex::Regex::new(r"(?m)^(FAIL|PASS|DONE) \[[^\]]*\]")
+        .unwrap()
+        .replace_all(&all, "$1 [T]");
+    let all = regex::Regex::new(r"\(looked in [^)]*\)")
+        .unwrap()
+        .replace_all(&all, "(looked in [PATH])");
+    let all = regex::Regex::new(r"in \d+\.\d+ s")
+        .unwrap()
+        .replace_all(&all, "in [T] s");
+    let all = regex::Regex::new(r"\d{8}-\d{6}-[0-9a-f]{4}")
+        .unwrap()
+        .replace_all(&all, "[RUN]");
+    all.lines()
+        .filter(|l| {
+            l.contains("FAIL")
+                || l.contains("xpass")
+                || l.contains("launch error")
+                || l.contains("timed out")
+        })
+        .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Issue 21 item 1: a case that expects its training to fail (`TEST_EVALUATION: xpass`) is
+/// not "failed as expected" when goldgate could not start it, or stopped it at its timeout:
+/// exit 3, alone and inside a run of several jobs.
+#[test]
+fn xpass_never_passes_a_launch_error_or_a_timeout() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let missing = regular_case("TEST_EVALUATION: xpass\n").replace(
+        "entry: [goldgate, fake-trainer]",
+        "entry: [no-such-trainer-4f2a]",
+    );
+    write(
+        &d.join("cases/demo/xpass-missing/model_config.yaml"),
+        &missing,
+    );
+    let o = goldgate(d, &run_args("out", &["demo/xpass-missing"]));
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+    assert!(!text(&o).contains("as expected"), "{}", text(&o));
+    insta::assert_snapshot!("xpass_launch_error", verdict_lines(&o, d));
+    let o = goldgate(
+        d,
+        &run_args("out-nc", &["--no-compare", "demo/xpass-missing"]),
+    );
+    assert_eq!(o.status.code(), Some(3), "--no-compare: {}", text(&o));
+
+    let slow = regular_case("TEST_EVALUATION: xpass\n")
+        .replace("  --step-ms: 2\n", "  --step-ms: 60000\n")
+        .replace("  nproc: 1\n", "  nproc: 1\n  timeout: 1s\n");
+    write(&d.join("cases/demo/xpass-slow/model_config.yaml"), &slow);
+    let skip = regular_case("ENV_VARS:\n  SKIP_PYTEST: 1\n");
+    write(&d.join("cases/demo/skip/model_config.yaml"), &skip);
+    let crash = regular_case("TEST_EVALUATION: xpass\n")
+        .replace("  --step-ms: 2\n", "  --step-ms: 2\n  --crash-at-step: 3\n");
+    write(&d.join("cases/demo/xpass-crash/model_config.yaml"), &crash);
+    let cases = [
+        "demo/xpass-missing",
+        "demo/xpass-slow",
+        "demo/xpass-crash",
+        "demo/skip",
+    ];
+    let mut args = run_args("out2", &["--grace", "1s"]);
+    args.extend(cases);
+    let o = goldgate(d, &args);
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+    let out = text(&o);
+    assert!(
+        out.contains("demo/xpass-crash (default): training failed (exit"),
+        "{out}"
+    );
+    assert!(
+        !out.contains("xpass-missing (default): training launch"),
+        "{out}"
+    );
+    insta::assert_snapshot!("xpass_in_a_run_of_several", verdict_lines(&o, d));
+}

@@ -36,9 +36,10 @@ pub use exit::Exit;
 pub use index::{JobEntry, RunIndex, Runner};
 pub use outcome::Outcome;
 pub use record::{
-    Attempt, CheckpointRecord, Fingerprint, GpuDevicePeak, GpuMemory, MemAvailableRecord,
-    MemoryRecord, NodeIo, NodeMemory, READABLE_SCHEMA_VERSIONS, ResumedRun, RunRecord,
-    SCHEMA_VERSION, SourceDisagreement, TensorboardRecord, Timeline, VariantRecord,
+    Attempt, CheckpointRecord, Fingerprint, GoldenKey, GpuDevicePeak, GpuMemory, Judging,
+    MemAvailableRecord, MemoryRecord, NodeIo, NodeMemory, READABLE_SCHEMA_VERSIONS, ResumedRun,
+    RulesRef, RunRecord, SCHEMA_VERSION, SourceDisagreement, TensorboardRecord, Timeline,
+    VariantRecord,
 };
 pub use step_values::StepValues;
 

@@ -48,6 +48,28 @@ impl Outcome {
         matches!(self, Outcome::Passed)
     }
 
+    /// Whether the program under test itself failed: it exited non-zero, was killed by a
+    /// signal, ran out of GPU memory, hit an NCCL timeout or produced NaN. Only such a failure
+    /// is what a case with `TEST_EVALUATION: xpass` expects. A launch error, a timeout, an
+    /// interruption and the cluster's failures (host out of memory, node failure) are not:
+    /// they say nothing about the program, so they are never "failed as expected".
+    pub fn is_program_failure(&self) -> bool {
+        match self {
+            Outcome::Failed { .. }
+            | Outcome::Killed { .. }
+            | Outcome::OutOfMemory
+            | Outcome::NcclTimeout
+            | Outcome::Nan => true,
+            Outcome::Passed
+            | Outcome::TimedOut { .. }
+            | Outcome::Interrupted
+            | Outcome::LaunchError { .. }
+            | Outcome::HostOutOfMemory
+            | Outcome::Infrastructure { .. }
+            | Outcome::NotStarted { .. } => false,
+        }
+    }
+
     /// A short human label: `passed`, `failed (exit 1)`, `out of memory`, ...
     pub fn label(&self) -> String {
         match self {
@@ -67,5 +89,39 @@ impl Outcome {
                 pending_seconds,
             } => format!("never started (pending {pending_seconds:.0} s: {reason})"),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_programs_own_failures_are_program_failures() {
+        let yes = [
+            Outcome::Failed { exit_code: 1 },
+            Outcome::Killed { signal: 11 },
+            Outcome::OutOfMemory,
+            Outcome::NcclTimeout,
+            Outcome::Nan,
+        ];
+        let no = [
+            Outcome::Passed,
+            Outcome::TimedOut { after_seconds: 5.0 },
+            Outcome::Interrupted,
+            Outcome::LaunchError {
+                message: "program 'torchrun' not found".into(),
+            },
+            Outcome::HostOutOfMemory,
+            Outcome::Infrastructure {
+                state: "NODE_FAIL".into(),
+            },
+            Outcome::NotStarted {
+                reason: "PartitionConfig".into(),
+                pending_seconds: 3.0,
+            },
+        ];
+        assert!(yes.iter().all(Outcome::is_program_failure));
+        assert!(!no.iter().any(Outcome::is_program_failure));
     }
 }

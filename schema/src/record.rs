@@ -20,10 +20,13 @@ use crate::step_values::StepValues;
 /// RSS stays as `memory.host_peak_rss_bytes` (no longer a metric); `memory.mem_available`.
 /// 3: `nodes`, each node's peaks and timeline for a job of several nodes (the memory metrics
 /// are the max across nodes).
-pub const SCHEMA_VERSION: u32 = 3;
+/// 4: `judging`, every input the job is judged by (the case's `METRICS`, `TEST_EVALUATION`,
+/// `MODE`, the golden key, the rules' source and hash, the case file's hash), so a record is
+/// judged without its case file.
+pub const SCHEMA_VERSION: u32 = 4;
 
 /// Versions this goldgate reads: older records read with the fields added since absent.
-pub const READABLE_SCHEMA_VERSIONS: [u32; 3] = [1, 2, 3];
+pub const READABLE_SCHEMA_VERSIONS: [u32; 4] = [1, 2, 3, 4];
 
 /// The variant a job ran under.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -273,10 +276,64 @@ pub struct RunRecord {
     /// in records before version 3.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub nodes: Vec<NodeMemory>,
+    /// What the job is judged by, as the case and goldgate.yaml said when it ran. Absent in
+    /// records before version 4: `compare` then reads them from today's case file, and says so.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judging: Option<Judging>,
     /// `goldgate run --tensorboard`: what the job's TensorBoard folder gave the metrics above
     /// (for a resume test, the first run's folder). Absent without the option.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tensorboard: Option<TensorboardRecord>,
+}
+
+/// Every input of a job's judgement, recorded when it ran: `compare` judges a record by these,
+/// never by the case file as it is today (unless asked to), and says when the case file or the
+/// rules changed since.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Judging {
+    /// The case's `METRICS` (Megatron's default `lm loss`, `num-zeros` when it names none):
+    /// the golden metrics compared, besides goldgate's own keys.
+    pub metrics: Vec<String>,
+    /// `TEST_EVALUATION` as written in the case (`xpass`), absent when the case has none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub test_evaluation: Option<String>,
+    /// `MODE`: `pretraining`, `inference` (judged by its requests) or `rl`.
+    pub mode: String,
+    /// `TEST_EVALUATION: xpass`: a failure of the program under test is the expected result.
+    pub expect_failure: bool,
+    /// `SKIP_PYTEST=1` in the job's environment: judged by its outcome alone.
+    pub skip_checks: bool,
+    /// Which golden file judges the job.
+    pub golden: GoldenKey,
+    /// The metric rules the run was planned with.
+    pub rules: RulesRef,
+    /// The case's `model_config.yaml` as the run read it.
+    pub case_file: PathBuf,
+    /// SHA-256 of that file's bytes (hex).
+    pub case_sha256: String,
+}
+
+/// The key of a job's golden file: `golden_values_<environment>_<platform>.json` in the
+/// case's folder, or under `variants/<variant>/` for a non-default variant.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct GoldenKey {
+    /// Megatron's `environment` (`dev`, `lts`) of a recipe case; absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub environment: Option<String>,
+    /// The variant folder (`allocator-gc80+checkpoint-async`: the non-default choices); absent
+    /// for the default variant.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub variant: Option<String>,
+}
+
+/// Where the rules came from and what they were.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct RulesRef {
+    /// The goldgate.yaml read (`<builtin>` for the shipped copy).
+    pub source: String,
+    /// SHA-256 (hex) of the rules as goldgate resolved them (the file's rules in front of the
+    /// built-in ones, serialised as JSON): equal hashes, equal rules.
+    pub sha256: String,
 }
 
 /// What a run's TensorBoard folder (Megatron's `--tensorboard-dir`) gave its metrics.
@@ -389,6 +446,7 @@ impl RunRecord {
             warmup: false,
             resumed: None,
             nodes: Vec::new(),
+            judging: None,
             tensorboard: None,
         }
     }

@@ -70,7 +70,8 @@ pub fn load_case_checked(
         path: config_path,
         warnings: Vec::new(),
     };
-    let case = loader.case(name, dir, &node)?;
+    let mut case = loader.case(name, dir, &node)?;
+    case.file_sha256 = sha256_hex(text.as_bytes());
     let mut warnings = Vec::new();
     duplicate_keys(config_path, &node, &mut Vec::new(), &mut warnings);
     warnings.extend(loader.warnings);
@@ -476,7 +477,24 @@ fn blank_case(name: String, dir: PathBuf, config_path: &Path) -> TestCase {
         after_script: None,
         test_evaluation: None,
         goldgate: CaseExtras::default(),
+        file_sha256: String::new(),
     }
+}
+
+/// The SHA-256 of a case file as [`load_case`] records it ([`TestCase::file_sha256`]): what
+/// `compare` checks a record against to say the case changed since the run.
+pub fn case_file_sha256(config_path: &Path) -> Result<String, CaseError> {
+    read_text(config_path, MAX_CONFIG_BYTES).map(|text| sha256_hex(text.as_bytes()))
+}
+
+/// SHA-256 of `bytes` as lowercase hex: the one content hash goldgate records (a case file's,
+/// the rules').
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 /// `MODEL_ARGS` → 1, `MODEL_ARGS_<n>` → n (n ≥ 2).

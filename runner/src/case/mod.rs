@@ -15,7 +15,9 @@ pub use error::CaseError;
 #[cfg(test)]
 pub(crate) use load::case_from_yaml;
 pub(crate) use load::position;
-pub use load::{CaseWarning, MAX_CONFIG_BYTES, load_case, load_case_checked};
+pub use load::{
+    CaseWarning, MAX_CONFIG_BYTES, case_file_sha256, load_case, load_case_checked, sha256_hex,
+};
 pub use placeholder::placeholders;
 pub use recipe::{
     CaseRecipe, DEFAULT_CADENCE, RecipeError, RecipeFilter, RecipeRow, Runner, ScriptFacts,

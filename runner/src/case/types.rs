@@ -235,6 +235,9 @@ pub struct TestCase {
     pub test_evaluation: Option<Scalar>,
     /// goldgate's own `GOLDGATE:` block.
     pub goldgate: CaseExtras,
+    /// SHA-256 (hex) of the file's bytes as read: recorded with each job, so `compare` can say
+    /// when the case file changed since the run.
+    pub file_sha256: String,
 }
 
 impl TestCase {

@@ -29,6 +29,10 @@ pub struct Args {
     /// Platform of the golden files (default: the one recorded in the results).
     #[arg(long, value_parser = super::args::platform_name)]
     pub platform: Option<String>,
+    /// Judge with today's `model_config.yaml` of each case (METRICS, TEST_EVALUATION, MODE)
+    /// instead of what the run recorded in its results.json.
+    #[arg(long)]
+    pub current_case: bool,
     #[command(flatten)]
     pub gate: super::args::GateArgs,
 }
@@ -61,13 +65,16 @@ pub struct Outputs {
 /// Runs the command.
 pub fn run(args: Args) -> Result<Exit, AppError> {
     args.gate.check()?;
-    let opts = CompareOptions::from_config(
-        &args.config.load()?,
-        args.golden_root.path.clone(),
-        args.root.path.clone(),
-        args.platform.clone(),
-        args.gate.allow_env_mismatch,
-    );
+    let opts = CompareOptions {
+        current_case: args.current_case,
+        ..CompareOptions::from_config(
+            &args.config.load()?,
+            args.golden_root.path.clone(),
+            args.root.path.clone(),
+            args.platform.clone(),
+            args.gate.allow_env_mismatch,
+        )
+    };
     let selection = args.pick.selection();
     let comparison = compare_selected(&args.results, &opts, &selection)?;
     gate(&comparison, &args.gate, None)

@@ -37,8 +37,34 @@ pub fn render_completions(shell: clap_complete::Shell, command: clap::Command) -
     let name = command.get_name().to_owned();
     let mut buf = Vec::new();
     clap_complete::generate(shell, &mut command, name, &mut buf);
-    String::from_utf8_lossy(&buf).into_owned()
+    let mut script = String::from_utf8_lossy(&buf).into_owned();
+    if shell == clap_complete::Shell::Bash {
+        script.push_str(BASH_CASE_NAMES);
+    }
+    script
 }
+
+/// Case names for bash: after clap_complete's `_goldgate` has offered the flags, the words
+/// of `run`, `plan`, `repro` and `list` that are not flags also complete to the names
+/// `goldgate list --names` prints for the `--root` on the line (default `test_cases`).
+const BASH_CASE_NAMES: &str = r#"
+_goldgate_cases() {
+    _goldgate "$@"
+    local cur="${COMP_WORDS[COMP_CWORD]}" prev="${COMP_WORDS[COMP_CWORD-1]}" root=test_cases i
+    case "${COMP_WORDS[1]}" in
+        run|plan|repro|list) ;;
+        *) return 0 ;;
+    esac
+    [[ "$cur" == -* || "$prev" == -* ]] && return 0
+    for ((i = 2; i < COMP_CWORD; i++)); do
+        [[ "${COMP_WORDS[i]}" == --root ]] && root="${COMP_WORDS[i+1]}"
+    done
+    local names
+    names="$("${COMP_WORDS[0]}" list --names --root "$root" 2>/dev/null)" || return 0
+    COMPREPLY+=($(compgen -W "$names" -- "$cur"))
+}
+complete -F _goldgate_cases -o nosort -o bashdefault -o default goldgate
+"#;
 
 /// Prints `goldgate.1`, or writes it and one page per visible command into `--out`.
 pub fn man(args: &ManArgs, command: clap::Command) -> Result<Exit, AppError> {
@@ -73,6 +99,9 @@ fn visible(command: &clap::Command) -> clap::Command {
     if let Some(about) = command.get_about() {
         out = out.about(about.clone());
     }
+    if let Some(after) = command.get_after_help() {
+        out = out.after_help(after.clone());
+    }
     out
 }
 
@@ -95,14 +124,50 @@ pub fn man_pages(command: clap::Command) -> Result<Vec<(String, String)>, AppErr
     Ok(pages)
 }
 
-/// One man page in roff.
+/// `command` and each of its subcommands with the EXIT STATUS block after their help: what
+/// the parser, `--help`, completions and man pages are built from.
+pub fn with_exit_status(command: clap::Command) -> clap::Command {
+    let text = crate::exit::help_text();
+    command
+        .after_help(text.clone())
+        .mut_subcommands(move |s| s.after_help(text.clone()))
+}
+
+/// One man page in roff: clap_mangen's sections, an EXIT STATUS section in place of the
+/// EXTRA one it would make of the help's epilogue, then the version.
 pub fn render_man(command: clap::Command) -> Result<String, AppError> {
+    let man = clap_mangen::Man::new(command.clone());
     let mut buf = Vec::new();
-    clap_mangen::Man::new(command)
-        .render(&mut buf)
-        .map_err(|source| CmdError::Write {
-            path: PathBuf::from("<man page>"),
-            source,
-        })?;
+    let write = |buf: &mut Vec<u8>| -> std::io::Result<()> {
+        man.render_title(buf)?;
+        man.render_name_section(buf)?;
+        man.render_synopsis_section(buf)?;
+        man.render_description_section(buf)?;
+        if command.get_arguments().any(|a| !a.is_hide_set()) {
+            man.render_options_section(buf)?;
+        }
+        if command.get_subcommands().any(|s| !s.is_hide_set()) {
+            man.render_subcommands_section(buf)?;
+        }
+        buf.extend_from_slice(exit_status_roff().as_bytes());
+        if command.get_version().is_some() {
+            man.render_version_section(buf)?;
+        }
+        Ok(())
+    };
+    write(&mut buf).map_err(|source| CmdError::Write {
+        path: PathBuf::from("<man page>"),
+        source,
+    })?;
     Ok(String::from_utf8_lossy(&buf).into_owned())
+}
+
+/// The EXIT STATUS section in roff: one tagged paragraph per code.
+fn exit_status_roff() -> String {
+    let mut s = String::from(".SH \"EXIT STATUS\"\n");
+    for (exit, meaning) in crate::exit::DOCUMENTED {
+        let meaning = meaning.replace('-', "\\-");
+        s.push_str(&format!(".TP\n{}\n{meaning}\n", exit.code()));
+    }
+    s
 }

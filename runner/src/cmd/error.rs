@@ -270,7 +270,9 @@ fn compare(e: &CompareError) -> Exit {
         | CompareError::NoComparison => Exit::Usage,
         CompareError::Tensorboard(e) => tensorboard(e),
         // An incomplete run is a job that did not finish: never a pass, never "bad input".
-        CompareError::Write { .. } | CompareError::Incomplete { .. } => Exit::Failure,
+        CompareError::Write { .. }
+        | CompareError::Incomplete { .. }
+        | CompareError::Disagree { .. } => Exit::Failure,
     }
 }
 
@@ -329,7 +331,6 @@ fn cmd(e: &CmdError) -> Exit {
         | CmdError::NotPlanned
         | CmdError::NothingToRun
         | CmdError::NotOneJob { .. }
-        | CmdError::BadFilter { .. }
         | CmdError::BadValue { .. }
         | CmdError::NothingToJudge { .. } => Exit::Usage,
         CmdError::Cwd { .. }
@@ -392,10 +393,6 @@ pub enum CmdError {
         "repro makes one job, but the selection gives {count}: {names} (hint: use --variant instead of --matrix)"
     )]
     NotOneJob { count: usize, names: String },
-
-    /// `--filter` is not a regular expression.
-    #[error("--filter: invalid regular expression: {source}")]
-    BadFilter { source: regex::Error },
 
     /// A flag's value is out of its range.
     #[error("{message}")]

@@ -18,9 +18,12 @@ pub struct Args {
     pub root: super::args::CaseRoot,
     #[command(flatten)]
     pub golden_root: super::args::GoldenRoot,
-    /// Only cases whose name matches this regular expression.
-    #[arg(long)]
-    pub filter: Option<String>,
+    /// The cases to list: names, globs, `--filter`, `--partition`, as `plan` and `run` take them.
+    #[command(flatten)]
+    pub which: super::select::CaseArgs,
+    /// Print only the case names, one per line (what shell completion reads).
+    #[arg(long, conflicts_with = "format")]
+    pub names: bool,
     /// Output format (`json`: `{"schema_version", "cases": [...]}`, one object per case with
     /// its `name`, type, launcher and golden files).
     #[arg(long, value_enum, default_value_t = Format::Table)]
@@ -74,22 +77,22 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
         let platform = args.platform.as_deref();
         return super::list_recipes::run(&args.recipes, platform, &args.root.path, &config, json);
     }
-    let filter = match &args.filter {
-        Some(re) => Some(
-            regex::Regex::new(re).map_err(|source| super::error::CmdError::BadFilter { source })?,
-        ),
-        None => None,
-    };
-    let cases = case::discover(&args.root.path)?;
-    let cases = cases
-        .iter()
-        .filter(|c| filter.as_ref().is_none_or(|re| re.is_match(&c.name)));
+    let found = case::discover(&args.root.path)?;
+    let root = args.root.path.display().to_string();
+    let cases = args.which.filter()?.select(&found, &root)?;
+    if args.names {
+        for c in &cases {
+            outln!("{}", c.name);
+        }
+        return Ok(Exit::Pass);
+    }
     let golden_root = args
         .golden_root
         .path
         .is_dir()
         .then_some(args.golden_root.path.as_path());
     let rows: Vec<Row> = cases
+        .into_iter()
         .map(|c| row(&args.root.path, golden_root, c))
         .collect();
     let out = match args.format {

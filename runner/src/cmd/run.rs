@@ -123,7 +123,7 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
     if let Some(note) = executor.finish_note() {
         errln!("goldgate: {} executor: {note}", executor.name());
     }
-    finish(&args, &config, &opts, &jobs, &summary, started)
+    finish(&args, &config, &opts, &summary, started)
 }
 
 /// What goes to stderr before a run whose cases have `BEFORE_SCRIPT`/`AFTER_SCRIPT`: on this
@@ -235,7 +235,6 @@ fn finish(
     args: &Args,
     config: &Config,
     opts: &RunOptions,
-    jobs: &[crate::plan::Job],
     summary: &RunSummary,
     started: std::time::Instant,
 ) -> Result<Exit, AppError> {
@@ -244,12 +243,12 @@ fn finish(
     let table = crate::report::variants::build(&summary.records, &order);
     out!("{}", crate::report::variants::render_terminal(&table));
     outln!("results: {}", run_dir.display());
-    // A job whose case says `TEST_EVALUATION: xpass` is expected to fail (Megatron's exit 0).
-    let expected = |id: &str| jobs.iter().any(|j| j.id == id && j.expect_failure);
+    // A job whose case says `TEST_EVALUATION: xpass` passes when the training itself failed
+    // (Megatron's exit 0); a launch error, timeout or infrastructure failure never does.
     let failed = summary
         .records
         .iter()
-        .any(|r| !r.outcome.passed() && !expected(&r.job_id))
+        .any(|r| !r.outcome.passed() && !crate::compare::record_failed_as_expected(r))
         || summary.interrupted;
     let run_exit = if failed { Exit::Failure } else { Exit::Pass };
     if args.no_compare || summary.interrupted {
@@ -259,7 +258,7 @@ fn finish(
         } else {
             "not gated (--no-compare)"
         };
-        let counts = ungated_counts(&summary.records, &expected, &platform.name);
+        let counts = ungated_counts(&summary.records, &platform.name);
         let tag = crate::report::table::time_tag(Some(started.elapsed()));
         let status = if failed { "FAIL" } else { "DONE" };
         outln!("{status} {tag}{counts}, {how}");
@@ -279,14 +278,10 @@ fn finish(
 
 /// `2 jobs (6 repeats) on dev_cpu: 1 failed, 1 ran` — the runs' outcomes when nothing judged
 /// them (a job counts as failed when one of its repeats did).
-fn ungated_counts(
-    records: &[crate::metrics::RunRecord],
-    expected: &dyn Fn(&str) -> bool,
-    platform: &str,
-) -> String {
+fn ungated_counts(records: &[crate::metrics::RunRecord], platform: &str) -> String {
     let mut jobs: Vec<(&str, &str, bool)> = Vec::new();
     for r in records.iter().filter(|r| !r.warmup) {
-        let bad = !r.outcome.passed() && !expected(&r.job_id);
+        let bad = !r.outcome.passed() && !crate::compare::record_failed_as_expected(r);
         match jobs
             .iter_mut()
             .find(|(c, v, _)| *c == r.case && *v == r.variant.name)

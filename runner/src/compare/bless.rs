@@ -2,8 +2,9 @@
 //!
 //! One golden file per case and platform holds the case's DEFAULT variant (no axis chosen, or
 //! every axis at its default): a golden file is what `compare` judges every variant of the
-//! case against, so it must describe the case as written. Repeats are combined by the median
-//! at each step (finite values only). Every recorded metric is written: Megatron's keys and
+//! case against, so it must describe the case as written. Repeats are combined as `compare`
+//! combines them: per-step metrics by the median at each step (finite values only), metrics
+//! judged by one value per repeat by the median of those values (`judge::reduce_repeats`). Every recorded metric is written: Megatron's keys and
 //! goldgate's own (memory peaks, checkpoint times) as extra keys, and every blessed job's own
 //! values of the window, scalar and per-save metrics under one more key for the two-sample
 //! test (`golden_samples`). A failed repeat of the
@@ -18,7 +19,7 @@ use super::engine::{Group, golden_variant, group, read_golden};
 use super::error::CompareError;
 use super::golden_io;
 use super::golden_samples::GoldenSamples;
-use super::judge::{Series, reduce};
+use super::judge::{Series, reduce, representative};
 use super::rules::RuleSet;
 use super::stats;
 use super::verdict::Unit;
@@ -69,7 +70,7 @@ pub fn plan(
         // other variant gets `variants/<slug>/` beside it.
         for g in &groups {
             let variant = golden_variant(&g[0].1, axis_defaults);
-            let mut file = bless_group(g, golden_root, platform, variant.as_deref())?;
+            let mut file = bless_group(g, golden_root, platform, variant.as_deref(), rules)?;
             file.samples = job_samples(g, rules);
             files.push(file);
         }
@@ -82,6 +83,7 @@ fn bless_group(
     golden_root: &Path,
     platform: Option<&str>,
     variant: Option<&str>,
+    rules: &RuleSet,
 ) -> Result<BlessFile, CompareError> {
     if let Some((_, r)) = g.iter().find(|(_, r)| !r.outcome.passed()) {
         return Err(CompareError::BlessFailed {
@@ -105,7 +107,7 @@ fn bless_group(
         case: first.case.clone(),
         path,
         job_ids: g.iter().map(|(_, r)| r.job_id.clone()).collect(),
-        metrics: median_series(g),
+        metrics: golden_series(g, rules),
         samples: GoldenSamples::default(),
         old,
     })
@@ -135,6 +137,29 @@ fn job_samples(g: &Group, rules: &RuleSet) -> GoldenSamples {
         jobs: g.iter().map(|(_, r)| r.job_id.clone()).collect(),
         metrics,
     }
+}
+
+/// The golden series of each metric: per-step metrics keep the median over repeats at each
+/// step (Megatron's check reads it step by step, as `compare` combines repeats); a metric
+/// judged by one value per repeat (window, scalar, per-save) gets a series whose value is the
+/// median over repeats of each repeat's value (`judge::representative`), the one reduction
+/// `compare` applies to the repeats it judges.
+fn golden_series(g: &Group, rules: &RuleSet) -> BTreeMap<String, Series> {
+    let mut out = median_series(g);
+    for (name, series) in out.iter_mut() {
+        let Some(rule) = rules.find(name).filter(|r| r.is_distribution()) else {
+            continue;
+        };
+        let repeats: Option<Vec<&Series>> = g
+            .iter()
+            .map(|(_, r)| r.metrics.get(name).map(|s| &s.0))
+            .collect();
+        let last = series.keys().next_back().copied().unwrap_or(0);
+        if let Some(one) = repeats.and_then(|rs| representative(rule, &rs, last)) {
+            *series = one;
+        }
+    }
+    out
 }
 
 /// Per metric and step, the median over repeats of the finite values (NaN when none).
@@ -266,5 +291,86 @@ fn short(v: f64, unit: Unit) -> String {
         Unit::Bytes => format!("{:.3} GiB", v / GIB),
         Unit::Seconds => format!("{} s", crate::golden::round5(v)),
         Unit::Count | Unit::Plain => format!("{}", crate::golden::round5(v)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compare::{CompareOptions, Verdict, compare_records};
+    use crate::metric_names::{CHECKPOINT_ASYNC_LATENCY, CHECKPOINT_BLOCKING, HOST_PEAK};
+
+    /// Repeat `k` of a 20-step job whose per-step times, per-save latencies and peak differ
+    /// between repeats so that "median per step, then the window" and "each repeat's window,
+    /// then the median" disagree (values of 3 decimals: a golden file keeps 5).
+    fn noisy(k: u64) -> (PathBuf, RunRecord) {
+        let time: Vec<(u64, f64)> = (1..=20)
+            .map(|i| (i, (100 + (i * 37 + k * 53) % 50) as f64 / 1000.0))
+            .collect();
+        let loss: Vec<(u64, f64)> = (1..=20).map(|i| (i, 10.0 - i as f64 / 8.0)).collect();
+        let latency: Vec<(u64, f64)> = [5, 10, 15, 20]
+            .iter()
+            .map(|s| (*s, (1800 + (s * 71 + k * 29) % 400) as f64 / 1000.0))
+            .collect();
+        let blocking: Vec<(u64, f64)> = [5, 10, 15, 20]
+            .iter()
+            .map(|s| (*s, (300 + (s * 13 + k * 41) % 60) as f64 / 1000.0))
+            .collect();
+        crate::compare::fixtures::record(
+            "m/c",
+            k as u32,
+            &[
+                ("iteration-time", &time),
+                ("lm loss", &loss),
+                (CHECKPOINT_ASYNC_LATENCY, &latency),
+                (CHECKPOINT_BLOCKING, &blocking),
+                (HOST_PEAK, &[(20, (2_000_000 + k * 3_331 % 7) as f64)]),
+            ],
+        )
+    }
+
+    /// Issue 21 item 5: a run compared with its own bless moves by nothing, for every metric and
+    /// any number of repeats, and nothing is unstable.
+    #[test]
+    fn compare_of_the_just_blessed_run_gives_delta_zero_for_every_metric() {
+        let rules = RuleSet::megatron();
+        for n in [2, 3, 4, 5] {
+            let dir = tempfile::tempdir().unwrap();
+            let records: Vec<_> = (1..=n).map(noisy).collect();
+            let golden_root = dir.path().join("golden");
+            let files = plan(
+                records.clone(),
+                &golden_root,
+                None,
+                &[],
+                dir.path(),
+                &BTreeMap::new(),
+                &rules,
+            )
+            .unwrap();
+            write(&files, &golden_root).unwrap();
+            let opts = CompareOptions {
+                golden_root: golden_root.clone(),
+                root: dir.path().join("no-cases"),
+                platform: None,
+                allow_env_mismatch: false,
+                rules: rules.clone(),
+                axis_defaults: BTreeMap::new(),
+                rules_ref: None,
+                current_case: false,
+            };
+            let c = compare_records(records, &opts).unwrap();
+            let metrics = &c.jobs[0].metrics;
+            assert_eq!(metrics.len(), 5, "{n} repeats: {metrics:#?}");
+            for m in metrics {
+                let delta = m.delta_pct.unwrap_or(f64::NAN);
+                assert!(
+                    delta.abs() < 1e-9,
+                    "{n} repeats: {} moved by {delta} %: {m:?}",
+                    m.metric
+                );
+                assert_eq!(m.verdict, Verdict::Pass, "{n} repeats: {m:?}");
+            }
+        }
     }
 }

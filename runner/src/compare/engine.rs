@@ -30,8 +30,14 @@ pub struct CompareOptions {
     pub allow_env_mismatch: bool,
     pub rules: RuleSet,
     /// Each variant axis's default value: a record whose every choice is a default is judged
-    /// against the case's golden file, any other against its variant's own.
+    /// against the case's golden file, any other against its variant's own (records that
+    /// carry their golden key use it).
     pub axis_defaults: BTreeMap<String, String>,
+    /// Today's rules' source and hash, to say when they differ from the run's.
+    pub rules_ref: Option<goldgate_schema::RulesRef>,
+    /// `--current-case`: judge with today's case files (METRICS, TEST_EVALUATION, MODE)
+    /// instead of what each run recorded.
+    pub current_case: bool,
 }
 
 impl CompareOptions {
@@ -50,6 +56,8 @@ impl CompareOptions {
             allow_env_mismatch,
             rules: RuleSet::from_config(&config.rules),
             axis_defaults: config.axis_defaults(),
+            rules_ref: Some(config.rules_ref()),
+            current_case: false,
         }
     }
 }
@@ -59,31 +67,18 @@ pub fn is_default_variant(r: &RunRecord, axis_defaults: &BTreeMap<String, String
     golden_variant(r, axis_defaults).is_none()
 }
 
-/// The folder name of a record's variant golden files: its non-default choices, by axis name,
-/// as `axis-value+axis-value` (so `--variant allocator=gc80` and
-/// `--variant allocator=gc80 --variant checkpoint=sync` share one golden); `None` for the
-/// default variant, whose golden is the case's own file.
+/// The folder name of a record's variant golden files ([`crate::golden::variant_key`]): the
+/// key the run recorded (`judging.golden.variant`), else its non-default choices under
+/// `axis_defaults`; `None` for the default variant, whose golden is the case's own file.
 pub fn golden_variant(r: &RunRecord, axis_defaults: &BTreeMap<String, String>) -> Option<String> {
-    let parts: Vec<String> = r
-        .variant
-        .choices
-        .iter()
-        .filter(|(axis, value)| axis_defaults.get(*axis) != Some(*value))
-        .map(|(axis, value)| format!("{}-{}", path_safe(axis), path_safe(value)))
-        .collect();
-    (!parts.is_empty()).then(|| parts.join("+"))
-}
-
-fn path_safe(text: &str) -> String {
-    text.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect()
+    if let Some(judging) = &r.judging {
+        return judging.golden.variant.clone();
+    }
+    let choices = r.variant.choices.iter();
+    crate::golden::variant_key(
+        choices.map(|(a, v)| (a.as_str(), v.as_str())),
+        axis_defaults,
+    )
 }
 
 /// The repeats of one job, sorted by repeat.
@@ -158,27 +153,9 @@ pub(crate) fn compare_job(
     warnings: &mut Vec<String>,
 ) -> Result<JobComparison, CompareError> {
     let mut job = skeleton(group, opts);
-    let eval = super::evaluation::evaluation(group, &opts.root, job.config_path.as_deref())?;
+    let eval = super::evaluation::evaluation(group, opts, job.config_path.as_deref(), warnings)?;
     if let Some((path, failed)) = group.iter().find(|(_, r)| !r.outcome.passed()) {
-        job.outcome = failed.outcome.label();
-        if let Some(last) = failed.attempts.last() {
-            job.failure_line = last.failure_line.clone();
-            job.log_tail = last.log_tail.clone();
-            job.log = (!last.log.as_os_str().is_empty())
-                .then(|| path.parent().map(|dir| dir.join(&last.log)))
-                .flatten();
-        }
-        job.verdict = match eval.expect_failure {
-            true => Verdict::Pass,
-            false => Verdict::JobFailed,
-        };
-        if eval.expect_failure {
-            let (case, variant) = (&job.case, &job.variant);
-            warnings.push(format!(
-                "{case} ({variant}): training {} as expected (TEST_EVALUATION: xpass): passes",
-                job.outcome
-            ));
-        }
+        failed_job(&mut job, path, failed, &eval, warnings);
         return Ok(job);
     }
     if eval.skip_checks {
@@ -202,14 +179,51 @@ pub(crate) fn compare_job(
         return Ok(job);
     };
     check_platform(group, &path, platform, opts.allow_env_mismatch, warnings)?;
-    let selected = match &job.config_path {
-        Some(config) => Some(case_metrics(&opts.root, config, warnings)?),
-        None => None,
-    };
+    let selected = eval.metrics.map(|mut metrics| {
+        metrics.extend(GOLDGATE_METRICS.iter().map(|m| m.to_string()));
+        metrics
+    });
     if eval.inference {
         return judge_inference(job, group, &path, selected.as_deref().unwrap_or(&[]));
     }
     judge_against(job, group, &path, selected.as_deref(), opts, warnings)
+}
+
+/// A job a repeat of which did not pass: its failure (line, log tail, log), and its verdict:
+/// a pass when the case expected this failure ([`super::evaluation::failed_as_expected`]),
+/// else `JobFailed`.
+fn failed_job(
+    job: &mut JobComparison,
+    path: &Path,
+    failed: &RunRecord,
+    eval: &super::evaluation::Evaluation,
+    warnings: &mut Vec<String>,
+) {
+    job.outcome = failed.outcome.label();
+    if let Some(last) = failed.attempts.last() {
+        job.failure_line = last.failure_line.clone();
+        job.log_tail = last.log_tail.clone();
+        job.log = (!last.log.as_os_str().is_empty())
+            .then(|| path.parent().map(|dir| dir.join(&last.log)))
+            .flatten();
+    }
+    let (case, variant) = (&job.case, &job.variant);
+    if super::evaluation::failed_as_expected(&failed.outcome, eval.expect_failure) {
+        job.verdict = Verdict::Pass;
+        warnings.push(format!(
+            "{case} ({variant}): training {} as expected (TEST_EVALUATION: xpass): passes",
+            job.outcome
+        ));
+        return;
+    }
+    job.verdict = Verdict::JobFailed;
+    if eval.expect_failure {
+        warnings.push(format!(
+            "{case} ({variant}): TEST_EVALUATION: xpass expects the training itself to fail; {} \
+             is not such a failure: the job failed",
+            job.outcome
+        ));
+    }
 }
 
 /// An inference job against its request-keyed golden file.
@@ -223,26 +237,6 @@ fn judge_inference(
     job.metrics = super::inference::judge_inference(path, group, metrics)?;
     job.verdict = worst_verdict(&job.metrics);
     Ok(job)
-}
-
-/// The metrics a case compares: its `METRICS` (default `lm loss`, `num-zeros`), as Megatron
-/// does, plus goldgate's own keys. A key the file holds twice is a warning naming its line.
-fn case_metrics(
-    root: &Path,
-    config: &Path,
-    warnings: &mut Vec<String>,
-) -> Result<Vec<String>, CompareError> {
-    let (case, found) = crate::case::load_case_checked(root, config)?;
-    for w in found
-        .iter()
-        .filter(|w| w.message.starts_with("duplicate key"))
-    {
-        let line = w.at.map_or(String::new(), |at| format!(":{}", at.line));
-        warnings.push(format!("{}{line}: {}", w.path.display(), w.message));
-    }
-    let mut metrics = case.metrics;
-    metrics.extend(GOLDGATE_METRICS.iter().map(|m| m.to_string()));
-    Ok(metrics)
 }
 
 /// Judges the repeats of one passed job against the golden file at `path` (no lookup, no

@@ -86,6 +86,23 @@ pub enum CompareError {
         total: usize,
         list: String,
     },
+    /// A run's `run.json` and a job's `results.json` say different things about how the job
+    /// ended: one of them was edited or written by another goldgate, and neither can be
+    /// trusted to gate.
+    #[error(
+        "run {run}: {} and the jobs' results.json disagree on how {count} job(s) ended\n{list}",
+        index.display()
+    )]
+    #[diagnostic(help(
+        "a job's outcome is its results.json's, and run.json must say the same: rerun the job \
+         (`goldgate run`), or judge another run with --run ID"
+    ))]
+    Disagree {
+        run: String,
+        index: PathBuf,
+        count: usize,
+        list: String,
+    },
     /// A file could not be written.
     #[error("cannot write {}", path.display())]
     Write {

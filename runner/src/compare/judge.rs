@@ -330,6 +330,48 @@ pub(crate) fn samples(
     }
 }
 
+/// The one reduction of a metric judged by one value per repeat (window, scalar, per-save):
+/// each repeat reduced to its value ([`reduce`]), then the median over repeats. `compare`
+/// judges the repeats by it, and `bless` writes a golden series whose own reduction is it
+/// ([`representative`]), so a run compared with its own bless moves by nothing. `Err(i)`:
+/// repeat `i` (0-based) has no finite value.
+pub(crate) fn reduce_repeats(
+    rule: &Rule,
+    repeats: &[&Series],
+    last_golden_step: u64,
+) -> Result<(Vec<f64>, f64), usize> {
+    let mut values = Vec::with_capacity(repeats.len());
+    for (i, r) in repeats.iter().enumerate() {
+        values.push(reduce(rule, r, last_golden_step).ok_or(i)?.0);
+    }
+    let median = stats::median(&values).unwrap_or(f64::NAN);
+    Ok((values, median))
+}
+
+/// A series whose [`reduce`] is [`reduce_repeats`]' median: the series of the repeat whose
+/// value is the (lower) middle one, every finite value shifted by the median minus that value
+/// (nothing for an odd number of repeats). Every statistic a rule takes (median, mean, min,
+/// max, of a window, of saves, or the last value) moves with such a shift, so the golden's
+/// value is the repeats' median exactly. `None` when a repeat has no value.
+pub(crate) fn representative(
+    rule: &Rule,
+    repeats: &[&Series],
+    last_golden_step: u64,
+) -> Option<Series> {
+    let (values, median) = reduce_repeats(rule, repeats, last_golden_step).ok()?;
+    let mut order: Vec<usize> = (0..values.len()).collect();
+    order.sort_by(|a, b| values[*a].total_cmp(&values[*b]));
+    let middle = *order.get(order.len().checked_sub(1)? / 2)?;
+    let shift = median - values[middle];
+    let shifted = |v: f64| if v.is_finite() { v + shift } else { v };
+    Some(
+        repeats[middle]
+            .iter()
+            .map(|(s, v)| (*s, shifted(*v)))
+            .collect(),
+    )
+}
+
 fn judge_distribution(rule: &Rule, golden: &Series, repeats: &[&Series], out: &mut MetricResult) {
     let last = golden.keys().next_back().copied().unwrap_or(0);
     let Some((g, how)) = reduce(rule, golden, last) else {
@@ -338,18 +380,14 @@ fn judge_distribution(rule: &Rule, golden: &Series, repeats: &[&Series], out: &m
         return;
     };
     out.golden = Some(g);
-    let mut nows = Vec::with_capacity(repeats.len());
-    for (i, r) in repeats.iter().enumerate() {
-        match reduce(rule, r, last) {
-            Some((v, _)) => nows.push(v),
-            None => {
-                out.verdict = Verdict::MissingMetric;
-                out.detail = format!("repeat {} has no finite value", i + 1);
-                return;
-            }
+    let (nows, now) = match reduce_repeats(rule, repeats, last) {
+        Ok(reduced) => reduced,
+        Err(i) => {
+            out.verdict = Verdict::MissingMetric;
+            out.detail = format!("repeat {} has no finite value", i + 1);
+            return;
         }
-    }
-    let now = stats::median(&nows).unwrap_or(f64::NAN);
+    };
     out.now = Some(now);
     let tol: Tolerance = rule.tolerance();
     let band = tol.band(g);

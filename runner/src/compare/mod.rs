@@ -6,7 +6,7 @@ pub mod bless;
 pub mod calibrate;
 pub mod engine;
 pub mod error;
-pub(crate) mod evaluation;
+pub mod evaluation;
 #[cfg(test)]
 mod fixtures;
 pub mod golden_io;
@@ -31,6 +31,7 @@ pub use engine::{
     CompareOptions, compare_dir, compare_records, golden_variant, is_default_variant,
 };
 pub use error::CompareError;
+pub use evaluation::{failed_as_expected, record_failed_as_expected};
 pub use rules::{Direction, Rule, RuleSet};
 pub use runs::{RunSelection, load_runs, select_runs};
 pub use verdict::{

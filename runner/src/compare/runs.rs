@@ -59,6 +59,7 @@ pub fn load_runs(
     let (records, kept, note) = select(records, &indexes, selection)?;
     for (path, index) in indexes.iter().filter(|(_, i)| kept.contains(&i.run_id)) {
         check_complete(path, index, &records)?;
+        check_agree(path, index, &records)?;
     }
     Ok((records, note))
 }
@@ -138,6 +139,39 @@ fn check_complete(path: &Path, index: &RunIndex, records: &Records) -> Result<()
         missing: missing.len(),
         total: index.jobs.len(),
         list,
+    })
+}
+
+/// Each job's outcome is its `results.json`'s; the run's `run.json` must say the same, or the
+/// run is refused (exit 3) naming both files.
+fn check_agree(path: &Path, index: &RunIndex, records: &Records) -> Result<(), CompareError> {
+    let differ: Vec<String> = index
+        .jobs
+        .iter()
+        .filter_map(|j| {
+            let said = j.outcome.as_ref()?;
+            let (file, r) = records
+                .iter()
+                .find(|(_, r)| r.run_id == index.run_id && r.job_id == j.job_id)?;
+            (*said != r.outcome).then(|| {
+                format!(
+                    "  {}: run.json says {}, {} says {}",
+                    j.job_id,
+                    said.label(),
+                    file.display(),
+                    r.outcome.label()
+                )
+            })
+        })
+        .collect();
+    if differ.is_empty() {
+        return Ok(());
+    }
+    Err(CompareError::Disagree {
+        run: index.run_id.clone(),
+        index: path.to_path_buf(),
+        count: differ.len(),
+        list: differ.join("\n"),
     })
 }
 

@@ -228,6 +228,17 @@ struct RawValue {
 pub const MAX_CONFIG_BYTES: u64 = 4 << 20;
 
 impl Config {
+    /// Where the rules came from and their hash, as each job's record keeps them
+    /// (`judging.rules`): the hash is over the resolved rules (the file's in front of the
+    /// built-in ones) serialised as JSON, so equal hashes are equal rules.
+    pub fn rules_ref(&self) -> goldgate_schema::RulesRef {
+        let json = serde_json::to_vec(&self.rules).unwrap_or_default();
+        goldgate_schema::RulesRef {
+            source: self.path.display().to_string(),
+            sha256: crate::case::sha256_hex(&json),
+        }
+    }
+
     /// Reads `path` (it must exist: [`super::discover`] decides when the shipped
     /// configuration is used instead).
     pub fn load(path: &Path) -> Result<Config, ConfigError> {

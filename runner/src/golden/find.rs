@@ -95,6 +95,34 @@ pub fn golden_dir(golden_root: &Path, case: &str, variant_slug: Option<&str>) ->
     }
 }
 
+/// The folder name of a variant's golden files: its non-default choices, by axis name, as
+/// `axis-value+axis-value` (so `--variant allocator=gc80` and
+/// `--variant allocator=gc80 --variant checkpoint=sync` share one golden); `None` for the
+/// default variant, whose golden is the case's own file. `choices` in axis-name order.
+pub fn variant_key<'a>(
+    choices: impl IntoIterator<Item = (&'a str, &'a str)>,
+    axis_defaults: &std::collections::BTreeMap<String, String>,
+) -> Option<String> {
+    let parts: Vec<String> = choices
+        .into_iter()
+        .filter(|(axis, value)| axis_defaults.get(*axis).map(String::as_str) != Some(*value))
+        .map(|(axis, value)| format!("{}-{}", path_safe(axis), path_safe(value)))
+        .collect();
+    (!parts.is_empty()).then(|| parts.join("+"))
+}
+
+fn path_safe(text: &str) -> String {
+    text.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
 /// The one golden file a job of `case` on `platform` is judged against: env `dev` before
 /// `lts`. The default variant looks in goldgate's golden tree (`<golden_root>/<case>/`), then
 /// beside the case (`<root>/<case>/`, Megatron's layout); another variant looks only in its

@@ -12,7 +12,7 @@ pub use dupes::{DuplicateKey, duplicate_keys};
 pub use error::GoldenError;
 pub use find::{
     GoldenName, GoldenRef, VARIANTS_DIR, find_golden, find_goldens, golden_dir, golden_file_name,
-    goldens_in, platform_of, variant_goldens,
+    goldens_in, platform_of, variant_goldens, variant_key,
 };
 pub use read::{MAX_GOLDEN_BYTES, parse_golden, read_golden};
 pub use types::{GoldenFile, GoldenStyle, Series, Value};

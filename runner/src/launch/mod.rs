@@ -11,7 +11,7 @@ mod spec;
 
 pub use error::LaunchError;
 pub use escape::TOKEN_VAR;
-pub use outcome::{FailureSigns, JobStatus, classify};
+pub use outcome::{FailureSigns, classify};
 pub use process::{
     CHANNEL_CHUNKS, LaunchEvent, LaunchReport, MAX_LINE, ProcessOutcome, Termination, group_alive,
     launch,

@@ -1,5 +1,9 @@
 //! Stage "launch": turns how a job ended plus the failure markers the log parser found into
-//! one status (whether `--retries` may run it again is the scheduler's rule, `run::may_retry`).
+//! the job's one outcome type, the schema's `Outcome` (whether `--retries` may run it again is the scheduler's rule, `run::may_retry`).
+
+use std::time::Duration;
+
+use goldgate_schema::Outcome;
 
 use super::process::ProcessOutcome;
 
@@ -26,51 +30,40 @@ impl FailureSigns {
     };
 }
 
-/// The status of one job run, as recorded in `results.json`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "kebab-case", tag = "status")]
-pub enum JobStatus {
-    Passed,
-    Failed { code: i32 },
-    Killed { signal: i32 },
-    TimedOut,
-    OutOfMemory,
-    NcclTimeout,
-    Nan,
-    Interrupted,
-}
-
-impl JobStatus {
-    /// True only for [`JobStatus::Passed`].
-    pub fn passed(self) -> bool {
-        self == JobStatus::Passed
-    }
-}
-
-/// One status for a finished job.
+/// How one process tree ended, as the record keeps it: the one mapping from what `launch`
+/// saw (a [`ProcessOutcome`] and the log's [`FailureSigns`]) into the schema's [`Outcome`],
+/// used by the local executor, the Slurm executor (from the exit code Slurm reports) and the
+/// `BEFORE_SCRIPT`/`AFTER_SCRIPT` runner alike.
 ///
 /// An interruption wins (the user stopped it; nothing else is known). A clean exit 0 passes
 /// even if a marker was printed (the job recovered). Otherwise the most specific marker
 /// names the failure — an out-of-memory beats an NCCL timeout (the OOM usually causes it),
-/// which beats NaN — and without markers the exit code, signal or timeout does.
-pub fn classify(outcome: ProcessOutcome, signs: FailureSigns) -> JobStatus {
+/// which beats NaN — and without markers the exit code, signal or timeout does. `timeout`
+/// is the limit the tree ran under (a timed-out outcome records it).
+pub fn classify(
+    outcome: ProcessOutcome,
+    signs: FailureSigns,
+    timeout: Option<Duration>,
+) -> Outcome {
     match outcome {
-        ProcessOutcome::Interrupted => return JobStatus::Interrupted,
-        ProcessOutcome::Exited(0) => return JobStatus::Passed,
+        ProcessOutcome::Interrupted => return Outcome::Interrupted,
+        ProcessOutcome::Exited(0) => return Outcome::Passed,
         _ => {}
     }
     if signs.oom {
-        JobStatus::OutOfMemory
+        Outcome::OutOfMemory
     } else if signs.nccl_timeout {
-        JobStatus::NcclTimeout
+        Outcome::NcclTimeout
     } else if signs.nan {
-        JobStatus::Nan
+        Outcome::Nan
     } else {
         match outcome {
-            ProcessOutcome::Exited(code) => JobStatus::Failed { code },
-            ProcessOutcome::Signaled(signal) => JobStatus::Killed { signal },
-            ProcessOutcome::TimedOut => JobStatus::TimedOut,
-            ProcessOutcome::Interrupted => JobStatus::Interrupted,
+            ProcessOutcome::Exited(exit_code) => Outcome::Failed { exit_code },
+            ProcessOutcome::Signaled(signal) => Outcome::Killed { signal },
+            ProcessOutcome::TimedOut => Outcome::TimedOut {
+                after_seconds: timeout.map_or(0.0, |t| t.as_secs_f64()),
+            },
+            ProcessOutcome::Interrupted => Outcome::Interrupted,
         }
     }
 }
@@ -96,23 +89,29 @@ mod tests {
             flaky: true,
         };
         let cases = [
-            (ProcessOutcome::Exited(0), NONE, JobStatus::Passed),
-            (ProcessOutcome::Exited(0), all, JobStatus::Passed),
+            (ProcessOutcome::Exited(0), NONE, Outcome::Passed),
+            (ProcessOutcome::Exited(0), all, Outcome::Passed),
             (
                 ProcessOutcome::Exited(1),
                 NONE,
-                JobStatus::Failed { code: 1 },
+                Outcome::Failed { exit_code: 1 },
             ),
             (
                 ProcessOutcome::Signaled(11),
                 NONE,
-                JobStatus::Killed { signal: 11 },
+                Outcome::Killed { signal: 11 },
             ),
-            (ProcessOutcome::TimedOut, NONE, JobStatus::TimedOut),
-            (ProcessOutcome::TimedOut, nccl, JobStatus::NcclTimeout),
-            (ProcessOutcome::Exited(1), oom, JobStatus::OutOfMemory),
-            (ProcessOutcome::Exited(1), nan, JobStatus::Nan),
-            (ProcessOutcome::Exited(1), all, JobStatus::OutOfMemory),
+            (
+                ProcessOutcome::TimedOut,
+                NONE,
+                Outcome::TimedOut {
+                    after_seconds: 60.0,
+                },
+            ),
+            (ProcessOutcome::TimedOut, nccl, Outcome::NcclTimeout),
+            (ProcessOutcome::Exited(1), oom, Outcome::OutOfMemory),
+            (ProcessOutcome::Exited(1), nan, Outcome::Nan),
+            (ProcessOutcome::Exited(1), all, Outcome::OutOfMemory),
             (
                 ProcessOutcome::Signaled(6),
                 FailureSigns {
@@ -120,22 +119,16 @@ mod tests {
                     nan: true,
                     ..NONE
                 },
-                JobStatus::NcclTimeout,
+                Outcome::NcclTimeout,
             ),
-            (ProcessOutcome::Interrupted, all, JobStatus::Interrupted),
+            (ProcessOutcome::Interrupted, all, Outcome::Interrupted),
         ];
         for (outcome, signs, want) in cases {
-            assert_eq!(classify(outcome, signs), want, "{outcome:?} {signs:?}");
+            assert_eq!(
+                classify(outcome, signs, Some(Duration::from_secs(60))),
+                want,
+                "{outcome:?} {signs:?}"
+            );
         }
-    }
-
-    #[test]
-    fn status_serializes_with_a_tag() {
-        let json = serde_json::to_string(&JobStatus::Failed { code: 3 }).unwrap();
-        assert_eq!(json, r#"{"status":"failed","code":3}"#);
-        assert_eq!(
-            serde_json::to_string(&JobStatus::TimedOut).unwrap(),
-            r#"{"status":"timed-out"}"#
-        );
     }
 }

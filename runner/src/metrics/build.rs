@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use super::record::{
-    Attempt, CheckpointRecord, Fingerprint, MemoryRecord, Outcome, ResumedRun, RunRecord,
-    SCHEMA_VERSION, StepValues, TensorboardRecord, VariantRecord,
+    Attempt, CheckpointRecord, Fingerprint, GoldenKey, Judging, MemoryRecord, Outcome, ResumedRun,
+    RunRecord, SCHEMA_VERSION, StepValues, TensorboardRecord, VariantRecord,
 };
 use super::sampled::Sampled;
 use crate::metric_names::{
@@ -271,26 +271,11 @@ pub fn record(job: &Job, result: JobResult) -> RunRecord {
     fingerprint.goldgate_version = env!("CARGO_PKG_VERSION").to_string();
     fingerprint.workload_commit = result.workload_commit;
     let nodes = node_memories(&observed);
-    let cpu: Vec<f64> = observed
-        .nodes
-        .iter()
-        .filter_map(|n| n.observer_cpu_seconds)
-        .collect();
+    let observer_cpu_seconds = observer_cpu(&observed);
     let mut warnings = job_warnings(observed.nodes, &observed.summary, &checkpoints, ran);
     let tb = result.tensorboard.as_ref().filter(|_| ran);
-    let tensorboard = tb.map(|t| merge_folder(&mut metrics, &t.first, &job.dirs.job, |_| true));
-    let mut resumed = observed.resumed.as_ref().map(|r| resumed_run(job, r));
-    if let (Some(r), Some(read)) = (&mut resumed, tb.and_then(|t| t.resumed.as_ref())) {
-        let from = r.from_step;
-        r.tensorboard = Some(merge_folder(&mut r.metrics, read, &job.dirs.job, |s| {
-            s > from
-        }));
-    }
-    let records = [
-        tensorboard.as_ref(),
-        resumed.as_ref().and_then(|r| r.tensorboard.as_ref()),
-    ];
-    warnings.extend(records.into_iter().flatten().flat_map(tensorboard_warnings));
+    let resumed = observed.resumed.as_ref().map(|r| resumed_run(job, r));
+    let (tensorboard, resumed) = with_tensorboard(job, tb, &mut metrics, resumed, &mut warnings);
     RunRecord {
         schema_version: SCHEMA_VERSION,
         run_id: result.run_id,
@@ -313,7 +298,7 @@ pub fn record(job: &Job, result: JobResult) -> RunRecord {
         checkpoints,
         memory,
         probe: result.probe.and_then(|p| serde_json::to_value(p).ok()),
-        observer_cpu_seconds: (!cpu.is_empty()).then(|| cpu.iter().sum()),
+        observer_cpu_seconds,
         warnings: warnings
             .iter()
             .map(|w| crate::plan::redact_text(job, w))
@@ -321,8 +306,66 @@ pub fn record(job: &Job, result: JobResult) -> RunRecord {
         warmup: job.warmup,
         resumed,
         nodes,
+        judging: Some(judging(job)),
         tensorboard,
     }
+}
+
+/// goldgate's own CPU seconds over the job's nodes, when any node measured it.
+fn observer_cpu(observed: &Observed) -> Option<f64> {
+    let cpu: Vec<f64> = (observed.nodes.iter())
+        .filter_map(|n| n.observer_cpu_seconds)
+        .collect();
+    (!cpu.is_empty()).then(|| cpu.iter().sum())
+}
+
+/// The TensorBoard folders' values merged into the metrics (the first run's) and the resumed
+/// run's, with a warning for each disagreement between log and TensorBoard.
+fn with_tensorboard(
+    job: &Job,
+    tb: Option<&TensorboardRead>,
+    metrics: &mut BTreeMap<String, StepValues>,
+    mut resumed: Option<ResumedRun>,
+    warnings: &mut Vec<String>,
+) -> (Option<TensorboardRecord>, Option<ResumedRun>) {
+    let tensorboard = tb.map(|t| merge_folder(metrics, &t.first, &job.dirs.job, |_| true));
+    if let (Some(r), Some(read)) = (&mut resumed, tb.and_then(|t| t.resumed.as_ref())) {
+        let from = r.from_step;
+        r.tensorboard = Some(merge_folder(&mut r.metrics, read, &job.dirs.job, |s| {
+            s > from
+        }));
+    }
+    let records = [
+        tensorboard.as_ref(),
+        resumed.as_ref().and_then(|r| r.tensorboard.as_ref()),
+    ];
+    warnings.extend(records.into_iter().flatten().flat_map(tensorboard_warnings));
+    (tensorboard, resumed)
+}
+
+/// Every input of the job's judgement, as the plan read them from its case and goldgate.yaml.
+fn judging(job: &Job) -> Judging {
+    Judging {
+        metrics: job.metrics.clone(),
+        test_evaluation: job.test_evaluation.clone(),
+        mode: mode_name(job.mode).to_owned(),
+        expect_failure: job.expect_failure,
+        skip_checks: job.skip_checks,
+        golden: GoldenKey {
+            environment: job.environment.clone(),
+            variant: job.golden_variant.clone(),
+        },
+        rules: job.rules.clone(),
+        case_file: job.config_path.clone(),
+        case_sha256: job.case_sha256.clone(),
+    }
+}
+
+/// `MODE` as `model_config.yaml` spells it.
+fn mode_name(mode: crate::case::Mode) -> &'static str {
+    (crate::case::Mode::ALL.iter())
+        .find(|(m, _)| *m == mode)
+        .map_or("pretraining", |(_, name)| name)
 }
 
 /// The resumed run's log metrics after `TRAIN_ITERS / 2` (after its first step when the plan

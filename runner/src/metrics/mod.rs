@@ -10,8 +10,8 @@ pub mod tensorboard;
 
 pub use build::{JobResult, Observed, Peaks};
 pub use record::{
-    Attempt, CheckpointRecord, Fingerprint, GpuDevicePeak, GpuMemory, JobEntry, MemAvailableRecord,
-    MemoryRecord, NodeMemory, Outcome, ResumedRun, RunIndex, RunRecord, Runner, SCHEMA_VERSION,
-    StepValues, TensorboardRecord, Timeline, VariantRecord,
+    Attempt, CheckpointRecord, Fingerprint, GoldenKey, GpuDevicePeak, GpuMemory, JobEntry, Judging,
+    MemAvailableRecord, MemoryRecord, NodeMemory, Outcome, ResumedRun, RulesRef, RunIndex,
+    RunRecord, Runner, SCHEMA_VERSION, StepValues, TensorboardRecord, Timeline, VariantRecord,
 };
 pub use sampled::Sampled;

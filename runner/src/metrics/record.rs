@@ -5,9 +5,10 @@
 use std::path::{Path, PathBuf};
 
 pub use goldgate_schema::record::{
-    Attempt, CheckpointRecord, Fingerprint, GpuDevicePeak, GpuMemory, MemAvailableRecord,
-    MemoryRecord, NodeIo, NodeMemory, READABLE_SCHEMA_VERSIONS, ResumedRun, RunRecord,
-    SCHEMA_VERSION, SourceDisagreement, TensorboardRecord, Timeline, VariantRecord,
+    Attempt, CheckpointRecord, Fingerprint, GoldenKey, GpuDevicePeak, GpuMemory, Judging,
+    MemAvailableRecord, MemoryRecord, NodeIo, NodeMemory, READABLE_SCHEMA_VERSIONS, ResumedRun,
+    RulesRef, RunRecord, SCHEMA_VERSION, SourceDisagreement, TensorboardRecord, Timeline,
+    VariantRecord,
 };
 pub use goldgate_schema::{JobEntry, Outcome, RunIndex, Runner, StepValues};
 

@@ -286,10 +286,23 @@ fn assemble(
         metrics: case.metrics.clone(),
         platform: inputs.platform.name.clone(),
         config_path: case.config_path.clone(),
+        test_evaluation: case.test_evaluation.as_ref().map(|t| t.text.clone()),
+        case_sha256: case.file_sha256.clone(),
+        rules: inputs.config.rules_ref(),
+        golden_variant: golden_variant(inputs, variant),
         from_caller: draft.from_caller.into_inner(),
         warmup: false,
         timeout: case.goldgate.timeout.or(inputs.platform.timeout),
     }
+}
+
+/// The variant folder of a job's golden files under the configuration's axis defaults.
+fn golden_variant(inputs: &PlanInputs<'_>, variant: &Variant) -> Option<String> {
+    let mut choices: Vec<(&str, &str)> = (variant.choices.iter())
+        .map(|(a, v)| (a.as_str(), v.as_str()))
+        .collect();
+    choices.sort();
+    crate::golden::variant_key(choices, &inputs.config.axis_defaults())
 }
 
 /// The variant's and Megatron CI's edits, the entry, and the job's size.

@@ -297,6 +297,15 @@ pub struct Job {
     pub platform: String,
     /// The case's `model_config.yaml`.
     pub config_path: PathBuf,
+    /// `TEST_EVALUATION` as the case writes it (recorded; `expect_failure` is its meaning).
+    pub test_evaluation: Option<String>,
+    /// SHA-256 of the case file as the plan read it (recorded: `compare` says when it changed).
+    pub case_sha256: String,
+    /// The rules the run was planned with: their source and hash (recorded).
+    pub rules: goldgate_schema::RulesRef,
+    /// The variant folder of the job's golden files (`golden::variant_key` under the
+    /// configuration's axis defaults); `None` for the default variant.
+    pub golden_variant: Option<String>,
     /// Placeholders filled from the caller's environment (never printed for secret names).
     #[serde(skip)]
     pub(crate) from_caller: Vec<FromCaller>,
@@ -486,6 +495,10 @@ impl Job {
             metrics: vec!["lm loss".to_owned()],
             platform: "local".to_owned(),
             config_path: out_dir.join(case).join("model_config.yaml"),
+            test_evaluation: None,
+            case_sha256: String::new(),
+            rules: goldgate_schema::RulesRef::default(),
+            golden_variant: None,
             from_caller: Vec::new(),
             warmup: false,
             timeout: None,

@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use super::sampling;
 use super::scripts::{self, Hook, ScriptFailure};
-use crate::launch::{self, FailureSigns, JobStatus, LaunchError, LaunchEvent, LaunchSpec, Settle};
-use crate::metrics::{Observed, Outcome};
+use crate::launch::{self, FailureSigns, LaunchError, LaunchEvent, LaunchSpec, Settle};
+use crate::metrics::Observed;
 use crate::observe::probe::install::{ProbeMode, install, probe_dir_only};
 use crate::plan::{Job, Launcher, RunSpec};
 use crate::run::event::ExecEvent;
@@ -260,11 +260,11 @@ impl LocalExecutor {
         }
         let (summary, save_marks, tail) = watch.finish_with_tail();
         let signs = crate::run::watch::signs(&summary);
-        let status = launch::classify(report.outcome, signs);
+        let outcome = launch::classify(report.outcome, signs, self.timeout_of(ctx.job));
         let (failure_line, log_tail) =
-            crate::run::watch::diagnosis(&summary, tail, status.passed());
+            crate::run::watch::diagnosis(&summary, tail, outcome.passed());
         Ok(AttemptOutput {
-            outcome: self.outcome_of(status, ctx.job),
+            outcome,
             signs,
             failure_line,
             log_tail,
@@ -284,21 +284,6 @@ impl LocalExecutor {
     /// `--timeout` when given, else the job's own limit (its case's, or its platform's).
     fn timeout_of(&self, job: &Job) -> Option<Duration> {
         self.timeout.or(job.timeout)
-    }
-
-    fn outcome_of(&self, status: JobStatus, job: &Job) -> Outcome {
-        match status {
-            JobStatus::Passed => Outcome::Passed,
-            JobStatus::Failed { code } => Outcome::Failed { exit_code: code },
-            JobStatus::Killed { signal } => Outcome::Killed { signal },
-            JobStatus::TimedOut => Outcome::TimedOut {
-                after_seconds: self.timeout_of(job).map_or(0.0, |t| t.as_secs_f64()),
-            },
-            JobStatus::OutOfMemory => Outcome::OutOfMemory,
-            JobStatus::NcclTimeout => Outcome::NcclTimeout,
-            JobStatus::Nan => Outcome::Nan,
-            JobStatus::Interrupted => Outcome::Interrupted,
-        }
     }
 }
 

@@ -8,7 +8,7 @@
 
 use std::path::PathBuf;
 
-use crate::launch::{self, LaunchSpec, ProcessOutcome, StopFlag};
+use crate::launch::{self, LaunchSpec, StopFlag};
 use crate::metrics::Outcome;
 
 /// Which script.
@@ -66,15 +66,10 @@ pub(super) fn run_script(
         }
     })
     .map_err(|e| format!("cannot run the {}: {e}", hook.field()))?;
-    let outcome = match report.outcome {
-        ProcessOutcome::Exited(0) => return Ok(None),
-        ProcessOutcome::Exited(code) => Outcome::Failed { exit_code: code },
-        ProcessOutcome::Signaled(signal) => Outcome::Killed { signal },
-        ProcessOutcome::TimedOut => Outcome::TimedOut {
-            after_seconds: spec.timeout.map_or(0.0, |t| t.as_secs_f64()),
-        },
-        ProcessOutcome::Interrupted => Outcome::Interrupted,
-    };
+    let outcome = launch::classify(report.outcome, launch::FailureSigns::NONE, spec.timeout);
+    if outcome.passed() {
+        return Ok(None);
+    }
     let said = match last.is_empty() {
         true => "no output".to_owned(),
         false => last,

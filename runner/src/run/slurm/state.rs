@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::launch::{FailureSigns, JobStatus, ProcessOutcome, classify};
+use crate::launch::{FailureSigns, ProcessOutcome, classify};
 use crate::metrics::Outcome;
 
 /// One job as `squeue` lists it.
@@ -177,8 +177,8 @@ pub(crate) fn outcome(
         Cancelled::No => {}
     }
     match state {
-        "COMPLETED" => status(classify(ProcessOutcome::Exited(exit.unwrap_or(0)), signs)),
-        "FAILED" => status(classify(ProcessOutcome::Exited(exit.unwrap_or(1)), signs)),
+        "COMPLETED" => classify(ProcessOutcome::Exited(exit.unwrap_or(0)), signs, None),
+        "FAILED" => classify(ProcessOutcome::Exited(exit.unwrap_or(1)), signs, None),
         "TIMEOUT" | "DEADLINE" => Outcome::TimedOut {
             after_seconds: limit_seconds,
         },
@@ -187,19 +187,6 @@ pub(crate) fn outcome(
         other => Outcome::Infrastructure {
             state: other.to_owned(),
         },
-    }
-}
-
-fn status(status: JobStatus) -> Outcome {
-    match status {
-        JobStatus::Passed => Outcome::Passed,
-        JobStatus::Failed { code } => Outcome::Failed { exit_code: code },
-        JobStatus::Killed { signal } => Outcome::Killed { signal },
-        JobStatus::TimedOut => Outcome::TimedOut { after_seconds: 0.0 },
-        JobStatus::OutOfMemory => Outcome::OutOfMemory,
-        JobStatus::NcclTimeout => Outcome::NcclTimeout,
-        JobStatus::Nan => Outcome::Nan,
-        JobStatus::Interrupted => Outcome::Interrupted,
     }
 }
 
