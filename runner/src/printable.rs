@@ -47,28 +47,43 @@ impl Guard {
         }
     }
 
-    /// The guarded text of `piece` that can be given out now.
-    pub fn push(&mut self, piece: &str) -> String {
-        let mut text = std::mem::take(&mut self.carry);
-        text.push_str(piece);
-        let keep = held_back(&text, self.inside_line, self.commands);
-        self.carry = text[keep..].to_owned();
-        self.give(&text[..keep])
-    }
-
-    /// What is still held back, guarded: call it once after the last piece.
-    pub fn finish(&mut self) -> String {
-        let rest = std::mem::take(&mut self.carry);
-        self.give(&rest)
-    }
-
-    fn give(&mut self, text: &str) -> String {
-        if text.is_empty() {
-            return String::new();
+    /// Gives `emit` the guarded text of `piece` that can go out now. A piece is never copied
+    /// whole: only what is held back (a line start, an escape sequence) is kept.
+    pub fn push(&mut self, piece: &str, emit: &mut dyn FnMut(&str)) {
+        let mut rest = piece;
+        while !self.carry.is_empty() && !rest.is_empty() {
+            let mut cut = rest.len().min(256);
+            while !rest.is_char_boundary(cut) {
+                cut += 1;
+            }
+            let mut text = std::mem::take(&mut self.carry);
+            text.push_str(&rest[..cut]);
+            rest = &rest[cut..];
+            self.take_in(&text, emit);
         }
-        let out = guard(text, self.commands, self.inside_line).into_owned();
+        if !rest.is_empty() {
+            self.take_in(rest, emit);
+        }
+    }
+
+    /// Gives `emit` what is still held back, guarded: call it once after the last piece.
+    pub fn finish(&mut self, emit: &mut dyn FnMut(&str)) {
+        let rest = std::mem::take(&mut self.carry);
+        self.give(&rest, emit);
+    }
+
+    fn take_in(&mut self, text: &str, emit: &mut dyn FnMut(&str)) {
+        let keep = held_back(text, self.inside_line, self.commands);
+        self.give(&text[..keep], emit);
+        self.carry = text[keep..].to_owned();
+    }
+
+    fn give(&mut self, text: &str, emit: &mut dyn FnMut(&str)) {
+        if text.is_empty() {
+            return;
+        }
+        emit(&guard(text, self.commands, self.inside_line));
         self.inside_line = !text.ends_with('\n');
-        out
     }
 }
 
@@ -182,10 +197,11 @@ mod tests {
         for size in [1, 2, 3, 5, 7] {
             let mut guard = Guard::new(false);
             let mut out = String::new();
+            let mut emit = |t: &str| out.push_str(t);
             for piece in chars.chunks(size) {
-                out.push_str(&guard.push(&piece.iter().collect::<String>()));
+                guard.push(&piece.iter().collect::<String>(), &mut emit);
             }
-            out.push_str(&guard.finish());
+            guard.finish(&mut emit);
             assert_eq!(out, whole, "pieces of {size}");
         }
     }

@@ -36,11 +36,12 @@ fn write_guarded(out: &mut dyn Write, args: std::fmt::Arguments<'_>) -> std::io:
     }
     impl std::fmt::Write for Sink<'_> {
         fn write_str(&mut self, piece: &str) -> std::fmt::Result {
-            let text = self.guard.push(piece);
-            self.out.write_all(text.as_bytes()).map_err(|e| {
-                self.error = Some(e);
-                std::fmt::Error
-            })
+            let Sink { out, guard, error } = self;
+            guard.push(piece, &mut |text| write_once(out, error, text));
+            match error {
+                Some(_) => Err(std::fmt::Error),
+                None => Ok(()),
+            }
         }
     }
     let mut sink = Sink {
@@ -53,8 +54,18 @@ fn write_guarded(out: &mut dyn Write, args: std::fmt::Arguments<'_>) -> std::io:
             .error
             .unwrap_or_else(|| std::io::Error::other("formatting failed")));
     }
-    let rest = sink.guard.finish();
-    sink.out.write_all(rest.as_bytes())
+    let Sink { out, guard, error } = &mut sink;
+    guard.finish(&mut |text| write_once(out, error, text));
+    sink.error.map_or(Ok(()), Err)
+}
+
+/// Writes `text` unless an earlier write failed, keeping the first error.
+fn write_once(out: &mut dyn Write, error: &mut Option<std::io::Error>, text: &str) {
+    if error.is_none()
+        && let Err(e) = out.write_all(text.as_bytes())
+    {
+        *error = Some(e);
+    }
 }
 
 /// Writes goldgate's own workflow commands (the annotations) to `stream`: their lines start
