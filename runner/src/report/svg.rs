@@ -15,7 +15,12 @@ use crate::report::error::ReportError;
 const WIDTH: u32 = 960;
 const HEIGHT: u32 = 440;
 /// Width of the legend column right of the plot.
-const LEGEND_WIDTH: u32 = 165;
+const LEGEND_WIDTH: u32 = 200;
+/// Font size of the legend (plotters scales it to about 0.8 of this in the SVG).
+const LEGEND_FONT: u32 = 15;
+/// Characters of a legend label: what fits beside its swatch at [`LEGEND_FONT`], with a
+/// wide sans-serif's 0.6 em per character.
+const LEGEND_CHARS: usize = 19;
 
 const GPU: RGBColor = RGBColor(31, 119, 180);
 const HOST: RGBColor = RGBColor(44, 160, 44);
@@ -200,13 +205,34 @@ fn axes(r: &RunRecord) -> Axes {
         .flat_map(|tl| tl.t_seconds.iter().copied())
         .chain(tl.saves.iter().filter_map(|s| s.1))
         .filter(|t| t.is_finite())
-        .fold(1.0_f64, f64::max);
+        .fold(0.0_f64, f64::max);
+    // A run shorter than a tenth of a second still gets an axis a person can read.
+    let t_max = t_max.max(0.1);
     Axes {
         unit_name,
         scale,
         t_max,
         y_max: (max_bytes / scale * 1.1).max(1.0),
     }
+}
+
+/// Decimals a tick label needs so that ticks about a tenth of the axis apart read apart:
+/// `0, 5, 10` for 50 s, `0.0, 0.1, 0.2` for 1 s (never `0, 0, 1, 1`).
+fn tick_decimals(max: f64) -> usize {
+    let step = max / 10.0;
+    if !(step.is_finite() && step > 0.0) {
+        return 0;
+    }
+    (-step.log10()).ceil().clamp(0.0, 6.0) as usize
+}
+
+/// `label` cut to [`LEGEND_CHARS`] characters (`…` at the end) so it ends inside the canvas.
+fn legend_label(label: &str) -> String {
+    if label.chars().count() <= LEGEND_CHARS {
+        return label.to_owned();
+    }
+    let cut: String = label.chars().take(LEGEND_CHARS - 1).collect();
+    format!("{cut}…")
 }
 
 fn draw(r: &RunRecord, buf: &mut String) -> Result<(), String> {
@@ -237,8 +263,8 @@ fn draw(r: &RunRecord, buf: &mut String) -> Result<(), String> {
         .x_desc("time since start (s)")
         .y_desc(format!("memory ({unit_name})"))
         .light_line_style(RGBColor(246, 246, 246))
-        .x_label_formatter(&|v| format!("{v:.0}"))
-        .y_label_formatter(&|v| format!("{v:.0}"))
+        .x_label_formatter(&|v| format!("{v:.*}", tick_decimals(t_max)))
+        .y_label_formatter(&|v| format!("{v:.*}", tick_decimals(y_max)))
         .label_style(("sans-serif", 16))
         .draw()
         .map_err(|e| err(&e))?;
@@ -283,7 +309,8 @@ fn draw_legend<DB: DrawingBackend>(
                 SAVE.mix(0.4).filled(),
             ))?,
         }
-        area.draw(&Text::new(label.clone(), (40, y - 8), ("sans-serif", 16)))?;
+        let label = legend_label(label);
+        area.draw(&Text::new(label, (40, y - 8), ("sans-serif", LEGEND_FONT)))?;
     }
     Ok(())
 }
@@ -394,6 +421,113 @@ mod tests {
             fixtures::GC80_ASYNC,
             0.0,
         )
+    }
+
+    /// A `<text>` as a person sees it: where it is drawn, how it is anchored, at what size.
+    struct Placed {
+        x: f64,
+        anchor: String,
+        size: f64,
+        rotated: bool,
+        text: String,
+    }
+
+    fn placed(svg: &str) -> Vec<Placed> {
+        let re = regex::Regex::new(r#"(?s)<text x="([-0-9.]+)" y="[-0-9.]+"[^>]*?text-anchor="(\w+)"[^>]*?font-size="([0-9.]+)"([^>]*)>\s*(.*?)\s*</text>"#).unwrap();
+        re.captures_iter(svg)
+            .map(|c| Placed {
+                x: c[1].parse().unwrap(),
+                anchor: c[2].to_owned(),
+                size: c[3].parse().unwrap(),
+                rotated: c[4].contains("rotate"),
+                text: c[5].to_owned(),
+            })
+            .collect()
+    }
+
+    /// Every text ends inside the canvas (at a wide 0.6 em per character), and the ticks of
+    /// each axis read apart: what a PNG of the chart would show.
+    fn assert_readable(svg: &str) {
+        let texts = placed(svg);
+        for t in texts.iter().filter(|t| !t.rotated) {
+            let width = t.text.chars().count() as f64 * 0.6 * t.size;
+            let (left, right) = match t.anchor.as_str() {
+                "middle" => (t.x - width / 2.0, t.x + width / 2.0),
+                "end" => (t.x - width, t.x),
+                _ => (t.x, t.x + width),
+            };
+            assert!(
+                left >= 0.0 && right <= f64::from(WIDTH),
+                "`{}` spans {left:.0}..{right:.0} of {WIDTH}",
+                t.text
+            );
+        }
+        let numeric = |t: &&Placed| t.text.parse::<f64>().is_ok();
+        for anchor in ["middle", "end"] {
+            let ticks: Vec<&str> = texts
+                .iter()
+                .filter(|t| t.anchor == anchor)
+                .filter(numeric)
+                .map(|t| t.text.as_str())
+                .collect();
+            assert!(ticks.len() >= 3, "{anchor}: {ticks:?}");
+            let mut distinct = ticks.clone();
+            distinct.sort_unstable();
+            distinct.dedup();
+            assert_eq!(distinct.len(), ticks.len(), "ticks repeat: {ticks:?}");
+        }
+    }
+
+    #[test]
+    fn short_runs_long_labels_and_many_nodes_stay_readable() {
+        // A job of a third of a second (the crash demo), then the fixture as it is.
+        let mut short = async_record();
+        let tl = &mut short.memory.timeline;
+        let end = tl.t_seconds.iter().copied().fold(0.0, f64::max);
+        let k = 0.35 / end;
+        tl.t_seconds.iter_mut().for_each(|t| *t *= k);
+        tl.saves.iter_mut().for_each(|s| {
+            s.0 *= k;
+            s.1 = s.1.map(|e| e * k);
+        });
+        assert_readable(&render(&short).unwrap());
+        assert_readable(&render(&async_record()).unwrap());
+        assert_eq!(tick_decimals(0.35), 2);
+        assert_eq!(tick_decimals(1.0), 1);
+        assert_eq!(tick_decimals(45.0), 0);
+        // Host names are cut to fit the legend.
+        let mut nodes = async_record();
+        nodes.nodes = vec![
+            crate::metrics::NodeMemory {
+                host: "a-very-long-compute-node-name.cluster.example".to_owned(),
+                timeline: nodes.memory.timeline.clone(),
+                ..crate::metrics::NodeMemory::default()
+            };
+            2
+        ];
+        let svg = render(&nodes).unwrap();
+        assert_readable(&svg);
+        assert!(texts(&svg).iter().any(|t| t.ends_with('…')), "{svg}");
+    }
+
+    /// The book's example image (docs/images/memory-timeline-example.svg) is this renderer's
+    /// drawing of the fixture, so it never shows an older renderer. `GOLDGATE_BLESS_DOCS=1`
+    /// rewrites it.
+    #[test]
+    fn the_books_example_image_is_what_the_renderer_draws() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../docs/images/memory-timeline-example.svg");
+        let svg = render(&async_record()).unwrap();
+        if std::env::var_os("GOLDGATE_BLESS_DOCS").is_some() {
+            std::fs::write(&path, &svg).unwrap();
+        }
+        let committed = std::fs::read_to_string(&path).unwrap();
+        assert!(
+            committed == svg,
+            "{} is stale: GOLDGATE_BLESS_DOCS=1 cargo test -p goldgate --lib report::svg",
+            path.display()
+        );
+        assert_readable(&committed);
     }
 
     #[test]

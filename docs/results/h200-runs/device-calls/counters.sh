@@ -14,37 +14,30 @@
 # `empty-cache-calls` (+11 for the case's 11 saves), exit 1; the level-2 job fails
 # `empty-cache-calls` (two more calls a step) and likely the allocator counts, exit 1. Timing
 # verdicts do not decide any of it. About 4 jobs x ~35 s of gpt/h200-ckpt-power: ~2.5-3 min.
-# Writes $OUT/counters.log, $OUT/counters-table.md (each counter, per job) and $OUT/counters.tgz
-# (the job folders without checkpoints, the golden, the comparisons as JSON).
+# Writes $OUT/call.log (lib.sh's), $OUT/counters-table.md (each counter, per job) and
+# $OUT/counters.tgz (the job folders without checkpoints, the golden, the comparisons as JSON).
 #
 # Environment: GG_CASE (default gpt/h200-ckpt-power), GG_ROOT (the case root; default: the
-# repository's test_cases), GG_PLATFORM (h200), JOB_TIMEOUT_S (240), WORK (/tmp/counters).
-# Wheels under .whl/ are installed into /tmp/site first (as the other device calls do).
+# repository's test_cases), GG_PLATFORM (h200), GG_SETUP (1: lib.sh's setup_device, wheels and
+# Megatron-LM, as ab.sh; 0 to skip, the rehearsal), JOB_TIMEOUT_S (240), WORK (/tmp/counters).
 # Rehearsal with fake-trainer (what was run before committing it):
 #   OUT=/tmp/out GG_CASE=fake/counters GG_ROOT=runner/tests/fixtures/cases GG_PLATFORM=dev_cpu \
-#     bash docs/results/h200-runs/device-calls/counters.sh target/debug/goldgate
+#     GG_SETUP=0 bash docs/results/h200-runs/device-calls/counters.sh target/debug/goldgate
 set -u
-G=$(realpath "${1:?usage: counters.sh GOLDGATE}") || exit 2
+G=$(realpath "${1:-.device/goldgate}") || exit 2
 : "${OUT:?set OUT to the folder the results go to}"
+source docs/results/h200-runs/device-calls/lib.sh
 CASE=${GG_CASE:-gpt/h200-ckpt-power}
 PLATFORM=${GG_PLATFORM:-h200}
 JOB_TIMEOUT=${JOB_TIMEOUT_S:-240}
 W=${WORK:-/tmp/counters}
 ROOT=()
 [ -n "${GG_ROOT:-}" ] && ROOT=(--root "$GG_ROOT")
-T0=$(date +%s)
 rm -rf "$W"
-mkdir -p "$W" "$OUT"
-LOG=$OUT/counters.log
-log() { echo "[$(( $(date +%s) - T0 )) s] $*" | tee -a "$LOG"; }
-
-[ -x "$G" ] || { echo "no goldgate binary at $G"; exit 2; }
-if ls .whl/*.whl >/dev/null 2>&1; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
-    && export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH} || { log "pip install failed"; exit 1; }
-fi
-log "case $CASE, platform $PLATFORM, $($G --version 2>&1)"
-command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee -a "$LOG"
+mkdir -p "$W"
+[ -x "$G" ] || { log "no goldgate binary at $G"; exit 2; }
+if [ "${GG_SETUP:-1}" = 1 ]; then setup_device || exit 1; fi
+log "counters: case $CASE, platform $PLATFORM, $("$G" --version 2>&1)"
 
 # job NAME PLANT [EXTRA ARGS...]: one goldgate run of one job into $W/NAME.
 job() {
