@@ -53,6 +53,9 @@ enum Command {
     /// Baseline against candidate on one machine: jobs in ABBA blocks until the timing change
     /// is decided (sequential, paired), the other metrics against A and the goldens.
     Ab(cmd::ab::Args),
+    /// The A/B resampling study on recorded jobs (docs/results/ab-study.md).
+    #[command(hide = true)]
+    AbStudy(cmd::ab_study::Args),
     /// The history store: ingest runs, show a metric over commits, prune, annotate.
     History(cmd::history::Args),
     /// Render recorded runs without judging them.
@@ -102,6 +105,7 @@ fn main() -> ExitCode {
         Command::Calibrate(a) => cmd::calibrate::run(a),
         Command::Power(a) => cmd::power::run(a),
         Command::Ab(a) => cmd::ab::run(a),
+        Command::AbStudy(a) => cmd::ab_study::run(a),
         Command::History(a) => cmd::history::run(a),
         Command::Report(a) => cmd::report::run(a),
         Command::Comment(a) => cmd::comment::run(a),

@@ -2,6 +2,7 @@
 
 pub mod ab;
 pub mod ab_reports;
+pub mod ab_study;
 pub mod args;
 pub mod bless;
 pub mod calibrate;

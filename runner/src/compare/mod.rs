@@ -2,6 +2,7 @@
 
 pub mod ab;
 pub mod ab_outcome;
+pub mod ab_study;
 pub mod bless;
 pub mod calibrate;
 pub mod engine;

@@ -33,8 +33,8 @@ impl Default for AbSettings {
     fn default() -> AbSettings {
         AbSettings {
             alpha: 0.01,
-            min_effect: 0.05,
-            max_pairs: 12,
+            min_effect: 0.03,
+            max_pairs: 6,
             min_pairs: 1,
             spread: 0.05,
             spread_df: 8,

@@ -18,7 +18,8 @@
 #
 # Environment: GG (goldgate binary, default .device/goldgate), GG_CASE (gpt/h200-ckpt-power),
 # GG_PLATFORM (h200), GG_SETUP (1: lib.sh's setup_device, wheels and Megatron-LM; 0 to skip, the
-# rehearsal), BUDGET_S (540), JOB_TIMEOUT_S (150), GG_MAX_PAIRS (12), WORK (/tmp/ab).
+# rehearsal), BUDGET_S (540), JOB_TIMEOUT_S (150), GG_MAX_PAIRS (default: goldgate.yaml's ab.max_pairs),
+# WORK (/tmp/ab).
 # Rehearsal with the fake trainer (any machine, no GPU):
 #   OUT=/tmp/ab-out GG=target/debug/goldgate GG_CASE=demo/ckpt-power GG_PLATFORM=dev_cpu \
 #     GG_SETUP=0 bash docs/results/h200-runs/device-calls/ab.sh plant30
@@ -30,7 +31,6 @@ G=$(realpath "${GG:-.device/goldgate}") || exit 2
 CASE=${GG_CASE:-gpt/h200-ckpt-power}
 PLATFORM=${GG_PLATFORM:-h200}
 JOB_TIMEOUT=${JOB_TIMEOUT_S:-150}
-MAX_PAIRS=${GG_MAX_PAIRS:-12}
 W=${WORK:-/tmp/ab}/$PART
 mkdir -p "$W"
 case $PART in seed|gc80|aa|plant5|plant10|plant20|plant30) ;; *) log "unknown part $PART"; exit 2 ;; esac
@@ -58,7 +58,7 @@ PY
 ab() {
   local rest=$(( $(left) - 20 ))
   step "ab-$PART" 60 "$G" ab "$CASE" --platform "$PLATFORM" --out "$W/runs" \
-    --timeout "${JOB_TIMEOUT}s" --budget "${rest}s" --max-pairs "$MAX_PAIRS" \
+    --timeout "${JOB_TIMEOUT}s" --budget "${rest}s" ${GG_MAX_PAIRS:+--max-pairs "$GG_MAX_PAIRS"} \
     --markdown "$W/ab.md" --junit "$W/ab.junit.xml" --json "$W/ab-report.json" "$@"
   log "ab exit $?"
 }

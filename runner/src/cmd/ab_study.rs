@@ -1,0 +1,171 @@
+//! `goldgate ab-study` (hidden): the A/B resampling study of `compare::ab_study` on recorded
+//! jobs — unchanged jobs per session (`--session NAME=DIR`), optionally a real interleaved A/B
+//! session (`--real-a`, `--real-b`) — printed as markdown (docs/results/ab-study.md is its
+//! output; docs/results/ab-study.sh reruns it on the H200 records).
+
+use std::path::PathBuf;
+
+use super::error::{AppError, CmdError};
+use super::output::out;
+use crate::compare::ab::Sequential;
+use crate::compare::ab_study::{self, Normal, Session, SessionModel, StudyOptions};
+use crate::compare::stats::SplitMix64;
+use crate::exit::Exit;
+use crate::metrics::RunRecord;
+
+/// Arguments of `goldgate ab-study`.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Unchanged jobs of one session, as `NAME=DIR` (a folder of runs). Repeatable; two or more
+    /// sessions let the golden rules be judged against another session's golden.
+    #[arg(long = "session", value_name = "NAME=DIR", value_parser = parse_session)]
+    pub sessions: Vec<(String, PathBuf)>,
+    /// Real A jobs of one interleaved A/B session (judged pair by pair in start order).
+    #[arg(long)]
+    pub real_a: Option<PathBuf>,
+    /// Real B jobs of that session.
+    #[arg(long)]
+    pub real_b: Option<PathBuf>,
+    /// The per-save metric studied.
+    #[arg(long, default_value = "checkpoint-blocking-time")]
+    pub metric: String,
+    /// Saves at the start of each job left out (the one-time set-up save).
+    #[arg(long, default_value_t = 1)]
+    pub skip_saves: usize,
+    /// Synthetic sequences per design and size.
+    #[arg(long, default_value_t = 2000)]
+    pub draws: usize,
+    #[arg(long, default_value_t = 20261201)]
+    pub seed: u64,
+    /// Seconds one more save costs a job (its save and the iterations between two saves).
+    #[arg(long, default_value_t = 0.85)]
+    pub per_save_seconds: f64,
+    /// Also write the markdown here.
+    #[arg(long)]
+    pub markdown: Option<PathBuf>,
+}
+
+fn parse_session(text: &str) -> Result<(String, PathBuf), String> {
+    let (name, dir) = text
+        .split_once('=')
+        .ok_or_else(|| format!("`{text}` is not NAME=DIR"))?;
+    Ok((name.to_owned(), PathBuf::from(dir)))
+}
+
+/// A job's counted saves and its wall time.
+fn saves(r: &RunRecord, metric: &str, skip: usize) -> Option<(Vec<f64>, f64, String)> {
+    let v: Vec<f64> = r
+        .metrics
+        .get(metric)?
+        .0
+        .values()
+        .copied()
+        .filter(|v| v.is_finite())
+        .collect();
+    (v.len() > skip && r.outcome.passed())
+        .then(|| (v[skip..].to_vec(), r.wall_seconds, r.started_at.clone()))
+}
+
+fn load(
+    dir: &std::path::Path,
+    metric: &str,
+    skip: usize,
+) -> Result<Vec<(Vec<f64>, f64, String)>, AppError> {
+    let mut jobs: Vec<_> = crate::metrics::record::load_results(dir)?
+        .iter()
+        .filter_map(|(_, r)| saves(r, metric, skip))
+        .collect();
+    jobs.sort_by(|a, b| a.2.cmp(&b.2));
+    Ok(jobs)
+}
+
+/// Runs the study.
+pub fn run(args: Args) -> Result<Exit, AppError> {
+    let mut rng = Normal(SplitMix64::new(args.seed));
+    let models = fit_models(&args, &mut rng)?;
+    let opts = StudyOptions {
+        draws: args.draws.max(1),
+        sizes: vec![0.05, 0.10, 0.15, 0.20, 0.30],
+        seed: args.seed,
+        per_save_seconds: args.per_save_seconds,
+        warmup_jobs: 1,
+    };
+    let mut designs = Vec::new();
+    for (saves, min_effect, spread, max_pairs) in grid() {
+        let seq = Sequential {
+            alpha: 0.01,
+            min_effect,
+            max_pairs,
+            min_pairs: 1,
+            spread,
+            spread_df: 8,
+        };
+        designs.push(ab_study::design(&models, saves, &seq, &opts));
+    }
+    let rules = ab_study::todays_rules(&models, 0.55, &opts);
+    let real = real_session(&args)?;
+    let text = crate::report::ab_study::render(&models, &designs, &rules, real.as_ref(), &opts);
+    out!("{text}");
+    if let Some(path) = &args.markdown {
+        crate::fsio::write_atomic(path, text.as_bytes()).map_err(|source| CmdError::Write {
+            path: path.clone(),
+            source,
+        })?;
+    }
+    Ok(Exit::Pass)
+}
+
+/// Every `--session`'s model; an error when none has two passed jobs.
+fn fit_models(args: &Args, rng: &mut Normal) -> Result<Vec<SessionModel>, AppError> {
+    let mut models = Vec::new();
+    for (name, dir) in &args.sessions {
+        let jobs = load(dir, &args.metric, args.skip_saves)?;
+        let session = Session {
+            name: name.clone(),
+            walls: jobs.iter().map(|j| j.1).collect(),
+            jobs: jobs.into_iter().map(|j| j.0).collect(),
+        };
+        models.extend(SessionModel::fit(&session, rng));
+    }
+    if models.is_empty() {
+        return Err(CmdError::BadValue {
+            message: "ab-study needs a --session with two or more passed jobs",
+        }
+        .into());
+    }
+    Ok(models)
+}
+
+/// `--real-a`/`--real-b`: their per-job medians and the estimate after each pair, with the
+/// shipped goldgate.yaml's `ab:` settings on the H200 (as `goldgate ab` uses them).
+fn real_session(args: &Args) -> Result<Option<crate::report::ab_study::RealPairs>, AppError> {
+    let (Some(a), Some(b)) = (&args.real_a, &args.real_b) else {
+        return Ok(None);
+    };
+    let medians = |dir: &std::path::Path| -> Result<Vec<f64>, AppError> {
+        Ok(load(dir, &args.metric, args.skip_saves)?
+            .into_iter()
+            .filter_map(|(v, _, _)| crate::compare::stats::median(&v))
+            .collect())
+    };
+    let (a, b) = (medians(a)?, medians(b)?);
+    let shipped = crate::config::Config::builtin()?;
+    let seq = Sequential::from_settings(&shipped.ab, "h200");
+    let looks = ab_study::real_pairs(&a, &b, &seq);
+    Ok(Some((a, b, looks)))
+}
+
+/// The designs studied: saves per job × minimum effect × spread floor × most pairs.
+fn grid() -> Vec<(usize, f64, f64, u32)> {
+    let mut out = Vec::new();
+    for saves in [10, 30, 50] {
+        for min_effect in [0.03, 0.05] {
+            for spread in [0.03, 0.05] {
+                for max_pairs in [6, 12] {
+                    out.push((saves, min_effect, spread, max_pairs));
+                }
+            }
+        }
+    }
+    out
+}
