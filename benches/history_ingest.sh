@@ -79,9 +79,9 @@ for i in range(1000):
     r["started_at"] = run[:13] + ":00:00Z"
     level = 1.1 if i >= 600 else 1.0
     for series in r["metrics"].values():
-        for k, v in list(series["values"].items()):
+        for k, v in list(series.items()):
             if isinstance(v, (int, float)):
-                series["values"][k] = v * level * (1 + rng.gauss(0, 0.02))
+                series[k] = v * level * (1 + rng.gauss(0, 0.02))
     d = os.path.join(out, run, r["case"], r["variant"]["slug"], str(r["repeat"]))
     os.makedirs(d, exist_ok=True)
     json.dump(r, open(os.path.join(d, "results.json"), "w"))
@@ -89,15 +89,15 @@ print(f"synthetic runs of {template['case']}")
 SYNTH
 fi
 echo "synthetic: $(find synthetic -name results.json | wc -l) runs"
-syn_case=$(find synthetic -name results.json | head -1 | xargs python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["case"])')
+syn_case=$(find synthetic -name results.json -print -quit | xargs python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["case"])')
 
 timeit() {
   python3 -c '
 import subprocess, sys, time
 t = time.monotonic()
 r = subprocess.run(sys.argv[1:], capture_output=True, text=True)
-lines = (r.stdout or r.stderr).strip().splitlines()
-print(f"{time.monotonic() - t:.2f} s (exit {r.returncode}): {lines[0] if lines else \"\"}")' "$@"
+lines = (r.stdout or r.stderr).strip().splitlines() or [""]
+print(f"{time.monotonic() - t:.2f} s (exit {r.returncode}): {lines[0]}")' "$@"
 }
 bench() { # db label
   echo "== $2"

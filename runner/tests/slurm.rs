@@ -642,6 +642,21 @@ fn slurm_dir() -> PathBuf {
         .map_or_else(|| PathBuf::from("/var/tmp/goldgate-slurm"), PathBuf::from)
 }
 
+/// `program args...` as root: directly when the tests run as root (`.ci/run` in a
+/// container), else through `sudo -n` (a runner whose cluster `.ci/slurm-cluster.sh` started
+/// under sudo).
+fn as_root(program: &str, args: &[&str]) -> Command {
+    if rustix::process::geteuid().is_root() {
+        let mut cmd = Command::new(program);
+        cmd.args(args);
+        cmd
+    } else {
+        let mut cmd = Command::new("sudo");
+        cmd.arg("-n").arg(program).args(args);
+        cmd
+    }
+}
+
 /// Stops slurmctld by its pid file; `None` when this test cannot (not the cluster's owner).
 fn stop_controller() -> Option<()> {
     let pid: i32 = std::fs::read_to_string(slurm_dir().join("slurmctld.pid"))
@@ -649,10 +664,15 @@ fn stop_controller() -> Option<()> {
         .trim()
         .parse()
         .ok()?;
+    let killed = as_root("kill", &["-TERM", &pid.to_string()])
+        .output()
+        .ok()?;
+    if !killed.status.success() {
+        return None;
+    }
     let pid = rustix::process::Pid::from_raw(pid)?;
-    rustix::process::kill_process(pid, rustix::process::Signal::TERM).ok()?;
     let gone = wait(Duration::from_secs(30), || {
-        rustix::process::test_kill_process(pid).is_err()
+        rustix::process::test_kill_process(pid).is_err_and(|e| e == rustix::io::Errno::SRCH)
     });
     assert!(gone, "slurmctld did not stop");
     Some(())
@@ -660,7 +680,7 @@ fn stop_controller() -> Option<()> {
 
 /// Starts slurmctld again and waits until it answers.
 fn start_controller() {
-    let started = Command::new("slurmctld").output().unwrap();
+    let started = as_root("slurmctld", &[]).output().unwrap();
     assert!(started.status.success(), "{}", text(&started));
     let answers = wait(Duration::from_secs(60), || {
         Command::new("sinfo")
@@ -733,4 +753,30 @@ fn a_controller_away_for_12_s_is_waited_out_or_past_the_limit_given_up() {
         brittle.wait_for_empty_queue(),
         "the given-up job is still queued"
     );
+}
+
+#[test]
+fn a_two_node_job_whose_second_node_fails_names_that_nodes_error() {
+    if !cluster() {
+        return;
+    }
+    let _cluster = exclusive();
+    let extra = "  --crash-at-step: 3\n  --planted-node: 1\n";
+    let tree = Tree::new("secondnode", &case(400, 50, extra));
+    let out = tree.run("both", &[]).output().unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    let r = &tree.records()[0];
+    assert_eq!(
+        r.outcome,
+        Outcome::Failed { exit_code: 1 },
+        "{:?}",
+        r.attempts
+    );
+    // Node 0 was stopped because node 1 failed; the line is node 1's own error.
+    let line = r.attempts[0].failure_line.clone().unwrap_or_default();
+    assert_eq!(
+        line,
+        "RuntimeError: fake-trainer planted crash at iteration 3 (--crash-at-step)"
+    );
+    assert!(tree.wait_for_empty_queue(), "still in the queue");
 }

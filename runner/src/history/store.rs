@@ -12,7 +12,8 @@ use super::location::Location;
 use super::migrate;
 use super::series::{Annotation, Point, SeriesKey};
 
-/// Rows per multi-row INSERT of samples (4 parameters each, well under both backends' limits).
+/// Rows per multi-row INSERT of metrics or samples (4 parameters each, well under both
+/// backends' limits).
 const SAMPLE_BATCH: usize = 200;
 
 /// An open, migrated history store.
@@ -408,17 +409,22 @@ fn insert_job(
         what,
     )?;
     let job_ref = returned_id(&rows, what)?;
-    for (name, value, points) in &job.metrics {
-        b.execute(
-            "INSERT INTO metrics (job_ref, name, value, points) VALUES (?, ?, ?, ?)",
-            &[
-                job_ref.into(),
-                name.as_str().into(),
-                (*value).into(),
-                (*points).into(),
-            ],
-            what,
-        )?;
+    // One statement per chunk of rows: a round trip to PostgreSQL costs more than the row.
+    for chunk in job.metrics.chunks(SAMPLE_BATCH) {
+        let rows = vec!["(?, ?, ?, ?)"; chunk.len()].join(", ");
+        let sql = format!("INSERT INTO metrics (job_ref, name, value, points) VALUES {rows}");
+        let params: Vec<Value> = chunk
+            .iter()
+            .flat_map(|(name, value, points)| {
+                [
+                    job_ref.into(),
+                    name.as_str().into(),
+                    (*value).into(),
+                    (*points).into(),
+                ]
+            })
+            .collect();
+        b.execute(&sql, &params, what)?;
     }
     for chunk in job.samples.chunks(SAMPLE_BATCH) {
         insert_samples(b, job_ref, chunk, what)?;

@@ -171,6 +171,7 @@ Fake knobs:
   --slow-write-ms N          add N ms to every checkpoint file write (slow storage; in the
                              background worker under async saves)
   --crash-at-step N          raise a Python-like error at iteration N (exit 1)
+  --planted-node N           planted failures only on the node whose SLURM_NODEID is N
   --hang-at-step N           sleep forever at iteration N
   --oom-at-step N            CUDA out-of-memory error at iteration N (exit 1)
   --nan-at-step N            NaN-in-grad error at iteration N (exit 1)
@@ -252,6 +253,7 @@ const VALUED: &[&str] = &[
     "--hang-at-step",
     "--oom-at-step",
     "--nan-at-step",
+    "--planted-node",
     "--fork-workers",
     "--shared-mb",
 ];
@@ -499,6 +501,17 @@ fn validate(raw: Raw) -> Result<Config, UsageError> {
     ] {
         if raw.get(flag).is_some() {
             planted.push((positive(&raw, flag, 1)?, kind));
+        }
+    }
+    // `--planted-node N`: the planted failures happen on Slurm's node N only (a multi-node
+    // job whose one node fails); elsewhere training runs on until the job is stopped.
+    if raw.get("--planted-node").is_some() {
+        let node = int(&raw, "--planted-node", 0)?;
+        let here = std::env::var("SLURM_NODEID")
+            .ok()
+            .and_then(|v| v.parse::<u64>().ok());
+        if here != Some(node) {
+            planted.clear();
         }
     }
     Ok(Config {

@@ -12,12 +12,22 @@
 # /tmp/gg-slurm), SLURM_UP_BIN (where the client wrappers go; default /usr/local/bin, which is
 # on PATH, so that goldgate finds sbatch/squeue/scontrol/scancel/srun in later steps),
 # SLURM_UP_PORT (slurmctld's port, default 6917; slurmd takes the next), SLURM_UP_GRES
-# (`gpu:1` when /dev/nvidia0 exists, else none).
+# (`gpu:1` when /dev/nvidia0 exists, else none), SLURM_UP_GRES_FILE (the GPU's device file,
+# default /dev/nvidia0; a rehearsal without a GPU names /dev/null).
+#
+# Every call stops the daemons an earlier call left and starts them on the config it just
+# wrote: a slurmctld or slurmd still running from a call whose config had no gres keeps
+# that config (the daemons read slurm.conf and gres.conf only when they start), which is
+# how a node shows `GRES (null)` and slurmd logs "A line in gres.conf for GRES gpu has 1
+# more configured than expected in slurm.conf" while the file on disk says `Gres=gpu:1`.
+# With a gres it then checks that Slurm sees it (`scontrol show node`, and a one-task
+# `srun --gres` that prints CUDA_VISIBLE_DEVICES) and, if not, prints the gres lines of
+# both daemons' logs and exits 1.
 #
 # The node is `localhost` (so `scontrol show hostnames` names a host torchrun resolves), all
 # CPUs of the machine, half its memory, `Gres=gpu:1` with `GresTypes=gpu` and a gres.conf
-# `Name=gpu File=/dev/nvidia0`. Daemons: munged (its own socket and key), slurmctld, slurmd
-# (`-d` points it at the prefix's slurmstepd; Debian names the daemons `*-wlm`). Each client
+# `NodeName=localhost Name=gpu File=/dev/nvidia0`. Daemons: munged (its own socket and key), slurmctld, slurmd
+# (`-d` points it at the prefix's slurmstepd; all three started by their own names, see unpack). Each client
 # wrapper sets SLURM_CONF and hands the libraries to the dynamic loader (`ld.so
 # --library-path`), so no LD_LIBRARY_PATH reaches a job: Debian's libraries never shadow
 # Ubuntu's in the training process.
@@ -55,6 +65,14 @@ unpack() {
   compgen -G "$debs/*.deb" >/dev/null || { echo "slurm-up: no .deb files in $debs"; exit 2; }
   mkdir -p "$root" "$state" "$bin"
   for deb in "$debs"/*.deb; do dpkg -x "$deb" "$root"; done
+  # Debian installs the daemons as `*-wlm` and names them through alternatives symlinks,
+  # which `dpkg -x` does not make. Slurm's daemons tell what they are by the name they were
+  # started as: `slurmctld-wlm` and `slurmd-wlm` do not set up node GRES as slurmctld and
+  # slurmd (the node shows GRES (null); slurmd logs "A line in gres.conf for GRES gpu has 1
+  # more configured than expected in slurm.conf"). Start them by their own names.
+  for daemon in slurmctld slurmd slurmstepd; do
+    ln -sf "$daemon-wlm" "$root/usr/sbin/$daemon"
+  done
   # The daemons find their plugins in PluginDir and their libraries through LD_LIBRARY_PATH
   # (searched before the binaries' RUNPATH), which start_munge sets for them alone.
   for tool in sbatch squeue scontrol scancel srun sinfo sdiag; do
@@ -84,12 +102,14 @@ start_munge() {
   "$root/usr/bin/munge" --socket="$socket" -n | "$root/usr/bin/unmunge" --socket="$socket" | grep -q Success
 }
 
+# The node's gres: SLURM_UP_GRES, else gpu:1 when the machine has a GPU.
+gres=${SLURM_UP_GRES-}
+if [ -z "${SLURM_UP_GRES+set}" ] && [ -e /dev/nvidia0 ]; then gres=gpu:1; fi
+
 write_config() {
-  local cpus mem gres
+  local cpus mem
   cpus=$(nproc)
   mem=$(awk '/MemTotal/ {print int($2 / 1024 / 2)}' /proc/meminfo)
-  gres=${SLURM_UP_GRES-}
-  if [ -z "${SLURM_UP_GRES+set}" ] && [ -e /dev/nvidia0 ]; then gres=gpu:1; fi
   cat > "$conf" <<EOF
 # goldgate's one-node Slurm (slurm-up.sh)
 ClusterName=goldgate
@@ -128,20 +148,53 @@ EOF
   # no systemd here, so it makes its cgroup itself.
   printf 'IgnoreSystemd=yes\nIgnoreSystemdOnFailure=yes\n' > "$state/cgroup.conf"
   if [ -n "$gres" ]; then
-    echo "Name=gpu File=/dev/nvidia0" > "$state/gres.conf"
+    echo "NodeName=localhost Name=gpu File=${SLURM_UP_GRES_FILE:-/dev/nvidia0}" > "$state/gres.conf"
   else
     rm -f "$state/gres.conf"
   fi
   mkdir -p "$state/ctld" "$state/spool"
 }
 
-running() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
+# The gres lines of both daemons' logs and the node as slurmctld sees it.
+gres_report() {
+  echo "slurm-up: Slurm does not see the gres $gres; slurm.conf and gres.conf:"
+  grep -iE '^(GresTypes|NodeName)' "$conf" || true
+  cat "$state/gres.conf" || true
+  "$bin/scontrol" show node localhost || true
+  grep -iE 'gres|gpu' "$state/slurmctld.log" "$state/slurmd.log" | tail -n 20 || true
+}
+
+# With a gres: slurmctld's node has it, and a job that asks for it gets the GPU.
+check_gres() {
+  [ -n "$gres" ] || return 0
+  local shown
+  shown=$("$bin/scontrol" show node localhost | tr ' ' '\n' | grep '^Gres=' || true)
+  echo "slurm-up: node localhost $shown"
+  if [ "$shown" != "Gres=$gres" ]; then gres_report; return 1; fi
+  local cvd
+  cvd=$(timeout 60 "$bin/srun" --gres="$gres" -N1 -n1 printenv CUDA_VISIBLE_DEVICES) ||
+    { gres_report; return 1; }
+  echo "slurm-up: srun --gres=$gres: CUDA_VISIBLE_DEVICES=$cvd"
+}
 
 unpack
 start_munge
+# Daemons of an earlier call run on its config: stop them, so they start on this one.
+stop_daemons() {
+  for pidfile in "$state/slurmd.pid" "$state/slurmctld.pid"; do
+    [ -f "$pidfile" ] || continue
+    pid=$(cat "$pidfile")
+    if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
+      kill "$pid"
+      for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    fi
+    rm -f "$pidfile"
+  done
+}
+stop_daemons
 write_config
-running "$state/slurmctld.pid" || "$root/usr/sbin/slurmctld-wlm" -f "$conf"
-running "$state/slurmd.pid" || "$root/usr/sbin/slurmd-wlm" -f "$conf" -N localhost -d "$root/usr/sbin/slurmstepd-wlm"
+"$root/usr/sbin/slurmctld" -f "$conf"
+"$root/usr/sbin/slurmd" -f "$conf" -N localhost -d "$root/usr/sbin/slurmstepd"
 for _ in $(seq 120); do
   if "$bin/sinfo" -h -o '%t' 2>/dev/null | grep -qE '^(idle|mix|alloc)$'; then break; fi
   sleep 0.5
@@ -153,6 +206,7 @@ if ! "$bin/sinfo" -h -o '%t' | grep -qE '^(idle|mix|alloc)$'; then
   exit 1
 fi
 "$bin/sinfo" -N -o '%N %t %c %m %G'
+check_gres || exit 1
 cat <<EOF
 slurm-up: Slurm 22.05 from $root is up (config $conf, logs in $state).
 Its commands are wrappers in $bin. Then, from the repository root:

@@ -49,12 +49,15 @@ impl LogTail {
         } else if self.in_traceback && !body.is_empty() && !body.starts_with([' ', '\t']) {
             // The first unindented line after the frames is the exception (`raise` chains
             // print "During handling ..." and another traceback, which restarts this).
-            if !body.starts_with("During handling") && !body.starts_with("The above exception") {
+            if !body.starts_with("During handling")
+                && !body.starts_with("The above exception")
+                && (self.summary.exception.is_none() || !is_consequence(body))
+            {
                 self.summary.exception = Some(body.to_owned());
             }
             self.in_traceback = false;
         }
-        if looks_like_error(body) {
+        if looks_like_error(body) && (self.summary.error_line.is_none() || !is_consequence(body)) {
             self.summary.error_line = Some(body.to_owned());
         }
         if self.lines.len() == TAIL_LINES {
@@ -89,6 +92,26 @@ fn without_rank(line: &str) -> &str {
 }
 
 /// An exception or error message, as Python, NCCL, CUDA and shells print them.
+/// A line that only says a process was stopped because something else failed first: a
+/// multi-node job's other nodes, signalled when one node failed (torchrun's
+/// `SignalException: Process 7 got signal: 15`, srun's `task 0: Terminated`, slurmstepd's
+/// `*** STEP 12.0 ON n1 CANCELLED ...`). It never replaces an earlier line that names a
+/// real failure: the first node's real error stays the failure line.
+fn is_consequence(body: &str) -> bool {
+    [
+        "SignalException",
+        "got signal: ",
+        "KeyboardInterrupt",
+        ": Terminated",
+        "Force Terminated",
+        " CANCELLED AT ",
+        "Killed by signal",
+    ]
+    .iter()
+    .any(|w| body.contains(w))
+        || body == "Terminated"
+}
+
 fn looks_like_error(body: &str) -> bool {
     let lower = body.to_ascii_lowercase();
     [
@@ -114,6 +137,36 @@ mod tests {
             t.see(l.as_bytes());
         }
         t.finish()
+    }
+
+    #[test]
+    fn the_other_nodes_being_stopped_never_hides_the_first_nodes_real_failure() {
+        // A two-node job: node 1 crashes, then srun stops node 0's launcher.
+        let t = tail(&[
+            "Traceback (most recent call last):",
+            "  File \"pretrain_gpt.py\", line 9, in <module>",
+            "RuntimeError: CUDA error: an illegal memory access was encountered",
+            "srun: error: n2: task 1: Exited with exit code 1",
+            "Traceback (most recent call last):",
+            "  File \"torchrun\", line 8, in <module>",
+            "torch.distributed.elastic.multiprocessing.api.SignalException: Process 41 got signal: 15",
+            "slurmstepd: error: *** STEP 12.0 ON n1 CANCELLED AT 2026-12-01T16:00:00 ***",
+            "srun: error: n1: task 0: Terminated",
+        ]);
+        assert_eq!(
+            t.failure_line().as_deref(),
+            Some("RuntimeError: CUDA error: an illegal memory access was encountered")
+        );
+        assert_eq!(
+            t.error_line.as_deref(),
+            Some("srun: error: n2: task 1: Exited with exit code 1")
+        );
+        // Alone, a stop is still the line that explains the end.
+        let stopped = tail(&["srun: error: n1: task 0: Terminated"]);
+        assert_eq!(
+            stopped.failure_line().as_deref(),
+            Some("srun: error: n1: task 0: Terminated")
+        );
     }
 
     #[test]

@@ -72,8 +72,8 @@ class _State:
         self.save_start = None
         self.rebuild_cuda_tensor_calls = 0
         self.own_written = 0  # bytes the probe wrote to its own file (left out of a save's wchar)
-        # Held while the probe writes its file and while a save window reads /proc/self/io, so
-        # that a write counts wholly inside or wholly outside the window.
+        # Held while the probe writes its file (one write at a time) and while a save window
+        # reads /proc/self/io, so that a write counts wholly inside or wholly outside the window.
         self.io_lock = threading.Lock()
         self.samples = []
         self.last = None
@@ -179,9 +179,15 @@ def _allocator_settings(torch):
 def _write(torch, final=False, force=False):
     """Writes this process's record atomically: at the polling interval, after each Megatron
     save, on an out-of-memory error and at exit. Other calls within the interval are dropped,
-    so a checkpoint writer that calls ``torch.save`` thousands of times pays nothing."""
+    so a checkpoint writer that calls ``torch.save`` thousands of times pays nothing. One write
+    at a time (``io_lock``): a poll that began before the final write cannot replace it."""
     if not _DIR:
         return
+    with _S.io_lock:
+        _write_locked(torch, final, force)
+
+
+def _write_locked(torch, final, force):
     if _S.finalized or (not (final or force) and time.time() - _S.last_write < _S.interval):
         return  # after the final record, a late poll must not replace it
     start = _now()
@@ -222,10 +228,9 @@ def _write(torch, final=False, force=False):
     tmp = "%s.%d.tmp" % (path, threading.get_ident())  # one temp file per writing thread
     try:
         data = json.dumps(record)  # ASCII: its length is the bytes written
-        with _S.io_lock:
-            _S.own_written += len(data)
-            with open(tmp, "w") as f:
-                f.write(data)
+        _S.own_written += len(data)
+        with open(tmp, "w") as f:
+            f.write(data)
         os.replace(tmp, path)
     except OSError as e:
         sys.stderr.write("goldgate probe: cannot write %s: %s\n" % (path, e))

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use super::command::{SlurmError, scancel, show_job, unhealthy_nodes};
 use super::followed::{
-    Followed, cancelled_line, final_state, give_up, mark_started, see_exit, slurm_line,
+    Followed, cancelled_line, final_state, give_up, job_exit, mark_started, see_exit, slurm_line,
 };
 use super::node::read_nodes;
 use super::queue::{Queue, Seen};
@@ -386,6 +386,7 @@ impl SlurmExecutor {
         if state == "FAILED" && job.exit.is_none() {
             job.exit = show_job(job.id).ok().flatten().and_then(|t| exit_code(&t));
         }
+        job.exit = job_exit(&job);
         let now = Instant::now();
         let end = job.ended.unwrap_or(now);
         let queued = job.started.unwrap_or(end).duration_since(job.submitted);

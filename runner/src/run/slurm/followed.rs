@@ -27,6 +27,9 @@ pub(crate) struct Followed {
     /// `srun` or `slurmstepd` reported an error in the log (a node failure, a step killed):
     /// then even an exit line of 0 waits for Slurm's own end state.
     pub(crate) slurm_error: bool,
+    /// The exit code of the first node task that failed (`srun: error: n2: task 1: Exited
+    /// with exit code 1`): srun's own code is the largest, often a node stopped after it.
+    pub(crate) first_task_exit: Option<i32>,
     pub(crate) nodes: String,
     pub(crate) cancel: Option<(Cancelled, Instant, bool)>,
     /// Slurm's last pending reason.
@@ -56,12 +59,31 @@ pub(crate) fn see_exit(line: &[u8], job: &mut Followed) {
         }
         if line.starts_with(b"srun: error:") || line.starts_with(b"slurmstepd: error:") {
             job.slurm_error = true;
+            if job.first_task_exit.is_none() {
+                job.first_task_exit = task_exit_code(line);
+            }
         }
         return;
     };
     if let Ok(code) = String::from_utf8_lossy(rest).trim().parse() {
         job.exit = Some(code);
         job.ended.get_or_insert_with(Instant::now);
+    }
+}
+
+/// `srun: error: n2: task 1: Exited with exit code 3` → 3.
+fn task_exit_code(line: &[u8]) -> Option<i32> {
+    let text = std::str::from_utf8(line).ok()?;
+    let (_, code) = text.rsplit_once(": Exited with exit code ")?;
+    code.trim().parse().ok()
+}
+
+/// The nodes' exit code as goldgate records it: the first failed task's, when srun's own
+/// (the largest) is a signal's (128 + N) from a task stopped after that one failed.
+pub(crate) fn job_exit(job: &Followed) -> Option<i32> {
+    match (job.exit, job.first_task_exit) {
+        (Some(code), Some(first)) if code > 128 && first != 0 => Some(first),
+        (exit, _) => exit,
     }
 }
 
@@ -119,6 +141,7 @@ impl Followed {
             exit: None,
             oom_kill: false,
             slurm_error: false,
+            first_task_exit: None,
             nodes: String::new(),
             cancel: None,
             pending: None,
@@ -168,4 +191,26 @@ pub(crate) fn final_state(id: u64) -> Result<String, String> {
         .as_deref()
         .and_then(|t| field(t, "JobState"))
         .map_or_else(|| "UNKNOWN".to_owned(), str::to_owned))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_first_failed_tasks_code_wins_over_a_stopped_tasks_signal() {
+        let mut job = Followed::new(7, (Duration::from_secs(1), Duration::from_secs(1)));
+        for line in [
+            "srun: error: n2: task 1: Exited with exit code 1",
+            "srun: error: n1: task 0: Exited with exit code 143",
+            "goldgate: the nodes exited with 143",
+        ] {
+            see_exit(line.as_bytes(), &mut job);
+        }
+        assert_eq!(job.exit, Some(143));
+        assert_eq!(job_exit(&job), Some(1));
+        let mut alone = Followed::new(8, (Duration::from_secs(1), Duration::from_secs(1)));
+        see_exit(b"goldgate: the nodes exited with 137", &mut alone);
+        assert_eq!(job_exit(&alone), Some(137));
+    }
 }
