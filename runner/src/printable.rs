@@ -26,16 +26,106 @@ fn is_command(line: &str) -> bool {
     body.starts_with("::") || body.starts_with("##[")
 }
 
+/// [`terminal`] for text that arrives in pieces (a `format_args!` written piece by piece, so a
+/// large report is never copied whole): the start of a line is held back until it shows whether
+/// it starts a workflow command, and an unfinished escape sequence until it ends.
+#[derive(Debug, Default)]
+pub struct Guard {
+    commands: bool,
+    /// Text held back: an undecided line start or an unfinished escape sequence.
+    carry: String,
+    /// The text given out so far ended inside a line (the next piece continues it).
+    inside_line: bool,
+}
+
+impl Guard {
+    /// A guard; `commands` as in [`terminal`].
+    pub fn new(commands: bool) -> Guard {
+        Guard {
+            commands,
+            ..Guard::default()
+        }
+    }
+
+    /// Gives `emit` the guarded text of `piece` that can go out now. A piece is never copied
+    /// whole: only what is held back (a line start, an escape sequence) is kept.
+    pub fn push(&mut self, piece: &str, emit: &mut dyn FnMut(&str)) {
+        let mut rest = piece;
+        while !self.carry.is_empty() && !rest.is_empty() {
+            let mut cut = rest.len().min(256);
+            while !rest.is_char_boundary(cut) {
+                cut += 1;
+            }
+            let mut text = std::mem::take(&mut self.carry);
+            text.push_str(&rest[..cut]);
+            rest = &rest[cut..];
+            self.take_in(&text, emit);
+        }
+        if !rest.is_empty() {
+            self.take_in(rest, emit);
+        }
+    }
+
+    /// Gives `emit` what is still held back, guarded: call it once after the last piece.
+    pub fn finish(&mut self, emit: &mut dyn FnMut(&str)) {
+        let rest = std::mem::take(&mut self.carry);
+        self.give(&rest, emit);
+    }
+
+    fn take_in(&mut self, text: &str, emit: &mut dyn FnMut(&str)) {
+        let keep = held_back(text, self.inside_line, self.commands);
+        self.give(&text[..keep], emit);
+        self.carry = text[keep..].to_owned();
+    }
+
+    fn give(&mut self, text: &str, emit: &mut dyn FnMut(&str)) {
+        if text.is_empty() {
+            return;
+        }
+        emit(&guard(text, self.commands, self.inside_line));
+        self.inside_line = !text.ends_with('\n');
+    }
+}
+
+/// Where the part of `text` that must wait for more begins: an unfinished escape sequence at
+/// its end, or a last line whose start does not yet show whether it is a command.
+fn held_back(text: &str, inside_line: bool, commands: bool) -> usize {
+    if let Some(esc) = text.rfind('\u{1b}') {
+        let tail = &text[esc + 1..];
+        let open = tail.len() < 16
+            && tail.strip_prefix('[').map_or(tail.is_empty(), |p| {
+                p.bytes().all(|b| b.is_ascii_digit() || b == b';')
+            });
+        if open {
+            return esc;
+        }
+    }
+    let start = text.rfind('\n').map_or(0, |i| i + 1);
+    if commands || (start == 0 && inside_line) {
+        return text.len();
+    }
+    let body = text[start..].trim_start();
+    let undecided = "::".starts_with(body) || "##[".starts_with(body);
+    if undecided { start } else { text.len() }
+}
+
 /// Text goldgate prints to stdout or stderr, made safe as a whole: line breaks and tabs stay,
 /// colour sequences (`ESC [ … m`, goldgate's own) stay, every other control character is
 /// escaped, and a line that would start a workflow command gets a `\` in
 /// front. `commands`: the text is goldgate's annotations, whose lines are commands on purpose.
 pub fn terminal(text: &str, commands: bool) -> Cow<'_, str> {
+    guard(text, commands, false)
+}
+
+/// [`terminal`]; `inside_line`: the text continues a line already given out.
+fn guard(text: &str, commands: bool, inside_line: bool) -> Cow<'_, str> {
+    let continued = |i: usize| commands || (i == 0 && inside_line);
+    let starts = |i: usize, line: &str| !continued(i) && is_command(line);
     let clean = !text
         .chars()
         .any(|c| c.is_control() && !matches!(c, '\n' | '\t' | '\u{1b}'))
         && !text.contains('\u{1b}')
-        && (commands || !text.split('\n').any(is_command));
+        && !text.split('\n').enumerate().any(|(i, l)| starts(i, l));
     if clean {
         return Cow::Borrowed(text);
     }
@@ -44,7 +134,7 @@ pub fn terminal(text: &str, commands: bool) -> Cow<'_, str> {
         if i > 0 {
             out.push('\n');
         }
-        if !commands && is_command(line) {
+        if starts(i, line) {
             out.push('\\');
         }
         push_line(&mut out, line);
@@ -97,5 +187,22 @@ mod tests {
             terminal("plain\nlines\n", false),
             Cow::Borrowed(_)
         ));
+    }
+
+    #[test]
+    fn a_guard_fed_in_pieces_gives_what_terminal_gives_whole() {
+        let text = "\u{1b}[31mFAIL\u{1b}[0m a\n::warning::X\n  ##[error]y\nok :: fine\n:\u{1}\n::e";
+        let whole = terminal(text, false).into_owned();
+        let chars: Vec<char> = text.chars().collect();
+        for size in [1, 2, 3, 5, 7] {
+            let mut guard = Guard::new(false);
+            let mut out = String::new();
+            let mut emit = |t: &str| out.push_str(t);
+            for piece in chars.chunks(size) {
+                guard.push(&piece.iter().collect::<String>(), &mut emit);
+            }
+            guard.finish(&mut emit);
+            assert_eq!(out, whole, "pieces of {size}");
+        }
     }
 }

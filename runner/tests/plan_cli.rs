@@ -946,3 +946,19 @@ fn an_error_keeps_a_long_path_on_one_line() {
         "{stderr}"
     );
 }
+
+#[test]
+fn a_case_needing_more_ranks_is_one_error_with_a_hint_naming_the_slurm_executor() {
+    let tree = Tree::new();
+    write(
+        &tree.path().join("cases/demo/tp2/model_config.yaml"),
+        "TEST_TYPE: regular\nMODEL_ARGS:\n  --tensor-model-parallel-size: 2\n  --train-iters: 2\n",
+    );
+    let out = tree.goldgate(&["plan", "demo/tp2"]);
+    assert_eq!(out.status.code(), Some(2));
+    // No `0 jobs on platform ` (no platform to name) before the error that explains it.
+    assert_eq!(tree.text(&out.stdout), "");
+    let stderr = tree.text(&out.stderr);
+    assert!(stderr.contains("--executor slurm"), "{stderr}");
+    insta::assert_snapshot!(stderr);
+}

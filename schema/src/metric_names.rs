@@ -93,19 +93,26 @@ pub const CKPT_FOLDER_BYTES: &str = "checkpoint-folder-bytes";
 pub const JOB_WRITTEN_BYTES: &str = "job-written-bytes";
 
 /// The counters judged exactly: any change of the count is a change of behaviour.
-pub const EXACT_COUNTERS: [&str; 12] = [
+pub const EXACT_COUNTERS: [&str; 8] = [
     EMPTY_CACHE_CALLS,
     ALLOC_RETRIES,
     CUDA_OOMS,
-    CUDA_MALLOC_CALLS,
-    CUDA_FREE_CALLS,
     SYNC_ALL_STREAMS_CALLS,
     REBUILD_CUDA_TENSOR_CALLS,
     CKPT_EMPTY_CACHE_CALLS,
     CKPT_ALLOC_RETRIES,
+    CKPT_SYNC_ALL_STREAMS_CALLS,
+];
+
+/// The allocator's segment counts (`num_device_alloc` / `num_device_free`), judged with a
+/// tolerance: on real Megatron they do not repeat exactly between identical jobs (an H200 ab of
+/// `gpt/h200-ckpt-power`, device call Q: 510 -> 517 cudaMalloc calls, 43 -> 44 in one save,
+/// with nothing changed but a sleep in the save), while the exact counters above did.
+pub const ALLOCATOR_COUNTERS: [&str; 4] = [
+    CUDA_MALLOC_CALLS,
+    CUDA_FREE_CALLS,
     CKPT_CUDA_MALLOC_CALLS,
     CKPT_CUDA_FREE_CALLS,
-    CKPT_SYNC_ALL_STREAMS_CALLS,
 ];
 
 /// The byte counters judged tightly (a log line's digits or a file's metadata move them by a

@@ -23,5 +23,6 @@ pub mod power;
 pub mod report;
 pub mod repro;
 pub mod run;
+mod run_notes;
 pub mod sample;
 pub mod select;

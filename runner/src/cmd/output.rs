@@ -14,7 +14,58 @@ static STDOUT_GONE: AtomicBool = AtomicBool::new(false);
 /// on stderr. What is written passes [`crate::printable::terminal`]: no control byte, no line
 /// that starts a workflow command.
 pub fn stdout(args: std::fmt::Arguments<'_>) {
-    write_stdout(&args.to_string(), false);
+    if STDOUT_GONE.load(Ordering::Relaxed) {
+        return;
+    }
+    let mut out = std::io::stdout().lock();
+    if let Err(e) = write_guarded(&mut out, args).and_then(|()| out.flush()) {
+        STDOUT_GONE.store(true, Ordering::Relaxed);
+        if e.kind() != std::io::ErrorKind::BrokenPipe {
+            stderr(format_args!("goldgate: cannot write to stdout: {e}\n"));
+        }
+    }
+}
+
+/// Writes `args` piece by piece through [`crate::printable::Guard`], so a large report is
+/// never copied whole to be guarded.
+fn write_guarded(out: &mut dyn Write, args: std::fmt::Arguments<'_>) -> std::io::Result<()> {
+    struct Sink<'a> {
+        out: &'a mut dyn Write,
+        guard: crate::printable::Guard,
+        error: Option<std::io::Error>,
+    }
+    impl std::fmt::Write for Sink<'_> {
+        fn write_str(&mut self, piece: &str) -> std::fmt::Result {
+            let Sink { out, guard, error } = self;
+            guard.push(piece, &mut |text| write_once(out, error, text));
+            match error {
+                Some(_) => Err(std::fmt::Error),
+                None => Ok(()),
+            }
+        }
+    }
+    let mut sink = Sink {
+        out,
+        guard: crate::printable::Guard::new(false),
+        error: None,
+    };
+    if std::fmt::write(&mut sink, args).is_err() {
+        return Err(sink
+            .error
+            .unwrap_or_else(|| std::io::Error::other("formatting failed")));
+    }
+    let Sink { out, guard, error } = &mut sink;
+    guard.finish(&mut |text| write_once(out, error, text));
+    sink.error.map_or(Ok(()), Err)
+}
+
+/// Writes `text` unless an earlier write failed, keeping the first error.
+fn write_once(out: &mut dyn Write, error: &mut Option<std::io::Error>, text: &str) {
+    if error.is_none()
+        && let Err(e) = out.write_all(text.as_bytes())
+    {
+        *error = Some(e);
+    }
 }
 
 /// Writes goldgate's own workflow commands (the annotations) to `stream`: their lines start
@@ -43,7 +94,7 @@ fn write_stdout(text: &str, commands: bool) {
 /// Writes to stderr, through the same guard as [`stdout`]; errors are ignored (there is
 /// nowhere left to report them).
 pub fn stderr(args: std::fmt::Arguments<'_>) {
-    write_stderr(&args.to_string(), false);
+    let _ = write_guarded(&mut std::io::stderr().lock(), args);
 }
 
 fn write_stderr(text: &str, commands: bool) {

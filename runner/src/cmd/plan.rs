@@ -46,6 +46,10 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
     let filter = args.which.filter()?;
     let selected = plan_selection(&config, &args.select, &filter, args.repeat, 0, &output)?;
     let text = match args.format {
+        // Nothing planned because cases failed: the errors below say it, not a `0 jobs` first.
+        super::list::Format::Table if selected.jobs.is_empty() && !selected.failures.is_empty() => {
+            String::new()
+        }
         super::list::Format::Table => render_plan_text(&selected.jobs),
         super::list::Format::Json => render_plan_json(&selected.jobs),
     };

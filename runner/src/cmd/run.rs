@@ -8,7 +8,9 @@ use std::sync::Mutex;
 use super::args::{ExecArgs, GateArgs};
 use super::error::AppError;
 use super::output::{err, errln, out, outln};
-use super::select::{CaseArgs, Output, Selection, failed_in_newest_run, plan_selection};
+pub use super::run_notes::scripts_notice;
+use super::run_notes::{decide_scripts, keep_failed, ungated_line};
+use super::select::{CaseArgs, Output, Selection, plan_selection};
 use crate::config::{Config, ExecutorChoice};
 use crate::exit::Exit;
 use crate::launch;
@@ -95,16 +97,7 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
     if jobs.is_empty() {
         return nothing_to_run(&args);
     }
-    let (platform, choice) = args.select.executor(&config)?;
-    opts.scripts = args.exec.scripts_on(platform, choice);
-    err!("{}", scripts_notice(&jobs, opts.scripts, choice));
-    if !opts.scripts {
-        // Also out of the Slurm batch script, which otherwise runs them on the node.
-        for job in &mut jobs {
-            job.before_script = None;
-            job.after_script = None;
-        }
-    }
+    opts.scripts = decide_scripts(&args.select, &args.exec, &config, &mut jobs)?;
     let executor = executor(&args.select, &config, &opts, &jobs)?;
     let started = std::time::Instant::now();
     let command = std::env::args().collect();
@@ -126,60 +119,6 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
     finish(&args, &config, &opts, &summary, started)
 }
 
-/// What goes to stderr before a run whose cases have `BEFORE_SCRIPT`/`AFTER_SCRIPT`: on this
-/// machine, each script that will run (once per case and text); skipped, which cases' and how
-/// to run them; under Slurm nothing (the job's node runs them, as Megatron's CI does).
-pub fn scripts_notice(jobs: &[crate::plan::Job], run: bool, executor: ExecutorChoice) -> String {
-    let mut scripts: Vec<(&str, &str, String)> = Vec::new();
-    for job in jobs {
-        let hooks = [
-            ("BEFORE_SCRIPT", &job.before_script),
-            ("AFTER_SCRIPT", &job.after_script),
-        ];
-        for (field, text) in hooks {
-            let Some(text) = text.as_deref() else {
-                continue;
-            };
-            let entry = (
-                job.case.as_str(),
-                field,
-                crate::plan::redact_text(job, text),
-            );
-            if !scripts.contains(&entry) {
-                scripts.push(entry);
-            }
-        }
-    }
-    if scripts.is_empty() || (run && executor == ExecutorChoice::Slurm) {
-        return String::new();
-    }
-    let mut cases: Vec<&str> = Vec::new();
-    for (case, _, _) in &scripts {
-        if !cases.contains(case) {
-            cases.push(case);
-        }
-    }
-    if !run {
-        return format!(
-            "note: not running the BEFORE_SCRIPT/AFTER_SCRIPT of {} case(s) on this machine: {} \
-             (`--scripts` runs them; `goldgate plan` shows them)\n",
-            cases.len(),
-            cases.join(", ")
-        );
-    }
-    let mut s = String::from(
-        "goldgate: running the cases' scripts on this machine (bash -euo pipefail -c, in each \
-         job folder, around every run):\n",
-    );
-    for (case, field, text) in scripts {
-        s.push_str(&format!("  {case} {field}:\n"));
-        for line in text.lines() {
-            s.push_str(&format!("    | {line}\n"));
-        }
-    }
-    s
-}
-
 /// The executor of the selection's platform, or the one `--executor` names (`run`, `ab`).
 /// Slurm's first cancels what a dead run under `--out` left in the queue.
 pub(crate) fn executor(
@@ -198,22 +137,6 @@ pub(crate) fn executor(
             Box::new(executor)
         }
     })
-}
-
-/// `--rerun-failed`: keeps the jobs whose case and variant failed in the newest earlier run.
-fn keep_failed(
-    jobs: &mut Vec<crate::plan::Job>,
-    out_dir: &std::path::Path,
-) -> Result<(), AppError> {
-    let (run_id, failed) = failed_in_newest_run(out_dir)?;
-    super::cancel::orphans_before_run(out_dir, true)?;
-    jobs.retain(|j| failed.contains(&(j.case.clone(), j.variant.name())));
-    errln!(
-        "goldgate: rerunning {} of run {run_id}'s failed or unfinished case/variant pair(s): {} job(s)",
-        failed.len(),
-        jobs.len()
-    );
-    Ok(())
 }
 
 /// An empty selection: fine for a partition that got no case or a rerun with nothing failed
@@ -252,16 +175,11 @@ fn finish(
         || summary.interrupted;
     let run_exit = if failed { Exit::Failure } else { Exit::Pass };
     if args.no_compare || summary.interrupted {
-        let platform = config.platform(args.select.platform.as_deref())?;
-        let how = if summary.interrupted {
-            "interrupted"
-        } else {
-            "not gated (--no-compare)"
-        };
-        let counts = ungated_counts(&summary.records, &platform.name);
-        let tag = crate::report::table::time_tag(Some(started.elapsed()));
-        let status = if failed { "FAIL" } else { "DONE" };
-        outln!("{status} {tag}{counts}, {how}");
+        let platform = &config.platform(args.select.platform.as_deref())?.name;
+        outln!(
+            "{}",
+            ungated_line(summary, platform, failed, started.elapsed())
+        );
         return Ok(run_exit);
     }
     let compare = crate::compare::CompareOptions::from_config(
@@ -274,40 +192,4 @@ fn finish(
     let comparison = crate::compare::compare_dir(&run_dir, &compare)?;
     let elapsed = Some(started.elapsed());
     Ok(run_exit.worst(super::compare::gate(&comparison, &args.gate, elapsed)?))
-}
-
-/// `2 jobs (6 repeats) on dev_cpu: 1 failed, 1 ran` — the runs' outcomes when nothing judged
-/// them (a job counts as failed when one of its repeats did).
-fn ungated_counts(records: &[crate::metrics::RunRecord], platform: &str) -> String {
-    let mut jobs: Vec<(&str, &str, bool)> = Vec::new();
-    for r in records.iter().filter(|r| !r.warmup) {
-        let bad = !r.outcome.passed() && !crate::compare::record_failed_as_expected(r);
-        match jobs
-            .iter_mut()
-            .find(|(c, v, _)| *c == r.case && *v == r.variant.name)
-        {
-            Some(job) => job.2 |= bad,
-            None => jobs.push((&r.case, &r.variant.name, bad)),
-        }
-    }
-    let total = jobs.len();
-    let failed = jobs.iter().filter(|j| j.2).count();
-    let repeats = records.iter().filter(|r| !r.warmup).count();
-    let mut s = format!("{total} job{}", if total == 1 { "" } else { "s" });
-    if repeats > total {
-        s.push_str(&format!(" ({repeats} repeats)"));
-    }
-    s.push_str(&format!(" on {platform}"));
-    let mut parts = Vec::new();
-    if failed > 0 {
-        parts.push(format!("{failed} failed"));
-    }
-    if total > failed {
-        parts.push(format!("{} ran", total - failed));
-    }
-    if !parts.is_empty() {
-        s.push_str(": ");
-        s.push_str(&parts.join(", "));
-    }
-    s
 }

@@ -37,7 +37,7 @@ pub enum PlanError {
     },
     #[error("{case}: run {run} {why} ({nodes} node(s) × {per_node} GPU(s) per node)")]
     #[diagnostic(help(
-        "give it at least {min} ranks: --nodes N and --gpus-per-node N, or a platform with more GPUs; check only warns"
+        "give it at least {min} ranks: --gpus-per-node N, a platform with more GPUs, or --nodes N with the Slurm executor (--executor slurm, or a platform with `executor: slurm`), which runs one launcher per node; `goldgate check` reports this as a warning only"
     ))]
     Ranks {
         case: String,

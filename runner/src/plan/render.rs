@@ -11,9 +11,13 @@ use super::shell::shell_quote;
 /// The master-port word `plan` shows where `launch` puts a free port.
 pub const PORT_PLACEHOLDER: &str = "${MASTER_PORT}";
 
-/// The jobs as text: a summary line, then each job's settings, environment and argv.
+/// The jobs as text: a summary line, then each job's settings, environment and argv
+/// (`0 jobs` alone when nothing planned: no platform to name).
 pub fn render_plan_text(jobs: &[Job]) -> String {
     let mut s = String::new();
+    if jobs.is_empty() {
+        return "0 jobs\n".to_owned();
+    }
     let platforms: Vec<&str> = {
         let mut p: Vec<&str> = jobs.iter().map(|j| j.platform.as_str()).collect();
         p.dedup();

@@ -8,6 +8,10 @@
 #   seed      the seed's question as one command: default against --b-variant empty_cache=level2
 #             (Megatron's --empty-unused-memory-level 2: torch.cuda.empty_cache() in the step and
 #             save path); the counters (issue 20 item 3) and the timing change in one table
+#   emptycache  the seed's change re-added: B with GOLDGATE_PLANT_EMPTY_CACHE=1 (one
+#             torch.cuda.empty_cache() more in every save_checkpoint, train_gpt.py and fake-trainer
+#             read it); the counters (checkpoint-empty-cache-calls, -sync-all-streams-calls) must
+#             decide it in the first pair, with no statistics (docs/book/src/guide/counters.md)
 #   gc80      default against --b-variant allocator=gc80
 #   aa        A/A: both arms the case as is (a false alarm here is a real false alarm)
 #   plant5, plant10, plant20, plant30
@@ -20,12 +24,19 @@
 # GG_PLATFORM (h200), GG_SETUP (1: lib.sh's setup_device, wheels and Megatron-LM; 0 to skip, the
 # rehearsal), BUDGET_S (540), JOB_TIMEOUT_S (150), GG_MAX_PAIRS (default: goldgate.yaml's ab.max_pairs),
 # WORK (/tmp/ab).
+# On the H200 (one call per part, each <= 540 s; carry .device/goldgate, a release build of this
+# commit, plus .whl/ and .device/megatron-lm.tgz as lib.sh's setup_device wants them):
+#   OUT=$OUT bash docs/results/h200-runs/device-calls/ab.sh seed
+# Expected: seed ~250 s (warm-up + 1 pair: the counters decide), aa/gc80/plant* up to ~520 s
+# (--budget stops before 540 s: a warm-up or unchanged job and 3 pairs at ~65 s a job). Files:
+# call.log, ab-PART.log, ab-PART.tgz (+ unchanged-PART.log for plant parts).
 # Rehearsal with the fake trainer (any machine, no GPU):
 #   OUT=/tmp/ab-out GG=target/debug/goldgate GG_CASE=demo/ckpt-power GG_PLATFORM=dev_cpu \
 #     GG_SETUP=0 bash docs/results/h200-runs/device-calls/ab.sh plant30
 set -u
-PART=${1:?usage: ab.sh seed|gc80|aa|plant5|plant10|plant20|plant30}
+PART=${1:?usage: ab.sh seed|emptycache|gc80|aa|plant5|plant10|plant20|plant30}
 D=docs/results/h200-runs/device-calls
+BUDGET_S=${BUDGET_S:-540}
 source "$D/lib.sh"
 G=$(realpath "${GG:-.device/goldgate}") || exit 2
 CASE=${GG_CASE:-gpt/h200-ckpt-power}
@@ -33,7 +44,7 @@ PLATFORM=${GG_PLATFORM:-h200}
 JOB_TIMEOUT=${JOB_TIMEOUT_S:-150}
 W=${WORK:-/tmp/ab}/$PART
 mkdir -p "$W"
-case $PART in seed|gc80|aa|plant5|plant10|plant20|plant30) ;; *) log "unknown part $PART"; exit 2 ;; esac
+case $PART in seed|emptycache|gc80|aa|plant5|plant10|plant20|plant30) ;; *) log "unknown part $PART"; exit 2 ;; esac
 [ -x "$G" ] || { log "no goldgate binary at $G"; exit 2; }
 if [ "${GG_SETUP:-1}" = 1 ]; then setup_device || exit 1; fi
 log "part $PART, case $CASE, platform $PLATFORM, budget $BUDGET_S s, $("$G" --version 2>&1)"
@@ -78,6 +89,7 @@ case $PART in
     ab --warmup 0 --b-env "GOLDGATE_PLANT_SAVE_DELAY_S=$delay"
     ;;
   seed) ab --warmup "$warmup" --b-variant empty_cache=level2 ;;
+  emptycache) ab --warmup "$warmup" --b-env GOLDGATE_PLANT_EMPTY_CACHE=1 ;;
   gc80) ab --warmup "$warmup" --b-variant allocator=gc80 ;;
   aa) ab --warmup "$warmup" ;;
 esac

@@ -14,44 +14,43 @@
 # `empty-cache-calls` (+11 for the case's 11 saves), exit 1; the level-2 job fails
 # `empty-cache-calls` (two more calls a step) and likely the allocator counts, exit 1. Timing
 # verdicts do not decide any of it. About 4 jobs x ~35 s of gpt/h200-ckpt-power: ~2.5-3 min.
-# Writes $OUT/counters.log, $OUT/counters-table.md (each counter, per job) and $OUT/counters.tgz
-# (the job folders without checkpoints, the golden, the comparisons as JSON).
+# Writes $OUT/call.log (lib.sh's), $OUT/counters-table.md (each counter, per job) and
+# $OUT/counters.tgz (the job folders without checkpoints, the golden, the comparisons as JSON).
 #
 # Environment: GG_CASE (default gpt/h200-ckpt-power), GG_ROOT (the case root; default: the
-# repository's test_cases), GG_PLATFORM (h200), JOB_TIMEOUT_S (240), WORK (/tmp/counters).
-# Wheels under .whl/ are installed into /tmp/site first (as the other device calls do).
+# repository's test_cases), GG_PLATFORM (h200), BUDGET_S (560), GG_SETUP (1: lib.sh's setup_device, wheels and
+# Megatron-LM, as ab.sh; 0 to skip, the rehearsal), JOB_TIMEOUT_S (240), WORK (/tmp/counters).
 # Rehearsal with fake-trainer (what was run before committing it):
 #   OUT=/tmp/out GG_CASE=fake/counters GG_ROOT=runner/tests/fixtures/cases GG_PLATFORM=dev_cpu \
-#     bash docs/results/h200-runs/device-calls/counters.sh target/debug/goldgate
+#     GG_SETUP=0 bash docs/results/h200-runs/device-calls/counters.sh target/debug/goldgate
 set -u
-G=$(realpath "${1:?usage: counters.sh GOLDGATE}") || exit 2
+G=$(realpath "${1:-.device/goldgate}") || exit 2
 : "${OUT:?set OUT to the folder the results go to}"
+source docs/results/h200-runs/device-calls/lib.sh
 CASE=${GG_CASE:-gpt/h200-ckpt-power}
 PLATFORM=${GG_PLATFORM:-h200}
 JOB_TIMEOUT=${JOB_TIMEOUT_S:-240}
 W=${WORK:-/tmp/counters}
 ROOT=()
 [ -n "${GG_ROOT:-}" ] && ROOT=(--root "$GG_ROOT")
-T0=$(date +%s)
 rm -rf "$W"
-mkdir -p "$W" "$OUT"
-LOG=$OUT/counters.log
-log() { echo "[$(( $(date +%s) - T0 )) s] $*" | tee -a "$LOG"; }
+mkdir -p "$W"
+[ -x "$G" ] || { log "no goldgate binary at $G"; exit 2; }
+if [ "${GG_SETUP:-1}" = 1 ]; then setup_device || exit 1; fi
+log "counters: case $CASE, platform $PLATFORM, $("$G" --version 2>&1)"
 
-[ -x "$G" ] || { echo "no goldgate binary at $G"; exit 2; }
-if ls .whl/*.whl >/dev/null 2>&1; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
-    && export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH} || { log "pip install failed"; exit 1; }
-fi
-log "case $CASE, platform $PLATFORM, $($G --version 2>&1)"
-command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee -a "$LOG"
-
-# job NAME PLANT [EXTRA ARGS...]: one goldgate run of one job into $W/NAME.
+# job NAME PLANT [EXTRA ARGS...]: one goldgate run of one job into $W/NAME, not started when
+# less than JOB_EXPECT_S (90) of lib.sh's BUDGET_S (560) is left.
 job() {
   local name=$1 plant=$2
   shift 2
-  local start=$(date +%s)
-  GOLDGATE_PLANT_EMPTY_CACHE=$plant timeout $(( JOB_TIMEOUT + 30 )) "$G" run "${ROOT[@]}" "$CASE" \
+  if [ "$(left)" -lt "${JOB_EXPECT_S:-90}" ]; then
+    log "budget: not starting $name ($(left) s left)"
+    return 99
+  fi
+  local start=$(date +%s) limit=$(( JOB_TIMEOUT + 30 ))
+  [ "$limit" -gt "$(( $(left) - 5 ))" ] && limit=$(( $(left) - 5 ))
+  GOLDGATE_PLANT_EMPTY_CACHE=$plant timeout "$limit" "$G" run "${ROOT[@]}" "$CASE" \
     --platform "$PLATFORM" --repeat 1 --no-compare --out "$W/$name" --timeout "${JOB_TIMEOUT}s" "$@" \
     >> "$W/goldgate-console.log" 2>&1
   local rc=$?
@@ -66,7 +65,7 @@ gate() {
   log "compare $1 -> exit $?"
 }
 
-job golden 0 || { log "the golden job failed: nothing to compare"; tail -40 "$W/goldgate-console.log" > "$OUT/counters-console-tail.log"; exit 1; }
+job golden 0 || { log "no golden job: nothing to compare"; tail -40 "$W/goldgate-console.log" > "$OUT/counters-console-tail.log" 2>/dev/null; exit 1; }
 "$G" bless --from "$W/golden" --golden-root "$W/goldens" >> "$W/goldgate-console.log" 2>&1
 log "bless -> exit $?"
 # The level-2 job is judged against the level-0 golden: the seed's question.

@@ -99,7 +99,7 @@ fn mask_value(text: &[u8], value: &[u8]) -> Option<Vec<u8>> {
 static SECRET_SHAPES: LazyLock<regex::Regex> = LazyLock::new(|| {
     regex::Regex::new(concat!(
         r"(?P<name>(?i:[A-Za-z0-9_]*(?:TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIALS?|KEY)[A-Za-z0-9_]*))",
-        r#"(?P<sep>"?\s*[=:]\s*["']?)(?P<value>[^\s"',;&]+)"#,
+        r#"(?P<sep>"?\s*[=:]\s*["']?)(?P<value>[^\s"',;&()\[\]{}<>]+)"#,
         r"|(?P<token>\b(?:hf_[A-Za-z0-9]{20,}|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}",
         r"|xox[abprs]-[A-Za-z0-9-]{10,}|AKIA[0-9A-Z]{16}|sk-[A-Za-z0-9_-]{20,}|glpat-[A-Za-z0-9_-]{20,})\b)",
     ))
@@ -183,5 +183,13 @@ mod tests {
             scrub("lm loss: 2.5 | iteration 3"),
             Cow::Borrowed(_)
         ));
+        assert!(matches!(
+            scrub("(token=<redacted>) key: <redacted>"),
+            Cow::Borrowed(_)
+        ));
+        assert_eq!(
+            scrub("(token=s3cr3t) [api_key: k3y]"),
+            "(token=<redacted>) [api_key: <redacted>]"
+        );
     }
 }

@@ -1,0 +1,154 @@
+//! Parts of `goldgate run` beside its flow: whether the cases' `BEFORE_SCRIPT`/`AFTER_SCRIPT`
+//! run and what it says about them before the first job (also `goldgate ab`'s), the jobs of
+//! `--rerun-failed`, and the closing line of a run nothing judged (`--no-compare`, an
+//! interrupt).
+
+use super::args::ExecArgs;
+use super::error::AppError;
+use super::output::{err, errln};
+use super::select::{Selection, failed_in_newest_run};
+use crate::config::{Config, ExecutorChoice};
+use crate::plan::Job;
+use crate::run::RunSummary;
+
+/// Whether the cases' scripts run (`ExecArgs::scripts_on`), said first; when not, they are
+/// taken out of the jobs, also out of the Slurm batch script that would run them on the node.
+pub(crate) fn decide_scripts(
+    select: &Selection,
+    exec: &ExecArgs,
+    config: &Config,
+    jobs: &mut [Job],
+) -> Result<bool, AppError> {
+    let (platform, choice) = select.executor(config)?;
+    let scripts = exec.scripts_on(platform, choice);
+    err!("{}", scripts_notice(jobs, scripts, choice));
+    if !scripts {
+        for job in jobs.iter_mut() {
+            job.before_script = None;
+            job.after_script = None;
+        }
+    }
+    Ok(scripts)
+}
+
+/// `--rerun-failed`: keeps the jobs whose case and variant failed in the newest earlier run.
+pub(crate) fn keep_failed(jobs: &mut Vec<Job>, out_dir: &std::path::Path) -> Result<(), AppError> {
+    let (run_id, failed) = failed_in_newest_run(out_dir)?;
+    super::cancel::orphans_before_run(out_dir, true)?;
+    jobs.retain(|j| failed.contains(&(j.case.clone(), j.variant.name())));
+    errln!(
+        "goldgate: rerunning {} of run {run_id}'s failed or unfinished case/variant pair(s): {} job(s)",
+        failed.len(),
+        jobs.len()
+    );
+    Ok(())
+}
+
+/// What goes to stderr before a run whose cases have `BEFORE_SCRIPT`/`AFTER_SCRIPT`: on this
+/// machine, each script that will run (once per case and text); skipped, which cases' and how
+/// to run them; under Slurm nothing (the job's node runs them, as Megatron's CI does).
+pub fn scripts_notice(jobs: &[Job], run: bool, executor: ExecutorChoice) -> String {
+    let mut scripts: Vec<(&str, &str, String)> = Vec::new();
+    for job in jobs {
+        let hooks = [
+            ("BEFORE_SCRIPT", &job.before_script),
+            ("AFTER_SCRIPT", &job.after_script),
+        ];
+        for (field, text) in hooks {
+            let Some(text) = text.as_deref() else {
+                continue;
+            };
+            let entry = (
+                job.case.as_str(),
+                field,
+                crate::plan::redact_text(job, text),
+            );
+            if !scripts.contains(&entry) {
+                scripts.push(entry);
+            }
+        }
+    }
+    if scripts.is_empty() || (run && executor == ExecutorChoice::Slurm) {
+        return String::new();
+    }
+    let mut cases: Vec<&str> = Vec::new();
+    for (case, _, _) in &scripts {
+        if !cases.contains(case) {
+            cases.push(case);
+        }
+    }
+    if !run {
+        return format!(
+            "note: not running the BEFORE_SCRIPT/AFTER_SCRIPT of {} case(s) on this machine: {} \
+             (`--scripts` runs them; `goldgate plan` shows them)\n",
+            cases.len(),
+            cases.join(", ")
+        );
+    }
+    let mut s = String::from(
+        "goldgate: running the cases' scripts on this machine (bash -euo pipefail -c, in each \
+         job folder, around every run):\n",
+    );
+    for (case, field, text) in scripts {
+        s.push_str(&format!("  {case} {field}:\n"));
+        for line in text.lines() {
+            s.push_str(&format!("    | {line}\n"));
+        }
+    }
+    s
+}
+
+/// `FAIL [0.4s] 1 job on dev_cpu: 1 failed, not gated (--no-compare)`: `DONE` when every job
+/// ran (exit 0 without a gate says only that).
+pub(crate) fn ungated_line(
+    summary: &RunSummary,
+    platform: &str,
+    failed: bool,
+    elapsed: std::time::Duration,
+) -> String {
+    let how = if summary.interrupted {
+        "interrupted"
+    } else {
+        "not gated (--no-compare)"
+    };
+    let counts = ungated_counts(&summary.records, platform);
+    let tag = crate::report::table::time_tag(Some(elapsed));
+    let status = if failed { "FAIL" } else { "DONE" };
+    format!("{status} {tag}{counts}, {how}")
+}
+
+/// `2 jobs (6 repeats) on dev_cpu: 1 failed, 1 ran` — the runs' outcomes when nothing judged
+/// them (a job counts as failed when one of its repeats did).
+fn ungated_counts(records: &[crate::metrics::RunRecord], platform: &str) -> String {
+    let mut jobs: Vec<(&str, &str, bool)> = Vec::new();
+    for r in records.iter().filter(|r| !r.warmup) {
+        let bad = !r.outcome.passed() && !crate::compare::record_failed_as_expected(r);
+        match jobs
+            .iter_mut()
+            .find(|(c, v, _)| *c == r.case && *v == r.variant.name)
+        {
+            Some(job) => job.2 |= bad,
+            None => jobs.push((&r.case, &r.variant.name, bad)),
+        }
+    }
+    let total = jobs.len();
+    let failed = jobs.iter().filter(|j| j.2).count();
+    let repeats = records.iter().filter(|r| !r.warmup).count();
+    let mut s = format!("{total} job{}", if total == 1 { "" } else { "s" });
+    if repeats > total {
+        s.push_str(&format!(" ({repeats} repeats)"));
+    }
+    s.push_str(&format!(" on {platform}"));
+    let mut parts = Vec::new();
+    if failed > 0 {
+        parts.push(format!("{failed} failed"));
+    }
+    if total > failed {
+        parts.push(format!("{} ran", total - failed));
+    }
+    if !parts.is_empty() {
+        s.push_str(": ");
+        s.push_str(&parts.join(", "));
+    }
+    s
+}
