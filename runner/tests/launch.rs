@@ -187,15 +187,21 @@ struct Run {
 fn run(spec: &LaunchSpec, stop: &StopFlag, stop_when_ready: u32) -> Run {
     let mut lines = Vec::new();
     let mut child = None;
+    let mut ready = false;
     let mut spawned = None;
     let report = launch(spec, stop, |event| match event {
         LaunchEvent::Spawned { pid, pgid } => spawned = Some((pid, pgid)),
         LaunchEvent::Line(line) => {
             let line = String::from_utf8_lossy(line).into_owned();
+            // The job prints its child's pid and the child that it is ready, from two
+            // processes into one pipe: either line may come first. Stop only once both are
+            // read, or a stop that kills at once can end the job before it printed the pid.
+            let had_both = ready && child.is_some();
             if let Some(pid) = line.strip_prefix("child-pid ") {
                 child = pid.parse().ok();
             }
-            if line == "child-ready" {
+            ready |= line == "child-ready";
+            if !had_both && ready && child.is_some() {
                 (0..stop_when_ready).for_each(|_| stop.request());
             }
             lines.push(line);
