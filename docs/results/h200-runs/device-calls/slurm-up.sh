@@ -193,6 +193,17 @@ stop_daemons() {
 }
 stop_daemons
 write_config
+# slurmd's cgroup/v2 plugin (IgnoreSystemd) makes its scope under /sys/fs/cgroup/system.slice and
+# wants the cpuset, cpu and memory controllers delegated there. On the H200 of device call U
+# (2026-12-01) neither was so, and slurmd died at start ("Could not create scope directory
+# /sys/fs/cgroup/system.slice/localhost_slurmstepd.scope", "Controller cpuset is not enabled");
+# with the two lines below it came up and ran the gres job. Best effort: elsewhere they may fail.
+if [ -f /sys/fs/cgroup/cgroup.controllers ]; then
+  mkdir -p /sys/fs/cgroup/system.slice 2>/dev/null || true
+  for d in /sys/fs/cgroup /sys/fs/cgroup/system.slice; do
+    echo "+cpuset +cpu +memory" > "$d/cgroup.subtree_control" 2>/dev/null || true
+  done
+fi
 "$root/usr/sbin/slurmctld" -f "$conf"
 "$root/usr/sbin/slurmd" -f "$conf" -N localhost -d "$root/usr/sbin/slurmstepd"
 for _ in $(seq 120); do
