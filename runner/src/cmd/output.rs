@@ -160,20 +160,46 @@ pub fn decide(
     }
 }
 
-/// Sets how errors are drawn: miette's report with colour as [`color`] decides for stderr, and
-/// no line wrapping, so a `path:line:col` stays whole for terminals and editors to follow.
-pub fn install_error_report() {
-    let color = color(Stream::Stderr);
-    // Fails only when a hook is already set; then that one stays.
-    let _ = miette::set_hook(Box::new(move |_| {
-        Box::new(
-            miette::MietteHandlerOpts::new()
-                .color(color)
-                .wrap_lines(false)
-                .break_words(false)
-                .build(),
-        )
-    }));
+/// How every command shows an error, in the style of clap's usage errors: `error: <message>`,
+/// one `  caused by: …` line per source the message does not already include, each related
+/// error indented under it, then `  help: <hint>`. Lines are never wrapped, so a `path:line:col` stays whole for terminals
+/// and editors to follow. `context` (a case name) goes before the message unless the message
+/// starts with it or with a path. With `color`, the labels are coloured as clap colours them.
+pub fn render_error(err: &dyn miette::Diagnostic, context: Option<&str>, color: bool) -> String {
+    let paint = |label: &str, sgr: &str| {
+        if color {
+            format!("\u{1b}[{sgr}m{label}\u{1b}[0m")
+        } else {
+            label.to_owned()
+        }
+    };
+    let message = err.to_string();
+    let message = match context {
+        Some(c) if !message.starts_with(c) && !message.starts_with('/') => {
+            format!("{c}: {message}")
+        }
+        _ => message,
+    };
+    let mut text = format!("{} {message}\n", paint("error:", "1;31"));
+    let mut source = err.source();
+    while let Some(cause) = source {
+        // A message that already ends in its cause's text (`cannot write F: denied`) does not
+        // say it twice.
+        let said = cause.to_string();
+        if !text.contains(&said) {
+            text.push_str(&format!("  {} {said}\n", paint("caused by:", "1")));
+        }
+        source = cause.source();
+    }
+    for related in err.related().into_iter().flatten() {
+        for line in render_error(related, None, color).lines() {
+            text.push_str(&format!("  {line}\n"));
+        }
+    }
+    if let Some(help) = err.help() {
+        text.push_str(&format!("  {} {help}\n", paint("help:", "1;32")));
+    }
+    text
 }
 
 /// `print!` that never panics.
@@ -205,6 +231,52 @@ pub(crate) use {err, errln, out, outln};
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_error_reads_as_clap_prints_a_usage_error() {
+        use crate::cmd::error::{AppError, CmdError};
+        use crate::run::RunError;
+        let denied = || std::io::Error::new(std::io::ErrorKind::PermissionDenied, "denied");
+        let unknown = AppError::from(crate::compare::CompareError::UnknownRun {
+            run: "nope".into(),
+            available: "20261130-070000-beef, 20261130-080000-cafe".into(),
+        });
+        // The message already ends in its cause: said once.
+        let write = AppError::from(CmdError::Write {
+            path: "/r/report.md".into(),
+            source: denied(),
+        });
+        let saves = AppError::from(RunError::Saves {
+            errors: ["/r/a/results.json", "/r/b/results.json"]
+                .map(|p| RunError::Write {
+                    path: p.into(),
+                    source: denied(),
+                })
+                .into(),
+        });
+        let one_job = AppError::from(CmdError::NotOneJob {
+            count: 2,
+            names: "default; allocator=gc80".into(),
+        });
+        let text = [
+            render_error(&unknown, None, false),
+            render_error(&write, None, false),
+            render_error(&saves, None, false),
+            render_error(&one_job, Some("demo/ckpt"), false),
+        ]
+        .join("\n");
+        assert!(!text.contains("(hint") && !text.contains('×'), "{text}");
+        insta::assert_snapshot!(text);
+        let coloured = render_error(&unknown, None, true);
+        assert!(
+            coloured.starts_with("\u{1b}[1;31merror:\u{1b}[0m no run `nope`"),
+            "{coloured:?}"
+        );
+        assert!(
+            coloured.contains("  \u{1b}[1;32mhelp:\u{1b}[0m run ids"),
+            "{coloured:?}"
+        );
+    }
 
     fn with(vars: &[(&str, &str)]) -> impl Fn(&str) -> Option<std::ffi::OsString> {
         let vars: Vec<(String, String)> = vars
