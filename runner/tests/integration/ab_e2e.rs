@@ -8,7 +8,7 @@
 use std::path::Path;
 use std::process::{Output, Stdio};
 
-mod common;
+use crate::common;
 
 use common::cli::{self, code, repo, text};
 

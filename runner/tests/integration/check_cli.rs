@@ -7,7 +7,7 @@ use std::process::Output;
 use std::time::{Duration, Instant};
 
 const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures");
-mod common;
+use crate::common;
 
 use common::cli;
 use common::corpus;

@@ -9,7 +9,7 @@ use std::process::Output;
 
 use goldgate::metrics::{Attempt, CheckpointRecord, Outcome, RunRecord, StepValues, VariantRecord};
 
-mod common;
+use crate::common;
 
 use common::cli::{self, code, text};
 

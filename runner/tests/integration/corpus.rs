@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use goldgate::case::{self, LauncherKind, Mode, ScalarKind, Span, TestCase, TestType};
 use goldgate::golden;
 
-mod common;
+use crate::common;
 
 use common::corpus;
 

@@ -13,7 +13,7 @@ use std::process::{Command, Output, Stdio};
 use goldgate::metric_names as names;
 use goldgate::metrics::RunRecord;
 
-mod common;
+use crate::common;
 
 use common::cli::{self, code, repo, text};
 use common::results::records;

@@ -7,7 +7,7 @@ use std::path::Path;
 
 use goldgate::observe::log::{FailureKind, LogSummary, MAX_LINE, summarize_file, summarize_reader};
 
-mod common;
+use crate::common;
 
 use common::cli;
 

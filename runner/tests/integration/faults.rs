@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use goldgate::metrics::{Outcome, RunIndex, RunRecord};
 
-mod common;
+use crate::common;
 
 use common::cli::{self, text};
 use common::results::walk;

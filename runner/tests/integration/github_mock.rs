@@ -15,7 +15,7 @@ use miette::Diagnostic;
 use wiremock::matchers::any;
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
-mod common;
+use crate::common;
 
 const TOKEN: &str = "ghs_s3cretT0kenValue0123456789";
 const PR: u64 = 17;

@@ -6,7 +6,7 @@
 
 #![allow(clippy::unwrap_used)] // a test: a failed unwrap is a failed test
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::sync::atomic::{AtomicU32, Ordering};

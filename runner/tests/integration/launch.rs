@@ -17,7 +17,7 @@ use goldgate::launch::{
 use goldgate::observe::sample::{Sampler, SamplerConfig};
 use rustix::process::{Pid, Signal};
 
-mod common;
+use crate::common;
 
 use common::redact::redact;
 
@@ -28,7 +28,8 @@ fn helper_argv() -> Vec<String> {
         .into_owned();
     [
         "--exact",
-        "helper",
+        // The test's full name in the one integration binary (`main.rs`: `mod launch;`).
+        "launch::helper",
         "--ignored",
         "--nocapture",
         "--test-threads=1",

@@ -21,6 +21,7 @@ mod github_mock;
 mod history_site;
 mod history_store;
 mod launch;
+mod layout;
 mod megatron_parity;
 mod plan_cli;
 mod prerequisites;

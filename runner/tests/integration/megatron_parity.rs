@@ -13,7 +13,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
-mod common;
+use crate::common;
 
 use common::cli;
 

@@ -12,7 +12,7 @@ use goldgate::case::{CaseRecipe, discover, load_case, placeholders};
 use goldgate::config::Config;
 use goldgate::plan::{PlanError, PlanInputs, VariantRequest, plan_case};
 
-mod common;
+use crate::common;
 
 use common::cli;
 use common::corpus;

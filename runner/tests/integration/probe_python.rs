@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-mod common;
+use crate::common;
 
 use goldgate::observe::probe::install::{ProbeMode, install};
 use goldgate::observe::probe::read::read;

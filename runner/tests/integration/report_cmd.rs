@@ -11,7 +11,7 @@ use goldgate::metrics::{
     CheckpointRecord, MemoryRecord, RunRecord, StepValues, Timeline, VariantRecord,
 };
 
-mod common;
+use crate::common;
 
 use common::cli;
 use common::redact::redact;

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use goldgate::metrics::{Outcome, RunIndex, RunRecord};
 
-mod common;
+use crate::common;
 
 use common::cli::{self, repo, text};
 use common::results::{records, walk};

@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::process::{Output, Stdio};
 
-mod common;
+use crate::common;
 
 use common::cli::{self, repo, text};
 

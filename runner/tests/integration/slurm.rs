@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 
 use goldgate::metrics::{Outcome, RunIndex, RunRecord};
 
-mod common;
+use crate::common;
 
 use common::cli::{self, text};
 use common::results::walk;

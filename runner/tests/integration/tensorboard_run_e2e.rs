@@ -9,7 +9,7 @@
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
-mod common;
+use crate::common;
 
 use common::cli::{self, text};
 use common::results::records;

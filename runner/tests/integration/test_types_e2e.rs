@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::process::{Output, Stdio};
 
-mod common;
+use crate::common;
 
 use common::cli::{self, text};
 use common::results::records;

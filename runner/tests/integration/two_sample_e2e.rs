@@ -11,7 +11,7 @@ use std::process::Output;
 
 use goldgate::metrics::{RunRecord, StepValues, VariantRecord};
 
-mod common;
+use crate::common;
 
 use common::cli::{self, text};
 

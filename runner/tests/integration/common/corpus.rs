@@ -48,7 +48,7 @@ pub const SCRIPT_FOLDERS: [&str; 2] = [
 ];
 
 /// Those of [`SCRIPT_FOLDERS`] that this corpus holds (under its case root `cases`).
-#[allow(dead_code)] // not every test binary that includes this module counts them
+#[allow(dead_code)] // the benches include this file (`#[path]`) without counting them
 pub fn script_folders_in(cases: &std::path::Path) -> Vec<&'static str> {
     SCRIPT_FOLDERS
         .into_iter()

@@ -1,7 +1,5 @@
-//! Support shared by the integration tests: each test file that needs it says `mod common;`.
-
-// Each test file is its own crate and uses only some of these helpers.
-#![allow(dead_code)]
+//! Support shared by the integration tests, compiled once in `main.rs`: a test module that
+//! needs it says `use crate::common;`.
 
 pub mod cli;
 pub mod corpus;

@@ -3,7 +3,7 @@
 //! `skipped:` line and the test returns; under `CI=true` the test fails, naming what is
 //! missing, since a skip there would pass without checking anything (`.ci/run` installs every
 //! prerequisite). Hardware (a GPU, a Slurm cluster) has its own switch, as `.ci/run` can only
-//! start a cluster where it has root: `GOLDGATE_SLURM_REQUIRED` (runner/tests/slurm.rs).
+//! start a cluster where it has root: `GOLDGATE_SLURM_REQUIRED` (runner/tests/integration/slurm.rs).
 
 use std::io::Write as _;
 
