@@ -965,7 +965,7 @@ mod end_to_end {
     fn readme_example_is_the_real_body() {
         let dir = tempfile::tempdir().unwrap();
         let prepared = prepare(&recorded_run(dir.path()), &actions_env).unwrap();
-        let readme = include_str!("../../docs/book/src/guide/pr-comment.md");
+        let readme = include_str!("../../../docs/book/src/guide/pr-comment.md");
         // Four backticks: the body holds three-backtick code blocks.
         let start = "<!-- example-comment:start -->\n````markdown\n";
         let from = readme
