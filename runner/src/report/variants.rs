@@ -607,12 +607,13 @@ pub fn render_terminal(table: &VariantTable) -> String {
         }
         let mut t = b.build();
         t.with(tabled::settings::Style::sharp());
-        let baseline = one_line(&case.variants[0].name);
-        out.push_str(&format!(
-            "{}: {}\n{t}\n",
-            one_line(&case.case),
-            caption(case, &baseline)
-        ));
+        // One variant has no Δ: its name alone heads the table, as a run of one case shows it.
+        let mut head = one_line(&case.case);
+        if case.variants.len() > 1 {
+            let baseline = one_line(&case.variants[0].name);
+            head.push_str(&format!(": {}", caption(case, &baseline)));
+        }
+        out.push_str(&format!("{head}\n{t}\n"));
         if has_diagnostic(case) {
             out.push_str(&format!("{DIAGNOSTIC_NOTE}\n"));
         }
