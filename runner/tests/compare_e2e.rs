@@ -170,7 +170,7 @@ fn a_folder_of_runs_is_judged_by_its_newest_run_unless_asked_otherwise() {
     let out = goldgate(&["bless", "--from", "results", "--dry-run"], s.dir.path());
     assert_eq!(code(&out), 0, "{}", text(&out));
     assert!(
-        text(&out).contains("judging run 20261130-080000-beef"),
+        text(&out).contains("goldgate: blessing run 20261130-080000-beef"),
         "{}",
         text(&out)
     );

@@ -840,6 +840,7 @@ mod end_to_end {
         Args {
             comparisons: vec![],
             results: Some(dir.join("run")),
+            pick: Default::default(),
             pr: None,
             repo: None,
             key: None,

@@ -151,17 +151,20 @@ fn renders_variants_markdown_and_one_svg_per_job() {
     assert_eq!(
         names,
         [
-            "demo-ckpt__checkpoint-async__1.svg",
-            "demo-ckpt__checkpoint-async__2.svg",
-            "demo-ckpt__default__1.svg",
-            "demo-ckpt__default__2.svg",
+            "20261130-070000-beef__demo-ckpt__checkpoint-async__1.svg",
+            "20261130-070000-beef__demo-ckpt__checkpoint-async__2.svg",
+            "20261130-070000-beef__demo-ckpt__default__1.svg",
+            "20261130-070000-beef__demo-ckpt__default__2.svg",
         ]
     );
-    let one = std::fs::read_to_string(svg.join("demo-ckpt__checkpoint-async__1.svg")).unwrap();
+    let one = std::fs::read_to_string(
+        svg.join("20261130-070000-beef__demo-ckpt__checkpoint-async__1.svg"),
+    )
+    .unwrap();
     assert!(one.starts_with("<svg") && one.contains("/dev/shm"), "{one}");
     let markdown = std::fs::read_to_string(&md).unwrap();
     assert!(
-        markdown.contains("[svg](svg/demo-ckpt__default__2.svg)"),
+        markdown.contains("[svg](svg/20261130-070000-beef__demo-ckpt__default__2.svg)"),
         "{markdown}"
     );
     assert!(markdown.contains("| checkpoint blocking, saves after the first (median) | 1.00 s | 100 ms<br>Δ -900 ms (-90.00 %) |"), "{markdown}");
@@ -205,4 +208,122 @@ fn an_unwritable_svg_folder_is_a_failure_naming_it() {
     assert_eq!(code, 3, "{stderr}");
     assert!(stderr.contains("cannot write"), "{stderr}");
     assert!(stderr.contains("not-a-dir"), "{stderr}");
+}
+
+/// Two runs of one job in one folder: the older one's saves block 3 s and its final loss is
+/// 9.75, the newer one's 1 s and 9.25.
+fn two_runs(results: &Path) -> [&'static str; 2] {
+    let runs = [
+        ("20261130-070000-beef", "2026-11-30T07:00:00Z", 3.0, 9.75),
+        ("20261130-080000-cafe", "2026-11-30T08:00:00Z", 1.0, 9.25),
+    ];
+    for (run, started, save_s, loss) in runs {
+        for repeat in 1..=2 {
+            let mut r = record(variant("default", "default"), repeat, save_s, 0);
+            r.metrics.get_mut("lm loss").unwrap().0.insert(12, loss);
+            r.run_id = run.into();
+            r.started_at = started.into();
+            write_record(&results.join(run), &r);
+        }
+    }
+    runs.map(|(run, ..)| run)
+}
+
+#[test]
+fn every_command_reads_the_newest_run_of_a_folder_unless_told() {
+    let dir = tempfile::tempdir().unwrap();
+    let results = dir.path().join("results");
+    let [old, new] = two_runs(&results);
+    let results = results.to_str().unwrap();
+    let golden = dir.path().join("golden");
+    let golden = golden.to_str().unwrap();
+    let root = [
+        "--golden-root",
+        golden,
+        "--root",
+        dir.path().to_str().unwrap(),
+    ];
+    let newest = |verb: &str| {
+        format!(
+            "goldgate: {verb} run {new}, the newest of 2 in this folder (1 older run left out; \
+             --all-runs merges them, --run ID picks others)"
+        )
+    };
+
+    let (code, stdout, stderr) = goldgate(&["bless", "--from", results, "--golden-root", golden]);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    assert!(stderr.contains(&newest("blessing")), "{stderr}");
+
+    // The blessed run judged again: nothing moved. The older run, named, ends on another loss.
+    let (code, stdout, stderr) =
+        goldgate(&[&["compare", "--results", results][..], &root].concat());
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    assert!(stderr.contains(&newest("judging")), "{stderr}");
+    let compare_old = [&["compare", "--results", results, "--run", old][..], &root].concat();
+    let (code, stdout, stderr) = goldgate(&compare_old);
+    assert_eq!(code, 1, "{stdout}{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "goldgate: judging run {old} (1 other run in this folder left out)"
+        )),
+        "{stderr}"
+    );
+
+    let comment = [&["comment", "--dry-run", "--results", results][..], &root].concat();
+    let (code, stdout, stderr) = goldgate(&comment);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    assert!(stderr.contains(&newest("judging")), "{stderr}");
+    assert!(!stdout.contains("regression"), "{stdout}");
+    let (code, stdout, _) = goldgate(&[&comment[..], &["--run", old]].concat());
+    assert_eq!(code, 0);
+    assert!(stdout.contains("regression"), "{stdout}");
+
+    let (code, stdout, stderr) = goldgate(&["report", "--results", results]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.contains(&newest("showing")), "{stderr}");
+    assert!(stdout.contains("2 of 2 passed"), "{stdout}");
+    assert!(stdout.contains("1.00 s"), "the newer run's saves: {stdout}");
+
+    let (code, stdout, stderr) = goldgate(&["calibrate", "--results", results]);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    assert!(stderr.contains(&newest("measuring")), "{stderr}");
+}
+
+#[test]
+fn report_of_all_runs_writes_one_timeline_per_run_and_job() {
+    let dir = tempfile::tempdir().unwrap();
+    let results = dir.path().join("results");
+    two_runs(&results);
+    let svg = dir.path().join("svg");
+    let md = dir.path().join("report.md");
+    let (code, stdout, stderr) = goldgate(&[
+        "report",
+        "--all-runs",
+        "--results",
+        results.to_str().unwrap(),
+        "--svg",
+        svg.to_str().unwrap(),
+        "--markdown",
+        md.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("4 of 4 passed"), "{stdout}");
+    let mut names: Vec<String> = std::fs::read_dir(&svg)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    insta::assert_snapshot!(names.join("\n"));
+    let markdown = std::fs::read_to_string(&md).unwrap();
+    let links: Vec<&str> = markdown
+        .lines()
+        .filter_map(|l| l.split("[svg](").nth(1))
+        .collect();
+    assert_eq!(links.len(), 4, "{markdown}");
+    for name in &names {
+        assert!(
+            links.iter().any(|l| l.contains(name.as_str())),
+            "{name} not linked: {markdown}"
+        );
+    }
 }

@@ -33,7 +33,7 @@ pub use engine::{
 };
 pub use error::CompareError;
 pub use evaluation::{failed_as_expected, record_failed_as_expected};
-pub use runs::{RunSelection, load_runs, select_runs};
+pub use runs::{Records, RunSelection, load_runs, select_runs};
 pub use verdict::{
     COMPARISON_SCHEMA_VERSION, Comparison, Counts, GateDecision, JobComparison, MetricResult, Unit,
     Verdict,

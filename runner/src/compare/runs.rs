@@ -1,10 +1,12 @@
-//! Stage "compare": which recorded runs a comparison (or a bless) takes from a results folder.
+//! Stage "compare": which recorded runs a command takes from a results folder — the one rule
+//! `compare`, `bless`, `report`, `comment` and `calibrate` share.
 //!
 //! `goldgate run` writes every run to `OUT/<run-id>/`, so `results/` soon holds many. Judging all
 //! of them together would count yesterday's runs as repeats of today's and turn a regression into
 //! "unstable" (or bless an average of both), so the newest run is taken unless the user names runs
 //! (`--run ID`, repeatable) or asks for all of them (`--all-runs`), as `cargo nextest` reruns only
-//! the last run's failures.
+//! the last run's failures. The newest run must be complete: a newer run that was killed is an
+//! error (exit 3), never a reason to fall back to an older run the user did not name.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -64,8 +66,9 @@ pub fn load_runs(
     Ok((records, note))
 }
 
-/// The records of the selected runs, and a line saying what was left out (none when the folder
-/// held only the runs taken).
+/// The records of the selected runs, and a note saying which runs were taken and what was left
+/// out (none when the folder held only the runs taken). The note starts with `run …`, for the
+/// caller's verb: `judging run …`, `showing run …`.
 pub fn select_runs(
     records: Records,
     selection: &RunSelection,
@@ -180,12 +183,12 @@ fn note(keep: &[String], total: usize, selection: &RunSelection) -> String {
     let runs = if others == 1 { "run" } else { "runs" };
     match selection {
         RunSelection::Newest => format!(
-            "judging run {}, the newest of {total} in this folder ({others} older {runs} left out; \
+            "run {}, the newest of {total} in this folder ({others} older {runs} left out; \
              --all-runs merges them, --run ID picks others)",
             keep.join(", ")
         ),
         _ => format!(
-            "judging run {} ({others} other {runs} in this folder left out)",
+            "run {} ({others} other {runs} in this folder left out)",
             keep.join(", ")
         ),
     }
@@ -281,7 +284,7 @@ mod tests {
         assert_eq!(runs(&kept), [("a-new".to_owned(), 1)]);
         assert_eq!(
             note.unwrap(),
-            "judging run a-new, the newest of 3 in this folder (2 older runs left out; \
+            "run a-new, the newest of 3 in this folder (2 older runs left out; \
              --all-runs merges them, --run ID picks others)"
         );
     }
@@ -302,7 +305,7 @@ mod tests {
         );
         assert_eq!(
             note.unwrap(),
-            "judging run z-old, mid (1 other run in this folder left out)"
+            "run z-old, mid (1 other run in this folder left out)"
         );
     }
 

@@ -59,13 +59,25 @@ fn outcome(r: &RunRecord) -> String {
 }
 
 /// The per-job table. `svg_dir` is the link prefix of the timelines (relative to the markdown
-/// file), `None` when no SVGs were written.
+/// file), `None` when no SVGs were written. Records of several runs (`report --all-runs`) get
+/// a `run` column; each row links to its own run's timeline.
 fn jobs_markdown(records: &[&RunRecord], svg_dir: Option<&str>) -> String {
-    let mut out = String::from(
-        "## Jobs\n\n| case | variant | repeat | outcome | wall | GPU peak | host peak PSS | /dev/shm peak | checkpoint saves (blocking) | timeline |\n\
-         |---|---|---|---|---|---|---|---|---|---|\n",
+    let runs: std::collections::BTreeSet<&str> =
+        records.iter().map(|r| r.run_id.as_str()).collect();
+    let several = runs.len() > 1;
+    let mut out = String::from("## Jobs\n\n|");
+    if several {
+        out.push_str(" run |");
+    }
+    out.push_str(
+        " case | variant | repeat | outcome | wall | GPU peak | host peak PSS | /dev/shm peak | checkpoint saves (blocking) | timeline |\n|",
     );
+    out.push_str(&"---|".repeat(if several { 11 } else { 10 }));
+    out.push('\n');
     for r in records {
+        if several {
+            out.push_str(&format!("| {} ", escape_md(&r.run_id)));
+        }
         let timeline = svg_dir.map_or_else(
             || "—".to_string(),
             |dir| {
@@ -153,11 +165,33 @@ mod tests {
     }
 
     #[test]
+    fn rows_of_two_runs_link_to_their_own_timelines() {
+        let mut records = sweep();
+        let older: Vec<RunRecord> = records
+            .iter()
+            .cloned()
+            .map(|mut r| {
+                r.run_id = "20261129-000000-0000".into();
+                r
+            })
+            .collect();
+        records.extend(older);
+        let refs: Vec<&RunRecord> = records.iter().collect();
+        let md = jobs_markdown(&refs, Some("svg"));
+        let links: std::collections::BTreeSet<&str> = md
+            .lines()
+            .filter_map(|l| l.split("[svg](").nth(1))
+            .collect();
+        assert_eq!(links.len(), records.len(), "{md}");
+        insta::assert_snapshot!(md);
+    }
+
+    #[test]
     fn no_svg_dir_means_no_links() {
         let records = sweep();
         let refs: Vec<&RunRecord> = records.iter().collect();
         let md = jobs_markdown(&refs, None);
         assert!(!md.contains("[svg]"), "{md}");
-        assert!(jobs_markdown(&refs, Some("")).contains("](gpt-gpt3"));
+        assert!(jobs_markdown(&refs, Some("")).contains("](20261130-062900-abcd__gpt-gpt3"));
     }
 }

@@ -28,8 +28,10 @@ const SHM: RGBColor = RGBColor(148, 103, 189);
 const HOST_RSS: RGBColor = RGBColor(188, 189, 34);
 const SAVE: RGBColor = RGBColor(255, 127, 14);
 
-/// `<case slug>__<variant slug>__<repeat>.svg`; the case slug replaces `/` with `-` and every
-/// character outside `[A-Za-z0-9._+-]` with `_`, so the name is one path component.
+/// `<run id>__<case slug>__<variant slug>__<repeat>.svg`: the run and the job, so the timelines
+/// of several runs (`report --all-runs`) never overwrite each other. Each slug replaces `/`
+/// with `-` and every character outside `[A-Za-z0-9._+-]` with `_`, so the name is one path
+/// component.
 pub fn file_name(r: &RunRecord) -> String {
     let slug = |s: &str| -> String {
         s.chars()
@@ -40,7 +42,13 @@ pub fn file_name(r: &RunRecord) -> String {
             })
             .collect()
     };
-    let name = format!("{}__{}__{}", slug(&r.case), slug(&r.variant.slug), r.repeat);
+    let name = format!(
+        "{}__{}__{}__{}",
+        slug(&r.run_id),
+        slug(&r.case),
+        slug(&r.variant.slug),
+        r.repeat
+    );
     format!("{}.svg", bounded(&name))
 }
 
@@ -368,7 +376,10 @@ mod tests {
         r.case = format!("{}/{}", "m".repeat(200), "c".repeat(250));
         let long = file_name(&r);
         assert!(long.len() <= 255, "{} bytes", long.len());
-        assert!(long.ends_with(".svg") && long.starts_with("mmm"), "{long}");
+        assert!(
+            long.ends_with(".svg") && long.starts_with("20261130-062900-abcd__mmm"),
+            "{long}"
+        );
         r.case.push('d');
         assert_ne!(file_name(&r), long);
         let dir = tempfile::tempdir().unwrap();
@@ -639,12 +650,16 @@ mod tests {
         let mut r = async_record();
         assert_eq!(
             file_name(&r),
-            "gpt-gpt3_mcore_te_tp1_pp1_ckpt_resume__allocator-gc80+checkpoint-async__2.svg"
+            "20261130-062900-abcd__gpt-gpt3_mcore_te_tp1_pp1_ckpt_resume__allocator-gc80+checkpoint-async__2.svg"
         );
         r.case = "a/b c/../d".into();
+        r.run_id = "../x".into();
         assert_eq!(
             file_name(&r),
-            "a-b_c-..-d__allocator-gc80+checkpoint-async__2.svg"
+            "..-x__a-b_c-..-d__allocator-gc80+checkpoint-async__2.svg"
         );
+        let mut other_run = async_record();
+        other_run.run_id = "20261201-000000-0000".into();
+        assert_ne!(file_name(&other_run), file_name(&async_record()));
     }
 }

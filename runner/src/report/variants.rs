@@ -6,6 +6,11 @@
 //! The spread shown is the min–max range over repeats, not a confidence interval: with the 2–5
 //! repeats a variant sweep usually has, the range is the honest summary (the gate's bootstrap CI
 //! lives in `compare`).
+//!
+//! Rows of figures no rule gates (summed RSS, the system's MemAvailable drop, the probe's
+//! allocator snapshots) are *diagnostic*: other processes, shared pages and the page cache move
+//! them, so their differences are mostly noise. They come last, under their own heading, and
+//! without a Δ, so they never read as the loudest result.
 
 use crate::observe::log::one_line;
 use std::collections::{BTreeMap, BTreeSet};
@@ -69,6 +74,8 @@ pub struct MetricRow {
     pub label: String,
     /// How to format it.
     pub kind: Unit,
+    /// A context figure no rule gates: shown after the gated rows, without a Δ.
+    pub diagnostic: bool,
     /// One per variant column; `None` where no passed repeat had the value.
     pub cells: Vec<Option<Cell>>,
 }
@@ -89,39 +96,62 @@ pub struct Cell {
 /// Reads one repeat's value (the iteration-time window for the rows that need it).
 type Extract = fn(&RunRecord, Option<&Window>) -> Option<f64>;
 
-/// The fixed rows: label, kind, how to read one repeat's value.
-const FIXED: &[(&str, Unit, Extract)] = &[
+/// Whether the gate judges a row's figure ([`MetricRow::diagnostic`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Role {
+    Gated,
+    Diagnostic,
+}
+
+/// The fixed rows: label, kind, role, how to read one repeat's value.
+const FIXED: &[(&str, Unit, Role, Extract)] = &[
     (
         "checkpoint blocking, saves after the first (median)",
         Unit::Seconds,
+        Role::Gated,
         blocking_after_first,
     ),
     (
         "checkpoint blocking, first save",
         Unit::Seconds,
+        Role::Gated,
         blocking_first,
     ),
     (
         "checkpoint async latency (median)",
         Unit::Seconds,
+        Role::Gated,
         async_latency,
     ),
-    (
-        "async saves overlapped by the next (latency left out)",
-        Unit::Count,
-        overlapped_saves,
-    ),
-    ("GPU peak memory", Unit::Bytes, gpu_peak),
-    ("host peak PSS", Unit::Bytes, host_peak),
-    ("host peak RSS (summed)", Unit::Bytes, host_rss),
-    ("MemAvailable drop", Unit::Bytes, mem_available_drop),
-    ("/dev/shm peak", Unit::Bytes, shm_peak),
+    ("GPU peak memory", Unit::Bytes, Role::Gated, gpu_peak),
+    ("host peak PSS", Unit::Bytes, Role::Gated, host_peak),
+    ("/dev/shm peak", Unit::Bytes, Role::Gated, shm_peak),
     (
         "iteration time ({statistic})",
         Unit::Seconds,
+        Role::Gated,
         iteration_time,
     ),
-    ("final lm loss", Unit::Plain, final_loss),
+    ("final lm loss", Unit::Plain, Role::Gated, final_loss),
+    // What explains the figures above; no rule gates them.
+    (
+        "async saves overlapped by the next (latency left out)",
+        Unit::Count,
+        Role::Diagnostic,
+        overlapped_saves,
+    ),
+    (
+        "host peak RSS (summed)",
+        Unit::Bytes,
+        Role::Diagnostic,
+        host_rss,
+    ),
+    (
+        "MemAvailable drop",
+        Unit::Bytes,
+        Role::Diagnostic,
+        mem_available_drop,
+    ),
 ];
 
 /// What the table takes from `goldgate.yaml`: the order of variant columns and the
@@ -243,7 +273,7 @@ fn build_case(
         .collect();
     let mut rows: Vec<MetricRow> = FIXED
         .iter()
-        .map(|(label, kind, extract)| {
+        .map(|(label, kind, role, extract)| {
             let statistic = window.map_or("median", |w| w.statistic.name());
             let label = label.replace("{statistic}", statistic);
             let cells = passed
@@ -253,6 +283,7 @@ fn build_case(
             MetricRow {
                 label,
                 kind: *kind,
+                diagnostic: *role == Role::Diagnostic,
                 cells,
             }
         })
@@ -264,11 +295,14 @@ fn build_case(
             .collect();
         rows.push(MetricRow {
             kind: Unit::of_metric(&key),
+            diagnostic: !is_gated(&key),
             label: format!("{key} (final)"),
             cells,
         });
     }
     rows.retain(|r| r.cells.iter().any(Option::is_some));
+    // Gated rows first, each group in its own order.
+    rows.sort_by_key(|r| r.diagnostic);
     CaseVariants {
         case: case.to_string(),
         variants: columns,
@@ -289,6 +323,13 @@ const TRADE_OFF: [&str; 8] = [
     "probe-",
     "mem-max-reserved",
 ];
+
+/// Whether a golden file with this key gates on it: goldgate's own metrics (the counters among
+/// them), and Megatron's memory figures a case's `METRICS` names (`mem-*-bytes`). The probe's
+/// allocator snapshots (`torch-peak-*`, `reserved-minus-allocated-bytes`, …) are recorded only.
+fn is_gated(key: &str) -> bool {
+    names::GOLDGATE_METRICS.contains(&key) || (key.starts_with("mem-") && key.ends_with("-bytes"))
+}
 
 fn extra_metric_keys(passed: &[Vec<&RunRecord>]) -> BTreeSet<String> {
     passed
@@ -437,13 +478,15 @@ impl Cell {
     }
 }
 
-/// The text of one cell: value and range, plus `Δ` to the baseline for non-baseline columns.
+/// The text of one cell: value and range, plus `Δ` to the baseline for non-baseline columns
+/// of gated rows.
 fn cell_text(row: &MetricRow, col: usize, passed: usize, delta_sep: &str) -> String {
     let Some(Some(c)) = row.cells.get(col) else {
         return "—".into();
     };
     let mut text = c.text(row.kind, passed);
     if col > 0
+        && !row.diagnostic
         && let Some(Some(base)) = row.cells.first()
     {
         text.push_str(delta_sep);
@@ -457,6 +500,34 @@ fn jobs_text(v: &VariantColumn) -> String {
     format!("{} of {} passed", v.passed, v.total)
 }
 
+/// The heading of the diagnostic rows, and what it means under the table.
+const DIAGNOSTIC_HEADING: &str = "diagnostic (not gated, no Δ)";
+const DIAGNOSTIC_NOTE: &str = "diagnostic rows: context figures no rule gates (shared pages, \
+     other processes and the page cache move them); compare their values, not their difference";
+
+/// The baseline column's header: `default (baseline)`.
+fn column_name(case: &CaseVariants, col: usize) -> String {
+    let name = &case.variants[col].name;
+    if col == 0 && case.variants.len() > 1 {
+        format!("{name} (baseline)")
+    } else {
+        name.clone()
+    }
+}
+
+/// What the table of a case shows: `median over the passed repeats (range), Δ against default`.
+fn caption(case: &CaseVariants, baseline: &str) -> String {
+    let mut text = "median over the passed repeats (range over repeats)".to_owned();
+    if case.variants.len() > 1 {
+        text.push_str(&format!(", Δ against {baseline}"));
+    }
+    text
+}
+
+fn has_diagnostic(case: &CaseVariants) -> bool {
+    case.rows.iter().any(|r| r.diagnostic)
+}
+
 /// Markdown: one `###` section and table per case. All names are escaped.
 pub fn render_markdown(table: &VariantTable) -> String {
     let mut out = String::from("## Variant comparison\n\n");
@@ -464,14 +535,15 @@ pub fn render_markdown(table: &VariantTable) -> String {
         out.push_str("No results.\n");
         return out;
     }
-    out.push_str(
-        "Median over the passed repeats, the range over repeats in parentheses, and Δ to the first column.\n",
-    );
     for case in &table.cases {
-        out.push_str(&format!("\n### {}\n\n", escape_md(&case.case)));
-        out.push_str("| metric |");
-        for v in &case.variants {
-            out.push_str(&format!(" {} |", escape_md(&v.name)));
+        out.push_str(&format!("### {}\n\n", escape_md(&case.case)));
+        let baseline = format!("**{}**", escape_md(&case.variants[0].name));
+        out.push_str(&format!(
+            "{}.\n\n| metric |",
+            capitalised(&caption(case, &baseline))
+        ));
+        for col in 0..case.variants.len() {
+            out.push_str(&format!(" {} |", escape_md(&column_name(case, col))));
         }
         out.push_str("\n|---|");
         out.push_str(&"---|".repeat(case.variants.len()));
@@ -480,15 +552,32 @@ pub fn render_markdown(table: &VariantTable) -> String {
             out.push_str(&format!(" {} |", jobs_text(v)));
         }
         out.push('\n');
+        let mut heading = false;
         for row in &case.rows {
+            if row.diagnostic && !std::mem::replace(&mut heading, true) {
+                out.push_str(&format!("| *{DIAGNOSTIC_HEADING}* |"));
+                out.push_str(&" |".repeat(case.variants.len()));
+                out.push('\n');
+            }
             out.push_str(&format!("| {} |", escape_md(&row.label)));
             for (col, v) in case.variants.iter().enumerate() {
                 out.push_str(&format!(" {} |", cell_text(row, col, v.passed, "<br>")));
             }
             out.push('\n');
         }
+        if heading {
+            out.push_str(&format!("\n{}.\n", capitalised(DIAGNOSTIC_NOTE)));
+        }
+        out.push('\n');
     }
     out
+}
+
+fn capitalised(text: &str) -> String {
+    let mut chars = text.chars();
+    chars.next().map_or_else(String::new, |first| {
+        first.to_uppercase().chain(chars).collect()
+    })
 }
 
 /// Terminal: one table per case, headed by the case name; no colour.
@@ -497,12 +586,18 @@ pub fn render_terminal(table: &VariantTable) -> String {
     for case in &table.cases {
         let mut b = tabled::builder::Builder::default();
         let mut header = vec!["metric".to_string()];
-        header.extend(case.variants.iter().map(|v| one_line(&v.name)));
+        header.extend((0..case.variants.len()).map(|col| one_line(&column_name(case, col))));
         b.push_record(header);
         let mut jobs = vec!["jobs".to_string()];
         jobs.extend(case.variants.iter().map(jobs_text));
         b.push_record(jobs);
+        let mut heading = false;
         for row in &case.rows {
+            if row.diagnostic && !std::mem::replace(&mut heading, true) {
+                let mut rec = vec![format!("── {DIAGNOSTIC_HEADING} ──")];
+                rec.extend(case.variants.iter().map(|_| String::new()));
+                b.push_record(rec);
+            }
             let mut rec = vec![row.label.clone()];
             rec.extend(
                 case.variants
@@ -514,7 +609,15 @@ pub fn render_terminal(table: &VariantTable) -> String {
         }
         let mut t = b.build();
         t.with(tabled::settings::Style::sharp());
-        out.push_str(&format!("{}\n{t}\n", one_line(&case.case)));
+        let baseline = one_line(&case.variants[0].name);
+        out.push_str(&format!(
+            "{}: {}\n{t}\n",
+            one_line(&case.case),
+            caption(case, &baseline)
+        ));
+        if has_diagnostic(case) {
+            out.push_str(&format!("{DIAGNOSTIC_NOTE}\n"));
+        }
     }
     if out.is_empty() {
         out.push_str("no results\n");
