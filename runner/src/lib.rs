@@ -20,4 +20,5 @@ pub mod observe;
 pub mod plan;
 pub mod printable;
 pub mod report;
+pub mod rules;
 pub mod run;

@@ -16,13 +16,13 @@ use std::sync::Mutex;
 use super::args::{ExecArgs, GateArgs};
 use super::error::{AppError, CmdError};
 use super::output::{err, errln, out};
-use super::select::{Output, Selection, plan_selection};
+use super::select::{Selection, plan_selection};
 use crate::compare::ab::{self, AbMetric, Sequential};
 use crate::compare::ab_outcome::{AB_SCHEMA_VERSION, AbJob, AbReport, ArmSpec};
 use crate::config::{Config, ExecutorChoice};
 use crate::exit::Exit;
 use crate::metrics::RunRecord;
-use crate::plan::Job;
+use crate::plan::{Job, Output};
 use crate::run::{Progress, ResultsWriter, RunOptions};
 
 /// Arguments of `goldgate ab`.

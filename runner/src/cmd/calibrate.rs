@@ -2,7 +2,7 @@
 
 use super::error::AppError;
 use super::output::{out, outln};
-use crate::compare::{CompareError, RuleSet, calibrate, rules_yaml};
+use crate::compare::{CompareError, RuleSet, calibrate};
 use crate::config::{BUILTIN_CONFIG, Config};
 use crate::exit::Exit;
 
@@ -78,7 +78,7 @@ fn write_rules(
         args.repeats
     );
     let edited =
-        rules_yaml::set_rtols(&text, updates, &note).map_err(|e| CompareError::ConfigEdit {
+        crate::rules::set_rtols(&text, updates, &note).map_err(|e| CompareError::ConfigEdit {
             path: path.to_path_buf(),
             line: e.line,
             message: e.message,

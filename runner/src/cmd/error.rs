@@ -18,7 +18,7 @@ use crate::launch::{LaunchError, SettleError};
 use crate::metrics::record::RecordError;
 use crate::observe::log::LogError;
 use crate::observe::tensorboard::TensorboardError;
-use crate::plan::{FilterError, PlanError};
+use crate::plan::{FilterError, PlanError, SelectError};
 use crate::report::error::ReportError;
 use crate::run::RunError;
 
@@ -44,6 +44,9 @@ pub enum AppError {
     #[error(transparent)]
     #[diagnostic(transparent)]
     Filter(#[from] FilterError),
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Select(#[from] SelectError),
     #[error(transparent)]
     #[diagnostic(transparent)]
     Launch(#[from] LaunchError),
@@ -91,6 +94,7 @@ impl AppError {
             AppError::Config(e) => config(e),
             AppError::Plan(e) => plan(e),
             AppError::Filter(e) => filter(e),
+            AppError::Select(e) => select(e),
             AppError::Launch(e) => launch(e),
             AppError::Settle(e) => settle(e),
             AppError::Log(e) => log(e),
@@ -188,6 +192,18 @@ fn plan(e: &PlanError) -> Exit {
         | PlanError::EnvName { .. }
         | PlanError::ZeroRepeat
         | PlanError::NothingToRun { .. } => Exit::Usage,
+    }
+}
+
+fn select(e: &SelectError) -> Exit {
+    match e {
+        SelectError::Case(e) => case(e),
+        SelectError::Recipe(e) => recipe(e),
+        SelectError::Config(e) => config(e),
+        SelectError::Plan(e) => plan(e),
+        SelectError::Filter(e) => filter(e),
+        SelectError::NoRecipes { .. } | SelectError::CaseNotLoaded { .. } => Exit::Usage,
+        SelectError::Cwd { .. } => Exit::Failure,
     }
 }
 
@@ -324,8 +340,6 @@ fn cmd(e: &CmdError) -> Exit {
         CmdError::BadDir { .. }
         | CmdError::NoEarlierRun { .. }
         | CmdError::NoRun { .. }
-        | CmdError::NoRecipes { .. }
-        | CmdError::CaseNotLoaded { .. }
         | CmdError::NotPlanned
         | CmdError::NothingToRun
         | CmdError::NotOneJob { .. }
@@ -365,18 +379,6 @@ pub enum CmdError {
     )]
     #[diagnostic(help("--out names the folder of runs, --run one of them"))]
     NoRun { out: PathBuf, run: Option<String> },
-
-    /// `--scope`/`--cadence` without Megatron's recipes.
-    #[error(
-        "--scope and --cadence need Megatron's recipes, and none were found beside {}",
-        root.display()
-    )]
-    #[diagnostic(help("--recipes DIR, or `recipes:` in goldgate.yaml"))]
-    NoRecipes { root: PathBuf },
-
-    /// A selected case could not be loaded (said once per case, with the case's own error).
-    #[error("{message}")]
-    CaseNotLoaded { message: String },
 
     /// Some selected cases do not plan; `run` starts nothing.
     #[error("not running: the cases above do not plan")]

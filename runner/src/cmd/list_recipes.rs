@@ -6,9 +6,10 @@ use tabled::settings::Style;
 
 use super::error::AppError;
 use super::output::outln;
-use super::select::{RecipeArgs, load_rows, not_run_reason};
+use super::select::RecipeArgs;
 use crate::case::{RecipeFilter, RecipeRow, select};
 use crate::exit::Exit;
+use crate::plan::{load_rows, not_run_reason};
 
 /// One listed workload.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
@@ -62,7 +63,7 @@ pub fn run(
     config: &crate::config::Config,
     json: bool,
 ) -> Result<Exit, AppError> {
-    let rows = load_rows(recipes, root, config)?;
+    let rows = load_rows(&recipes.query(), root, config)?;
     // Without a case tree every row is "no case folder", as `plan` would say.
     let found = crate::case::discover(root).unwrap_or_default();
     let filter = RecipeFilter {

@@ -4,9 +4,9 @@ use std::path::PathBuf;
 
 use super::error::AppError;
 use super::output::{err, out};
-use super::select::{CaseArgs, Output, Selection, plan_selection};
+use super::select::{CaseArgs, Selection, plan_selection};
 use crate::exit::Exit;
-use crate::plan::{render_plan_json, render_plan_text};
+use crate::plan::{Output, render_plan_json, render_plan_text};
 
 /// Arguments of `goldgate plan`.
 #[derive(clap::Args, Debug)]

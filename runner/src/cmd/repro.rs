@@ -4,11 +4,11 @@ use std::path::{Path, PathBuf};
 
 use super::error::AppError;
 use super::output::{err, out};
-use super::select::{Output, Selection, plan_selection};
+use super::select::{Selection, plan_selection};
 use crate::config::{Config, ExecutorChoice};
 use crate::exit::Exit;
 use crate::plan::{
-    BatchSpec, Job, Launcher, batch_time_limit, render_batch, render_repro, resolve_program,
+    BatchSpec, Job, Launcher, Output, batch_time_limit, render_batch, render_repro, resolve_program,
 };
 
 /// Arguments of `goldgate repro`.

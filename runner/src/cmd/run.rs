@@ -10,10 +10,11 @@ use super::error::AppError;
 use super::output::{err, errln, out, outln};
 pub use super::run_notes::scripts_notice;
 use super::run_notes::{decide_scripts, keep_failed, ungated_line};
-use super::select::{CaseArgs, Output, Selection, plan_selection};
+use super::select::{CaseArgs, Selection, plan_selection};
 use crate::config::{Config, ExecutorChoice};
 use crate::exit::Exit;
 use crate::launch;
+use crate::plan::Output;
 use crate::run::{
     Executor, LocalExecutor, Progress, ResultsWriter, RunOptions, RunSummary, SlurmExecutor,
 };

@@ -33,12 +33,12 @@
 use serde::Serialize;
 
 use super::judge::{self, Series};
-use super::rules::{Direction, Rule, RuleSet};
 use super::stats::{self, Tolerance};
 use super::twosample::t_quantile;
 use super::verdict::Unit;
 use crate::config::AbSettings;
 use crate::metrics::RunRecord;
+use crate::rules::{Direction, Rule, RuleSet};
 
 /// The sequential test's parameters for one platform.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]

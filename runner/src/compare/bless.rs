@@ -20,10 +20,10 @@ use super::error::CompareError;
 use super::golden_io;
 use super::golden_samples::GoldenSamples;
 use super::judge::{Series, reduce, representative};
-use super::rules::RuleSet;
 use super::stats;
 use super::verdict::Unit;
 use crate::metrics::RunRecord;
+use crate::rules::RuleSet;
 
 /// One golden file bless would write.
 #[derive(Clone, Debug, PartialEq)]

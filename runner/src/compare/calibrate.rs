@@ -19,10 +19,10 @@ use std::path::PathBuf;
 
 use super::engine::{Group, group};
 use super::judge::{self, Series, reduce};
-use super::rules::{Rule, RuleSet};
 use super::stats::{self, SplitMix64};
 use super::verdict::{Unit, Verdict};
 use crate::metrics::RunRecord;
+use crate::rules::{Rule, RuleSet};
 
 /// Target false-alarm rate.
 const ALARM_RATE: f64 = 0.01;
@@ -374,12 +374,12 @@ mod tests {
         let times = [2.0, 2.1, 1.9, 2.3, 2.05, 1.8];
         let c = calibrate(saves(&times), &rules, 1);
         let suggested = metric(&c, "checkpoint-blocking-time").suggested_rtol;
-        let raised = crate::config::RuleOverride {
-            rtol: Some(crate::config::Tolerance(suggested)),
+        let raised = crate::rules::RuleOverride {
+            rtol: Some(crate::rules::Tolerance(suggested)),
             ..Default::default()
         };
         let rules = RuleSet::from_config(
-            &crate::config::Rules::default()
+            &crate::rules::Rules::default()
                 .with_file_rules(vec![("checkpoint-blocking-time".into(), raised)]),
         );
         let again = calibrate(saves(&times), &rules, 1);

@@ -12,10 +12,10 @@ use super::golden_io;
 use super::judge::{self, Series};
 use super::judge_two_sample;
 use super::platform;
-use super::rules::RuleSet;
 use super::verdict::{Comparison, JobComparison, MetricResult, Verdict};
 use crate::metric_names::{CHECKPOINT_ASYNC_LATENCY, GOLDGATE_METRICS};
 use crate::metrics::RunRecord;
+use crate::rules::RuleSet;
 
 /// Where to look and how to judge.
 #[derive(Clone, Debug)]

@@ -11,10 +11,11 @@
 
 use std::collections::BTreeMap;
 
-use super::rules::{Direction, Rule, Statistic, collapse};
+use super::stats::collapse;
 use super::stats::{self, Tolerance};
 use super::verdict::{MetricResult, Verdict};
-use crate::config::MetricKind;
+use crate::rules::MetricKind;
+use crate::rules::{Direction, Rule, Statistic};
 
 /// Per-step values of one metric (NaN for a `"nan"` golden entry).
 pub type Series = BTreeMap<u64, f64>;
@@ -94,7 +95,7 @@ fn judge_steps(
     exact: bool,
     out: &mut MetricResult,
 ) {
-    let tol = rule.tolerance();
+    let tol = Tolerance::of(rule);
     let (mut bad, mut good, mut differ) = (Vec::new(), Vec::new(), Vec::new());
     let mut worst: Option<(f64, u64)> = None;
     let (first, last) = rule.steps.map_or((0, u64::MAX), |r| (r.first, r.last));
@@ -389,7 +390,7 @@ fn judge_distribution(rule: &Rule, golden: &Series, repeats: &[&Series], out: &m
         }
     };
     out.now = Some(now);
-    let tol: Tolerance = rule.tolerance();
+    let tol: Tolerance = Tolerance::of(rule);
     let band = tol.band(g);
     out.band = Some(band);
     if nows.len() == 1 {
@@ -502,7 +503,7 @@ fn decide_by_interval(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compare::rules::RuleSet;
+    use crate::rules::RuleSet;
 
     fn s(pairs: &[(u64, f64)]) -> Series {
         pairs.iter().copied().collect()

@@ -1,4 +1,5 @@
-//! Stage "compare": rules, statistics and verdicts; `bless` and `calibrate`.
+//! Stage "compare": statistics and verdicts under the rules (`crate::rules`); `bless` and
+//! `calibrate`.
 
 pub mod ab;
 pub mod ab_outcome;
@@ -19,8 +20,6 @@ pub mod noise;
 pub mod platform;
 pub mod power;
 pub mod resumed;
-pub mod rules;
-pub mod rules_yaml;
 pub mod runs;
 pub mod saved;
 pub(crate) mod stats;
@@ -28,12 +27,12 @@ pub mod tensorboard;
 pub(crate) mod twosample;
 pub mod verdict;
 
+pub use crate::rules::{Direction, Rule, RuleSet};
 pub use engine::{
     CompareOptions, compare_dir, compare_records, golden_variant, is_default_variant,
 };
 pub use error::CompareError;
 pub use evaluation::{failed_as_expected, record_failed_as_expected};
-pub use rules::{Direction, Rule, RuleSet};
 pub use runs::{Records, RunSelection, load_runs, select_runs};
 pub use verdict::{
     COMPARISON_SCHEMA_VERSION, Comparison, Counts, GateDecision, JobComparison, MetricResult, Unit,

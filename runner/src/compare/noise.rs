@@ -8,10 +8,10 @@
 //! fingerprint figures say which part of it a setting such as `--settle sync` could control.
 
 use super::judge::{Series, samples};
-use super::rules::Rule;
 use super::stats;
 use super::twosample;
 use crate::metrics::RunRecord;
+use crate::rules::Rule;
 
 /// The noise of one metric over unchanged jobs.
 #[derive(Clone, Debug, PartialEq)]

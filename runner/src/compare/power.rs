@@ -21,11 +21,11 @@ use super::golden_samples::GoldenSamples;
 use super::judge::{self, Series};
 use super::judge_two_sample;
 use super::noise::{self, Noise};
-use super::rules::{Rule, TestKind};
 use super::stats::{self, SplitMix64};
 use super::twosample;
 use super::verdict::{Unit, Verdict};
 use crate::metrics::RunRecord;
+use crate::rules::{Rule, TestKind};
 
 /// Comparisons judged per rule and repeat count at most.
 const MAX_SPLITS: usize = 500;
@@ -443,7 +443,7 @@ pub(crate) fn metric_power(
 pub fn power(
     unchanged: Vec<(std::path::PathBuf, RunRecord)>,
     planted: &[(String, Vec<(std::path::PathBuf, RunRecord)>)],
-    rules: &super::rules::RuleSet,
+    rules: &crate::rules::RuleSet,
     only: &[String],
     opts: &PowerOptions,
 ) -> PowerReport {
@@ -553,7 +553,7 @@ fn warmup_lines(
 mod tests {
     use super::*;
     use crate::compare::fixtures::record;
-    use crate::compare::rules::RuleSet;
+    use crate::rules::RuleSet;
 
     /// Unchanged jobs with saves after the first at `t` (±2 % within each job).
     fn jobs(times: &[f64]) -> Vec<(std::path::PathBuf, RunRecord)> {

@@ -9,10 +9,10 @@
 use std::path::PathBuf;
 
 use super::judge::{self, Series};
-use super::rules::RuleSet;
 use super::verdict::{MetricResult, Verdict};
 use crate::metric_names::GOLDGATE_METRICS;
 use crate::metrics::RunRecord;
+use crate::rules::RuleSet;
 
 /// Megatron's checks when a case names no `METRICS`.
 const DEFAULT_CHECKS: [&str; 2] = ["lm loss", "num-zeros"];
@@ -58,7 +58,7 @@ pub(crate) fn judge_resumed(
 /// The second run of one repeat against its own first run.
 fn one_repeat(
     metric: &str,
-    rule: &super::rules::Rule,
+    rule: &crate::rules::Rule,
     record: &RunRecord,
     nondeterministic: bool,
 ) -> MetricResult {
@@ -103,7 +103,7 @@ fn one_repeat(
     result
 }
 
-fn missing(name: &str, rule: &super::rules::Rule, detail: String) -> MetricResult {
+fn missing(name: &str, rule: &crate::rules::Rule, detail: String) -> MetricResult {
     MetricResult {
         metric: name.to_owned(),
         verdict: Verdict::MissingMetric,

@@ -8,7 +8,7 @@
 //! the last run's failures. The newest run must be complete: a newer run that was killed is an
 //! error (exit 3), never a reason to fall back to an older run the user did not name.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use super::error::CompareError;
@@ -219,6 +219,34 @@ fn run_starts<'a>(
         }
     }
     starts
+}
+
+/// The `run.json` of the newest run under `out` (by its start time), if there is one.
+pub fn newest_run(out: &Path) -> Option<crate::metrics::RunIndex> {
+    std::fs::read_dir(out)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| crate::metrics::record::load_index(&e.path().join("run.json")).ok())
+        .max_by_key(|index| {
+            let started = index.started_at.parse::<jiff::Timestamp>().ok();
+            (started, index.run_id.clone())
+        })
+}
+
+/// The `(case, variant)` of every job of `index` that failed or never finished (interrupted,
+/// killed): what `run --rerun-failed` runs again.
+pub fn failed_pairs(index: &RunIndex) -> BTreeSet<(String, String)> {
+    index
+        .jobs
+        .iter()
+        .filter(|j| j.outcome.as_ref().is_none_or(|o| !o.passed()))
+        .filter_map(|j| {
+            let (job, _repeat) = j.job_id.rsplit_once('#')?;
+            let (case, variant) = job.split_once('@')?;
+            Some((case.to_owned(), variant.to_owned()))
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -4,6 +4,8 @@
 //! The bootstrap uses its own small PRNG (SplitMix64) with a fixed seed, so the same numbers
 //! always give the same interval and the gate is reproducible run to run.
 
+use crate::rules::{Rule, Statistic};
+
 /// Resamples drawn by [`bootstrap_median_ci`]: enough that the 2.5 % / 97.5 % percentiles move
 /// by less than one order statistic between seeds for the small n (2-20) the gate sees.
 pub(crate) const RESAMPLES: usize = 2000;
@@ -19,6 +21,14 @@ pub(crate) struct Tolerance {
 }
 
 impl Tolerance {
+    /// A rule's band: its `rtol` and `atol`.
+    pub(crate) fn of(rule: &Rule) -> Tolerance {
+        Tolerance {
+            rtol: rule.rtol,
+            atol: rule.atol,
+        }
+    }
+
     /// Half-width of the band around `golden`.
     pub(crate) fn slack(self, golden: f64) -> f64 {
         self.atol + self.rtol * golden.abs()
@@ -39,6 +49,18 @@ impl Tolerance {
             (false, false) => true,
             _ => false,
         }
+    }
+}
+
+/// Applies a window's statistic; `None` for no values.
+pub(crate) fn collapse(statistic: Statistic, values: &[f64]) -> Option<f64> {
+    let fold = |f: fn(f64, f64) -> f64| values.iter().copied().reduce(f);
+    match statistic {
+        Statistic::Median => median(values),
+        Statistic::Mean if values.is_empty() => None,
+        Statistic::Mean => Some(values.iter().sum::<f64>() / values.len() as f64),
+        Statistic::Min => fold(f64::min),
+        Statistic::Max => fold(f64::max),
     }
 }
 
@@ -131,6 +153,16 @@ pub(crate) fn bootstrap_median_ci(values: &[f64], level: f64, seed: u64) -> Opti
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn window_statistics() {
+        let v = [3.0, 1.0, 2.0, 10.0];
+        assert_eq!(collapse(Statistic::Median, &v), Some(2.5));
+        assert_eq!(collapse(Statistic::Mean, &v), Some(4.0));
+        assert_eq!(collapse(Statistic::Min, &v), Some(1.0));
+        assert_eq!(collapse(Statistic::Max, &v), Some(10.0));
+        assert_eq!(collapse(Statistic::Mean, &[]), None);
+    }
 
     #[test]
     fn median_and_cv_on_known_values() {

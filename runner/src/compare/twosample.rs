@@ -34,8 +34,8 @@ use std::collections::HashMap;
 
 use statrs::distribution::{ContinuousCDF, StudentsT};
 
-use super::rules::Direction;
 use super::verdict::Verdict;
+use crate::rules::Direction;
 
 /// The scale the test works on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -4,7 +4,7 @@
 
 use serde::Deserialize;
 
-use super::rules::{Alpha, Effect, Tolerance};
+use crate::rules::{Alpha, Effect, Tolerance};
 
 /// The A/B comparison's settings, validated.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]

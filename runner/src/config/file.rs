@@ -11,8 +11,8 @@ use serde_saphyr::Spanned;
 
 use super::error::ConfigError;
 use super::named::{Named, StringMap, string_pairs};
-use super::rules::{RuleOverride, Rules};
 use super::slurm::{ExecutorChoice, RawSlurm, SlurmConfig, slurm_from_raw};
+use crate::rules::{RuleOverride, Rules};
 
 /// The repository's `goldgate.yaml` as shipped: used when no file is found (see `discover`).
 pub const BUILTIN_CONFIG: &str = include_str!("../../../goldgate.yaml");

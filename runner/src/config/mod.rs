@@ -1,11 +1,11 @@
-//! Stage "plan": the repository configuration `goldgate.yaml` (platforms, variant axes, metric rules).
+//! Stage "plan": the repository configuration `goldgate.yaml` (platforms, variant axes; its metric
+//! rules are `crate::rules`' types).
 
 mod ab;
 mod discover;
 mod error;
 mod file;
 mod named;
-mod rules;
 mod slurm;
 
 pub use ab::AbSettings;
@@ -14,10 +14,6 @@ pub use error::ConfigError;
 pub use file::{
     Axis, AxisValue, BUILTIN_CONFIG, BUILTIN_PLATFORMS, Config, LauncherChoice, MAX_CONFIG_BYTES,
     Platform,
-};
-pub use rules::{
-    Alpha, DEFAULT_ALPHA, DEFAULT_MIN_EFFECT, Direction, Effect, FailAllowance, MetricKind,
-    MetricRule, RuleOverride, Rules, Statistic, StepRange, TestKind, Tolerance, Window, glob_match,
 };
 pub use slurm::{
     DEFAULT_OUTAGE_LIMIT, DEFAULT_PENDING_LIMIT, DEFAULT_POLL_INTERVAL, ExecutorChoice, SlurmConfig,

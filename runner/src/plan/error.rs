@@ -1,4 +1,11 @@
-//! Stage "plan": errors turning cases into jobs (bad variant choices, unresolved placeholders).
+//! Stage "plan": errors turning cases into jobs (bad variant choices, unresolved placeholders)
+//! and selecting them.
+
+use std::path::PathBuf;
+
+use super::FilterError;
+use crate::case::{CaseError, RecipeError};
+use crate::config::ConfigError;
 
 /// Why a case could not be planned.
 #[derive(Debug, thiserror::Error, miette::Diagnostic)]
@@ -58,4 +65,41 @@ pub enum PlanError {
     ZeroRepeat,
     #[error("case {case} has no MODEL_ARGS and no entry")]
     NothingToRun { case: String },
+}
+
+/// Why a selection, or one of its cases, could not be planned: an earlier stage's error
+/// unchanged, or the selection's own.
+#[derive(Debug, thiserror::Error, miette::Diagnostic)]
+pub enum SelectError {
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Case(#[from] CaseError),
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Recipe(#[from] RecipeError),
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Config(#[from] ConfigError),
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Plan(#[from] PlanError),
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Filter(#[from] FilterError),
+
+    /// `--scope`/`--cadence` without Megatron's recipes.
+    #[error(
+        "--scope and --cadence need Megatron's recipes, and none were found beside {}",
+        root.display()
+    )]
+    #[diagnostic(help("--recipes DIR, or `recipes:` in goldgate.yaml"))]
+    NoRecipes { root: PathBuf },
+
+    /// A selected case could not be loaded (said once per case, with the case's own error).
+    #[error("{message}")]
+    CaseNotLoaded { message: String },
+
+    /// The current directory cannot be read (relative entries resolve against it).
+    #[error("cannot read the current directory: {source}")]
+    Cwd { source: std::io::Error },
 }

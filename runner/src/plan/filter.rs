@@ -11,7 +11,7 @@ use std::fmt;
 use std::str::FromStr;
 
 use crate::case::CaseRef;
-use crate::config::glob_match;
+use crate::rules::glob_match;
 
 /// One share of the cases: the `k`-th (1-based) of `n`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -11,12 +11,13 @@ mod program;
 mod ranks;
 mod render;
 mod repro;
+mod select;
 mod shell;
 mod slurm;
 mod variant;
 
 pub use build::{DEFAULT_ENTRY, Place, PlanInputs, Planned, Unset, plan_case};
-pub use error::PlanError;
+pub use error::{PlanError, SelectError};
 pub(crate) use filter::fnv1a;
 pub use filter::{CaseFilter, FilterError, Partition};
 pub use job::{
@@ -29,6 +30,10 @@ pub use program::resolve_program;
 pub use ranks::{Layout, Size};
 pub use render::{PLAN_SCHEMA_VERSION, PORT_PLACEHOLDER, render_plan_json, render_plan_text};
 pub use repro::{REPRO_DEFAULT_PORT, render_repro};
+pub use select::{
+    CaseFailure, Output, RecipeQuery, Selected, Selection, caller_env, load_rows, not_run_reason,
+    plan_selection,
+};
 pub use shell::shell_quote;
 pub use slurm::{
     BatchSpec, EXIT_MARKER, SAMPLER_STOP_FILE, SamplerStep, batch_time_limit, job_name,

@@ -15,13 +15,15 @@
 use crate::observe::log::one_line;
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::compare::rules::{Statistic, collapse};
+use crate::compare::stats::collapse;
 use crate::compare::stats::{median, median_sorted};
-use crate::config::{Config, Rules, Window};
+use crate::config::Config;
 use crate::metric_names as names;
 use crate::metrics::{CheckpointRecord, RunRecord};
 use crate::report::markdown::escape_md;
 use crate::report::units::{self, Unit};
+use crate::rules::Statistic;
+use crate::rules::{Rules, Window};
 
 /// Metric keys that have their own rows; every other key in `RunRecord.metrics` gets a row
 /// of its final value.

@@ -14,11 +14,13 @@ use std::path::{Path, PathBuf};
 const BASE: &[&str] = &["exit", "fsio", "metric_names", "duration", "printable"];
 
 /// Pipeline stages in order; a stage may use its own rank and earlier ones. `golden` reads
-/// and writes the case stage's golden files; `config` is the plan stage's schema.
+/// and writes the case stage's golden files; `config` is the plan stage's schema and `rules`
+/// its metric rules (schema, matching, the `calibrate --write` edit).
 const STAGES: &[(&str, u32)] = &[
     ("case", 1),
     ("golden", 1),
     ("config", 2),
+    ("rules", 2),
     ("plan", 3),
     ("launch", 4),
     ("observe", 5),

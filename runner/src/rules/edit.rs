@@ -1,4 +1,4 @@
-//! Stage "compare": writes calibrated tolerances into `goldgate.yaml` as a text edit, so
+//! Stage "plan", rules: writes calibrated tolerances into `goldgate.yaml` as a text edit, so
 //! every comment, key order and blank line of the file survives (a serde round trip would
 //! drop the comments). Only `rtol:` lines under `rules: <metric>:` are replaced or added; each
 //! carries a `# calibrated …` comment saying where the number came from.

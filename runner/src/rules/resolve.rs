@@ -1,15 +1,14 @@
-//! Stage "compare": the rules in force for a comparison. The model is `config::rules` (one
+//! Stage "plan", rules: the rules in force for a comparison. The model is `schema` (one
 //! schema: `goldgate.yaml`'s `rules:` and the built-in Megatron checks); this module pairs each
 //! rule with its pattern and the display unit the pattern implies, and reads what a rule means
-//! for judging (tolerance, allowance, which statistic collapses a window).
+//! for judging (allowance, skipped saves, which test applies).
 //! A metric takes the first rule whose pattern matches (`*` matches any run of characters).
 
 use std::ops::Deref;
 
-use super::stats::Tolerance;
-use super::verdict::Unit;
-pub use crate::config::{Direction, Statistic, TestKind, Window, glob_match};
-use crate::config::{MetricKind, MetricRule, Rules};
+use goldgate_schema::Unit;
+
+use super::schema::{MetricKind, MetricRule, Rules, TestKind, glob_match};
 
 /// A rule in force: a `goldgate.yaml` (or built-in) rule with its pattern and display unit.
 /// Reads as the [`MetricRule`] it holds.
@@ -45,13 +44,6 @@ impl Rule {
         let mut rule = self.rule.clone();
         edit(&mut rule);
         Rule::new(&self.pattern, rule)
-    }
-
-    pub(crate) fn tolerance(&self) -> Tolerance {
-        Tolerance {
-            rtol: self.rtol,
-            atol: self.atol,
-        }
     }
 
     /// Failing steps tolerated out of `n` checked.
@@ -101,18 +93,6 @@ impl Rule {
     /// Whether the two-sample test is asked for and applies (not to per-step metrics).
     pub fn wants_two_sample(&self) -> bool {
         self.test == TestKind::TwoSample && self.is_distribution()
-    }
-}
-
-/// Applies a window's statistic; `None` for no values.
-pub fn collapse(statistic: Statistic, values: &[f64]) -> Option<f64> {
-    let fold = |f: fn(f64, f64) -> f64| values.iter().copied().reduce(f);
-    match statistic {
-        Statistic::Median => super::stats::median(values),
-        Statistic::Mean if values.is_empty() => None,
-        Statistic::Mean => Some(values.iter().sum::<f64>() / values.len() as f64),
-        Statistic::Min => fold(f64::min),
-        Statistic::Max => fold(f64::max),
     }
 }
 
@@ -169,6 +149,7 @@ impl Default for RuleSet {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::rules::Statistic;
 
     #[test]
     fn globs() {
@@ -185,16 +166,6 @@ mod tests {
         ] {
             assert_eq!(glob_match(p, t), want, "{p} {t}");
         }
-    }
-
-    #[test]
-    fn window_statistics() {
-        let v = [3.0, 1.0, 2.0, 10.0];
-        assert_eq!(collapse(Statistic::Median, &v), Some(2.5));
-        assert_eq!(collapse(Statistic::Mean, &v), Some(4.0));
-        assert_eq!(collapse(Statistic::Min, &v), Some(1.0));
-        assert_eq!(collapse(Statistic::Max, &v), Some(10.0));
-        assert_eq!(collapse(Statistic::Mean, &[]), None);
     }
 
     #[test]

@@ -1,4 +1,4 @@
-//! Stage "plan": per-metric comparison rules (the schema; the `compare` stage applies them).
+//! Stage "plan", rules: their schema (`goldgate.yaml`'s `rules:`; the `compare` stage applies them).
 //!
 //! [`Rules::default`] holds Megatron's own checks (`docs/megatron-format.md` §3) plus rules for
 //! goldgate's metric keys, so `compare` works without a `goldgate.yaml`. Rules from the file
