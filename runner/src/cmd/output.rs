@@ -21,7 +21,7 @@ pub fn stdout(args: std::fmt::Arguments<'_>) {
     if let Err(e) = write_guarded(&mut out, args).and_then(|()| out.flush()) {
         STDOUT_GONE.store(true, Ordering::Relaxed);
         if e.kind() != std::io::ErrorKind::BrokenPipe {
-            stderr(format_args!("goldgate: cannot write to stdout: {e}\n"));
+            stderr(format_args!("warning: cannot write to stdout: {e}\n"));
         }
     }
 }
@@ -86,7 +86,7 @@ fn write_stdout(text: &str, commands: bool) {
     if let Err(e) = out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
         STDOUT_GONE.store(true, Ordering::Relaxed);
         if e.kind() != std::io::ErrorKind::BrokenPipe {
-            stderr(format_args!("goldgate: cannot write to stdout: {e}\n"));
+            stderr(format_args!("warning: cannot write to stdout: {e}\n"));
         }
     }
 }
