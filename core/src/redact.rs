@@ -1,8 +1,9 @@
-//! Stage "observe", log parser: secrets out of a job's output. [`Redactor`] is the one step
+//! Base: secrets out of a job's output and out of loaded records. [`Redactor`] is the one step
 //! every line of job output passes through as it enters goldgate (the executors' log watch,
 //! the BEFORE/AFTER_SCRIPT line): it masks every value of a secret-named variable in the job's
 //! environment, whether the job inherited it from the caller or the case set it, so the
-//! terminal, `results.json`, the reports and the PR comment never see it. [`scrub`] is the
+//! terminal, `results.json`, the reports and the PR comment never see it. [`is_secret_name`] says which
+//! variables hold one (`plan` redacts the environment it prints by it). [`scrub`] is the
 //! second line of defence for text that did not come through a redactor (a `results.json`
 //! written on another machine or by an older goldgate): it masks what a secret looks like by
 //! itself — the value after a secret-named `NAME=` or `NAME: `, and well-known token shapes.
@@ -12,7 +13,24 @@ use std::sync::LazyLock;
 
 use memchr::memmem;
 
-use crate::plan::{REDACTED, is_secret_name};
+/// Whether a variable's value must not be printed: a `_`-separated word of its name is
+/// `TOKEN`, `SECRET`, `PASSWORD`, `PASSWD` or `CREDENTIALS`, or it ends in `_KEY` (`HF_TOKEN`,
+/// `WANDB_API_KEY`, `aws_secret_access_key`). Names that merely contain such letters
+/// (`TOKENIZER_TYPE`, `NUM_TOKENS`) are not secrets: redacting them would break the argv.
+pub fn is_secret_name(name: &str) -> bool {
+    let upper = name.to_ascii_uppercase();
+    let words: Vec<&str> = upper.split('_').collect();
+    let secret_word = |w: &&str| {
+        matches!(
+            *w,
+            "TOKEN" | "SECRET" | "PASSWORD" | "PASSWD" | "CREDENTIAL" | "CREDENTIALS"
+        )
+    };
+    words.iter().any(secret_word) || (words.len() > 1 && words.last() == Some(&"KEY"))
+}
+
+/// Text shown instead of a secret value.
+pub const REDACTED: &str = "<redacted>";
 
 /// Bytes a value must have to be masked: a shorter one (`1`, `no`) is no secret worth the
 /// name, and masking it would blank ordinary words and numbers of the log.

@@ -7,4 +7,6 @@ pub mod github;
 pub mod history;
 pub mod report;
 
-use goldgate_core::{case, config, exit, fsio, golden, hash, metric_names, metrics, observe, rules};
+use goldgate_core::{
+    case, config, exit, fsio, golden, hash, metric_names, metrics, observe, rules,
+};

@@ -8,4 +8,6 @@ pub mod observe;
 pub mod plan;
 pub mod run;
 
-use goldgate_core::{case, config, duration, fsio, golden, metric_names, printable, redact, rules};
+use goldgate_core::{
+    case, config, duration, fsio, golden, hash, metric_names, printable, redact, rules,
+};

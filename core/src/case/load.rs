@@ -508,9 +508,9 @@ fn model_args_index(key: &str) -> Option<u32> {
 
 /// A case loaded from `yaml`, written to `m/c/model_config.yaml` in a fresh folder that lives
 /// as long as the returned guard (for unit tests of the stages after `case`).
-#[cfg(test)]
+#[cfg(any(test, feature = "fixtures"))]
 #[allow(clippy::unwrap_used)]
-pub(crate) fn case_from_yaml(yaml: &str) -> (tempfile::TempDir, TestCase) {
+pub fn case_from_yaml(yaml: &str) -> (tempfile::TempDir, TestCase) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("m/c/model_config.yaml");
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();

@@ -12,8 +12,8 @@ mod yaml;
 pub use argv::{ArgvError, EvalError, Expansion, Lookups, ModelArgv, eval_words, model_argv};
 pub use discover::{CONFIG_FILE, Discovery, discover, discover_all, holds_scripts};
 pub use error::CaseError;
-#[cfg(test)]
-pub(crate) use load::case_from_yaml;
+#[cfg(any(test, feature = "fixtures"))]
+pub use load::case_from_yaml;
 pub(crate) use load::position;
 pub use load::{
     CaseWarning, MAX_CONFIG_BYTES, case_file_sha256, load_case, load_case_checked, sha256_hex,

@@ -13,7 +13,8 @@
 use std::fs::{File, Metadata, OpenOptions};
 use std::io::{self, Write};
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt, PermissionsExt};
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::read::describe;
 
@@ -90,7 +91,11 @@ fn write_special(path: &Path, meta: &Metadata, bytes: &[u8]) -> io::Result<()> {
     if !(kind.is_char_device() || kind.is_fifo()) {
         return Err(refused(describe(kind)));
     }
-    let file = OpenOptions::new()
+    // Opened without blocking first: with no process reading a FIFO that open fails at once
+    // (ENXIO) where a plain one would wait. The file is then opened again as `>` opens it, so
+    // the writes block for a slow reader instead of failing half-way (a reader gone between
+    // the two opens is waited for, as `>` would).
+    let probe = OpenOptions::new()
         .write(true)
         .custom_flags(libc::O_NONBLOCK)
         .open(path)
@@ -98,9 +103,8 @@ fn write_special(path: &Path, meta: &Metadata, bytes: &[u8]) -> io::Result<()> {
             Some(libc::ENXIO) => refused("a FIFO that no process is reading"),
             _ => e,
         })?;
-    // Opened without blocking; the writes themselves may block (a slow reader), as `>` would.
-    let flags = rustix::fs::fcntl_getfl(&file)? - rustix::fs::OFlags::NONBLOCK;
-    rustix::fs::fcntl_setfl(&file, flags)?;
+    let file = OpenOptions::new().write(true).open(path)?;
+    drop(probe);
     (&file).write_all(bytes)
 }
 
@@ -122,24 +126,53 @@ fn replace(path: &Path, bytes: &[u8], old: Option<&Metadata>) -> io::Result<()> 
         Some(meta) => meta.permissions(),
         None => std::fs::Permissions::from_mode(0o666),
     };
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".goldgate-")
-        .suffix(".tmp")
-        .permissions(permissions.clone())
-        .tempfile_in(dir)?;
-    // The umask applies at creation only; a replaced file's mode is restored exactly.
-    if old.is_some() {
-        tmp.as_file().set_permissions(permissions)?;
+    let (tmp_path, mut tmp) = temp_file(dir, permissions.mode())?;
+    let written = (|| {
+        // The umask applies at creation only; a replaced file's mode is restored exactly.
+        if old.is_some() {
+            tmp.set_permissions(permissions)?;
+        }
+        tmp.write_all(bytes)?;
+        tmp.sync_all()?;
+        std::fs::rename(&tmp_path, path)
+    })();
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp_path);
     }
-    tmp.write_all(bytes)?;
-    tmp.as_file().sync_all()?;
-    tmp.persist(path).map_err(|e| e.error)?;
+    written?;
     // Make the rename itself durable.
     if let Ok(d) = File::open(dir) {
         let _ = d.sync_all();
     }
     Ok(())
 }
+
+/// A new temp file beside the target, `.goldgate-<pid>-<n>.tmp`, created exclusively (never an
+/// existing file or link) with `mode` less the umask; a name already taken is skipped.
+fn temp_file(dir: &Path, mode: u32) -> io::Result<(PathBuf, File)> {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    for _ in 0..TEMP_ATTEMPTS {
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let path = dir.join(format!(".goldgate-{}-{n}.tmp", std::process::id()));
+        match OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(mode)
+            .open(&path)
+        {
+            Ok(file) => return Ok((path, file)),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Err(io::Error::new(
+        io::ErrorKind::AlreadyExists,
+        format!("no free temp file name in {}", dir.display()),
+    ))
+}
+
+/// Names [`temp_file`] tries before it gives up (each taken one was left by another writer).
+const TEMP_ATTEMPTS: u32 = 1000;
 
 #[cfg(test)]
 mod tests {

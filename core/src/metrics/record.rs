@@ -237,12 +237,16 @@ fn collect(dir: &Path, out: &mut Vec<PathBuf>, depth: usize) -> Result<(), Recor
     Ok(())
 }
 
-#[cfg(test)]
-pub(crate) mod tests {
-    use super::*;
+/// A failed job's record with metrics and an argv, for unit tests (also other crates': the
+/// `fixtures` feature).
+#[cfg(any(test, feature = "fixtures"))]
+pub mod fixtures {
     use std::collections::BTreeMap;
 
-    pub(crate) fn sample() -> RunRecord {
+    use super::{Outcome, RunRecord, StepValues, VariantRecord};
+
+    /// The record.
+    pub fn sample() -> RunRecord {
         let mut metrics = BTreeMap::new();
         metrics.insert(
             "lm loss".to_string(),
@@ -262,6 +266,12 @@ pub(crate) mod tests {
             ..RunRecord::passed("demo/ckpt-demo", VariantRecord::baseline(), 1, "dev_cpu")
         }
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fixtures::sample;
+    use super::*;
 
     #[test]
     fn round_trips_with_nan_as_string() {

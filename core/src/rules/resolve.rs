@@ -40,7 +40,7 @@ impl Rule {
     }
 
     /// A copy with `edit` applied to its rule (the same rule under another test or tolerance).
-    pub(crate) fn edited(&self, edit: impl FnOnce(&mut MetricRule)) -> Rule {
+    pub fn edited(&self, edit: impl FnOnce(&mut MetricRule)) -> Rule {
         let mut rule = self.rule.clone();
         edit(&mut rule);
         Rule::new(&self.pattern, rule)

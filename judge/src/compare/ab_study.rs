@@ -61,7 +61,7 @@ fn sd(values: &[f64]) -> f64 {
 }
 
 /// Normal draws (Box–Muller) from the crate's seeded generator.
-pub(crate) struct Normal(pub(crate) SplitMix64);
+pub struct Normal(pub SplitMix64);
 
 impl Normal {
     fn uniform(&mut self) -> f64 {
@@ -76,7 +76,7 @@ impl Normal {
 
 impl SessionModel {
     /// The model of `s`; `None` without two jobs with a save each.
-    pub(crate) fn fit(s: &Session, rng: &mut Normal) -> Option<SessionModel> {
+    pub fn fit(s: &Session, rng: &mut Normal) -> Option<SessionModel> {
         let levels: Vec<f64> = s.jobs.iter().filter_map(|j| stats::median(j)).collect();
         if levels.len() < 2 {
             return None;

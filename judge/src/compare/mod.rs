@@ -22,7 +22,7 @@ pub mod power;
 pub mod resumed;
 pub mod runs;
 pub mod saved;
-pub(crate) mod stats;
+pub mod stats;
 pub mod tensorboard;
 pub(crate) mod twosample;
 pub mod verdict;

@@ -190,7 +190,7 @@ const FIGURES: [(&str, Figure); 5] = [
     ("disk busy time", |r| io(r, |i| i.disk_busy_ms)),
 ];
 
-fn io(r: &RunRecord, f: fn(&crate::observe::node::NodeIo) -> Option<u64>) -> Option<f64> {
+fn io(r: &RunRecord, f: fn(&goldgate_schema::NodeIo) -> Option<u64>) -> Option<f64> {
     r.fingerprint.io.as_ref().and_then(f).map(|v| v as f64)
 }
 

@@ -65,7 +65,7 @@ pub(crate) fn collapse(statistic: Statistic, values: &[f64]) -> Option<f64> {
 }
 
 /// Median of the values (NaN-free input expected; callers filter). `None` when empty.
-pub(crate) fn median(values: &[f64]) -> Option<f64> {
+pub fn median(values: &[f64]) -> Option<f64> {
     let mut v: Vec<f64> = values.to_vec();
     v.sort_by(f64::total_cmp);
     median_sorted(&v)
@@ -97,10 +97,10 @@ pub(crate) fn cv(values: &[f64]) -> Option<f64> {
 }
 
 /// SplitMix64: tiny, fast, and good enough to pick resample indices.
-pub(crate) struct SplitMix64(u64);
+pub struct SplitMix64(u64);
 
 impl SplitMix64 {
-    pub(crate) fn new(seed: u64) -> SplitMix64 {
+    pub fn new(seed: u64) -> SplitMix64 {
         SplitMix64(seed)
     }
 

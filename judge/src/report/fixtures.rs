@@ -1,6 +1,7 @@
-//! Stage "report", tests only: realistic run records for the renderers' snapshots. The figures
-//! follow a real H200 checkpoint sweep (first save ~18 s, later saves ~4 s synchronously,
-//! ~0.3 s blocking with async saves through /dev/shm).
+//! Stage "report", tests only (also the command line's, through the `fixtures` feature):
+//! realistic run records for the renderers' snapshots. The figures follow a real H200 checkpoint
+//! sweep (first save ~18 s, later saves ~4 s synchronously, ~0.3 s blocking with async saves
+//! through /dev/shm).
 
 use std::collections::BTreeMap;
 
@@ -13,10 +14,10 @@ const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
 /// Summed RSS over PSS at the H200 reference case's host peak (18.06 / 5.40 GiB, issue 14).
 const RSS_OVER_PSS: f64 = 3.3;
 
-pub(crate) const CASE: &str = "gpt/gpt3_mcore_te_tp1_pp1_ckpt_resume";
+pub const CASE: &str = "gpt/gpt3_mcore_te_tp1_pp1_ckpt_resume";
 
 /// A variant from `axis=value` pairs (empty = default).
-pub(crate) fn variant(choices: &[(&str, &str)]) -> VariantRecord {
+pub fn variant(choices: &[(&str, &str)]) -> VariantRecord {
     if choices.is_empty() {
         return VariantRecord::baseline();
     }
@@ -42,7 +43,7 @@ pub(crate) fn variant(choices: &[(&str, &str)]) -> VariantRecord {
 
 /// The knobs of one synthetic job.
 #[derive(Clone, Copy)]
-pub(crate) struct Shape {
+pub struct Shape {
     pub gpu_peak_gib: f64,
     pub host_peak_gib: f64,
     pub shm_peak_gib: f64,
@@ -52,7 +53,7 @@ pub(crate) struct Shape {
     pub iter_s: f64,
 }
 
-pub(crate) const SYNC: Shape = Shape {
+pub const SYNC: Shape = Shape {
     gpu_peak_gib: 61.3,
     host_peak_gib: 22.4,
     shm_peak_gib: 0.0,
@@ -62,13 +63,13 @@ pub(crate) const SYNC: Shape = Shape {
     iter_s: 0.321,
 };
 
-pub(crate) const GC80: Shape = Shape {
+pub const GC80: Shape = Shape {
     gpu_peak_gib: 55.1,
     save_s: 3.9,
     ..SYNC
 };
 
-pub(crate) const GC80_ASYNC: Shape = Shape {
+pub const GC80_ASYNC: Shape = Shape {
     gpu_peak_gib: 55.4,
     host_peak_gib: 34.9,
     shm_peak_gib: 12.5,
@@ -79,7 +80,7 @@ pub(crate) const GC80_ASYNC: Shape = Shape {
 };
 
 /// One passed job; `jitter` (a small fraction, e.g. 0.01) makes repeats differ.
-pub(crate) fn record(v: VariantRecord, repeat: u32, shape: Shape, jitter: f64) -> RunRecord {
+pub fn record(v: VariantRecord, repeat: u32, shape: Shape, jitter: f64) -> RunRecord {
     let j = 1.0 + jitter;
     let steps = 60u64;
     let mut metrics = BTreeMap::new();
@@ -245,7 +246,7 @@ fn memory(shape: Shape, j: f64) -> MemoryRecord {
 }
 
 /// Three variants of one case: default ×3, gc80 ×2 (one out of memory), gc80 + async ×3.
-pub(crate) fn variant_sweep() -> Vec<RunRecord> {
+pub fn variant_sweep() -> Vec<RunRecord> {
     let mut out = Vec::new();
     for (repeat, jitter) in [(1, 0.0), (2, 0.012), (3, -0.008)] {
         out.push(record(variant(&[]), repeat, SYNC, jitter));
@@ -329,7 +330,7 @@ fn job(
 
 /// A comparison with one job of every interesting verdict, and hostile text in a case name
 /// and a failure line.
-pub(crate) fn comparison() -> crate::compare::Comparison {
+pub fn comparison() -> crate::compare::Comparison {
     use crate::compare::{Unit, Verdict::*};
     let loss = |v| {
         metric(

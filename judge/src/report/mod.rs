@@ -4,8 +4,8 @@ pub mod ab;
 pub mod ab_study;
 pub mod annotations;
 pub mod error;
-#[cfg(test)]
-pub(crate) mod fixtures;
+#[cfg(any(test, feature = "fixtures"))]
+pub mod fixtures;
 pub mod history;
 pub mod json;
 pub mod junit;

@@ -61,7 +61,7 @@ fn bounded(stem: &str) -> String {
     if stem.len() <= MAX_STEM {
         return stem.to_owned();
     }
-    let hash = crate::plan::fnv1a(stem.as_bytes());
+    let hash = crate::hash::fnv1a(stem.as_bytes());
     format!("{}-{hash:016x}", &stem[..MAX_STEM - 17])
 }
 

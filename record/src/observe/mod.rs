@@ -3,8 +3,8 @@
 //! job writes.
 
 pub mod ckpt_folders;
-pub mod log;
 pub mod node;
 pub mod probe;
 pub mod sample;
-pub mod tensorboard;
+
+pub use goldgate_core::observe::{log, tensorboard};

@@ -11,6 +11,7 @@ use std::fmt;
 use std::str::FromStr;
 
 use crate::case::CaseRef;
+use crate::hash::fnv1a;
 use crate::rules::glob_match;
 
 /// One share of the cases: the `k`-th (1-based) of `n`.
@@ -146,14 +147,6 @@ impl CaseFilter {
                 .collect(),
         })
     }
-}
-
-/// 64-bit FNV-1a: tiny, and the same on every machine and in every version (a partition must
-/// not move cases between runners when goldgate is upgraded).
-pub(crate) fn fnv1a(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, b| {
-        (hash ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
-    })
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@ use serde::Serialize;
 use super::placeholder::FromCaller;
 use super::variant::Variant;
 use crate::case::{LauncherKind, Mode, TestType};
+use crate::redact::{REDACTED, is_secret_name};
 
 /// How a job's ranks are started. Launcher words are kept apart from the entry so that
 /// `launch` can fill in a free port and `repro` can write `${MASTER_PORT}`.
@@ -374,25 +375,6 @@ pub struct RecipeRef {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub time_limit: Option<u64>,
 }
-
-/// Whether a variable's value must not be printed: a `_`-separated word of its name is
-/// `TOKEN`, `SECRET`, `PASSWORD`, `PASSWD` or `CREDENTIALS`, or it ends in `_KEY` (`HF_TOKEN`,
-/// `WANDB_API_KEY`, `aws_secret_access_key`). Names that merely contain such letters
-/// (`TOKENIZER_TYPE`, `NUM_TOKENS`) are not secrets: redacting them would break the argv.
-pub fn is_secret_name(name: &str) -> bool {
-    let upper = name.to_ascii_uppercase();
-    let words: Vec<&str> = upper.split('_').collect();
-    let secret_word = |w: &&str| {
-        matches!(
-            *w,
-            "TOKEN" | "SECRET" | "PASSWORD" | "PASSWD" | "CREDENTIAL" | "CREDENTIALS"
-        )
-    };
-    words.iter().any(secret_word) || (words.len() > 1 && words.last() == Some(&"KEY"))
-}
-
-/// Text shown instead of a secret value.
-pub const REDACTED: &str = "<redacted>";
 
 /// The job's environment for printing: secret-named values and any value that holds a secret
 /// taken from the caller's environment are replaced by `<redacted>`.

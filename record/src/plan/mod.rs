@@ -16,14 +16,13 @@ mod shell;
 mod slurm;
 mod variant;
 
+pub use crate::redact::{REDACTED, is_secret_name};
 pub use build::{DEFAULT_ENTRY, Place, PlanInputs, Planned, Unset, plan_case};
 pub use error::{PlanError, SelectError};
-pub(crate) use filter::fnv1a;
 pub use filter::{CaseFilter, FilterError, Partition};
 pub use job::{
-    DEFAULT_MASTER_ADDR, Job, JobDirs, Launcher, MASTER_ADDR_REF, NODE_RANK_REF, REDACTED,
-    RecipeRef, RunAction, RunSpec, Site, is_secret_name, mark_warmup, redact_text, redact_with,
-    redacted_env, secrets,
+    DEFAULT_MASTER_ADDR, Job, JobDirs, Launcher, MASTER_ADDR_REF, NODE_RANK_REF, RecipeRef,
+    RunAction, RunSpec, Site, mark_warmup, redact_text, redact_with, redacted_env, secrets,
 };
 pub use megatron::{NCCL_DEFAULTS, is_nemo};
 pub use program::resolve_program;

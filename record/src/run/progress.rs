@@ -511,7 +511,7 @@ mod tests {
             job: &jobs[1],
             event,
         });
-        let record = crate::metrics::record::tests::sample();
+        let record = crate::metrics::record::fixtures::sample();
         progress.event(&RunEvent::JobFinished {
             index: 0,
             job: &jobs[0],
@@ -544,7 +544,7 @@ mod tests {
             jobs: &jobs,
         });
         for (index, escaped) in [(0, "pid 7 (sleep)"), (1, "pid 9 (sleep)")] {
-            let mut record = crate::metrics::record::tests::sample();
+            let mut record = crate::metrics::record::fixtures::sample();
             record.warnings = vec!["no GPU driver".into(), format!("escaped: {escaped}")];
             progress.event(&RunEvent::JobFinished {
                 index,

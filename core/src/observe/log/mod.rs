@@ -8,12 +8,12 @@ mod error;
 mod event;
 mod parser;
 mod reader;
-mod redact;
 mod scan;
 mod series;
 mod summary;
 mod tail;
 
+pub use crate::redact::{MIN_SECRET_LEN, Redactor, scrub};
 pub use clean::{LineCleaner, one_line, strip_ansi};
 pub use collect::{
     LogCollector, summarize_file, summarize_file_with_tail, summarize_reader,
@@ -26,7 +26,6 @@ pub use event::{
 };
 pub use parser::LogParser;
 pub use reader::{LogReader, MAX_LINE};
-pub use redact::{MIN_SECRET_LEN, Redactor, scrub};
 pub use series::Steps;
 pub use summary::{CheckpointSave, Failure, LogSummary, SummaryBuilder, TimerStats};
 pub use tail::{LogTail, TAIL_LINES, TailSummary};
