@@ -4,7 +4,8 @@
 //! is shown as its escape (`\r`, `\u{1b}`) instead of acting, and no line can start a GitHub
 //! workflow command (`::warning::…`, `##[error]…`) unless it is one of goldgate's own
 //! annotations. Names and log lines inside a line are made one line at their source
-//! (`observe::log::one_line`); this guard holds even where one was missed.
+//! (`observe::log::one_line`); this guard holds even where one was missed. [`error_text`] is
+//! the one way an error is written (`error:`, `caused by:`, `help:`).
 
 use std::borrow::Cow;
 
@@ -169,6 +170,49 @@ fn sgr_len(s: &str) -> Option<usize> {
         .take_while(|b| b.is_ascii_digit() || *b == b';')
         .count();
     (body.as_bytes().get(params) == Some(&b'm')).then_some(2 + params + 1)
+}
+
+/// How goldgate shows an error, on every command and for every case a selection could not
+/// plan, in the style of clap's usage errors: `error: <message>`,
+/// one `  caused by: …` line per source the message does not already include, each related
+/// error indented under it, then `  help: <hint>`. Lines are never wrapped, so a `path:line:col` stays whole for terminals
+/// and editors to follow. `context` (a case name) goes before the message unless the message
+/// starts with it or with a path. With `color`, the labels are coloured as clap colours them.
+pub fn error_text(err: &dyn miette::Diagnostic, context: Option<&str>, color: bool) -> String {
+    let paint = |label: &str, sgr: &str| {
+        if color {
+            format!("\u{1b}[{sgr}m{label}\u{1b}[0m")
+        } else {
+            label.to_owned()
+        }
+    };
+    let message = err.to_string();
+    let message = match context {
+        Some(c) if !message.starts_with(c) && !message.starts_with('/') => {
+            format!("{c}: {message}")
+        }
+        _ => message,
+    };
+    let mut text = format!("{} {message}\n", paint("error:", "1;31"));
+    let mut source = err.source();
+    while let Some(cause) = source {
+        // A message that already ends in its cause's text (`cannot write F: denied`) does not
+        // say it twice.
+        let said = cause.to_string();
+        if !text.contains(&said) {
+            text.push_str(&format!("  {} {said}\n", paint("caused by:", "1")));
+        }
+        source = cause.source();
+    }
+    for related in err.related().into_iter().flatten() {
+        for line in error_text(related, None, color).lines() {
+            text.push_str(&format!("  {line}\n"));
+        }
+    }
+    if let Some(help) = err.help() {
+        text.push_str(&format!("  {} {help}\n", paint("help:", "1;32")));
+    }
+    text
 }
 
 #[cfg(test)]

@@ -87,7 +87,7 @@ fn select(
         RunSelection::All => starts.keys().map(|id| (*id).to_owned()).collect(),
         RunSelection::Newest => starts
             .iter()
-            .max_by(|a, b| a.1.cmp(b.1).then_with(|| a.0.cmp(b.0)))
+            .max_by_key(|(id, start)| newness(id, **start))
             .map(|(id, _)| vec![(*id).to_owned()])
             .unwrap_or_default(),
         RunSelection::Ids(ids) => {
@@ -221,6 +221,13 @@ fn run_starts<'a>(
     starts
 }
 
+/// What "newest" means for every command (`RunSelection::Newest`, `cancel`, `run
+/// --rerun-failed`): the later start, then the later run id; a start that does not parse sorts
+/// first.
+fn newness(run_id: &str, started: Option<jiff::Timestamp>) -> (Option<jiff::Timestamp>, &str) {
+    (started, run_id)
+}
+
 /// The `run.json` of the newest run under `out` (by its start time), if there is one.
 pub fn newest_run(out: &Path) -> Option<crate::metrics::RunIndex> {
     std::fs::read_dir(out)
@@ -228,9 +235,15 @@ pub fn newest_run(out: &Path) -> Option<crate::metrics::RunIndex> {
         .flatten()
         .flatten()
         .filter_map(|e| crate::metrics::record::load_index(&e.path().join("run.json")).ok())
-        .max_by_key(|index| {
-            let started = index.started_at.parse::<jiff::Timestamp>().ok();
-            (started, index.run_id.clone())
+        .max_by(|a, b| {
+            let key = |i: &RunIndex| {
+                (
+                    i.started_at.parse::<jiff::Timestamp>().ok(),
+                    i.run_id.clone(),
+                )
+            };
+            let (ka, kb) = (key(a), key(b));
+            newness(&ka.1, ka.0).cmp(&newness(&kb.1, kb.0))
         })
 }
 

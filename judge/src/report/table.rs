@@ -129,7 +129,7 @@ fn notes(c: &Comparison, tails_shown: bool) -> Vec<String> {
         out.extend(log_notes(job, tails_shown));
         if job.verdict == Verdict::MissingGolden {
             out.push(format!(
-                "{} @ {}: no golden file for platform {} (hint: run `goldgate bless`)",
+                "{} @ {}: no golden file for platform {} (run `goldgate bless`)",
                 one_line(&job.case),
                 one_line(&job.variant),
                 c.platform

@@ -8,13 +8,13 @@ pub enum LaunchError {
     /// The spec has no program to run.
     #[error("the job's command line is empty")]
     #[diagnostic(help(
-        "(hint: the case needs an entry program, e.g. `GOLDGATE: {{entry: [fake-trainer]}}`)"
+        "the case needs an entry program, e.g. `GOLDGATE: {{entry: [fake-trainer]}}`"
     ))]
     EmptyArgv,
 
     /// A bare program name was found neither next to goldgate nor on PATH.
     #[error("program `{program}` not found (looked in {searched})")]
-    #[diagnostic(help("(hint: install it, put it on PATH, or give an absolute path)"))]
+    #[diagnostic(help("install it, put it on PATH, or give an absolute path"))]
     ProgramNotFound { program: String, searched: String },
 
     /// The operating system refused to start the process.
@@ -64,7 +64,7 @@ pub enum LaunchError {
     #[error(
         "{jobs} concurrent jobs of {nproc} GPUs each need {need} GPUs, but {total} are visible"
     )]
-    #[diagnostic(help("(hint: lower `--jobs`, or run on a node with more GPUs)"))]
+    #[diagnostic(help("lower `--jobs`, or run on a node with more GPUs"))]
     TooFewGpus {
         jobs: u32,
         nproc: u32,

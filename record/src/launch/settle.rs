@@ -55,7 +55,7 @@ pub enum SettleError {
     /// The page cache cannot be dropped here.
     #[error("--settle drop-caches: cannot write {}", path.display())]
     #[diagnostic(help(
-        "(hint: dropping caches needs root and a writable /proc/sys; use --settle sync, which anyone may)"
+        "dropping caches needs root and a writable /proc/sys; use --settle sync, which anyone may"
     ))]
     NotPermitted {
         path: PathBuf,

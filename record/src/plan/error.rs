@@ -89,9 +89,10 @@ pub enum SelectError {
 
     /// `--scope`/`--cadence` without Megatron's recipes.
     #[error(
-        "--scope and --cadence need Megatron's recipes, and none were found beside {} (hint: --recipes DIR, or `recipes:` in goldgate.yaml)",
+        "--scope and --cadence need Megatron's recipes, and none were found beside {}",
         root.display()
     )]
+    #[diagnostic(help("--recipes DIR, or `recipes:` in goldgate.yaml"))]
     NoRecipes { root: PathBuf },
 
     /// A selected case could not be loaded (said once per case, with the case's own error).

@@ -23,6 +23,11 @@ pub fn render_repro(job: &Job, entry_program: Option<&str>) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "#!/usr/bin/env bash");
     let _ = writeln!(s, "# Reproduces the goldgate job {}", job.id);
+    let _ = writeln!(
+        s,
+        "# job folder: {} (OUT/<run id>/<case>/<variant>/<repeat>, as `goldgate run` lays out its jobs)",
+        job.dirs.job.display()
+    );
     s.push_str(&provenance(job));
     s.push_str("set -euo pipefail\n\n");
     header(&mut s, job, true);

@@ -289,15 +289,11 @@ impl Selected {
             ));
         }
         for f in &self.failures {
-            let message = f.error.to_string();
-            if message.starts_with(&f.case) || message.starts_with('/') {
-                s.push_str(&format!("error: {message}\n"));
-            } else {
-                s.push_str(&format!("error: {}: {message}\n", f.case));
-            }
-            if let Some(help) = miette::Diagnostic::help(&f.error) {
-                s.push_str(&format!("  hint: {help}\n"));
-            }
+            s.push_str(&crate::printable::error_text(
+                &f.error,
+                Some(&f.case),
+                false,
+            ));
         }
         s
     }

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 pub enum RunError {
     /// The executor refused jobs before anything started.
     #[error("the {executor} executor cannot run {count} of the planned jobs:\n{list}")]
-    #[diagnostic(help("(hint: {hint})"))]
+    #[diagnostic(help("{hint}"))]
     Refused {
         executor: &'static str,
         count: usize,
@@ -27,7 +27,7 @@ pub enum RunError {
 
     /// A result file could not be written.
     #[error("cannot write {}", path.display())]
-    #[diagnostic(help("(hint: check the free space and permissions of `--out`)"))]
+    #[diagnostic(help("check the free space and permissions of `--out`"))]
     Write {
         path: PathBuf,
         #[source]

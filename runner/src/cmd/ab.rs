@@ -484,7 +484,7 @@ impl Bench<'_> {
     /// until the end (the final write's error is returned by `finish`).
     fn save(&self, report: &AbReport) {
         if let Err(e) = self.write_json(report) {
-            errln!("goldgate ab: {e}");
+            errln!("warning: {e} (written again after the next job)");
         }
     }
 

@@ -328,7 +328,7 @@ pub fn heartbeat_interval() -> Option<Duration> {
     match parse_duration(&text.to_string_lossy()) {
         Ok(every) => Some(every),
         Err(e) => {
-            errln!("goldgate: GOLDGATE_HEARTBEAT ignored: {e}");
+            errln!("warning: GOLDGATE_HEARTBEAT ignored: {e}");
             Some(crate::run::DEFAULT_HEARTBEAT)
         }
     }

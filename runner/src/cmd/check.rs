@@ -448,7 +448,7 @@ pub fn render(report: &CheckReport) -> String {
             p.message
         ));
         if let Some(hint) = &p.hint {
-            out.push_str(&format!("    hint: {hint}\n"));
+            out.push_str(&format!("  help: {hint}\n"));
         }
     }
     out.push_str(&format!(

@@ -111,11 +111,9 @@ impl AppError {
 }
 
 impl fmt::Debug for AppError {
-    /// The rendered diagnostic and its exit code (what a test wants to see).
+    /// The error as goldgate prints it and its exit code (what a test wants to see).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut text = String::new();
-        miette::GraphicalReportHandler::new_themed(miette::GraphicalTheme::unicode_nocolor())
-            .render_report(&mut text, self)?;
+        let text = super::output::render_error(self, None, false);
         write!(f, "{text} (exit {})", self.exit().code())
     }
 }
@@ -369,22 +367,22 @@ pub enum CmdError {
     Cwd { source: std::io::Error },
 
     /// `--rerun-failed` found no run to rerun.
-    #[error(
-        "--rerun-failed: no earlier run under {} (hint: --out names the folder of runs)",
-        out.display()
-    )]
+    #[error("--rerun-failed: no earlier run under {}", out.display())]
+    #[diagnostic(help("--out names the folder of runs"))]
     NoEarlierRun { out: PathBuf },
 
     /// `cancel`: no such run (or no run at all) under `--out`.
     #[error(
-        "no {} under {} (hint: --out names the folder of runs, --run one of them)",
+        "no {} under {}",
         run.as_ref().map_or_else(|| "run".to_owned(), |r| format!("run {r}")),
         out.display()
     )]
+    #[diagnostic(help("--out names the folder of runs, --run one of them"))]
     NoRun { out: PathBuf, run: Option<String> },
 
     /// Some selected cases do not plan; `run` starts nothing.
-    #[error("not running: the cases above do not plan (hint: `goldgate plan` shows the same)")]
+    #[error("not running: the cases above do not plan")]
+    #[diagnostic(help("`goldgate plan` shows the same"))]
     NotPlanned,
 
     /// The selection planned no job at all.
@@ -392,9 +390,8 @@ pub enum CmdError {
     NothingToRun,
 
     /// `repro` needs exactly one job.
-    #[error(
-        "repro makes one job, but the selection gives {count}: {names} (hint: use --variant instead of --matrix)"
-    )]
+    #[error("repro makes one job, but the selection gives {count}: {names}")]
+    #[diagnostic(help("use --variant instead of --matrix, and --repeat N for the N-th repeat"))]
     NotOneJob { count: usize, names: String },
 
     /// A flag's value is out of its range.
@@ -403,9 +400,10 @@ pub enum CmdError {
 
     /// `power` found nothing it can judge over repeats.
     #[error(
-        "no metric judged over repeats was recorded by two or more passed jobs under {} (hint: run the same job several times, e.g. `goldgate run CASE --repeat 10`)",
+        "no metric judged over repeats was recorded by two or more passed jobs under {}",
         results.display()
     )]
+    #[diagnostic(help("run the same job several times, e.g. `goldgate run CASE --repeat 10`"))]
     NothingToJudge { results: PathBuf },
 
     /// A file the command writes could not be written.

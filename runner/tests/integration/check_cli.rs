@@ -88,8 +88,8 @@ fn a_list_of_lists_golden_is_a_warning_not_an_error() {
     assert_eq!(
         text(&out.stdout),
         "shapes/old/lm_loss_2d/golden_values_dev_dgx_h100.json: warning: \"lm loss\": values are \
-         a list of lists (3 rows of 2 values), a shape goldgate cannot compare\n    \
-         hint: compare reports this metric as unsupported; bless writes it afresh\n\
+         a list of lists (3 rows of 2 values), a shape goldgate cannot compare\n  \
+         help: compare reports this metric as unsupported; bless writes it afresh\n\
          checked 1 case(s) and 1 golden file(s): 0 error(s), 1 warning(s), 0 note(s)\n"
     );
 }

@@ -166,6 +166,20 @@ fn a_folder_of_runs_is_judged_by_its_newest_run_unless_asked_otherwise() {
     assert_eq!(code(&older), 0, "{}", text(&older));
     let unknown = s.compare(&["--run", "nope"]);
     assert_eq!(code(&unknown), 2, "{}", text(&unknown));
+    let stderr = String::from_utf8_lossy(&unknown.stderr);
+    let error = stderr.lines().skip_while(|l| !l.starts_with("error:"));
+    insta::assert_snapshot!(error.collect::<Vec<_>>().join("\n"), @r"
+    error: no run `nope` in the results folder (runs: 20261130-070000-abcd, 20261130-080000-beef)
+      help: run ids are the folder names under the results folder
+    ");
+    // A usage error clap finds reads the same: `error:` first.
+    let clap = s.compare(&["--no-such-flag"]);
+    assert_eq!(code(&clap), 2, "{}", text(&clap));
+    assert!(
+        String::from_utf8_lossy(&clap.stderr).starts_with("error: "),
+        "{}",
+        text(&clap)
+    );
     // bless takes the newest run too: its golden now holds the slow saves.
     let out = goldgate(&["bless", "--from", "results", "--dry-run"], s.dir.path());
     assert_eq!(code(&out), 0, "{}", text(&out));

@@ -136,7 +136,7 @@ fn expected_argv(tree: &Tree, variant_slug: &str, printer_first: bool) -> Vec<St
         .path()
         .canonicalize()
         .unwrap()
-        .join(format!("goldgate-out/repro/demo/tricky/{variant_slug}/1"));
+        .join(format!("results/repro/demo/tricky/{variant_slug}/1"));
     let mut argv = vec![
         "--spaces",
         "two words",
@@ -205,7 +205,7 @@ fn repro_script_delivers_every_word_exactly() {
         .path()
         .canonicalize()
         .unwrap()
-        .join("goldgate-out/repro/demo/tricky/default/1/output");
+        .join("results/repro/demo/tricky/default/1/output");
     assert_eq!(
         nul_separated(&output.join("argv")),
         expected_argv(&tree, "default", false)
@@ -259,7 +259,7 @@ fn repro_applies_variant_edits() {
         .path()
         .canonicalize()
         .unwrap()
-        .join(format!("goldgate-out/repro/demo/tricky/{slug}/1/output"));
+        .join(format!("results/repro/demo/tricky/{slug}/1/output"));
     let mut want = expected_argv(&tree, slug, false);
     // `--spaces` overridden in place, `--pipe a|b` removed, `--bare` dropped (empty), `--async-save` added.
     want[1] = "three more words".to_owned();
@@ -269,6 +269,37 @@ fn repro_applies_variant_edits() {
     want.push("--async-save".to_owned());
     assert_eq!(nul_separated(&output.join("argv")), want);
     assert_eq!(nul_separated(&output.join("env"))[0], "PLAIN=");
+}
+
+#[test]
+fn repro_of_the_nth_repeat_is_the_job_plan_and_run_give_that_repeat() {
+    let tree = Tree::new();
+    let out = tree.goldgate(&["repro", "demo/tricky", "--repeat", "3"]);
+    assert!(out.status.success(), "{}", tree.text(&out.stderr));
+    let script = tree.text(&out.stdout);
+    assert!(
+        script.contains("# Reproduces the goldgate job demo/tricky@default#3\n"),
+        "{script}"
+    );
+    assert!(script.contains("export REPEAT=3\n"), "{script}");
+    let folder = "[TMP]/results/repro/demo/tricky/default/3";
+    assert!(script.contains(&format!("\ncd {folder}\n")), "{script}");
+    // `plan` of three repeats under the same run id names the same folder for repeat 3.
+    let out = tree.goldgate(&["plan", "demo/tricky", "--repeat", "3", "--run-id", "repro"]);
+    let plan = tree.text(&out.stdout);
+    assert!(plan.contains(&format!("  folder   {folder}\n")), "{plan}");
+    let out = tree.goldgate(&["repro", "demo/tricky", "--repeat", "0"]);
+    assert_eq!(out.status.code(), Some(2), "{}", tree.text(&out.stderr));
+}
+
+#[test]
+fn plan_says_where_run_puts_its_job_folders() {
+    let tree = Tree::new();
+    let out = tree.goldgate(&["plan", "demo/tricky"]);
+    assert!(out.status.success(), "{}", tree.text(&out.stderr));
+    let plan = tree.text(&out.stdout);
+    let second = plan.lines().nth(1).unwrap_or_default();
+    insta::assert_snapshot!(second, @"job folders under [TMP]/results/plan/; `goldgate run` puts the same jobs under [TMP]/results/<run-id>/ (a fresh run id, YYYYMMDD-HHMMSS-xxxx)");
 }
 
 #[test]

@@ -12,7 +12,7 @@ pub enum SlurmError {
     /// The program is not there (Slurm's client commands are not installed or not on PATH).
     #[error("cannot run `{program}`: {source}")]
     #[diagnostic(help(
-        "(hint: the Slurm executor runs Slurm's client commands (sbatch, squeue, scontrol, scancel); install them or put them on PATH)"
+        "the Slurm executor runs Slurm's client commands (sbatch, squeue, scontrol, scancel); install them or put them on PATH"
     ))]
     Spawn {
         program: String,
