@@ -4,6 +4,9 @@
 //! no recording code (no NVML, no rustix, no process launching): `goldgate-record` and
 //! `goldgate-judge` build on it (see `docs/architecture.md`).
 
+// A `pub` item no other crate can reach is `pub(crate)`: `pub` says "used from outside".
+#![warn(unreachable_pub)]
+
 pub mod case;
 pub mod config;
 pub mod duration;

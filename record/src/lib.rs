@@ -2,6 +2,9 @@
 //! orchestrates them (the scheduler, the local and the Slurm executor). The base modules
 //! (`case`, `config`, `fsio`, …) are `goldgate-core`'s, used here under their old paths.
 
+// A `pub` item no other crate can reach is `pub(crate)`: `pub` says "used from outside".
+#![warn(unreachable_pub)]
+
 pub mod launch;
 pub mod metrics;
 pub mod observe;

@@ -6,6 +6,9 @@
 //! run), `goldgate-judge` (compare, report, github, history) and this one, the command line
 //! (see `docs/architecture.md`). Each stage keeps its old path here.
 
+// A `pub` item no other crate can reach is `pub(crate)`: `pub` says "used from outside".
+#![warn(unreachable_pub)]
+
 pub mod cmd;
 
 pub use goldgate_core::{

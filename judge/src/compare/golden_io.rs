@@ -10,7 +10,7 @@ use super::judge::Series;
 use crate::golden::{self, GoldenError, GoldenFile, GoldenStyle, Value};
 
 /// Reads a golden file into metric → series (`"nan"` as NaN). Errors name the file.
-pub fn load(path: &Path) -> Result<BTreeMap<String, Series>, GoldenError> {
+pub(crate) fn load(path: &Path) -> Result<BTreeMap<String, Series>, GoldenError> {
     Ok(to_series(&golden::read_golden(path)?))
 }
 

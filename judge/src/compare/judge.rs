@@ -18,7 +18,7 @@ use crate::rules::MetricKind;
 use crate::rules::{Direction, Rule, Statistic};
 
 /// Per-step values of one metric (NaN for a `"nan"` golden entry).
-pub type Series = BTreeMap<u64, f64>;
+pub(crate) type Series = BTreeMap<u64, f64>;
 
 /// Steps listed in a detail line before eliding the rest.
 const LISTED_STEPS: usize = 10;
@@ -28,7 +28,7 @@ const LEVEL: f64 = 0.95;
 
 /// Judges `metric`. `repeats[i]` is repeat i's series, `None` when that repeat did not record
 /// the metric. `nondeterministic` turns exact checks off.
-pub fn judge(
+pub(crate) fn judge(
     metric: &str,
     rule: &Rule,
     golden: &Series,

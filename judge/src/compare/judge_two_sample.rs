@@ -17,7 +17,7 @@ use crate::rules::Rule;
 
 /// Judges `metric` under a two-sample rule. `golden` is Megatron's series of the golden file
 /// (the band's fallback), `samples` the file's per-job samples.
-pub fn judge(
+pub(crate) fn judge(
     metric: &str,
     rule: &Rule,
     golden: &Series,

@@ -7,25 +7,25 @@ pub mod ab_study;
 pub mod bless;
 pub mod calibrate;
 pub mod engine;
-pub mod error;
-pub mod evaluation;
+pub(crate) mod error;
+pub(crate) mod evaluation;
 #[cfg(test)]
 mod fixtures;
-pub mod golden_io;
-pub mod golden_samples;
+pub(crate) mod golden_io;
+pub(crate) mod golden_samples;
 pub(crate) mod inference;
-pub mod judge;
-pub mod judge_two_sample;
-pub mod noise;
+pub(crate) mod judge;
+pub(crate) mod judge_two_sample;
+pub(crate) mod noise;
 pub mod platform;
 pub mod power;
-pub mod resumed;
+pub(crate) mod resumed;
 pub mod runs;
 pub mod saved;
 pub mod stats;
 pub mod tensorboard;
 pub(crate) mod twosample;
-pub mod verdict;
+pub(crate) mod verdict;
 
 pub use crate::rules::{Direction, Rule, RuleSet};
 pub use engine::{

@@ -56,7 +56,7 @@ pub(crate) fn job_samples(
 }
 
 /// The noise of `metric` over `records` (unchanged jobs of one case and variant).
-pub fn noise(rule: &Rule, metric: &str, records: &[&RunRecord]) -> Option<Noise> {
+pub(crate) fn noise(rule: &Rule, metric: &str, records: &[&RunRecord]) -> Option<Noise> {
     let per_job = job_samples(rule, metric, records);
     let kept: Vec<(&RunRecord, Vec<f64>)> = records
         .iter()

@@ -79,7 +79,7 @@ pub(crate) enum Unusable {
 
 impl Unusable {
     /// One line for a detail text.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         match self {
             Unusable::TooFewJobs { golden, now } => format!(
                 "the two-sample test needs at least 3 jobs in all ({golden} golden, {now} now)"

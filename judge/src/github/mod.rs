@@ -4,11 +4,11 @@
 //! GitHub, `sticky` finds and creates-or-updates the one comment per pull request and key.
 
 pub mod body;
-pub mod client;
+pub(crate) mod client;
 pub mod context;
-pub mod error;
-pub mod retry;
-pub mod sticky;
+pub(crate) mod error;
+pub(crate) mod retry;
+pub(crate) mod sticky;
 
 pub use body::{MAX_COMMENT_BYTES, compose, marker};
 pub use client::{Client, Comment};

@@ -43,7 +43,7 @@ impl RetryPolicy {
 
 /// What one answer means for the request that got it.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Outcome {
+pub(crate) enum Outcome {
     /// 2xx.
     Success,
     /// A primary or secondary rate limit; `wait` is what GitHub asked for, if it said.
@@ -59,7 +59,11 @@ pub enum Outcome {
 
 /// Reads an answer: `status` and a header lookup (`name` is lowercase). `now_epoch` is the
 /// current Unix time in seconds, for `x-ratelimit-reset`.
-pub fn classify(status: u16, header: &dyn Fn(&str) -> Option<String>, now_epoch: u64) -> Outcome {
+pub(crate) fn classify(
+    status: u16,
+    header: &dyn Fn(&str) -> Option<String>,
+    now_epoch: u64,
+) -> Outcome {
     if (200..300).contains(&status) {
         return Outcome::Success;
     }

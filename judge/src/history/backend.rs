@@ -124,7 +124,7 @@ fn sqlite_error(what: &str, source: rusqlite::Error) -> HistoryError {
 }
 
 /// `a = ? AND b = ?` → `a = $1 AND b = $2` (the query layer's statements hold no `?` in text).
-pub fn dollar_placeholders(sql: &str) -> String {
+pub(crate) fn dollar_placeholders(sql: &str) -> String {
     let mut out = String::with_capacity(sql.len() + 16);
     let mut n = 0;
     for c in sql.chars() {

@@ -2,15 +2,15 @@
 //! URL, one schema and one query layer for both — and the series read back from it (a metric
 //! of a case over commits), with the change points E-divisive means finds in them.
 
-pub mod backend;
+pub(crate) mod backend;
 pub mod changes;
-pub mod error;
+pub(crate) mod error;
 pub mod ingest;
 pub mod location;
-pub mod migrate;
+pub(crate) mod migrate;
 pub mod recent;
 pub mod series;
-pub mod store;
+pub(crate) mod store;
 
 pub use backend::{Backend, Cell, Value};
 pub use error::HistoryError;

@@ -23,7 +23,7 @@ pub struct Store {
 }
 
 /// One series the store holds: `(case, variant, platform, metric)`.
-pub type SeriesName = (String, String, String, String);
+pub(crate) type SeriesName = (String, String, String, String);
 
 impl Store {
     /// Opens (creating a SQLite file and its folder when missing) and migrates the store.

@@ -16,7 +16,7 @@ pub mod site;
 pub mod summary;
 pub mod svg;
 pub mod table;
-pub mod units;
+pub(crate) mod units;
 pub mod variants;
 
 pub use error::ReportError;

@@ -1,7 +1,7 @@
 //! Stage "report": number formatting shared by every renderer (bytes in binary units, seconds
 //! scaled to ms/µs, signed deltas), so the terminal, markdown and JUnit show the same figures.
 
-pub use crate::compare::Unit;
+pub(crate) use crate::compare::Unit;
 
 /// The golden, now, Δ % and interval cells of a metric result, `—` where absent.
 pub(crate) fn metric_cells(m: &crate::compare::MetricResult) -> [String; 4] {
@@ -36,7 +36,7 @@ const MIB: f64 = KIB * 1024.0;
 const GIB: f64 = MIB * 1024.0;
 
 /// `61.32 GiB`, `512.0 MiB`, `3.0 KiB`, `17 B`; `nan`/`inf` for non-finite values.
-pub fn bytes(v: f64) -> String {
+pub(crate) fn bytes(v: f64) -> String {
     if !v.is_finite() {
         return non_finite(v);
     }
@@ -53,7 +53,7 @@ pub fn bytes(v: f64) -> String {
 }
 
 /// `4.10 s`, `23.4 ms`, `812 µs`, `184 s` (three significant digits).
-pub fn seconds(v: f64) -> String {
+pub(crate) fn seconds(v: f64) -> String {
     if !v.is_finite() {
         return non_finite(v);
     }
@@ -81,7 +81,7 @@ fn sig3(v: f64) -> String {
 }
 
 /// Five significant digits, no exponent for ordinary losses: `10.849`, `0.0012346`.
-pub fn plain(v: f64) -> String {
+pub(crate) fn plain(v: f64) -> String {
     if !v.is_finite() {
         return non_finite(v);
     }
@@ -97,7 +97,7 @@ pub fn plain(v: f64) -> String {
 }
 
 /// An integer count: `1024`.
-pub fn count(v: f64) -> String {
+pub(crate) fn count(v: f64) -> String {
     if !v.is_finite() {
         return non_finite(v);
     }
@@ -115,7 +115,7 @@ fn non_finite(v: f64) -> String {
 }
 
 /// Formats a value of the given kind.
-pub fn value(kind: Unit, v: f64) -> String {
+pub(crate) fn value(kind: Unit, v: f64) -> String {
     match kind {
         Unit::Bytes => bytes(v),
         Unit::Seconds => seconds(v),
@@ -135,7 +135,7 @@ pub(crate) fn signed(kind: Unit, v: f64) -> String {
 }
 
 /// A signed percentage with two decimals: `+5.20 %`, `-87.32 %`.
-pub fn pct(p: f64) -> String {
+pub(crate) fn pct(p: f64) -> String {
     if !p.is_finite() {
         return non_finite(p);
     }
@@ -144,7 +144,7 @@ pub fn pct(p: f64) -> String {
 
 /// An interval in the value's unit, the unit written once when both ends share it:
 /// `60.81 – 62.04 GiB`, `980 ms – 1.02 s`.
-pub fn interval(kind: Unit, lo: f64, hi: f64) -> String {
+pub(crate) fn interval(kind: Unit, lo: f64, hi: f64) -> String {
     let (a, b) = (value(kind, lo), value(kind, hi));
     match (a.rsplit_once(' '), b.rsplit_once(' ')) {
         (Some((na, ua)), Some((_, ub))) if ua == ub => format!("{na} – {b}"),

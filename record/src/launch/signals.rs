@@ -113,7 +113,7 @@ const STOP_SIGNALS: [i32; 13] = [
 ];
 
 /// [`STOP_SIGNALS`] and the real-time signals the C library leaves to programs.
-pub fn stop_signals() -> Vec<i32> {
+pub(super) fn stop_signals() -> Vec<i32> {
     let mut all = STOP_SIGNALS.to_vec();
     all.extend(libc::SIGRTMIN()..=libc::SIGRTMAX());
     all

@@ -30,7 +30,7 @@ pub struct Peaks {
 /// Checkpoint records from the log, in save order. The blocking time is the
 /// `save-checkpoint` timer's max across ranks; logs without the timer fall back to the time
 /// between the `saving` and `successfully saved` lines of a synchronous save.
-pub fn checkpoints(summary: &LogSummary) -> Vec<CheckpointRecord> {
+pub(crate) fn checkpoints(summary: &LogSummary) -> Vec<CheckpointRecord> {
     const MB: f64 = 1024.0 * 1024.0;
     summary
         .checkpoints
@@ -55,7 +55,7 @@ pub fn checkpoints(summary: &LogSummary) -> Vec<CheckpointRecord> {
 /// What was counted besides the log and the samplers' peaks: the probe files and the
 /// checkpoint folders' sizes.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct Counted<'a> {
+pub(crate) struct Counted<'a> {
     pub probe: Option<&'a ProbeSummary>,
     /// Bytes of file content in each save's folder, by save iteration.
     pub folders: Option<&'a BTreeMap<u64, u64>>,
@@ -66,7 +66,7 @@ pub struct Counted<'a> {
 /// metrics per save iteration (the log's timings, the probe's per-save counters, the folder
 /// sizes), and single-valued metrics (memory peaks, probe figures) keyed
 /// by the last step the log printed (0 when it printed none).
-pub fn metrics(
+pub(crate) fn metrics(
     summary: &LogSummary,
     saves: &[CheckpointRecord],
     peaks: Peaks,
@@ -171,7 +171,7 @@ pub struct JobResult {
 }
 
 /// One run's TensorBoard folder and what reading it gave (the error's text when it failed).
-pub type FolderRead = (std::path::PathBuf, Result<JobScalars, String>);
+pub(crate) type FolderRead = (std::path::PathBuf, Result<JobScalars, String>);
 
 /// The TensorBoard folders of a job's runs: the first run's, and a resume test's second.
 #[derive(Clone, Debug)]
@@ -249,7 +249,7 @@ fn job_warnings(
 }
 
 /// The `results.json` record of `job`.
-pub fn record(job: &Job, result: JobResult) -> RunRecord {
+pub(crate) fn record(job: &Job, result: JobResult) -> RunRecord {
     let ran = result.observed.is_some();
     let observed = result.observed.unwrap_or_default();
     let checkpoints = checkpoints(&observed.summary);

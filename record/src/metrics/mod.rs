@@ -2,8 +2,8 @@
 //! (`build`, `sampled`); the records themselves and their loading are `goldgate-core`'s
 //! `metrics`, re-exported here.
 
-pub mod build;
-pub mod sampled;
+pub(crate) mod build;
+pub(crate) mod sampled;
 
 pub use build::{JobResult, Observed, Peaks};
 pub use goldgate_core::metrics::*;

@@ -3,7 +3,7 @@
 //! job writes.
 
 pub mod ckpt_folders;
-pub mod node;
+pub(crate) mod node;
 pub mod probe;
 pub mod sample;
 

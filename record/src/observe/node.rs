@@ -21,7 +21,7 @@ pub(crate) const EVERY: Duration = Duration::from_millis(100);
 
 /// The node's I/O state around one job: the schema crate's type (`results.json` keeps it in
 /// the fingerprint).
-pub use goldgate_schema::NodeIo;
+pub(crate) use goldgate_schema::NodeIo;
 
 /// Counters read at the start and the end of a job.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -41,7 +41,7 @@ struct Disk {
 }
 
 /// The watch over one job; [`NodeWatch::finish`] stops it and gives the figures.
-pub struct NodeWatch {
+pub(crate) struct NodeWatch {
     stop: Sender<()>,
     thread: Option<JoinHandle<(Option<u64>, Option<u64>)>>,
     start: Counters,
@@ -50,7 +50,7 @@ pub struct NodeWatch {
 
 /// Starts watching; call just before the job is spawned. `checkpoints` is the folder the job
 /// saves to (created already). `settle` and `settle_seconds` say what was done before.
-pub fn watch(checkpoints: &Path, settle: &str, settle_seconds: Option<f64>) -> NodeWatch {
+pub(crate) fn watch(checkpoints: &Path, settle: &str, settle_seconds: Option<f64>) -> NodeWatch {
     let cache = read_file("/proc/meminfo").map(|t| page_cache(&t));
     let (dirty, writeback) = cache.unwrap_or((None, None));
     let io = NodeIo {
@@ -80,7 +80,7 @@ pub fn watch(checkpoints: &Path, settle: &str, settle_seconds: Option<f64>) -> N
 
 impl NodeWatch {
     /// Stops the thread and returns the job's figures.
-    pub fn finish(mut self) -> NodeIo {
+    pub(crate) fn finish(mut self) -> NodeIo {
         let _ = self.stop.send(());
         if let Some((dirty, writeback)) = self.thread.take().and_then(|t| t.join().ok()) {
             self.io.dirty_peak_bytes = max(self.io.dirty_peak_bytes, dirty);

@@ -411,7 +411,7 @@ pub fn secrets(job: &Job) -> Vec<(&str, &str)> {
 /// word, path or number (the bytes around it are not letters, digits, `_`, `-`, `.` or `/`),
 /// so a short secret (`tmp`) never mangles `/tmp/x`, while `token=s3cret` and `"s3cret"` are
 /// masked.
-pub fn find_whole(text: &str, value: &str, from: usize) -> Option<usize> {
+pub(super) fn find_whole(text: &str, value: &str, from: usize) -> Option<usize> {
     let word = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.' | b'/');
     let bytes = text.as_bytes();
     let mut start = from;

@@ -29,7 +29,7 @@ pub fn is_nemo(training_script: &str) -> bool {
 
 /// Lightweight mode: `ENABLE_LIGHTWEIGHT_MODE=true` in the caller's environment or the
 /// case's ENV_VARS (compared as text, as the script compares yq's output).
-pub fn is_lightweight(case: &TestCase, caller_env: &BTreeMap<String, String>) -> bool {
+pub(super) fn is_lightweight(case: &TestCase, caller_env: &BTreeMap<String, String>) -> bool {
     caller_env
         .get("ENABLE_LIGHTWEIGHT_MODE")
         .map(String::as_str)
@@ -44,7 +44,7 @@ pub fn is_lightweight(case: &TestCase, caller_env: &BTreeMap<String, String>) ->
 
 /// The case as `run_ci_test.sh` leaves it for training: MODEL_ARGS maps (run 1's edited) and
 /// the ENV_VARS entries it adds.
-pub struct CiEdits {
+pub(super) struct CiEdits {
     pub model_args: Vec<ModelArgs>,
     pub env_vars: Vec<(String, Scalar)>,
 }
@@ -53,7 +53,7 @@ pub struct CiEdits {
 /// = `--train-iters` (lightweight: 4, with `SKIP_PYTEST=1` and, for resume tests,
 /// `--save-interval 2`); NeMo lightweight cases get `trainer.max_steps 2`; lightweight
 /// inference cases get `SKIP_PYTEST=1`.
-pub fn ci_edits(case: &TestCase, nemo: bool, lightweight: bool) -> CiEdits {
+pub(super) fn ci_edits(case: &TestCase, nemo: bool, lightweight: bool) -> CiEdits {
     let mut model_args = case.model_args.clone();
     let mut env_vars = case.env_vars.clone();
     let run1 = model_args.iter_mut().find(|m| m.key == "MODEL_ARGS");
@@ -118,7 +118,7 @@ pub(crate) fn set(args: &mut ModelArgs, flag: &str, value: Scalar) {
 
 /// `TRAIN_ITERS` of `run_ci_test.sh`: `--exit-interval` of the edited MODEL_ARGS (100 when
 /// absent) for pretraining; `None` for NeMo, inference and RL cases (the script sets none).
-pub fn train_iters(case: &TestCase, edits: &CiEdits, nemo: bool) -> Option<u64> {
+pub(super) fn train_iters(case: &TestCase, edits: &CiEdits, nemo: bool) -> Option<u64> {
     if case.mode != Mode::Pretraining {
         return None;
     }
@@ -137,7 +137,7 @@ pub fn train_iters(case: &TestCase, edits: &CiEdits, nemo: bool) -> Option<u64> 
 
 /// One run of a job as `run_ci_test.sh` lays it out.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct RunLayout {
+pub(super) struct RunLayout {
     /// `RUN_NUMBER`.
     pub number: u32,
     /// The MODEL_ARGS key it reads (`MODEL_ARGS_<n>` when the file has it, else `MODEL_ARGS`).
@@ -152,7 +152,7 @@ pub struct RunLayout {
 /// Where a job's runs read and write: the job's own checkpoint folder, an empty folder that
 /// stands for Megatron's `/tmp/checkpoints/`, the frozen checkpoints (Megatron's
 /// `/mnt/artifacts`), and the TensorBoard folder.
-pub struct LayoutDirs<'a> {
+pub(super) struct LayoutDirs<'a> {
     pub checkpoints: &'a Path,
     pub scratch: &'a Path,
     pub frozen: &'a Path,
@@ -164,7 +164,7 @@ pub struct LayoutDirs<'a> {
 /// start from the frozen checkpoints); ckpt-resume's second run loads the first's checkpoint;
 /// frozen-resume's second run loads the frozen checkpoint and saves to scratch;
 /// checkpoint-consistency runs every MODEL_ARGS map, each saving to its own folder.
-pub fn run_layouts(case: &TestCase, repeat: u32, dirs: &LayoutDirs<'_>) -> Vec<RunLayout> {
+pub(super) fn run_layouts(case: &TestCase, repeat: u32, dirs: &LayoutDirs<'_>) -> Vec<RunLayout> {
     let key_for = |n: u32| {
         let numbered = format!("MODEL_ARGS_{n}");
         if n > 1 && case.model_args.iter().any(|m| m.key == numbered) {
@@ -238,7 +238,7 @@ fn gpus_of(case: &TestCase, key: &str) -> Option<u32> {
 }
 
 /// `N_REPEAT`: the case's `ENV_VARS.N_REPEAT` wins over the launcher's (lightweight: 1).
-pub fn n_repeat(case: &TestCase, lightweight: bool, launcher_repeat: u32) -> u32 {
+pub(super) fn n_repeat(case: &TestCase, lightweight: bool, launcher_repeat: u32) -> u32 {
     if lightweight {
         return 1;
     }

@@ -16,8 +16,8 @@ use super::shell::shell_quote;
 use crate::config::SlurmConfig;
 
 /// Launcher words of a batch job's node: Slurm's node count and node id, the first node.
-pub const SLURM_NNODES_REF: &str = "${SLURM_NNODES}";
-pub const SLURM_NODEID_REF: &str = "${SLURM_NODEID}";
+pub(super) const SLURM_NNODES_REF: &str = "${SLURM_NNODES}";
+pub(super) const SLURM_NODEID_REF: &str = "${SLURM_NODEID}";
 
 /// What a batch script needs besides the job.
 #[derive(Clone, Copy, Debug)]

@@ -6,7 +6,7 @@ mod actions;
 mod error;
 mod event;
 mod executor;
-pub mod local;
+pub(crate) mod local;
 mod options;
 mod progress;
 mod provenance;

@@ -15,7 +15,7 @@ use crate::observe::log::{
 };
 
 /// Checkpoint saves on the memory timeline: (start s, end s, iteration).
-pub type Marks = Vec<(f64, Option<f64>, u64)>;
+pub(super) type Marks = Vec<(f64, Option<f64>, u64)>;
 
 /// The log of one run, parsed as it arrives.
 pub struct LogWatch {
@@ -143,7 +143,7 @@ pub(crate) fn diagnosis(
 /// The redactor of a process started with `env` set and `unset` removed on top of goldgate's
 /// own environment: every secret-named variable it will see, inherited from the caller (a CI
 /// job's `HF_TOKEN`) or set by the case (`HF_TOKEN: "${CALLER_A}"`), masked by value.
-pub fn redactor(env: &BTreeMap<String, String>, unset: &[String]) -> Redactor {
+pub(super) fn redactor(env: &BTreeMap<String, String>, unset: &[String]) -> Redactor {
     let inherited = std::env::vars_os().filter_map(|(name, value)| {
         let name = name.into_string().ok()?;
         let kept = !env.contains_key(&name) && !unset.contains(&name);

@@ -13,7 +13,7 @@ use crate::plan::{load_rows, not_run_reason};
 
 /// One listed workload.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
-pub struct WorkloadRow {
+pub(crate) struct WorkloadRow {
     /// Megatron's workload name (`{test_case}_{environment}_{platforms}`).
     pub name: String,
     /// `<model>/<case>`.
@@ -56,7 +56,7 @@ impl WorkloadRow {
 }
 
 /// Lists the rows of `recipes`' scope or cadence (and environment, platform).
-pub fn run(
+pub(crate) fn run(
     recipes: &RecipeArgs,
     platform: Option<&str>,
     root: &std::path::Path,
@@ -85,7 +85,7 @@ pub fn run(
 }
 
 /// The JSON scripts read: `schema_version` (`list`'s) and `workloads`, one object per row.
-pub fn render_json(rows: &[WorkloadRow]) -> String {
+pub(crate) fn render_json(rows: &[WorkloadRow]) -> String {
     let doc = serde_json::json!({
         "schema_version": super::list::LIST_SCHEMA_VERSION,
         "workloads": rows,
@@ -95,7 +95,7 @@ pub fn render_json(rows: &[WorkloadRow]) -> String {
 }
 
 /// One line per workload.
-pub fn render_table(rows: &[WorkloadRow]) -> String {
+pub(crate) fn render_table(rows: &[WorkloadRow]) -> String {
     let dash = || "-".to_owned();
     let mut b = tabled::builder::Builder::default();
     b.push_record([

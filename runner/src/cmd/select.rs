@@ -155,7 +155,7 @@ impl CaseArgs {
 
 /// `dir` made absolute against the current directory (job folders must not depend on the
 /// folder a job runs in).
-pub fn absolute(dir: &Path) -> Result<PathBuf, AppError> {
+pub(crate) fn absolute(dir: &Path) -> Result<PathBuf, AppError> {
     std::path::absolute(dir).map_err(|source| {
         CmdError::BadDir {
             dir: dir.to_path_buf(),

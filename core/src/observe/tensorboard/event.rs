@@ -206,7 +206,8 @@ fn dim_size(bytes: &[u8]) -> Result<u64, DecodeError> {
 }
 
 /// Writer side (the fake trainer's event files, tests): the first record of a file.
-pub fn encode_file_version(wall_time: f64) -> Vec<u8> {
+#[cfg(test)]
+pub(crate) fn encode_file_version(wall_time: f64) -> Vec<u8> {
     let mut w = super::proto::Writer::default();
     w.double(1, wall_time).bytes(3, b"brain.Event:2");
     w.bytes
@@ -214,7 +215,8 @@ pub fn encode_file_version(wall_time: f64) -> Vec<u8> {
 
 /// Writer side: one event holding `simple_value` scalars, as `SummaryWriter.add_scalar`
 /// writes them (one tag per event there; several here are allowed).
-pub fn encode_scalars(wall_time: f64, step: i64, scalars: &[(&str, f32)]) -> Vec<u8> {
+#[cfg(test)]
+pub(crate) fn encode_scalars(wall_time: f64, step: i64, scalars: &[(&str, f32)]) -> Vec<u8> {
     let mut summary = super::proto::Writer::default();
     for (tag, v) in scalars {
         let mut value = super::proto::Writer::default();

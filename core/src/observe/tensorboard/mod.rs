@@ -4,13 +4,13 @@
 //! scalars as TensorBoard's `EventAccumulator` keeps them (`accumulate`), and a job's scalars
 //! over all its files (`scalars`).
 
-pub mod accumulate;
-pub mod error;
-pub mod event;
+pub(crate) mod accumulate;
+pub(crate) mod error;
+pub(crate) mod event;
 pub mod folder;
-pub mod proto;
-pub mod record;
-pub mod scalars;
+pub(crate) mod proto;
+pub(crate) mod record;
+pub(crate) mod scalars;
 
 pub use accumulate::{Accumulated, TagSeries, accumulate};
 pub use error::TensorboardError;

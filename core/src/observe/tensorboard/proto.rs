@@ -5,7 +5,7 @@
 
 /// One field of a message.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Field<'a> {
+pub(crate) enum Field<'a> {
     Varint(u64),
     Fixed64(u64),
     Bytes(&'a [u8]),
@@ -20,13 +20,13 @@ pub struct DecodeError {
 }
 
 /// A cursor over one message's bytes.
-pub struct Reader<'a> {
+pub(crate) struct Reader<'a> {
     bytes: &'a [u8],
     pos: usize,
 }
 
 impl<'a> Reader<'a> {
-    pub fn new(bytes: &'a [u8]) -> Self {
+    pub(crate) fn new(bytes: &'a [u8]) -> Self {
         Reader { bytes, pos: 0 }
     }
 
@@ -38,7 +38,7 @@ impl<'a> Reader<'a> {
     }
 
     /// The next field number and value, `None` at the end of the message.
-    pub fn next_field(&mut self) -> Result<Option<(u32, Field<'a>)>, DecodeError> {
+    pub(crate) fn next_field(&mut self) -> Result<Option<(u32, Field<'a>)>, DecodeError> {
         if self.pos >= self.bytes.len() {
             return Ok(None);
         }
@@ -61,7 +61,7 @@ impl<'a> Reader<'a> {
     }
 
     /// A base-128 varint of at most 10 bytes.
-    pub fn varint(&mut self) -> Result<u64, DecodeError> {
+    pub(crate) fn varint(&mut self) -> Result<u64, DecodeError> {
         let mut value = 0u64;
         for i in 0..10 {
             let Some(&b) = self.bytes.get(self.pos) else {
@@ -97,7 +97,7 @@ impl<'a> Reader<'a> {
 }
 
 /// The elements of a packed (or single, unpacked) repeated fixed-width field.
-pub fn fixed_elements<const N: usize>(field: Field<'_>) -> Vec<[u8; N]> {
+pub(crate) fn fixed_elements<const N: usize>(field: Field<'_>) -> Vec<[u8; N]> {
     match field {
         Field::Bytes(b) => b
             .chunks_exact(N)
@@ -114,7 +114,7 @@ pub fn fixed_elements<const N: usize>(field: Field<'_>) -> Vec<[u8; N]> {
 }
 
 /// The elements of a packed (or single) repeated varint field.
-pub fn varint_elements(field: Field<'_>) -> Result<Vec<u64>, DecodeError> {
+pub(crate) fn varint_elements(field: Field<'_>) -> Result<Vec<u64>, DecodeError> {
     match field {
         Field::Varint(v) => Ok(vec![v]),
         Field::Bytes(b) => {
@@ -130,11 +130,13 @@ pub fn varint_elements(field: Field<'_>) -> Result<Vec<u64>, DecodeError> {
 }
 
 /// Writer side (the fake trainer's event files, tests): a message built field by field.
+#[cfg(test)]
 #[derive(Default)]
-pub struct Writer {
+pub(crate) struct Writer {
     pub bytes: Vec<u8>,
 }
 
+#[cfg(test)]
 impl Writer {
     fn key(&mut self, number: u32, wire: u8) {
         self.raw_varint((u64::from(number) << 3) | u64::from(wire));
@@ -148,25 +150,25 @@ impl Writer {
         self.bytes.push(v as u8);
     }
 
-    pub fn varint(&mut self, number: u32, v: u64) -> &mut Self {
+    pub(crate) fn varint(&mut self, number: u32, v: u64) -> &mut Self {
         self.key(number, 0);
         self.raw_varint(v);
         self
     }
 
-    pub fn double(&mut self, number: u32, v: f64) -> &mut Self {
+    pub(crate) fn double(&mut self, number: u32, v: f64) -> &mut Self {
         self.key(number, 1);
         self.bytes.extend_from_slice(&v.to_le_bytes());
         self
     }
 
-    pub fn float(&mut self, number: u32, v: f32) -> &mut Self {
+    pub(crate) fn float(&mut self, number: u32, v: f32) -> &mut Self {
         self.key(number, 5);
         self.bytes.extend_from_slice(&v.to_le_bytes());
         self
     }
 
-    pub fn bytes(&mut self, number: u32, b: &[u8]) -> &mut Self {
+    pub(crate) fn bytes(&mut self, number: u32, b: &[u8]) -> &mut Self {
         self.key(number, 2);
         self.raw_varint(b.len() as u64);
         self.bytes.extend_from_slice(b);

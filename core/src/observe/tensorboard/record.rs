@@ -25,7 +25,7 @@ pub struct FramingError {
 }
 
 /// TensorFlow's masked CRC-32C.
-pub fn masked_crc(bytes: &[u8]) -> u32 {
+pub(crate) fn masked_crc(bytes: &[u8]) -> u32 {
     let crc = CASTAGNOLI.checksum(bytes);
     (crc.rotate_right(15)).wrapping_add(MASK_DELTA)
 }
