@@ -7,3 +7,4 @@ pub mod gate;
 pub mod prereq;
 pub mod redact;
 pub mod results;
+pub mod shm;
