@@ -1,9 +1,15 @@
-//! The pipeline's shape, checked on the source: every `crate::` path in `runner/src` (test
-//! code left out) must point along `case → plan → launch → observe → metrics → compare →
-//! report` or to a shared base module; `run` orchestrates (it may use every stage up to
-//! `metrics`, and only `cmd` uses it); `github` sits aside (only `cmd` uses it); `cmd` is on
-//! top and nothing uses it. The top-level module graph must have no cycle. No non-test
-//! function is longer than 60 lines, and `cmd/run.rs` stays at 200 lines or fewer.
+//! The pipeline's shape. Across crates Cargo enforces it: `goldgate-core` (the base and the
+//! readers), `goldgate-record` (plan, launch, observe, metrics, run) and `goldgate-judge`
+//! (compare, report, github, history) each depend only on the crates below them, and this test
+//! checks, with `cargo tree`, that neither core nor judge pulls in NVML, rustix or the
+//! recording crate. Within each crate it is checked on the source: every `crate::` path in
+//! `core/src`, `record/src`, `judge/src` and `runner/src` (test code left out; a crate's
+//! `use goldgate_core::…` at its root keeps the old `crate::` paths) must point along
+//! `case → plan → launch → observe → metrics → compare → report` or to a shared base module;
+//! `run` orchestrates (it may use every stage up to `metrics`, and only `cmd` uses it); `github`
+//! sits aside (only `cmd` uses it); `cmd` is on top and nothing uses it. The top-level module
+//! graph must have no cycle. No non-test function is longer than 60 lines, and `cmd/run.rs`
+//! stays at 200 lines or fewer.
 
 #![allow(clippy::unwrap_used)] // a test: a failed unwrap is a failed test
 
@@ -11,7 +17,15 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// Modules every stage may use; they use no stage.
-const BASE: &[&str] = &["exit", "fsio", "metric_names", "duration", "printable"];
+const BASE: &[&str] = &[
+    "exit",
+    "fsio",
+    "metric_names",
+    "duration",
+    "printable",
+    "hash",
+    "redact",
+];
 
 /// Pipeline stages in order; a stage may use its own rank and earlier ones. `golden` reads
 /// and writes the case stage's golden files; `config` is the plan stage's schema and `rules`
@@ -59,8 +73,34 @@ fn violation(from: &str, to: &str) -> Option<&'static str> {
     }
 }
 
+/// The workspace's crates with stage code: (folder, package).
+const CRATES: &[(&str, &str)] = &[
+    ("core", "goldgate-core"),
+    ("record", "goldgate-record"),
+    ("judge", "goldgate-judge"),
+    ("runner", "goldgate"),
+];
+
+/// The workspace root.
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
 fn src() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
+}
+
+/// Every crate's `src` folder with its Rust files.
+fn crate_sources() -> Vec<(PathBuf, Vec<PathBuf>)> {
+    CRATES
+        .iter()
+        .map(|(dir, _)| {
+            let root = workspace().join(dir).join("src");
+            let mut files = Vec::new();
+            rust_files(&root, &mut files);
+            (root, files)
+        })
+        .collect()
 }
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
@@ -74,6 +114,10 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
+/// The attributes that make a module test code: tests only, or test helpers other crates'
+/// unit tests use too (the `fixtures` feature).
+const TEST_CFGS: &[&str] = &["#[cfg(test)]", "#[cfg(any(test, feature = \"fixtures\"))]"];
+
 /// Files that are test code as a whole: declared `#[cfg(test)] mod name;` in their parent.
 fn test_only_files(files: &[PathBuf]) -> BTreeSet<PathBuf> {
     let mut out = BTreeSet::new();
@@ -85,10 +129,10 @@ fn test_only_files(files: &[PathBuf]) -> BTreeSet<PathBuf> {
         };
         let lines: Vec<&str> = text.lines().map(str::trim).collect();
         for pair in lines.windows(2) {
-            if pair[0] == "#[cfg(test)]"
-                && let Some(name) = pair[1]
-                    .strip_prefix("mod ")
-                    .or_else(|| pair[1].strip_prefix("pub(crate) mod "))
+            if TEST_CFGS.contains(&pair[0])
+                && let Some(name) = ["mod ", "pub(crate) mod ", "pub mod "]
+                    .iter()
+                    .find_map(|p| pair[1].strip_prefix(p))
                     .and_then(|r| r.strip_suffix(';'))
             {
                 out.insert(dir.join(format!("{name}.rs")));
@@ -157,13 +201,22 @@ fn crate_modules(code: &str) -> BTreeSet<String> {
 
 /// Top-level module → the modules it uses, with one file that shows each use.
 fn module_graph() -> BTreeMap<String, BTreeMap<String, PathBuf>> {
-    let root = src();
-    let mut files = Vec::new();
-    rust_files(&root, &mut files);
-    let tests = test_only_files(&files);
     let mut graph: BTreeMap<String, BTreeMap<String, PathBuf>> = BTreeMap::new();
+    for (root, files) in crate_sources() {
+        crate_graph(&root, &files, &mut graph);
+    }
+    graph
+}
+
+/// One crate's part of [`module_graph`]: its `crate::` paths.
+fn crate_graph(
+    root: &Path,
+    files: &[PathBuf],
+    graph: &mut BTreeMap<String, BTreeMap<String, PathBuf>>,
+) {
+    let tests = test_only_files(files);
     for file in files.iter().filter(|f| !tests.contains(*f)) {
-        let rel = file.strip_prefix(&root).unwrap();
+        let rel = file.strip_prefix(root).unwrap();
         let top = rel
             .components()
             .next()
@@ -181,10 +234,9 @@ fn module_graph() -> BTreeMap<String, BTreeMap<String, PathBuf>> {
                 .entry(top.clone())
                 .or_default()
                 .entry(used)
-                .or_insert_with(|| rel.to_path_buf());
+                .or_insert_with(|| file.strip_prefix(workspace()).unwrap().to_path_buf());
         }
     }
-    graph
 }
 
 /// The longest a non-test function's body may be, in lines (the style guide's rule).
@@ -316,17 +368,16 @@ fn the_module_graph_has_no_cycle() {
 
 #[test]
 fn no_function_is_longer_than_sixty_lines() {
-    let root = src();
-    let mut files = Vec::new();
-    rust_files(&root, &mut files);
-    let tests = test_only_files(&files);
     let mut long = Vec::new();
-    for file in files.iter().filter(|f| !tests.contains(*f)) {
-        let text = std::fs::read_to_string(file).unwrap();
-        for (line, name, body) in functions(&text) {
-            if body > MAX_FN_LINES {
-                let rel = file.strip_prefix(&root).unwrap().display();
-                long.push(format!("{rel}:{line} fn {name}: {body} lines"));
+    for (_, files) in crate_sources() {
+        let tests = test_only_files(&files);
+        for file in files.iter().filter(|f| !tests.contains(*f)) {
+            let text = std::fs::read_to_string(file).unwrap();
+            for (line, name, body) in functions(&text) {
+                if body > MAX_FN_LINES {
+                    let rel = file.strip_prefix(workspace()).unwrap().display();
+                    long.push(format!("{rel}:{line} fn {name}: {body} lines"));
+                }
             }
         }
     }
@@ -380,5 +431,63 @@ fn the_checks_catch_what_they_are_for() {
         found,
         [(1, "long".to_owned(), 3), (11, "m".to_owned(), 3)],
         "{code}"
+    );
+}
+
+/// The packages `package` is built from (`cargo tree -e normal`: what a build of it compiles,
+/// without dev- and build-dependencies), by name.
+fn normal_dependencies(package: &str) -> BTreeSet<String> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+    let out = std::process::Command::new(cargo)
+        .args([
+            "tree",
+            "--offline",
+            "--locked",
+            "-e",
+            "normal",
+            "--prefix",
+            "none",
+        ])
+        .args(["--format", "{p}", "-p", package])
+        .current_dir(workspace())
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        out.status.success() && !text.is_empty(),
+        "cargo tree -p {package}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    text.lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn judging_and_the_base_build_without_nvml_rustix_or_the_recording_crate() {
+    let banned = [
+        "nvml-wrapper",
+        "nvml-wrapper-sys",
+        "rustix",
+        "goldgate-record",
+    ];
+    for package in ["goldgate-core", "goldgate-judge"] {
+        let deps = normal_dependencies(package);
+        assert!(deps.contains(package), "{package}: {deps:?}");
+        let found: Vec<&str> = banned
+            .iter()
+            .copied()
+            .filter(|b| deps.contains(*b))
+            .collect();
+        assert!(found.is_empty(), "{package} is built from {found:?}");
+    }
+    assert!(!normal_dependencies("goldgate-core").contains("goldgate-judge"));
+    assert!(!normal_dependencies("goldgate-record").contains("goldgate-judge"));
+    // The check sees what it is for: the recording crate is built from all three.
+    let record = normal_dependencies("goldgate-record");
+    assert!(
+        banned[..3].iter().all(|b| record.contains(*b)),
+        "{record:?}"
     );
 }

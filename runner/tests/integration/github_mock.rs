@@ -11,7 +11,6 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use goldgate::cmd::error::AppError;
 use goldgate::exit::Exit;
 use goldgate::github::{Action, Client, GithubError, Repo, RetryPolicy, Token, compose, upsert};
-use miette::Diagnostic;
 use wiremock::matchers::any;
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
@@ -300,10 +299,9 @@ fn marked(comments: &[(u64, String)]) -> Vec<&(u64, String)> {
         .collect()
 }
 
-/// What a user reads for an error: the message and the hint.
+/// What a user reads for an error: the message and the hint, as goldgate writes every error.
 fn rendered(err: &GithubError) -> String {
-    let help = err.help().map(|h| h.to_string()).unwrap_or_default();
-    format!("{err}\n(hint: {help})")
+    goldgate::printable::error_text(err, None, false)
 }
 
 #[tokio::test]
@@ -539,7 +537,7 @@ async fn refusal_messages_are_redacted_and_snapshotted() {
         assert_eq!(AppError::from(err).exit(), Exit::Failure);
         out.push(text);
     }
-    insta::assert_snapshot!(out.join("\n\n"));
+    insta::assert_snapshot!(out.join("\n"));
 }
 
 #[tokio::test]
