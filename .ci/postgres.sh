@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A real PostgreSQL server on loopback for goldgate's history-store tests
-# (runner/tests/history_store.rs run the same suite against SQLite and against this server):
+# (runner/tests/integration/history_store.rs run the same suite against SQLite and against this server):
 # Debian's postgresql package, one cluster owned by the `postgres` user, listening on
 # 127.0.0.1 only, a database `goldgate` with trust authentication for loopback.
 # Idempotent: a server already answering is left as it is.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A real two-node Slurm cluster on this machine for goldgate's Slurm tests
-# (runner/tests/slurm.rs): Debian's slurm-wlm and munge, one slurmctld and two slurmd started
+# (runner/tests/integration/slurm.rs): Debian's slurm-wlm and munge, one slurmctld and two slurmd started
 # with `slurmd -N n1` / `-N n2` (two nodes of one host, each with its own port), one
 # partition `debug` over both. Idempotent: a cluster already up is left as it is.
 #

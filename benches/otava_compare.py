@@ -249,7 +249,7 @@ NOTES = """
 
 - **Same change points.** On every series both tools return the same indices: on Otava's own
   test series for every window, p-value and magnitude its tests use (and
-  `runner/tests/changes_otava.rs` checks those on every `cargo test`), on goldgate's H200
+  `runner/tests/integration/changes_otava.rs` checks those on every `cargo test`), on goldgate's H200
   records, and on the synthetic series. Where Otava finds points that are not planted (the
   2,000- and 10,000-point series, uniform noise in `history::changes`' unit tests), goldgate
   finds the same ones: it is the algorithm, not a different detector.

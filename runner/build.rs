@@ -15,6 +15,15 @@ fn main() {
     // clean build (CI, `cargo install`) always names HEAD.
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-changed=src");
+    // The crates goldgate is built from: a change there rebuilds this one anyway.
+    for dir in [
+        "../core/src",
+        "../record/src",
+        "../judge/src",
+        "../schema/src",
+    ] {
+        println!("cargo:rerun-if-changed={dir}");
+    }
     println!("cargo:rerun-if-env-changed=GOLDGATE_COMMIT");
     let manifest = std::env::var("CARGO_MANIFEST_DIR").unwrap_or_else(|_| ".".to_owned());
     let dir = Path::new(&manifest);

@@ -18,11 +18,11 @@ use goldgate::metrics::{Fingerprint, RunRecord, StepValues, VariantRecord};
 
 // The tests' corpus lookup: `$GOLDGATE_MEGATRON_CORPUS`, else `../shared/megatron_corpus`.
 #[allow(dead_code)] // the bench needs only the corpus root, not the case root
-#[path = "../tests/common/corpus.rs"]
+#[path = "../tests/integration/common/corpus.rs"]
 mod corpus;
 // What the corpus lookup does when there is none (skip, or fail under CI=true).
 #[allow(dead_code)]
-#[path = "../tests/common/prereq.rs"]
+#[path = "../tests/integration/common/prereq.rs"]
 mod prereq;
 
 fn golden_files(dir: &Path, out: &mut Vec<PathBuf>) {

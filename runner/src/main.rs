@@ -91,7 +91,6 @@ fn main() -> ExitCode {
         Err(e) => e.exit(),
     };
     cmd::output::set_color(cli.color);
-    cmd::output::install_error_report();
     let result = match cli.command {
         Command::List(a) => cmd::list::run(a),
         Command::Check(a) => cmd::check::run(a),
@@ -120,7 +119,9 @@ fn main() -> ExitCode {
             // The one decision: every stage error's code comes from `AppError::exit`. A closed
             // stderr must not turn that code into a panic's 101.
             let exit = err.exit();
-            cmd::output::stderr(format_args!("{:?}\n", miette::Report::new(err)));
+            let color = cmd::output::color(cmd::output::Stream::Stderr);
+            let text = cmd::output::render_error(&err, None, color);
+            cmd::output::stderr(format_args!("{text}"));
             exit.into()
         }
     }

@@ -15,14 +15,14 @@ use std::sync::Mutex;
 
 use super::args::{ExecArgs, GateArgs};
 use super::error::{AppError, CmdError};
-use super::output::{err, errln, out};
-use super::select::{Output, Selection, plan_selection};
+use super::output::{err, errln, out, stderr_color};
+use super::select::{Selection, plan_selection};
 use crate::compare::ab::{self, AbMetric, Sequential};
 use crate::compare::ab_outcome::{AB_SCHEMA_VERSION, AbJob, AbReport, ArmSpec};
 use crate::config::{Config, ExecutorChoice};
 use crate::exit::Exit;
 use crate::metrics::RunRecord;
-use crate::plan::Job;
+use crate::plan::{Job, Output};
 use crate::run::{Progress, ResultsWriter, RunOptions};
 
 /// Arguments of `goldgate ab`.
@@ -420,7 +420,7 @@ impl Bench<'_> {
             crate::plan::CaseFilter::new(std::slice::from_ref(&self.args.case), None, None)?;
         let selected = plan_selection(self.config, &arm.select, &filter, Some(1), 0, &output)?;
         let strict = arm.select.strict_placeholders;
-        err!("{}", selected.render_problems(strict));
+        err!("{}", selected.render_problems(strict, stderr_color()));
         if selected.refused(strict) {
             return Err(CmdError::NotPlanned.into());
         }
@@ -484,7 +484,7 @@ impl Bench<'_> {
     /// until the end (the final write's error is returned by `finish`).
     fn save(&self, report: &AbReport) {
         if let Err(e) = self.write_json(report) {
-            errln!("goldgate ab: {e}");
+            errln!("warning: {e} (written again after the next job)");
         }
     }
 

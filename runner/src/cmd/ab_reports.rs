@@ -12,7 +12,7 @@ use crate::compare::ab_outcome::AbReport;
 use crate::report::ab;
 
 /// Prints and writes every requested form of `report`.
-pub fn emit(report: &AbReport, gate: &GateArgs) -> Result<(), AppError> {
+pub(crate) fn emit(report: &AbReport, gate: &GateArgs) -> Result<(), AppError> {
     let files = [&gate.markdown, &gate.junit, &gate.json];
     let stdout_taken = files
         .iter()

@@ -42,11 +42,13 @@ pub struct GoldenRoot {
     pub path: PathBuf,
 }
 
-/// `--run` and `--all-runs`: which runs of a results folder `compare` judges and `bless`
-/// blesses (by default the newest).
-#[derive(clap::Args, Debug, Clone)]
+/// `--run` and `--all-runs`: which runs of a results folder a command reads — `compare` and
+/// `comment` judge them, `bless` blesses them, `report` shows them, `calibrate` measures them.
+/// By default the newest run (`compare::runs`).
+#[derive(clap::Args, Debug, Clone, Default)]
 pub struct RunPick {
-    /// Only these runs of the folder (run ids, repeatable); their repeats merge.
+    /// Only these runs of the folder (run ids: the folder names under it; repeatable); their
+    /// repeats merge. Default: the newest run.
     #[arg(long = "run", value_name = "RUN_ID")]
     pub runs: Vec<String>,
     /// Every run in the folder, repeats of the same job merged across runs.
@@ -58,6 +60,17 @@ impl RunPick {
     /// The runs these flags pick.
     pub fn selection(&self) -> crate::compare::RunSelection {
         crate::compare::RunSelection::from_flags(&self.runs, self.all_runs)
+    }
+
+    /// Loads the picked runs of `dir` (`compare::load_runs`: an incomplete run is an error)
+    /// and, when other runs were left out, says which run it took on stderr:
+    /// `goldgate: <verb> run …, the newest of 3 in this folder (…)`.
+    pub fn load(&self, dir: &Path, verb: &str) -> Result<crate::compare::Records, AppError> {
+        let (records, note) = crate::compare::load_runs(dir, &self.selection())?;
+        if let Some(note) = note {
+            errln!("goldgate: {verb} {note}");
+        }
+        Ok(records)
     }
 }
 
@@ -315,7 +328,7 @@ pub fn heartbeat_interval() -> Option<Duration> {
     match parse_duration(&text.to_string_lossy()) {
         Ok(every) => Some(every),
         Err(e) => {
-            errln!("goldgate: GOLDGATE_HEARTBEAT ignored: {e}");
+            errln!("warning: GOLDGATE_HEARTBEAT ignored: {e}");
             Some(crate::run::DEFAULT_HEARTBEAT)
         }
     }

@@ -3,8 +3,8 @@
 //! `get_test_results_from_tensorboard_logs.py` writes from a TensorBoard folder, byte for byte.
 
 use super::error::AppError;
-use super::output::{errln, out, outln};
-use crate::compare::{RuleSet, bless, load_runs};
+use super::output::{out, outln};
+use crate::compare::{RuleSet, bless};
 use crate::exit::Exit;
 use crate::history::{HistoryError, SeriesKey};
 use crate::metrics::RunRecord;
@@ -143,13 +143,7 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
     let rules = RuleSet::from_config(&config.rules);
     let (records, from) = match (&args.from, args.from_history) {
         (_, Some(runs)) => from_history(&args, runs)?,
-        (Some(from), None) => {
-            let (records, note) = load_runs(from, &args.pick.selection())?;
-            if let Some(note) = note {
-                errln!("goldgate: {note}");
-            }
-            (records, from.clone())
-        }
+        (Some(from), None) => (args.pick.load(from, "blessing")?, from.clone()),
         (None, None) => {
             return Err(HistoryError::Usage(
                 "bless needs --from DIR, --from-history N or --tensorboard DIR".into(),

@@ -2,17 +2,19 @@
 
 use super::error::AppError;
 use super::output::{out, outln};
-use crate::compare::{CompareError, RuleSet, calibrate, rules_yaml};
+use crate::compare::{CompareError, RuleSet, calibrate};
 use crate::config::{BUILTIN_CONFIG, Config};
 use crate::exit::Exit;
-use crate::metrics::record::load_results;
 
 /// Arguments of `goldgate calibrate`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// A run directory holding repeats of the same jobs.
+    /// A run directory holding repeats of the same jobs (`OUT/<run-id>`, or a folder of runs:
+    /// the newest; `--all-runs` measures the repeats of every run together).
     #[arg(long)]
     pub results: std::path::PathBuf,
+    #[command(flatten)]
+    pub pick: super::args::RunPick,
     #[command(flatten)]
     pub config: super::args::ConfigFile,
     /// Write the suggested rules into the configuration file (a text edit of the `rtol:` lines
@@ -27,7 +29,7 @@ pub struct Args {
 
 /// Runs the command: prints the per-metric spread and suggestions; `--write` edits the config.
 pub fn run(args: Args) -> Result<Exit, AppError> {
-    let records = load_results(&args.results)?;
+    let records = args.pick.load(&args.results, "measuring")?;
     let source = args.config.source()?;
     let rules = RuleSet::from_config(&args.config.load()?.rules);
     let cal = calibrate::calibrate(records, &rules, args.repeats);
@@ -76,7 +78,7 @@ fn write_rules(
         args.repeats
     );
     let edited =
-        rules_yaml::set_rtols(&text, updates, &note).map_err(|e| CompareError::ConfigEdit {
+        crate::rules::set_rtols(&text, updates, &note).map_err(|e| CompareError::ConfigEdit {
             path: path.to_path_buf(),
             line: e.line,
             message: e.message,

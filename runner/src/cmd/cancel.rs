@@ -35,7 +35,7 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
             }
             crate::metrics::record::load_index(&path)?
         }
-        None => super::select::newest_run(&args.out).ok_or_else(missing)?,
+        None => crate::compare::runs::newest_run(&args.out).ok_or_else(missing)?,
     };
     let ids = crate::run::slurm::cancel_left(&index).map_err(crate::run::RunError::from)?;
     outln!("{}", cancelled_line(&index.run_id, &ids));
@@ -47,7 +47,7 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
 /// that used Slurm is no longer running, may have left Slurm jobs in the queue; they are
 /// cancelled, and said so, so that the new jobs do not queue behind them.
 pub(crate) fn orphans_before_run(out: &Path, rerun_failed: bool) -> Result<(), AppError> {
-    let Some(index) = super::select::newest_run(out) else {
+    let Some(index) = crate::compare::runs::newest_run(out) else {
         return Ok(());
     };
     let died = crate::run::slurm::died(&index);

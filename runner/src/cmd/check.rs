@@ -16,9 +16,9 @@ use std::path::{Path, PathBuf};
 use super::error::AppError;
 use super::output::out;
 use crate::case::{self, Span};
-use crate::config::glob_match;
 use crate::exit::Exit;
 use crate::golden::{self, GoldenError};
+use crate::rules::glob_match;
 
 /// Arguments of `goldgate check`.
 #[derive(clap::Args, Debug)]
@@ -196,8 +196,8 @@ fn golden_files(mut dirs: Vec<PathBuf>) -> Vec<PathBuf> {
 fn plan_lints(args: &Args, config: &crate::config::Config) -> Result<Vec<Problem>, AppError> {
     use crate::plan::{PlanInputs, VariantRequest, plan_case};
     let chosen = config.platform(args.platform.as_deref())?;
-    let rows = super::select::load_rows(&args.recipes, &args.root.path, config)?;
-    let caller = super::select::caller_env();
+    let rows = crate::plan::load_rows(&args.recipes.query(), &args.root.path, config)?;
+    let caller = crate::plan::caller_env();
     let environment = args
         .recipes
         .environment
@@ -448,7 +448,7 @@ pub fn render(report: &CheckReport) -> String {
             p.message
         ));
         if let Some(hint) = &p.hint {
-            out.push_str(&format!("    hint: {hint}\n"));
+            out.push_str(&format!("  help: {hint}\n"));
         }
     }
     out.push_str(&format!(

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use super::error::AppError;
 use super::output::{errln, out};
 use crate::compare::saved::{merge, parse_saved};
-use crate::compare::{CompareError, CompareOptions, Comparison, RunSelection, Verdict};
+use crate::compare::{CompareError, CompareOptions, Comparison, Verdict};
 use crate::exit::Exit;
 use crate::github::{self, Action, Client, RetryPolicy, context};
 use crate::report;
@@ -26,10 +26,12 @@ pub struct Args {
         required_unless_present = "results"
     )]
     pub comparisons: Vec<PathBuf>,
-    /// Compare this run directory (`OUT/<run-id>`, or a folder of runs: the newest) with the
-    /// goldens instead, as `goldgate compare` would.
+    /// Compare this run directory (`OUT/<run-id>`, or a folder of runs: the newest; see
+    /// `--run` and `--all-runs`) with the goldens instead, as `goldgate compare` would.
     #[arg(long, conflicts_with = "comparisons")]
     pub results: Option<PathBuf>,
+    #[command(flatten)]
+    pub pick: super::args::RunPick,
     /// Pull request number (default: from `GITHUB_EVENT_PATH`); pull requests start at 1.
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     pub pr: Option<u64>,
@@ -91,7 +93,14 @@ pub fn prepare(args: &Args, env: &dyn Fn(&str) -> Option<String>) -> Result<Prep
                 args.platform.clone(),
                 false,
             );
-            super::compare::compare_selected(results, &opts, &RunSelection::Newest)?
+            super::compare::compare_selected(results, &opts, &args.pick)?
+        }
+        None if args.pick.all_runs || !args.pick.runs.is_empty() => {
+            return Err(super::error::CmdError::BadValue {
+                message: "--run and --all-runs pick runs of --results DIR; a saved --comparison \
+                          holds the runs its check judged",
+            }
+            .into());
         }
         None => read_saved(&args.comparisons)?,
     };

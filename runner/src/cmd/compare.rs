@@ -4,10 +4,8 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use super::error::AppError;
-use super::output::{Stream, errln, out};
-use crate::compare::{
-    CompareError, CompareOptions, Comparison, RunSelection, compare_records, load_runs,
-};
+use super::output::{Stream, out};
+use crate::compare::{CompareError, CompareOptions, Comparison, compare_records};
 use crate::exit::Exit;
 use crate::report;
 
@@ -37,17 +35,14 @@ pub struct Args {
     pub gate: super::args::GateArgs,
 }
 
-/// Loads the results folder, keeps the selected runs (saying on stderr which when others were
-/// left out) and compares them.
+/// Loads the results folder, keeps the picked runs (saying on stderr which when others were
+/// left out) and compares them (`compare`, `comment --results`).
 pub(crate) fn compare_selected(
     results: &Path,
     opts: &CompareOptions,
-    selection: &RunSelection,
+    pick: &super::args::RunPick,
 ) -> Result<Comparison, AppError> {
-    let (records, note) = load_runs(results, selection)?;
-    if let Some(note) = note {
-        errln!("goldgate: {note}");
-    }
+    let records = pick.load(results, "judging")?;
     Ok(compare_records(records, opts)?)
 }
 
@@ -75,8 +70,7 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
             args.gate.allow_env_mismatch,
         )
     };
-    let selection = args.pick.selection();
-    let comparison = compare_selected(&args.results, &opts, &selection)?;
+    let comparison = compare_selected(&args.results, &opts, &args.pick)?;
     gate(&comparison, &args.gate, None)
 }
 

@@ -18,7 +18,7 @@ use crate::launch::{LaunchError, SettleError};
 use crate::metrics::record::RecordError;
 use crate::observe::log::LogError;
 use crate::observe::tensorboard::TensorboardError;
-use crate::plan::{FilterError, PlanError};
+use crate::plan::{FilterError, PlanError, SelectError};
 use crate::report::error::ReportError;
 use crate::run::RunError;
 
@@ -44,6 +44,9 @@ pub enum AppError {
     #[error(transparent)]
     #[diagnostic(transparent)]
     Filter(#[from] FilterError),
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Select(#[from] SelectError),
     #[error(transparent)]
     #[diagnostic(transparent)]
     Launch(#[from] LaunchError),
@@ -91,6 +94,7 @@ impl AppError {
             AppError::Config(e) => config(e),
             AppError::Plan(e) => plan(e),
             AppError::Filter(e) => filter(e),
+            AppError::Select(e) => select(e),
             AppError::Launch(e) => launch(e),
             AppError::Settle(e) => settle(e),
             AppError::Log(e) => log(e),
@@ -107,11 +111,9 @@ impl AppError {
 }
 
 impl fmt::Debug for AppError {
-    /// The rendered diagnostic and its exit code (what a test wants to see).
+    /// The error as goldgate prints it and its exit code (what a test wants to see).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut text = String::new();
-        miette::GraphicalReportHandler::new_themed(miette::GraphicalTheme::unicode_nocolor())
-            .render_report(&mut text, self)?;
+        let text = super::output::render_error(self, None, false);
         write!(f, "{text} (exit {})", self.exit().code())
     }
 }
@@ -190,6 +192,18 @@ fn plan(e: &PlanError) -> Exit {
         | PlanError::EnvName { .. }
         | PlanError::ZeroRepeat
         | PlanError::NothingToRun { .. } => Exit::Usage,
+    }
+}
+
+fn select(e: &SelectError) -> Exit {
+    match e {
+        SelectError::Case(e) => case(e),
+        SelectError::Recipe(e) => recipe(e),
+        SelectError::Config(e) => config(e),
+        SelectError::Plan(e) => plan(e),
+        SelectError::Filter(e) => filter(e),
+        SelectError::NoRecipes { .. } | SelectError::CaseNotLoaded { .. } => Exit::Usage,
+        SelectError::Cwd { .. } => Exit::Failure,
     }
 }
 
@@ -326,8 +340,6 @@ fn cmd(e: &CmdError) -> Exit {
         CmdError::BadDir { .. }
         | CmdError::NoEarlierRun { .. }
         | CmdError::NoRun { .. }
-        | CmdError::NoRecipes { .. }
-        | CmdError::CaseNotLoaded { .. }
         | CmdError::NotPlanned
         | CmdError::NothingToRun
         | CmdError::NotOneJob { .. }
@@ -355,33 +367,22 @@ pub enum CmdError {
     Cwd { source: std::io::Error },
 
     /// `--rerun-failed` found no run to rerun.
-    #[error(
-        "--rerun-failed: no earlier run under {} (hint: --out names the folder of runs)",
-        out.display()
-    )]
+    #[error("--rerun-failed: no earlier run under {}", out.display())]
+    #[diagnostic(help("--out names the folder of runs"))]
     NoEarlierRun { out: PathBuf },
 
     /// `cancel`: no such run (or no run at all) under `--out`.
     #[error(
-        "no {} under {} (hint: --out names the folder of runs, --run one of them)",
+        "no {} under {}",
         run.as_ref().map_or_else(|| "run".to_owned(), |r| format!("run {r}")),
         out.display()
     )]
+    #[diagnostic(help("--out names the folder of runs, --run one of them"))]
     NoRun { out: PathBuf, run: Option<String> },
 
-    /// `--scope`/`--cadence` without Megatron's recipes.
-    #[error(
-        "--scope and --cadence need Megatron's recipes, and none were found beside {} (hint: --recipes DIR, or `recipes:` in goldgate.yaml)",
-        root.display()
-    )]
-    NoRecipes { root: PathBuf },
-
-    /// A selected case could not be loaded (said once per case, with the case's own error).
-    #[error("{message}")]
-    CaseNotLoaded { message: String },
-
     /// Some selected cases do not plan; `run` starts nothing.
-    #[error("not running: the cases above do not plan (hint: `goldgate plan` shows the same)")]
+    #[error("not running: the cases above do not plan")]
+    #[diagnostic(help("`goldgate plan` shows the same"))]
     NotPlanned,
 
     /// The selection planned no job at all.
@@ -389,9 +390,8 @@ pub enum CmdError {
     NothingToRun,
 
     /// `repro` needs exactly one job.
-    #[error(
-        "repro makes one job, but the selection gives {count}: {names} (hint: use --variant instead of --matrix)"
-    )]
+    #[error("repro makes one job, but the selection gives {count}: {names}")]
+    #[diagnostic(help("use --variant instead of --matrix, and --repeat N for the N-th repeat"))]
     NotOneJob { count: usize, names: String },
 
     /// A flag's value is out of its range.
@@ -400,9 +400,10 @@ pub enum CmdError {
 
     /// `power` found nothing it can judge over repeats.
     #[error(
-        "no metric judged over repeats was recorded by two or more passed jobs under {} (hint: run the same job several times, e.g. `goldgate run CASE --repeat 10`)",
+        "no metric judged over repeats was recorded by two or more passed jobs under {}",
         results.display()
     )]
+    #[diagnostic(help("run the same job several times, e.g. `goldgate run CASE --repeat 10`"))]
     NothingToJudge { results: PathBuf },
 
     /// A file the command writes could not be written.

@@ -64,7 +64,7 @@ fn write_page(path: &Path, html: &str) -> Result<(), HistoryError> {
 }
 
 /// Writes the site (`goldgate history site`).
-pub fn site(store: &mut Store, a: &SiteArgs) -> Result<Exit, AppError> {
+pub(crate) fn site(store: &mut Store, a: &SiteArgs) -> Result<Exit, AppError> {
     use crate::report::site::{case_file, render_case, render_index};
     let cases = site_cases(store, a)?;
     if cases.is_empty() {
@@ -98,7 +98,7 @@ pub fn site(store: &mut Store, a: &SiteArgs) -> Result<Exit, AppError> {
 
 /// The `Trend on main` section for the regressed metrics of `c`: main's last `runs` runs of
 /// each in the store `db` (a URL or a file), on the comparison's platform.
-pub fn trend_markdown(
+pub(crate) fn trend_markdown(
     db: &str,
     runs: usize,
     c: &crate::compare::Comparison,

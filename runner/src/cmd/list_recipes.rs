@@ -6,13 +6,14 @@ use tabled::settings::Style;
 
 use super::error::AppError;
 use super::output::outln;
-use super::select::{RecipeArgs, load_rows, not_run_reason};
+use super::select::RecipeArgs;
 use crate::case::{RecipeFilter, RecipeRow, select};
 use crate::exit::Exit;
+use crate::plan::{load_rows, not_run_reason};
 
 /// One listed workload.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
-pub struct WorkloadRow {
+pub(crate) struct WorkloadRow {
     /// Megatron's workload name (`{test_case}_{environment}_{platforms}`).
     pub name: String,
     /// `<model>/<case>`.
@@ -55,14 +56,14 @@ impl WorkloadRow {
 }
 
 /// Lists the rows of `recipes`' scope or cadence (and environment, platform).
-pub fn run(
+pub(crate) fn run(
     recipes: &RecipeArgs,
     platform: Option<&str>,
     root: &std::path::Path,
     config: &crate::config::Config,
     json: bool,
 ) -> Result<Exit, AppError> {
-    let rows = load_rows(recipes, root, config)?;
+    let rows = load_rows(&recipes.query(), root, config)?;
     // Without a case tree every row is "no case folder", as `plan` would say.
     let found = crate::case::discover(root).unwrap_or_default();
     let filter = RecipeFilter {
@@ -84,7 +85,7 @@ pub fn run(
 }
 
 /// The JSON scripts read: `schema_version` (`list`'s) and `workloads`, one object per row.
-pub fn render_json(rows: &[WorkloadRow]) -> String {
+pub(crate) fn render_json(rows: &[WorkloadRow]) -> String {
     let doc = serde_json::json!({
         "schema_version": super::list::LIST_SCHEMA_VERSION,
         "workloads": rows,
@@ -94,7 +95,7 @@ pub fn render_json(rows: &[WorkloadRow]) -> String {
 }
 
 /// One line per workload.
-pub fn render_table(rows: &[WorkloadRow]) -> String {
+pub(crate) fn render_table(rows: &[WorkloadRow]) -> String {
     let dash = || "-".to_owned();
     let mut b = tabled::builder::Builder::default();
     b.push_record([

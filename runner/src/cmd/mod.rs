@@ -1,7 +1,7 @@
 //! Subcommands: one file each, holding the clap arguments and the function that does the I/O.
 
 pub mod ab;
-pub mod ab_reports;
+pub(crate) mod ab_reports;
 pub mod ab_study;
 pub mod args;
 pub mod bless;
@@ -14,9 +14,9 @@ pub mod completions;
 pub mod error;
 pub mod extract;
 pub mod history;
-pub mod history_site;
+pub(crate) mod history_site;
 pub mod list;
-pub mod list_recipes;
+pub(crate) mod list_recipes;
 pub mod output;
 pub mod plan;
 pub mod power;
@@ -25,4 +25,4 @@ pub mod repro;
 pub mod run;
 mod run_notes;
 pub mod sample;
-pub mod select;
+pub(crate) mod select;

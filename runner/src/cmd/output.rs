@@ -21,7 +21,7 @@ pub fn stdout(args: std::fmt::Arguments<'_>) {
     if let Err(e) = write_guarded(&mut out, args).and_then(|()| out.flush()) {
         STDOUT_GONE.store(true, Ordering::Relaxed);
         if e.kind() != std::io::ErrorKind::BrokenPipe {
-            stderr(format_args!("goldgate: cannot write to stdout: {e}\n"));
+            stderr(format_args!("warning: cannot write to stdout: {e}\n"));
         }
     }
 }
@@ -86,7 +86,7 @@ fn write_stdout(text: &str, commands: bool) {
     if let Err(e) = out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
         STDOUT_GONE.store(true, Ordering::Relaxed);
         if e.kind() != std::io::ErrorKind::BrokenPipe {
-            stderr(format_args!("goldgate: cannot write to stdout: {e}\n"));
+            stderr(format_args!("warning: cannot write to stdout: {e}\n"));
         }
     }
 }
@@ -141,6 +141,11 @@ pub fn color(stream: Stream) -> bool {
     decide(choice, tty, &|name| std::env::var_os(name))
 }
 
+/// Whether to colour stderr ([`color`]), where errors and warnings go.
+pub fn stderr_color() -> bool {
+    color(Stream::Stderr)
+}
+
 /// The decision, as anstream makes it: `always`/`never` win; under `auto` a non-empty
 /// `NO_COLOR` (no-color.org) turns colour off, then `CLICOLOR_FORCE` other than `0` turns it
 /// on (bixense.com/clicolors), then `CLICOLOR=0` off, else a terminal decides.
@@ -160,20 +165,9 @@ pub fn decide(
     }
 }
 
-/// Sets how errors are drawn: miette's report with colour as [`color`] decides for stderr, and
-/// no line wrapping, so a `path:line:col` stays whole for terminals and editors to follow.
-pub fn install_error_report() {
-    let color = color(Stream::Stderr);
-    // Fails only when a hook is already set; then that one stays.
-    let _ = miette::set_hook(Box::new(move |_| {
-        Box::new(
-            miette::MietteHandlerOpts::new()
-                .color(color)
-                .wrap_lines(false)
-                .break_words(false)
-                .build(),
-        )
-    }));
+/// How every command shows an error: [`crate::printable::error_text`].
+pub fn render_error(err: &dyn miette::Diagnostic, context: Option<&str>, color: bool) -> String {
+    crate::printable::error_text(err, context, color)
 }
 
 /// `print!` that never panics.
@@ -205,6 +199,52 @@ pub(crate) use {err, errln, out, outln};
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_error_reads_as_clap_prints_a_usage_error() {
+        use crate::cmd::error::{AppError, CmdError};
+        use crate::run::RunError;
+        let denied = || std::io::Error::new(std::io::ErrorKind::PermissionDenied, "denied");
+        let unknown = AppError::from(crate::compare::CompareError::UnknownRun {
+            run: "nope".into(),
+            available: "20261130-070000-beef, 20261130-080000-cafe".into(),
+        });
+        // The message already ends in its cause: said once.
+        let write = AppError::from(CmdError::Write {
+            path: "/r/report.md".into(),
+            source: denied(),
+        });
+        let saves = AppError::from(RunError::Saves {
+            errors: ["/r/a/results.json", "/r/b/results.json"]
+                .map(|p| RunError::Write {
+                    path: p.into(),
+                    source: denied(),
+                })
+                .into(),
+        });
+        let one_job = AppError::from(CmdError::NotOneJob {
+            count: 2,
+            names: "default; allocator=gc80".into(),
+        });
+        let text = [
+            render_error(&unknown, None, false),
+            render_error(&write, None, false),
+            render_error(&saves, None, false),
+            render_error(&one_job, Some("demo/ckpt"), false),
+        ]
+        .join("\n");
+        assert!(!text.contains("(hint") && !text.contains('×'), "{text}");
+        insta::assert_snapshot!(text);
+        let coloured = render_error(&unknown, None, true);
+        assert!(
+            coloured.starts_with("\u{1b}[1;31merror:\u{1b}[0m no run `nope`"),
+            "{coloured:?}"
+        );
+        assert!(
+            coloured.contains("  \u{1b}[1;32mhelp:\u{1b}[0m run ids"),
+            "{coloured:?}"
+        );
+    }
 
     fn with(vars: &[(&str, &str)]) -> impl Fn(&str) -> Option<std::ffi::OsString> {
         let vars: Vec<(String, String)> = vars

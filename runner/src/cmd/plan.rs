@@ -3,10 +3,10 @@
 use std::path::PathBuf;
 
 use super::error::AppError;
-use super::output::{err, out};
-use super::select::{CaseArgs, Output, Selection, plan_selection};
+use super::output::{err, out, stderr_color};
+use super::select::{CaseArgs, Selection, plan_selection};
 use crate::exit::Exit;
-use crate::plan::{render_plan_json, render_plan_text};
+use crate::plan::{Output, render_plan_json, render_plan_text};
 
 /// Arguments of `goldgate plan`.
 #[derive(clap::Args, Debug)]
@@ -32,6 +32,21 @@ pub struct Args {
     pub format: super::list::Format,
 }
 
+/// The plan's text with a line after its first: where the job folders shown lie, and where
+/// `goldgate run` puts the same jobs (the run id is the only difference).
+fn with_folder_note(text: String, run_dir: &std::path::Path) -> String {
+    let Some((first, rest)) = text.split_once('\n').filter(|(_, rest)| !rest.is_empty()) else {
+        return text;
+    };
+    let out = run_dir.parent().unwrap_or(run_dir);
+    format!(
+        "{first}\njob folders under {}/; `goldgate run` puts the same jobs under {}/<run-id>/ \
+         (a fresh run id, YYYYMMDD-HHMMSS-xxxx)\n{rest}",
+        run_dir.display(),
+        out.display()
+    )
+}
+
 /// Runs the command: every job that plans is printed; a case that does not plan is reported
 /// on stderr without stopping the others (exit 2 then).
 pub fn run(args: Args) -> Result<Exit, AppError> {
@@ -50,7 +65,10 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
         super::list::Format::Table if selected.jobs.is_empty() && !selected.failures.is_empty() => {
             String::new()
         }
-        super::list::Format::Table => render_plan_text(&selected.jobs),
+        super::list::Format::Table => with_folder_note(
+            render_plan_text(&selected.jobs),
+            &output.out_dir.join(&output.run_id),
+        ),
         super::list::Format::Json => render_plan_json(&selected.jobs),
     };
     out!("{text}");
@@ -65,7 +83,7 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
         }
     }
     let strict = args.select.strict_placeholders;
-    err!("{}", selected.render_problems(strict));
+    err!("{}", selected.render_problems(strict, stderr_color()));
     Ok(if selected.refused(strict) {
         Exit::Usage
     } else {

@@ -9,15 +9,17 @@ use crate::compare::Comparison;
 use crate::exit::Exit;
 use crate::fsio::write_atomic;
 use crate::metrics::RunRecord;
-use crate::metrics::record::load_results;
 use crate::report::{ReportError, summary, svg, variants};
 
 /// Arguments of `goldgate report`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// A run directory (`OUT/<run-id>`).
+    /// A run directory (`OUT/<run-id>`) or a folder holding several (then the newest run is
+    /// shown; see `--all-runs` and `--run`).
     #[arg(long)]
     pub results: std::path::PathBuf,
+    #[command(flatten)]
+    pub pick: super::args::RunPick,
     /// Write one SVG memory timeline per job into this folder.
     #[arg(long)]
     pub svg: Option<std::path::PathBuf>,
@@ -43,7 +45,7 @@ fn write_in(dir: &Path, path: &Path, text: &str) -> Result<(), ReportError> {
     })
 }
 
-/// Writes `<dir>/<case slug>__<variant slug>__<repeat>.svg` for every record (atomically) and
+/// Writes `<dir>/<run id>__<case slug>__<variant slug>__<repeat>.svg` for every record (atomically) and
 /// returns the paths in record order. `goldgate run`/`compare` call this to fill
 /// `JobComparison::svg`.
 fn write_svgs(dir: &Path, records: &[&RunRecord]) -> Result<Vec<PathBuf>, ReportError> {
@@ -93,7 +95,7 @@ fn svg_link_prefix(svg_dir: &Path, markdown: &Path) -> String {
 
 /// Runs the command.
 pub fn run(args: Args) -> Result<Exit, AppError> {
-    let loaded = load_results(&args.results)?;
+    let loaded = args.pick.load(&args.results, "showing")?;
     let records: Vec<&RunRecord> = loaded.iter().map(|(_, r)| r).collect();
     let order = variants::VariantOrder::from_config(&args.config.load()?);
     out!(
@@ -147,7 +149,8 @@ mod tests {
         let mut c = Comparison::new("dev_cpu".into(), vec![job, orphan], vec![]);
         let svg_dir = dir.path().join("svg");
         attach_svgs(&mut c, &records, &svg_dir).unwrap();
-        let want = svg_dir.join("gpt-gpt3_mcore_te_tp1_pp1_ckpt_resume__default__1.svg");
+        let want = svg_dir
+            .join("20261130-062900-abcd__gpt-gpt3_mcore_te_tp1_pp1_ckpt_resume__default__1.svg");
         assert_eq!(c.jobs[0].svg.as_ref(), Some(&want));
         assert!(want.is_file());
         assert_eq!(c.jobs[1].svg, None);

@@ -3,12 +3,12 @@
 use std::path::{Path, PathBuf};
 
 use super::error::AppError;
-use super::output::{err, out};
-use super::select::{Output, Selection, plan_selection};
+use super::output::{err, out, stderr_color};
+use super::select::{Selection, plan_selection};
 use crate::config::{Config, ExecutorChoice};
 use crate::exit::Exit;
 use crate::plan::{
-    BatchSpec, Job, Launcher, batch_time_limit, render_batch, render_repro, resolve_program,
+    BatchSpec, Job, Launcher, Output, batch_time_limit, render_batch, render_repro, resolve_program,
 };
 
 /// Arguments of `goldgate repro`.
@@ -18,13 +18,19 @@ pub struct Args {
     pub case: String,
     #[command(flatten)]
     pub select: Selection,
-    /// Output folder the script writes to (`OUT/<run-id>/...`; default `goldgate-out`, or the
-    /// platform's `slurm.job_root` under Slurm).
+    /// Output folder the script writes to (`OUT/<run-id>/<case>/<variant>/<repeat>/`); the
+    /// same default as `run`'s and `plan`'s (`results`, or the platform's `slurm.job_root` under
+    /// Slurm), so the job's folder is the one `run` gives it, but for the run id.
     #[arg(long)]
     pub out: Option<PathBuf>,
-    /// Run id used in the job folders.
+    /// Run id used in the job folders (`goldgate run` makes a fresh one; `repro` keeps its
+    /// script's files apart from every run's).
     #[arg(long, default_value = "repro")]
     pub run_id: String,
+    /// Which repeat to reproduce (1-based): its folder and `REPEAT`, as a run with
+    /// `--repeat N` or more gives that repeat.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    pub repeat: u32,
     /// Extra environment for the job (`NAME=VALUE`, repeatable): what an arm of `goldgate ab`
     /// adds (`ab` prints each arm's repro line).
     #[arg(long = "env", value_name = "NAME=VALUE", value_parser = super::ab::parse_env)]
@@ -40,7 +46,7 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
     let output = Output {
         out_dir: args
             .select
-            .out_dir(&config, args.out.as_deref(), "goldgate-out")?,
+            .out_dir(&config, args.out.as_deref(), "results")?,
         run_id: args.run_id,
         base_dir: args
             .dir
@@ -49,13 +55,15 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
             .transpose()?,
     };
     let filter = crate::plan::CaseFilter::new(std::slice::from_ref(&args.case), None, None)?;
-    let selected = plan_selection(&config, &args.select, &filter, Some(1), 0, &output)?;
+    let repeats = Some(args.repeat);
+    let selected = plan_selection(&config, &args.select, &filter, repeats, 0, &output)?;
     let strict = args.select.strict_placeholders;
-    err!("{}", selected.render_problems(strict));
+    err!("{}", selected.render_problems(strict, stderr_color()));
     if selected.refused(strict) {
         return Ok(Exit::Usage);
     }
     let mut jobs = selected.jobs;
+    jobs.retain(|j| j.repeat == args.repeat);
     for job in &mut jobs {
         for (k, v) in &args.env {
             job.env_unset.retain(|u| u != k);

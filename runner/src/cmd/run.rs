@@ -7,13 +7,14 @@ use std::sync::Mutex;
 
 use super::args::{ExecArgs, GateArgs};
 use super::error::AppError;
-use super::output::{err, errln, out, outln};
+use super::output::{err, errln, out, outln, stderr_color};
 pub use super::run_notes::scripts_notice;
 use super::run_notes::{decide_scripts, keep_failed, ungated_line};
-use super::select::{CaseArgs, Output, Selection, plan_selection};
+use super::select::{CaseArgs, Selection, plan_selection};
 use crate::config::{Config, ExecutorChoice};
 use crate::exit::Exit;
 use crate::launch;
+use crate::plan::Output;
 use crate::run::{
     Executor, LocalExecutor, Progress, ResultsWriter, RunOptions, RunSummary, SlurmExecutor,
 };
@@ -86,7 +87,7 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
     let filter = args.which.filter()?;
     let selected = plan_selection(&config, &args.select, &filter, args.repeat, warmup, &output)?;
     let strict = args.select.strict_placeholders;
-    err!("{}", selected.render_problems(strict));
+    err!("{}", selected.render_problems(strict, stderr_color()));
     if selected.refused(strict) {
         return Err(super::error::CmdError::NotPlanned.into());
     }

@@ -1,20 +1,13 @@
 //! Arguments shared by the commands that pick cases and expand them into jobs
-//! (`plan`, `repro`, `run`), and the loading and planning they share: case names, or the rows
-//! of Megatron's recipes (`--scope`, `--cadence`, `--environment`, `--platform`), each planned
-//! on its platform; a case that cannot be planned is reported on its own.
+//! (`plan`, `repro`, `run`): the flags of a selection, turned into `plan`'s [`plan::Selection`]
+//! (the planning itself is `plan::plan_selection`), and the jobs `--rerun-failed` takes.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use super::error::{AppError, CmdError};
-use crate::case::{
-    CaseRecipe, RecipeFilter, RecipeRow, Runner, TestCase, discover, for_case, load_case,
-    load_recipes, select,
-};
 use crate::config::{Config, ExecutorChoice, Platform};
-use crate::plan::{
-    CaseFilter, Job, Partition, PlanInputs, Planned, Unset, VariantRequest, plan_case,
-};
+use crate::plan::{self, CaseFilter, Partition};
 
 /// Where the cases are and which jobs to make of them.
 #[derive(clap::Args, Debug, Clone)]
@@ -52,6 +45,20 @@ pub struct Selection {
 }
 
 impl Selection {
+    /// The selection as `plan` takes it.
+    pub fn plan(&self) -> plan::Selection {
+        plan::Selection {
+            root: self.root.path.clone(),
+            variants: self.variants.clone(),
+            matrix: self.matrix.clone(),
+            platform: self.platform.clone(),
+            recipes: self.recipes.query(),
+            nodes: self.nodes,
+            gpus_per_node: self.gpus_per_node,
+            executor: self.executor,
+        }
+    }
+
     /// The executor that runs this selection's jobs on `platform`: `--executor`, else the
     /// platform's.
     pub fn executor_on(&self, platform: &Platform) -> ExecutorChoice {
@@ -106,47 +113,16 @@ pub struct RecipeArgs {
     pub environment: Option<String>,
 }
 
-/// The recipe folder to use, if any.
-fn recipe_dir(args: &RecipeArgs, root: &Path, config: &Config) -> Option<PathBuf> {
-    if let Some(dir) = args.recipes.clone().or_else(|| config.recipes.clone()) {
-        return Some(dir);
-    }
-    let beside = root.join("../../test_utils/recipes");
-    beside.is_dir().then_some(beside)
-}
-
-/// Every recipe row (`recipes` and Megatron's `local_recipes` beside it); none without a folder.
-pub(crate) fn load_rows(
-    args: &RecipeArgs,
-    root: &Path,
-    config: &Config,
-) -> Result<Vec<RecipeRow>, AppError> {
-    let Some(dir) = recipe_dir(args, root, config) else {
-        if args.scope.is_some() || args.cadence.is_some() {
-            return Err(CmdError::NoRecipes {
-                root: root.to_path_buf(),
-            }
-            .into());
+impl RecipeArgs {
+    /// The recipe flags as `plan` takes them.
+    pub fn query(&self) -> plan::RecipeQuery {
+        plan::RecipeQuery {
+            recipes: self.recipes.clone(),
+            scope: self.scope.clone(),
+            cadence: self.cadence.clone(),
+            environment: self.environment.clone(),
         }
-        return Ok(Vec::new());
-    };
-    let mut rows = load_recipes(&dir)?;
-    let local = dir.with_file_name("local_recipes");
-    if local.is_dir() {
-        rows.extend(load_recipes(&local)?);
     }
-    Ok(rows)
-}
-
-/// Where a plan's jobs write: `OUT/<run-id>/<case>/<variant>/<repeat>/`.
-#[derive(Clone, Debug)]
-pub struct Output {
-    /// `OUT`, absolute.
-    pub out_dir: PathBuf,
-    pub run_id: String,
-    /// Where relative entry words resolve (default: the current folder); `goldgate ab`'s
-    /// `--a-dir`/`--b-dir` (a checkout of the workload per arm).
-    pub base_dir: Option<PathBuf>,
 }
 
 /// Which cases of the root a command takes (`plan`, `run`).
@@ -177,320 +153,9 @@ impl CaseArgs {
     }
 }
 
-/// A case that could not be loaded or planned, and why (an error of its own).
-pub(crate) struct CaseFailure {
-    pub case: String,
-    pub error: AppError,
-}
-
-/// What a selection planned.
-#[derive(Default)]
-pub(crate) struct Selected {
-    pub jobs: Vec<Job>,
-    /// Placeholders nothing sets, one per name.
-    pub unset: Vec<Unset>,
-    /// Cases that could not be loaded or planned.
-    pub failures: Vec<CaseFailure>,
-    /// Recipe rows of the selection that Megatron runs by other means (unit tests, perf
-    /// scripts) or whose case folder is missing: `(row name, why)`.
-    pub skipped: Vec<(String, String)>,
-}
-
-/// One case on one platform, with what its recipes say.
-struct Target<'a> {
-    name: String,
-    platform: Option<String>,
-    environment: String,
-    row: Option<&'a RecipeRow>,
-}
-
-/// Plans the selection under `config` (the selection's goldgate.yaml, loaded once by the
-/// caller): the cases `filter` picks, or of those the recipe rows of `--scope`/`--cadence`.
-/// `repeat` is `--repeat` when given; `warmup` more repeats come first, marked.
-pub(crate) fn plan_selection(
-    config: &Config,
-    selection: &Selection,
-    filter: &CaseFilter,
-    repeat: Option<u32>,
-    warmup: u32,
-    output: &Output,
-) -> Result<Selected, AppError> {
-    selection
-        .platform
-        .as_deref()
-        .map(|name| config.platform(Some(name)))
-        .transpose()?;
-    let rows = load_rows(&selection.recipes, &selection.root.path, config)?;
-    let found = discover(&selection.root.path)?;
-    let picked = picked_names(filter, &found, &selection.root.path)?;
-    let mut selected = Selected::default();
-    let recipe = &selection.recipes;
-    let targets = if recipe.scope.is_some() || recipe.cadence.is_some() {
-        scope_targets(
-            selection,
-            &picked,
-            &rows,
-            &found,
-            filter,
-            &mut selected.skipped,
-        )
-    } else {
-        case_targets(selection, &picked)
-    };
-    let planner = Planner {
-        config,
-        selection,
-        request: VariantRequest::parse(config, &selection.variants, &selection.matrix)?,
-        base_dir: base_dir(output)?,
-        caller_env: caller_env(),
-        rows: &rows,
-        output,
-        repeat,
-        warmup,
-    };
-    let mut cases: BTreeMap<String, Result<TestCase, String>> = BTreeMap::new();
-    for target in targets {
-        let Some(case_ref) = found.iter().find(|c| c.name == target.name) else {
-            continue;
-        };
-        let case = cases.entry(target.name.clone()).or_insert_with(|| {
-            load_case(&selection.root.path, &case_ref.config_path).map_err(|e| e.to_string())
-        });
-        let planned = match case {
-            Ok(case) => planner.plan(&target, case),
-            Err(message) => Err(CmdError::CaseNotLoaded {
-                message: message.clone(),
-            }
-            .into()),
-        };
-        selected.add(&target.name, planned);
-    }
-    Ok(selected)
-}
-
-/// Where relative entry words resolve: the output's folder, else the current one.
-fn base_dir(output: &Output) -> Result<PathBuf, AppError> {
-    match &output.base_dir {
-        Some(dir) => Ok(dir.clone()),
-        None => std::env::current_dir().map_err(|source| CmdError::Cwd { source }.into()),
-    }
-}
-
-/// The names of the discovered cases `filter` picks.
-fn picked_names(
-    filter: &CaseFilter,
-    found: &[crate::case::CaseRef],
-    root: &Path,
-) -> Result<Vec<String>, AppError> {
-    Ok(filter
-        .select(found, &root.display().to_string())?
-        .into_iter()
-        .map(|c| c.name.clone())
-        .collect())
-}
-
-/// What every target of a selection is planned with.
-struct Planner<'a> {
-    config: &'a Config,
-    selection: &'a Selection,
-    request: VariantRequest,
-    base_dir: PathBuf,
-    caller_env: BTreeMap<String, String>,
-    rows: &'a [RecipeRow],
-    output: &'a Output,
-    repeat: Option<u32>,
-    warmup: u32,
-}
-
-impl Planner<'_> {
-    /// The jobs of one target: its case on its platform, with its recipe row.
-    fn plan(&self, target: &Target<'_>, case: &TestCase) -> Result<Planned, AppError> {
-        let platform = self.config.platform(target.platform.as_deref())?;
-        let recipe = match target.row {
-            Some(row) => CaseRecipe {
-                exact: Some(row),
-                any: Some(row),
-            },
-            None => for_case(self.rows, &target.name, &target.environment, &platform.name),
-        };
-        let inputs = PlanInputs {
-            config: self.config,
-            platform,
-            out_dir: &self.output.out_dir,
-            run_id: &self.output.run_id,
-            base_dir: &self.base_dir,
-            caller_env: &self.caller_env,
-            environment: &target.environment,
-            nodes: self.selection.nodes,
-            gpus_per_node: self.selection.gpus_per_node,
-            warmup: self.warmup,
-            fit_nodes: self.selection.executor_on(platform) == ExecutorChoice::Slurm,
-        };
-        Ok(plan_case(
-            &inputs,
-            case,
-            recipe,
-            &self.request,
-            self.repeat,
-        )?)
-    }
-}
-
-impl Selected {
-    /// One target's jobs (placeholders nothing sets kept once per name), or why it failed.
-    fn add(&mut self, case: &str, planned: Result<Planned, AppError>) {
-        match planned {
-            Ok(planned) => {
-                self.jobs.extend(planned.jobs);
-                for u in planned.unset {
-                    if !self.unset.iter().any(|s| s.name == u.name) {
-                        self.unset.push(u);
-                    }
-                }
-            }
-            Err(error) => self.failures.push(CaseFailure {
-                case: case.to_owned(),
-                error,
-            }),
-        }
-    }
-
-    /// What goes to stderr before the jobs run or print: skipped recipe rows, placeholders
-    /// nothing sets (one line per name), and the cases that could not be planned.
-    pub fn render_problems(&self, strict: bool) -> String {
-        let mut s = String::new();
-        for (row, why) in &self.skipped {
-            s.push_str(&format!("note: skipped {row}: {why}\n"));
-        }
-        let level = if strict { "error" } else { "warning" };
-        for u in &self.unset {
-            let what = if strict { "" } else { "; left as written" };
-            s.push_str(&format!(
-                "{level}: {}: `${{{}}}` is set by nothing (the environment, the platform, the case's ENV_VARS){what} (case {})\n",
-                u.place, u.name, u.case
-            ));
-        }
-        for f in &self.failures {
-            let message = f.error.to_string();
-            if message.starts_with(&f.case) || message.starts_with('/') {
-                s.push_str(&format!("error: {message}\n"));
-            } else {
-                s.push_str(&format!("error: {}: {message}\n", f.case));
-            }
-            if let Some(help) = miette::Diagnostic::help(&f.error) {
-                s.push_str(&format!("  hint: {help}\n"));
-            }
-        }
-        s
-    }
-
-    /// Whether the selection must not run: a case failed, or (strict) a placeholder is unset.
-    pub fn refused(&self, strict: bool) -> bool {
-        !self.failures.is_empty() || (strict && !self.unset.is_empty())
-    }
-}
-
-/// The (case, platform, environment) triples to plan without a recipe scope or cadence:
-/// each of the filter's cases on the selection's platform and environment (`dev` by default).
-fn case_targets<'a>(selection: &Selection, picked: &[String]) -> Vec<Target<'a>> {
-    let environment = selection
-        .recipes
-        .environment
-        .clone()
-        .unwrap_or_else(|| "dev".to_owned());
-    picked
-        .iter()
-        .map(|name| Target {
-            name: name.clone(),
-            platform: selection.platform.clone(),
-            environment: environment.clone(),
-            row: None,
-        })
-        .collect()
-}
-
-/// The recipe rows Megatron's parser selects, each on its own platform and environment; rows
-/// Megatron runs by other means, or whose case folder is missing, are noted and skipped.
-fn scope_targets<'a>(
-    selection: &Selection,
-    picked: &[String],
-    rows: &'a [RecipeRow],
-    found: &[crate::case::CaseRef],
-    case_filter: &CaseFilter,
-    skipped: &mut Vec<(String, String)>,
-) -> Vec<Target<'a>> {
-    let recipe = &selection.recipes;
-    let named = |case: &str| picked.iter().any(|n| n == case);
-    let filter = RecipeFilter {
-        scope: recipe.scope.clone(),
-        cadence: recipe.cadence.clone(),
-        environment: recipe.environment.clone(),
-        platform: selection.platform.clone(),
-    };
-    let mut out = Vec::new();
-    for row in select(rows, &filter) {
-        if !named(&row.case) {
-            // A row of the scope whose case is not among the discovered ones is left out:
-            // say so when the case filter would have picked it by name.
-            let unlisted = !found.iter().any(|c| c.name == row.case);
-            if unlisted
-                && case_filter.names(&row.case)
-                && let Some(why) = not_run_reason(row, found, &selection.root.path)
-            {
-                skipped.push((row.name.clone(), why));
-            }
-            continue;
-        }
-        if let Some(why) = not_run_reason(row, found, &selection.root.path) {
-            skipped.push((row.name.clone(), why));
-        } else {
-            out.push(Target {
-                name: row.case.clone(),
-                platform: row.platform.clone(),
-                environment: row.environment.clone().unwrap_or_else(|| "dev".to_owned()),
-                row: Some(row),
-            });
-        }
-    }
-    out
-}
-
-/// Why `goldgate run --scope` does not run a recipe row, or `None` when it does: Megatron runs
-/// it by other means (its recipe's script is not `run_ci_test.sh`), or its case has no
-/// `model_config.yaml` (a folder of Python files or golden files only) or no folder at all.
-/// `list --scope` and `plan`/`run --scope` give the same reasons.
-pub(crate) fn not_run_reason(
-    row: &RecipeRow,
-    found: &[crate::case::CaseRef],
-    root: &Path,
-) -> Option<String> {
-    if let Ok(Runner::Other(what)) = row.script.as_ref().map(|s| s.runner.clone()) {
-        return Some(format!("its recipe runs {what}, not run_ci_test.sh"));
-    }
-    if found.iter().any(|c| c.name == row.case) {
-        return None;
-    }
-    Some(if root.join(&row.case).is_dir() {
-        format!(
-            "no {} in its case folder {}",
-            crate::case::CONFIG_FILE,
-            row.case
-        )
-    } else {
-        format!("no case folder {}", row.case)
-    })
-}
-
-/// The caller's environment as a map (variables that are not UTF-8 are left out).
-pub fn caller_env() -> BTreeMap<String, String> {
-    std::env::vars_os()
-        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
-        .collect()
-}
-
 /// `dir` made absolute against the current directory (job folders must not depend on the
 /// folder a job runs in).
-pub fn absolute(dir: &Path) -> Result<PathBuf, AppError> {
+pub(crate) fn absolute(dir: &Path) -> Result<PathBuf, AppError> {
     std::path::absolute(dir).map_err(|source| {
         CmdError::BadDir {
             dir: dir.to_path_buf(),
@@ -500,17 +165,19 @@ pub fn absolute(dir: &Path) -> Result<PathBuf, AppError> {
     })
 }
 
-/// The `run.json` of the newest run under `out` (by its start time), if there is one.
-pub(crate) fn newest_run(out: &Path) -> Option<crate::metrics::RunIndex> {
-    std::fs::read_dir(out)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|e| crate::metrics::record::load_index(&e.path().join("run.json")).ok())
-        .max_by_key(|index| {
-            let started = index.started_at.parse::<jiff::Timestamp>().ok();
-            (started, index.run_id.clone())
-        })
+/// The jobs of `selection` under `config`: `plan::plan_selection` on its flags.
+pub(crate) fn plan_selection(
+    config: &Config,
+    selection: &Selection,
+    filter: &CaseFilter,
+    repeat: Option<u32>,
+    warmup: u32,
+    output: &plan::Output,
+) -> Result<plan::Selected, AppError> {
+    let selection = selection.plan();
+    Ok(plan::plan_selection(
+        config, &selection, filter, repeat, warmup, output,
+    )?)
 }
 
 /// `--rerun-failed`: the newest run under `out` (by the start time in its `run.json`), and the
@@ -518,18 +185,9 @@ pub(crate) fn newest_run(out: &Path) -> Option<crate::metrics::RunIndex> {
 pub(crate) fn failed_in_newest_run(
     out: &Path,
 ) -> Result<(String, BTreeSet<(String, String)>), AppError> {
-    let newest = newest_run(out).ok_or_else(|| CmdError::NoEarlierRun {
+    let newest = crate::compare::runs::newest_run(out).ok_or_else(|| CmdError::NoEarlierRun {
         out: out.to_path_buf(),
     })?;
-    let failed = newest
-        .jobs
-        .iter()
-        .filter(|j| j.outcome.as_ref().is_none_or(|o| !o.passed()))
-        .filter_map(|j| {
-            let (job, _repeat) = j.job_id.rsplit_once('#')?;
-            let (case, variant) = job.split_once('@')?;
-            Some((case.to_owned(), variant.to_owned()))
-        })
-        .collect();
+    let failed = crate::compare::runs::failed_pairs(&newest);
     Ok((newest.run_id, failed))
 }

@@ -2,7 +2,7 @@
 """Independent emulation of how Megatron-LM's CI turns a functional test case into command lines.
 
 Written from the semantics of Megatron's `run_ci_test.sh` and `_run_training.sh` (no code taken
-from them) for goldgate's argv-parity test (`runner/tests/megatron_parity.rs`):
+from them) for goldgate's argv-parity test (`runner/tests/integration/megatron_parity.rs`):
 
 1. `run_ci_test.sh` edits the case file before training (`yq -i`): pretraining cases that are
    not release tests get `--exit-interval` = `--train-iters` (lightweight mode: `--exit-interval

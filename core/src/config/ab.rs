@@ -1,0 +1,148 @@
+//! Stage "plan": `goldgate.yaml`'s `ab:` block — the defaults of `goldgate ab`'s sequential
+//! statistics (false-alarm rate, minimum effect, most pairs, the job-to-job spread floor and the
+//! metrics it times), with per-platform spread floors (a machine's own measured noise).
+
+use serde::Deserialize;
+
+use crate::rules::{Alpha, Effect, Tolerance};
+
+/// The A/B comparison's settings, validated.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct AbSettings {
+    /// One-sided false-alarm rate of one metric's whole sequence (all looks together).
+    pub alpha: f64,
+    /// The change that counts: a regression is an interval wholly above `+min_effect`.
+    pub min_effect: f64,
+    /// Pairs (one job of each arm) at most; the last look ends `inconclusive` if undecided.
+    pub max_pairs: u32,
+    /// Pairs before the first look (default 1).
+    pub min_pairs: u32,
+    /// The floor of one job's spread (coefficient of variation of a job's summary within a
+    /// block): the interval never assumes less noise than this, so one pair can decide.
+    pub spread: f64,
+    /// How many degrees of freedom the floor is worth (the jobs it was measured from, less one).
+    pub spread_df: u32,
+    /// Per platform: its own spread floor, replacing `spread`.
+    pub platform_spread: Vec<(String, f64)>,
+    /// The timing metrics judged by the sequential test (the others: exact B-vs-A and goldens).
+    pub metrics: Vec<String>,
+}
+
+/// Built-in defaults, chosen by the resampling study (docs/results/ab-study.md).
+impl Default for AbSettings {
+    fn default() -> AbSettings {
+        AbSettings {
+            alpha: 0.01,
+            min_effect: 0.03,
+            max_pairs: 6,
+            min_pairs: 1,
+            spread: 0.05,
+            spread_df: 8,
+            platform_spread: Vec::new(),
+            metrics: vec![
+                "checkpoint-blocking-time".into(),
+                "checkpoint-async-latency".into(),
+                "iteration-time".into(),
+            ],
+        }
+    }
+}
+
+impl AbSettings {
+    /// The spread floor on `platform` (its own, else the block's).
+    pub fn spread_on(&self, platform: &str) -> f64 {
+        self.platform_spread
+            .iter()
+            .find(|(name, _)| name == platform)
+            .map_or(self.spread, |(_, s)| *s)
+    }
+}
+
+/// The `ab:` block as written.
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawAb {
+    #[serde(default)]
+    alpha: Option<Alpha>,
+    #[serde(default)]
+    min_effect: Option<Effect>,
+    #[serde(default)]
+    max_pairs: Option<u32>,
+    #[serde(default)]
+    min_pairs: Option<u32>,
+    #[serde(default)]
+    spread: Option<Tolerance>,
+    #[serde(default)]
+    spread_df: Option<u32>,
+    #[serde(default)]
+    platforms: super::named::Named<RawAbPlatform>,
+    #[serde(default)]
+    metrics: Option<Vec<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawAbPlatform {
+    spread: Tolerance,
+}
+
+impl RawAb {
+    /// The validated settings; the message names the offending key.
+    pub(crate) fn settings(self) -> Result<AbSettings, String> {
+        let base = AbSettings::default();
+        let max_pairs = self.max_pairs.unwrap_or(base.max_pairs);
+        let min_pairs = self.min_pairs.unwrap_or(base.min_pairs);
+        if max_pairs == 0 || min_pairs == 0 || min_pairs > max_pairs {
+            return Err(format!(
+                "ab: min_pairs ({min_pairs}) and max_pairs ({max_pairs}) must be 1 or more, min_pairs at most max_pairs"
+            ));
+        }
+        let spread = self.spread.map_or(base.spread, |s| s.0);
+        let platform_spread: Vec<(String, f64)> = self
+            .platforms
+            .0
+            .into_iter()
+            .map(|(name, p)| (name.value, p.spread.0))
+            .collect();
+        if spread <= 0.0 || platform_spread.iter().any(|(_, s)| *s <= 0.0) {
+            return Err("ab: spread must be above 0 (0.05 = 5 % between jobs)".into());
+        }
+        Ok(AbSettings {
+            alpha: self.alpha.map_or(base.alpha, |a| a.0),
+            min_effect: self.min_effect.map_or(base.min_effect, |e| e.0),
+            max_pairs,
+            min_pairs,
+            spread,
+            spread_df: self.spread_df.unwrap_or(base.spread_df),
+            platform_spread,
+            metrics: self.metrics.unwrap_or(base.metrics),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<AbSettings, String> {
+        let raw: RawAb = serde_saphyr::from_str(text).map_err(|e| e.to_string())?;
+        raw.settings()
+    }
+
+    #[test]
+    fn defaults_and_platform_floor() {
+        let s = parse("max_pairs: 6\nplatforms:\n  h200: {spread: 0.04}\n").unwrap();
+        assert_eq!(s.max_pairs, 6);
+        assert_eq!(s.spread_on("h200"), 0.04);
+        assert_eq!(s.spread_on("dev_cpu"), AbSettings::default().spread);
+    }
+
+    #[test]
+    fn bad_values_are_refused() {
+        assert!(parse("max_pairs: 0\n").is_err());
+        assert!(parse("min_pairs: 5\nmax_pairs: 4\n").is_err());
+        assert!(parse("spread: 0\n").is_err());
+        assert!(parse("alpha: 0.5\n").is_err());
+        assert!(parse("pairs: 3\n").is_err());
+    }
+}

@@ -1,0 +1,403 @@
+//! Stage "compare": groups recorded jobs by case and variant (repeats together), finds each
+//! one's golden file, checks the platform, and judges every metric into a [`Comparison`].
+//!
+//! `goldgate compare`, `goldgate run` and `goldgate comment` all call [`compare_dir`] (or
+//! [`compare_records`] with records already in memory).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use super::error::CompareError;
+use super::golden_io;
+use super::judge::{self, Series};
+use super::judge_two_sample;
+use super::platform;
+use super::verdict::{Comparison, JobComparison, MetricResult, Verdict};
+use crate::metric_names::{CHECKPOINT_ASYNC_LATENCY, GOLDGATE_METRICS};
+use crate::metrics::RunRecord;
+use crate::rules::RuleSet;
+
+/// Where to look and how to judge.
+#[derive(Clone, Debug)]
+pub struct CompareOptions {
+    /// goldgate's golden tree: `<golden_root>/<model>/<case>/golden_values_<env>_<platform>.json`.
+    pub golden_root: PathBuf,
+    /// The test-case tree (goldens beside `model_config.yaml`, Megatron's layout).
+    pub root: PathBuf,
+    /// Golden platform; `None` = each record's own platform.
+    pub platform: Option<String>,
+    /// Compare even when the GPU model does not match the golden platform (adds a warning).
+    pub allow_env_mismatch: bool,
+    pub rules: RuleSet,
+    /// Each variant axis's default value: a record whose every choice is a default is judged
+    /// against the case's golden file, any other against its variant's own (records that
+    /// carry their golden key use it).
+    pub axis_defaults: BTreeMap<String, String>,
+    /// Today's rules' source and hash, to say when they differ from the run's.
+    pub rules_ref: Option<goldgate_schema::RulesRef>,
+    /// `--current-case`: judge with today's case files (METRICS, TEST_EVALUATION, MODE)
+    /// instead of what each run recorded.
+    pub current_case: bool,
+}
+
+impl CompareOptions {
+    /// Options with the rules and variant axes of `config`.
+    pub fn from_config(
+        config: &crate::config::Config,
+        golden_root: PathBuf,
+        root: PathBuf,
+        platform: Option<String>,
+        allow_env_mismatch: bool,
+    ) -> CompareOptions {
+        CompareOptions {
+            golden_root,
+            root,
+            platform,
+            allow_env_mismatch,
+            rules: RuleSet::from_config(&config.rules),
+            axis_defaults: config.axis_defaults(),
+            rules_ref: Some(config.rules_ref()),
+            current_case: false,
+        }
+    }
+}
+
+/// Whether a record ran its case's default variant: every chosen value is its axis's default.
+pub fn is_default_variant(r: &RunRecord, axis_defaults: &BTreeMap<String, String>) -> bool {
+    golden_variant(r, axis_defaults).is_none()
+}
+
+/// The folder name of a record's variant golden files ([`crate::golden::variant_key`]): the
+/// key the run recorded (`judging.golden.variant`), else its non-default choices under
+/// `axis_defaults`; `None` for the default variant, whose golden is the case's own file.
+pub fn golden_variant(r: &RunRecord, axis_defaults: &BTreeMap<String, String>) -> Option<String> {
+    if let Some(judging) = &r.judging {
+        return judging.golden.variant.clone();
+    }
+    let choices = r.variant.choices.iter();
+    crate::golden::variant_key(
+        choices.map(|(a, v)| (a.as_str(), v.as_str())),
+        axis_defaults,
+    )
+}
+
+/// The repeats of one job, sorted by repeat.
+pub(crate) type Group = Vec<(PathBuf, RunRecord)>;
+
+/// Records grouped by `(case, variant name)`, sorted.
+pub(crate) fn group(records: Vec<(PathBuf, RunRecord)>) -> BTreeMap<(String, String), Group> {
+    let mut groups: BTreeMap<(String, String), Group> = BTreeMap::new();
+    for (path, r) in records {
+        groups
+            .entry((r.case.clone(), r.variant.name.clone()))
+            .or_default()
+            .push((path, r));
+    }
+    for g in groups.values_mut() {
+        g.sort_by_key(|(_, r)| r.repeat);
+    }
+    groups
+}
+
+/// Loads every `results.json` under `results` and compares it (an incomplete run is an error).
+pub fn compare_dir(results: &Path, opts: &CompareOptions) -> Result<Comparison, CompareError> {
+    let (records, _) = super::runs::load_runs(results, &super::runs::RunSelection::All)?;
+    compare_records(records, opts)
+}
+
+/// Compares records already loaded (`(results.json path, record)` pairs).
+pub fn compare_records(
+    records: Vec<(PathBuf, RunRecord)>,
+    opts: &CompareOptions,
+) -> Result<Comparison, CompareError> {
+    let platform = opts
+        .platform
+        .clone()
+        .or_else(|| records.first().map(|(_, r)| r.platform.clone()))
+        .unwrap_or_default();
+    let mut warnings = Vec::new();
+    let mut jobs = Vec::new();
+    for group in group(records).into_values() {
+        jobs.push(compare_job(&group, opts, &mut warnings)?);
+    }
+    Ok(Comparison::new(platform, jobs, warnings))
+}
+
+/// A job's comparison before judging: names, ids, records; verdict `Pass`, no metrics.
+pub fn skeleton(group: &[(PathBuf, RunRecord)], opts: &CompareOptions) -> JobComparison {
+    let first = &group[0].1;
+    let config = opts.root.join(&first.case).join("model_config.yaml");
+    JobComparison {
+        case: first.case.clone(),
+        variant: first.variant.name.clone(),
+        variant_slug: first.variant.slug.clone(),
+        job_ids: group.iter().map(|(_, r)| r.job_id.clone()).collect(),
+        outcome: first.outcome.label(),
+        failure_line: None,
+        log_tail: Vec::new(),
+        log: None,
+        verdict: Verdict::Pass,
+        golden_path: None,
+        config_path: config.is_file().then_some(config),
+        metrics: Vec::new(),
+        records: group.iter().map(|(p, _)| p.clone()).collect(),
+        wall_seconds: Some(group.iter().map(|(_, r)| r.wall_seconds).sum()),
+        svg: None,
+    }
+}
+
+/// Judges one job (its repeats together).
+pub(crate) fn compare_job(
+    group: &Group,
+    opts: &CompareOptions,
+    warnings: &mut Vec<String>,
+) -> Result<JobComparison, CompareError> {
+    let mut job = skeleton(group, opts);
+    let eval = super::evaluation::evaluation(group, opts, job.config_path.as_deref(), warnings)?;
+    if let Some((path, failed)) = group.iter().find(|(_, r)| !r.outcome.passed()) {
+        failed_job(&mut job, path, failed, &eval, warnings);
+        return Ok(job);
+    }
+    if eval.skip_checks {
+        let (case, variant) = (&job.case, &job.variant);
+        warnings.push(format!(
+            "{case} ({variant}): SKIP_PYTEST=1: judged by its exit code alone, metrics not compared"
+        ));
+        return Ok(job);
+    }
+    let first = &group[0].1;
+    let platform = opts.platform.as_deref().unwrap_or(&first.platform);
+    let variant = golden_variant(first, &opts.axis_defaults);
+    let Some(path) = crate::golden::find_golden(
+        &opts.golden_root,
+        &opts.root,
+        &first.case,
+        platform,
+        variant.as_deref(),
+    ) else {
+        job.verdict = Verdict::MissingGolden;
+        return Ok(job);
+    };
+    check_platform(group, &path, platform, opts.allow_env_mismatch, warnings)?;
+    let selected = eval.metrics.map(|mut metrics| {
+        metrics.extend(GOLDGATE_METRICS.iter().map(|m| m.to_string()));
+        metrics
+    });
+    if eval.inference {
+        return judge_inference(job, group, &path, selected.as_deref().unwrap_or(&[]));
+    }
+    judge_against(job, group, &path, selected.as_deref(), opts, warnings)
+}
+
+/// A job a repeat of which did not pass: its failure (line, log tail, log), and its verdict:
+/// a pass when the case expected this failure ([`super::evaluation::failed_as_expected`]),
+/// else `JobFailed`.
+fn failed_job(
+    job: &mut JobComparison,
+    path: &Path,
+    failed: &RunRecord,
+    eval: &super::evaluation::Evaluation,
+    warnings: &mut Vec<String>,
+) {
+    job.outcome = failed.outcome.label();
+    if let Some(last) = failed.attempts.last() {
+        job.failure_line = last.failure_line.clone();
+        job.log_tail = last.log_tail.clone();
+        job.log = (!last.log.as_os_str().is_empty())
+            .then(|| path.parent().map(|dir| dir.join(&last.log)))
+            .flatten();
+    }
+    let (case, variant) = (&job.case, &job.variant);
+    if super::evaluation::failed_as_expected(&failed.outcome, eval.expect_failure) {
+        job.verdict = Verdict::Pass;
+        warnings.push(format!(
+            "{case} ({variant}): training {} as expected (TEST_EVALUATION: xpass): passes",
+            job.outcome
+        ));
+        return;
+    }
+    job.verdict = Verdict::JobFailed;
+    if eval.expect_failure {
+        warnings.push(format!(
+            "{case} ({variant}): TEST_EVALUATION: xpass expects the training itself to fail; {} \
+             is not such a failure: the job failed",
+            job.outcome
+        ));
+    }
+}
+
+/// An inference job against its request-keyed golden file.
+fn judge_inference(
+    mut job: JobComparison,
+    group: &Group,
+    path: &Path,
+    metrics: &[String],
+) -> Result<JobComparison, CompareError> {
+    job.golden_path = Some(path.to_path_buf());
+    job.metrics = super::inference::judge_inference(path, group, metrics)?;
+    job.verdict = worst_verdict(&job.metrics);
+    Ok(job)
+}
+
+/// Judges the repeats of one passed job against the golden file at `path` (no lookup, no
+/// platform check): the core of [`compare_job`], public for benchmarks and `goldgate run`.
+/// `selected`: the metrics to compare (the case's `METRICS`); `None` = every golden metric.
+pub fn judge_against(
+    mut job: JobComparison,
+    group: &[(PathBuf, RunRecord)],
+    path: &Path,
+    selected: Option<&[String]>,
+    opts: &CompareOptions,
+    warnings: &mut Vec<String>,
+) -> Result<JobComparison, CompareError> {
+    let first = &group[0].1;
+    job.golden_path = Some(path.to_path_buf());
+    // One read gives the series, the per-job samples (two-sample test) and the metrics of a
+    // shape goldgate cannot compare.
+    let file = crate::golden::read_golden(path)?;
+    for d in &file.duplicates {
+        warnings.push(format!("{}:{}: {}", path.display(), d.line, d.describe()));
+    }
+    let samples = super::golden_samples::from_golden(path, &file)?;
+    let golden = golden_io::to_series(&file);
+    let nondeterministic = group.iter().any(|(_, r)| r.nondeterministic);
+    let wanted = |m: &String| selected.is_none_or(|list| list.contains(m));
+    for (metric, shape) in file.unsupported.iter().filter(|(m, _)| wanted(m)) {
+        warnings.push(format!(
+            "{} ({}): `{metric}` not compared: unsupported shape in {} ({shape})",
+            job.case,
+            job.variant,
+            path.display()
+        ));
+    }
+    for (metric, series) in golden.iter().filter(|(m, _)| wanted(m)) {
+        let Some(rule) = opts.rules.find(metric) else {
+            warnings.push(format!(
+                "{}: no rule for metric `{metric}`; not compared",
+                job.case
+            ));
+            continue;
+        };
+        let repeats: Vec<Option<&Series>> = group
+            .iter()
+            .map(|(_, r)| r.metrics.get(metric).map(|s| &s.0))
+            .collect();
+        job.metrics.push(if rule.wants_two_sample() {
+            judge_two_sample::judge(metric, rule, series, &samples, &repeats, nondeterministic)
+        } else {
+            judge::judge(metric, rule, series, &repeats, nondeterministic)
+        });
+    }
+    let resumed = super::resumed::judge_resumed(group, selected, &opts.rules, nondeterministic);
+    job.metrics.extend(resumed);
+    let unsupported = |m: &String| file.unsupported.iter().any(|(u, _)| u == m);
+    for metric in first
+        .metrics
+        .keys()
+        .filter(|m| !golden.contains_key(*m) && !unsupported(m))
+    {
+        warnings.push(format!(
+            "{}: `{metric}` was recorded but {} has no golden value for it",
+            job.case,
+            path.display()
+        ));
+    }
+    flag_overlapping_saves(&mut job, group, warnings);
+    set_verdict(&mut job, warnings);
+    Ok(job)
+}
+
+/// A job's verdict: its worst metric's (pass when it has none).
+fn worst_verdict(metrics: &[MetricResult]) -> Verdict {
+    metrics
+        .iter()
+        .map(|m| m.verdict)
+        .max()
+        .unwrap_or(Verdict::Pass)
+}
+
+/// The job's verdict is its worst metric's; each unstable metric is also a warning.
+fn set_verdict(job: &mut JobComparison, warnings: &mut Vec<String>) {
+    job.verdict = worst_verdict(&job.metrics);
+    for m in job
+        .metrics
+        .iter()
+        .filter(|m| m.verdict == Verdict::Unstable)
+    {
+        warnings.push(format!(
+            "{} ({}): `{}` is unstable: {}",
+            job.case, job.variant, m.metric, m.detail
+        ));
+    }
+}
+
+/// Says which async saves overlapped the next save (their latency was left out of
+/// `checkpoint-async-latency` when the record was built): in the metric's detail, which the
+/// tables and the PR comment show, and as a warning.
+fn flag_overlapping_saves(
+    job: &mut JobComparison,
+    group: &[(PathBuf, RunRecord)],
+    warnings: &mut Vec<String>,
+) {
+    let per_repeat: Vec<String> = group
+        .iter()
+        .filter_map(|(_, r)| {
+            let its: Vec<String> = (r.checkpoints.iter())
+                .filter(|c| c.overlapped_by_next)
+                .map(|c| c.iteration.to_string())
+                .collect();
+            (!its.is_empty()).then(|| format!("repeat {}: {}", r.repeat, its.join(", ")))
+        })
+        .collect();
+    if per_repeat.is_empty() {
+        return;
+    }
+    let note = format!(
+        "async saves overlapped by the next save, latency left out (iterations): {}",
+        per_repeat.join("; ")
+    );
+    if let Some(m) = (job.metrics.iter_mut()).find(|m| m.metric == CHECKPOINT_ASYNC_LATENCY) {
+        m.detail = if m.detail.is_empty() {
+            note.clone()
+        } else {
+            format!("{}; {note}", m.detail)
+        };
+    }
+    warnings.push(format!(
+        "{} ({}): {note}: a save started before the previous one finished (Megatron: \"Starting a \
+         checkpoint save before previous has finished\"); space the saves further apart",
+        job.case, job.variant
+    ));
+}
+
+/// Reads a golden file for comparison; any problem names the file (exit 2).
+pub(crate) fn read_golden(path: &Path) -> Result<BTreeMap<String, Series>, CompareError> {
+    Ok(golden_io::load(path)?)
+}
+
+fn check_platform(
+    group: &Group,
+    golden: &Path,
+    platform: &str,
+    allow: bool,
+    warnings: &mut Vec<String>,
+) -> Result<(), CompareError> {
+    let golden_platform =
+        crate::golden::platform_of(golden).unwrap_or_else(|| platform.to_string());
+    for (_, r) in group {
+        if let Err(problem) = platform::check(&golden_platform, &r.fingerprint) {
+            if !allow {
+                return Err(CompareError::EnvMismatch {
+                    job: r.job_id.clone(),
+                    golden: golden.to_path_buf(),
+                    problem,
+                });
+            }
+            warnings.push(format!(
+                "{}: {problem} (allowed by --allow-env-mismatch)",
+                r.job_id
+            ));
+        }
+    }
+    Ok(())
+}

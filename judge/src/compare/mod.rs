@@ -1,0 +1,40 @@
+//! Stage "compare": statistics and verdicts under the rules (`crate::rules`); `bless` and
+//! `calibrate`.
+
+pub mod ab;
+pub mod ab_outcome;
+pub mod ab_study;
+pub mod bless;
+pub mod calibrate;
+pub mod engine;
+pub(crate) mod error;
+pub(crate) mod evaluation;
+#[cfg(test)]
+mod fixtures;
+pub(crate) mod golden_io;
+pub(crate) mod golden_samples;
+pub(crate) mod inference;
+pub(crate) mod judge;
+pub(crate) mod judge_two_sample;
+pub(crate) mod noise;
+pub mod platform;
+pub mod power;
+pub(crate) mod resumed;
+pub mod runs;
+pub mod saved;
+pub mod stats;
+pub mod tensorboard;
+pub(crate) mod twosample;
+pub(crate) mod verdict;
+
+pub use crate::rules::{Direction, Rule, RuleSet};
+pub use engine::{
+    CompareOptions, compare_dir, compare_records, golden_variant, is_default_variant,
+};
+pub use error::CompareError;
+pub use evaluation::{failed_as_expected, record_failed_as_expected};
+pub use runs::{Records, RunSelection, load_runs, select_runs};
+pub use verdict::{
+    COMPARISON_SCHEMA_VERSION, Comparison, Counts, GateDecision, JobComparison, MetricResult, Unit,
+    Verdict,
+};

@@ -1,0 +1,336 @@
+//! Stage "compare": which recorded runs a command takes from a results folder — the one rule
+//! `compare`, `bless`, `report`, `comment` and `calibrate` share.
+//!
+//! `goldgate run` writes every run to `OUT/<run-id>/`, so `results/` soon holds many. Judging all
+//! of them together would count yesterday's runs as repeats of today's and turn a regression into
+//! "unstable" (or bless an average of both), so the newest run is taken unless the user names runs
+//! (`--run ID`, repeatable) or asks for all of them (`--all-runs`), as `cargo nextest` reruns only
+//! the last run's failures. The newest run must be complete: a newer run that was killed is an
+//! error (exit 3), never a reason to fall back to an older run the user did not name.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use super::error::CompareError;
+use crate::metrics::record::{self, RecordError};
+use crate::metrics::{RunIndex, RunRecord};
+
+/// Which runs of a results folder to judge.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum RunSelection {
+    /// The run that started last (the default).
+    #[default]
+    Newest,
+    /// Every run, merged: repeats of the same job from different runs are judged together.
+    All,
+    /// The runs with these ids, merged.
+    Ids(Vec<String>),
+}
+
+impl RunSelection {
+    /// `--run ID...` wins, then `--all-runs`, else the newest run.
+    pub fn from_flags(ids: &[String], all_runs: bool) -> RunSelection {
+        if !ids.is_empty() {
+            RunSelection::Ids(ids.to_vec())
+        } else if all_runs {
+            RunSelection::All
+        } else {
+            RunSelection::Newest
+        }
+    }
+}
+
+/// `(results.json path, record)` pairs, as `load_results` gives them.
+pub type Records = Vec<(PathBuf, RunRecord)>;
+
+/// Loads a results folder — every `results.json` and every run's `run.json` — and keeps the
+/// selected runs. A selected run whose `run.json` lists a job without an outcome or without
+/// its `results.json` is an error (exit 3): goldgate was killed or the disk filled up, and an
+/// incomplete run never passes the gate.
+pub fn load_runs(
+    dir: &Path,
+    selection: &RunSelection,
+) -> Result<(Records, Option<String>), CompareError> {
+    let indexes = record::load_indexes(dir)?;
+    let records = match record::load_results(dir) {
+        Ok(records) => records,
+        // A run killed before its first job ended has an index and no results.
+        Err(RecordError::Empty { .. }) if !indexes.is_empty() => Vec::new(),
+        Err(e) => return Err(e.into()),
+    };
+    let (records, kept, note) = select(records, &indexes, selection)?;
+    for (path, index) in indexes.iter().filter(|(_, i)| kept.contains(&i.run_id)) {
+        check_complete(path, index, &records)?;
+        check_agree(path, index, &records)?;
+    }
+    Ok((records, note))
+}
+
+/// The records of the selected runs, and a note saying which runs were taken and what was left
+/// out (none when the folder held only the runs taken). The note starts with `run …`, for the
+/// caller's verb: `judging run …`, `showing run …`.
+pub fn select_runs(
+    records: Records,
+    selection: &RunSelection,
+) -> Result<(Records, Option<String>), CompareError> {
+    select(records, &[], selection).map(|(records, _, note)| (records, note))
+}
+
+/// [`select_runs`] over the runs of both the records and the indexes; also returns the ids kept.
+fn select(
+    records: Records,
+    indexes: &[(PathBuf, RunIndex)],
+    selection: &RunSelection,
+) -> Result<(Records, Vec<String>, Option<String>), CompareError> {
+    let starts = run_starts(&records, indexes);
+    let keep: Vec<String> = match selection {
+        RunSelection::All => starts.keys().map(|id| (*id).to_owned()).collect(),
+        RunSelection::Newest => starts
+            .iter()
+            .max_by_key(|(id, start)| newness(id, **start))
+            .map(|(id, _)| vec![(*id).to_owned()])
+            .unwrap_or_default(),
+        RunSelection::Ids(ids) => {
+            if let Some(unknown) = ids.iter().find(|id| !starts.contains_key(id.as_str())) {
+                return Err(CompareError::UnknownRun {
+                    run: unknown.clone(),
+                    available: starts.keys().copied().collect::<Vec<_>>().join(", "),
+                });
+            }
+            ids.clone()
+        }
+    };
+    let note = (keep.len() < starts.len()).then(|| note(&keep, starts.len(), selection));
+    let records = records
+        .into_iter()
+        .filter(|(_, r)| keep.contains(&r.run_id))
+        .collect();
+    Ok((records, keep, note))
+}
+
+/// Jobs of `index` are complete when each has an outcome and a loaded record.
+fn check_complete(path: &Path, index: &RunIndex, records: &Records) -> Result<(), CompareError> {
+    const LISTED: usize = 20;
+    let recorded = |job: &str| {
+        records
+            .iter()
+            .any(|(_, r)| r.run_id == index.run_id && r.job_id == job)
+    };
+    let missing: Vec<String> = index
+        .jobs
+        .iter()
+        .filter_map(|j| match (&j.outcome, recorded(&j.job_id)) {
+            (None, _) => Some(format!("  {}: no outcome (it never finished)", j.job_id)),
+            (Some(_), false) => Some(format!(
+                "  {}: no results.json in {}",
+                j.job_id,
+                j.dir.display()
+            )),
+            (Some(_), true) => None,
+        })
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let mut list = missing[..missing.len().min(LISTED)].join("\n");
+    if missing.len() > LISTED {
+        list.push_str(&format!("\n  ... and {} more", missing.len() - LISTED));
+    }
+    Err(CompareError::Incomplete {
+        run: index.run_id.clone(),
+        index: path.to_path_buf(),
+        missing: missing.len(),
+        total: index.jobs.len(),
+        list,
+    })
+}
+
+/// Each job's outcome is its `results.json`'s; the run's `run.json` must say the same, or the
+/// run is refused (exit 3) naming both files.
+fn check_agree(path: &Path, index: &RunIndex, records: &Records) -> Result<(), CompareError> {
+    let differ: Vec<String> = index
+        .jobs
+        .iter()
+        .filter_map(|j| {
+            let said = j.outcome.as_ref()?;
+            let (file, r) = records
+                .iter()
+                .find(|(_, r)| r.run_id == index.run_id && r.job_id == j.job_id)?;
+            (*said != r.outcome).then(|| {
+                format!(
+                    "  {}: run.json says {}, {} says {}",
+                    j.job_id,
+                    said.label(),
+                    file.display(),
+                    r.outcome.label()
+                )
+            })
+        })
+        .collect();
+    if differ.is_empty() {
+        return Ok(());
+    }
+    Err(CompareError::Disagree {
+        run: index.run_id.clone(),
+        index: path.to_path_buf(),
+        count: differ.len(),
+        list: differ.join("\n"),
+    })
+}
+
+fn note(keep: &[String], total: usize, selection: &RunSelection) -> String {
+    let others = total - keep.len();
+    let runs = if others == 1 { "run" } else { "runs" };
+    match selection {
+        RunSelection::Newest => format!(
+            "run {}, the newest of {total} in this folder ({others} older {runs} left out; \
+             --all-runs merges them, --run ID picks others)",
+            keep.join(", ")
+        ),
+        _ => format!(
+            "run {} ({others} other {runs} in this folder left out)",
+            keep.join(", ")
+        ),
+    }
+}
+
+/// Each run id with the time it started: its index's start, else its first job's (a timestamp
+/// that does not parse sorts first). A run known only from its index still counts: a newer run
+/// that was killed must not let an older one be judged in its place.
+fn run_starts<'a>(
+    records: &'a [(PathBuf, RunRecord)],
+    indexes: &'a [(PathBuf, RunIndex)],
+) -> BTreeMap<&'a str, Option<jiff::Timestamp>> {
+    let mut starts: BTreeMap<&str, Option<jiff::Timestamp>> = BTreeMap::new();
+    let times = records
+        .iter()
+        .map(|(_, r)| (r.run_id.as_str(), r.started_at.as_str()))
+        .chain(
+            indexes
+                .iter()
+                .map(|(_, i)| (i.run_id.as_str(), i.started_at.as_str())),
+        );
+    for (run, started_at) in times {
+        let entry = starts.entry(run).or_insert(None);
+        if let Ok(at) = started_at.parse::<jiff::Timestamp>()
+            && entry.is_none_or(|earliest| at < earliest)
+        {
+            *entry = Some(at);
+        }
+    }
+    starts
+}
+
+/// What "newest" means for every command (`RunSelection::Newest`, `cancel`, `run
+/// --rerun-failed`): the later start, then the later run id; a start that does not parse sorts
+/// first.
+fn newness(run_id: &str, started: Option<jiff::Timestamp>) -> (Option<jiff::Timestamp>, &str) {
+    (started, run_id)
+}
+
+/// The `run.json` of the newest run under `out` (by its start time), if there is one.
+pub fn newest_run(out: &Path) -> Option<crate::metrics::RunIndex> {
+    std::fs::read_dir(out)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| crate::metrics::record::load_index(&e.path().join("run.json")).ok())
+        .max_by(|a, b| {
+            let key = |i: &RunIndex| {
+                (
+                    i.started_at.parse::<jiff::Timestamp>().ok(),
+                    i.run_id.clone(),
+                )
+            };
+            let (ka, kb) = (key(a), key(b));
+            newness(&ka.1, ka.0).cmp(&newness(&kb.1, kb.0))
+        })
+}
+
+/// The `(case, variant)` of every job of `index` that failed or never finished (interrupted,
+/// killed): what `run --rerun-failed` runs again.
+pub fn failed_pairs(index: &RunIndex) -> BTreeSet<(String, String)> {
+    index
+        .jobs
+        .iter()
+        .filter(|j| j.outcome.as_ref().is_none_or(|o| !o.passed()))
+        .filter_map(|j| {
+            let (job, _repeat) = j.job_id.rsplit_once('#')?;
+            let (case, variant) = job.split_once('@')?;
+            Some((case.to_owned(), variant.to_owned()))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compare::fixtures;
+
+    fn record(run: &str, started: &str, repeat: u32) -> (PathBuf, RunRecord) {
+        let (_, mut r) = fixtures::record("demo/ckpt", repeat, &[("lm loss", &[(1, 2.0)])]);
+        r.run_id = run.into();
+        r.started_at = started.into();
+        (PathBuf::from(format!("{run}/results.json")), r)
+    }
+
+    fn runs(records: &[(PathBuf, RunRecord)]) -> Vec<(String, u32)> {
+        records
+            .iter()
+            .map(|(_, r)| (r.run_id.clone(), r.repeat))
+            .collect()
+    }
+
+    fn folder() -> Vec<(PathBuf, RunRecord)> {
+        vec![
+            // The older run's id sorts last: the start time decides, not the name.
+            record("z-old", "2026-11-30T06:00:00Z", 1),
+            record("z-old", "2026-11-30T06:00:05Z", 2),
+            record("a-new", "2026-11-30T07:00:00.5Z", 1),
+            record("mid", "2026-11-30T06:30:00Z", 1),
+        ]
+    }
+
+    #[test]
+    fn the_newest_run_is_judged_and_the_rest_are_named() {
+        let (kept, note) = select_runs(folder(), &RunSelection::Newest).unwrap();
+        assert_eq!(runs(&kept), [("a-new".to_owned(), 1)]);
+        assert_eq!(
+            note.unwrap(),
+            "run a-new, the newest of 3 in this folder (2 older runs left out; \
+             --all-runs merges them, --run ID picks others)"
+        );
+    }
+
+    #[test]
+    fn all_runs_and_named_runs_merge() {
+        let (all, note) = select_runs(folder(), &RunSelection::All).unwrap();
+        assert_eq!((all.len(), note), (4, None));
+        let ids = RunSelection::from_flags(&["z-old".into(), "mid".into()], true);
+        let (some, note) = select_runs(folder(), &ids).unwrap();
+        assert_eq!(
+            runs(&some),
+            [
+                ("z-old".to_owned(), 1),
+                ("z-old".to_owned(), 2),
+                ("mid".to_owned(), 1)
+            ]
+        );
+        assert_eq!(
+            note.unwrap(),
+            "run z-old, mid (1 other run in this folder left out)"
+        );
+    }
+
+    #[test]
+    fn one_run_needs_no_note_and_an_unknown_id_lists_the_runs() {
+        let one = vec![record("r1", "2026-11-30T06:00:00Z", 1)];
+        let (kept, note) = select_runs(one, &RunSelection::Newest).unwrap();
+        assert_eq!((kept.len(), note), (1, None));
+        let err = select_runs(folder(), &RunSelection::Ids(vec!["nope".into()])).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "no run `nope` in the results folder (runs: a-new, mid, z-old)"
+        );
+    }
+}

@@ -1,0 +1,757 @@
+//! Stage "report": the variant comparison. For a case run under several variants, one row per
+//! metric and one column per variant (median over the passed repeats, their range, and the
+//! difference to the baseline variant), in markdown and terminal form. No goldens are involved:
+//! this is how a user sees "gc80 + async cut checkpoint blocking from X to Y at the cost of Z GiB".
+//!
+//! The spread shown is the min–max range over repeats, not a confidence interval: with the 2–5
+//! repeats a variant sweep usually has, the range is the honest summary (the gate's bootstrap CI
+//! lives in `compare`).
+//!
+//! Rows of figures no rule gates (summed RSS, the system's MemAvailable drop, the probe's
+//! allocator snapshots) are *diagnostic*: other processes, shared pages and the page cache move
+//! them, so their differences are mostly noise. They come last, under their own heading, and
+//! without a Δ, so they never read as the loudest result.
+
+use crate::observe::log::one_line;
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::compare::stats::collapse;
+use crate::compare::stats::{median, median_sorted};
+use crate::config::Config;
+use crate::metric_names as names;
+use crate::metrics::{CheckpointRecord, RunRecord};
+use crate::report::markdown::escape_md;
+use crate::report::units::{self, Unit};
+use crate::rules::Statistic;
+use crate::rules::{Rules, Window};
+
+/// Metric keys that have their own rows; every other key in `RunRecord.metrics` gets a row
+/// of its final value.
+const COVERED: &[&str] = &[
+    names::LM_LOSS,
+    names::ITERATION_TIME,
+    names::GPU_PEAK,
+    names::HOST_PEAK,
+    names::HOST_PEAK_RSS_V1,
+    names::SHM_PEAK,
+    names::CHECKPOINT_BLOCKING,
+    names::CHECKPOINT_ASYNC_LATENCY,
+];
+
+/// All cases of a results folder, each with its variants side by side.
+#[derive(Clone, Debug, PartialEq)]
+pub struct VariantTable {
+    /// Cases sorted by name.
+    pub cases: Vec<CaseVariants>,
+}
+
+/// One case: its variants (baseline first) and one row per metric.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CaseVariants {
+    /// `<model>/<case>`.
+    pub case: String,
+    /// Columns; `[0]` is the baseline (`default` when it ran, else the first by name).
+    pub variants: Vec<VariantColumn>,
+    /// Metrics with a value in at least one variant.
+    pub rows: Vec<MetricRow>,
+}
+
+/// One variant of a case.
+#[derive(Clone, Debug, PartialEq)]
+pub struct VariantColumn {
+    /// `allocator=gc80,checkpoint=async`, or `default`.
+    pub name: String,
+    /// Repeats that passed (only these contribute values).
+    pub passed: usize,
+    /// Repeats recorded.
+    pub total: usize,
+}
+
+/// One metric across the variants of a case.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MetricRow {
+    /// What the row shows, e.g. `checkpoint blocking, saves after the first`.
+    pub label: String,
+    /// How to format it.
+    pub kind: Unit,
+    /// A context figure no rule gates: shown after the gated rows, without a Δ.
+    pub diagnostic: bool,
+    /// One per variant column; `None` where no passed repeat had the value.
+    pub cells: Vec<Option<Cell>>,
+}
+
+/// A metric of one variant over its passed repeats.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Cell {
+    /// Median over repeats.
+    pub median: f64,
+    /// Smallest repeat.
+    pub min: f64,
+    /// Largest repeat.
+    pub max: f64,
+    /// Repeats with a value.
+    pub n: usize,
+}
+
+/// Reads one repeat's value (the iteration-time window for the rows that need it).
+type Extract = fn(&RunRecord, Option<&Window>) -> Option<f64>;
+
+/// Whether the gate judges a row's figure ([`MetricRow::diagnostic`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Role {
+    Gated,
+    Diagnostic,
+}
+
+/// The fixed rows: label, kind, role, how to read one repeat's value.
+const FIXED: &[(&str, Unit, Role, Extract)] = &[
+    (
+        "checkpoint blocking, saves after the first (median)",
+        Unit::Seconds,
+        Role::Gated,
+        blocking_after_first,
+    ),
+    (
+        "checkpoint blocking, first save",
+        Unit::Seconds,
+        Role::Gated,
+        blocking_first,
+    ),
+    (
+        "checkpoint async latency (median)",
+        Unit::Seconds,
+        Role::Gated,
+        async_latency,
+    ),
+    ("GPU peak memory", Unit::Bytes, Role::Gated, gpu_peak),
+    ("host peak PSS", Unit::Bytes, Role::Gated, host_peak),
+    ("/dev/shm peak", Unit::Bytes, Role::Gated, shm_peak),
+    (
+        "iteration time ({statistic})",
+        Unit::Seconds,
+        Role::Gated,
+        iteration_time,
+    ),
+    ("final lm loss", Unit::Plain, Role::Gated, final_loss),
+    // What explains the figures above; no rule gates them.
+    (
+        "async saves overlapped by the next (latency left out)",
+        Unit::Count,
+        Role::Diagnostic,
+        overlapped_saves,
+    ),
+    (
+        "host peak RSS (summed)",
+        Unit::Bytes,
+        Role::Diagnostic,
+        host_rss,
+    ),
+    (
+        "MemAvailable drop",
+        Unit::Bytes,
+        Role::Diagnostic,
+        mem_available_drop,
+    ),
+];
+
+/// What the table takes from `goldgate.yaml`: the order of variant columns and the
+/// iteration-time window (the one the gate judges with).
+///
+/// Columns: the baseline (every axis at its default) first, then by how many axes differ from
+/// their default, then by the axes' and values' order in `goldgate.yaml` (the first axis
+/// varying first). Variants that tie keep the order they were run in, so a table built from
+/// several runs reads the same as one built from a single `--matrix` run. Without a
+/// configuration ([`VariantOrder::default`]) every chosen axis counts as away from its default
+/// and the window is the built-in one.
+#[derive(Clone, Debug)]
+pub struct VariantOrder {
+    axes: Vec<(String, Vec<String>)>,
+    iteration_window: Option<Window>,
+}
+
+impl Default for VariantOrder {
+    fn default() -> VariantOrder {
+        VariantOrder {
+            axes: Vec::new(),
+            iteration_window: Rules::default().rule_for(names::ITERATION_TIME).window,
+        }
+    }
+}
+
+impl VariantOrder {
+    /// The axes and values of a configuration, in the order they are written there, and its
+    /// iteration-time window.
+    pub fn from_config(config: &Config) -> VariantOrder {
+        VariantOrder {
+            axes: config
+                .axes
+                .iter()
+                .map(|a| {
+                    let values = a.values.iter().map(|v| v.name.clone()).collect();
+                    (a.name.clone(), values)
+                })
+                .collect(),
+            iteration_window: config.rules.rule_for(names::ITERATION_TIME).window,
+        }
+    }
+
+    /// Sort key: (axes away from their default, each axis's value index). An axis that is
+    /// not chosen counts as its default; a value the configuration does not know sorts last.
+    fn key(&self, choices: &BTreeMap<String, String>) -> (usize, Vec<usize>) {
+        let indices: Vec<usize> = self
+            .axes
+            .iter()
+            .map(|(axis, values)| match choices.get(axis) {
+                None => 0,
+                Some(v) => values.iter().position(|x| x == v).unwrap_or(values.len()),
+            })
+            .collect();
+        let unknown_axes = choices
+            .keys()
+            .filter(|k| !self.axes.iter().any(|(axis, _)| axis == *k))
+            .count();
+        let away = indices.iter().filter(|&&i| i > 0).count() + unknown_axes;
+        // Among variants as far from the baseline, the first axis varies first: all the
+        // allocator values before an opt-in axis written after it.
+        let mut indices = indices;
+        indices.reverse();
+        (away, indices)
+    }
+}
+
+/// Groups records by case and variant and computes every row. Failed repeats are counted but
+/// contribute no values (a crashed job's peaks and timings describe a different run).
+pub fn build<'a>(
+    records: impl IntoIterator<Item = &'a RunRecord>,
+    order: &VariantOrder,
+) -> VariantTable {
+    // Variants start in the order they were run in, then `order` sorts them (stably); cases
+    // are sorted.
+    let mut grouped: BTreeMap<&str, Vec<(&str, Vec<&RunRecord>)>> = BTreeMap::new();
+    for r in records {
+        let variants = grouped.entry(r.case.as_str()).or_default();
+        match variants
+            .iter_mut()
+            .find(|(name, _)| *name == r.variant.name)
+        {
+            Some((_, rs)) => rs.push(r),
+            None => variants.push((r.variant.name.as_str(), vec![r])),
+        }
+    }
+    let cases = grouped
+        .into_iter()
+        .map(|(case, mut variants)| {
+            variants.sort_by_cached_key(|(_, rs)| order.key(&rs[0].variant.choices));
+            build_case(case, variants, order.iteration_window.as_ref())
+        })
+        .collect();
+    VariantTable { cases }
+}
+
+fn build_case(
+    case: &str,
+    variants: Vec<(&str, Vec<&RunRecord>)>,
+    window: Option<&Window>,
+) -> CaseVariants {
+    let mut ordered = variants;
+    if let Some(pos) = ordered.iter().position(|(name, _)| *name == "default") {
+        let default = ordered.remove(pos);
+        ordered.insert(0, default);
+    }
+    let passed: Vec<Vec<&RunRecord>> = ordered
+        .iter()
+        .map(|(_, rs)| rs.iter().copied().filter(|r| r.outcome.passed()).collect())
+        .collect();
+    let columns = ordered
+        .iter()
+        .zip(&passed)
+        .map(|((name, all), ok)| VariantColumn {
+            name: (*name).to_string(),
+            passed: ok.len(),
+            total: all.len(),
+        })
+        .collect();
+    let mut rows: Vec<MetricRow> = FIXED
+        .iter()
+        .map(|(label, kind, role, extract)| {
+            let statistic = window.map_or("median", |w| w.statistic.name());
+            let label = label.replace("{statistic}", statistic);
+            let cells = passed
+                .iter()
+                .map(|rs| cell(rs.iter().filter_map(|r| finite(extract(r, window)))))
+                .collect();
+            MetricRow {
+                label,
+                kind: *kind,
+                diagnostic: *role == Role::Diagnostic,
+                cells,
+            }
+        })
+        .collect();
+    for key in extra_metric_keys(&passed) {
+        let cells = passed
+            .iter()
+            .map(|rs| cell(rs.iter().filter_map(|r| finite(r.last_value(&key)))))
+            .collect();
+        rows.push(MetricRow {
+            kind: Unit::of_metric(&key),
+            diagnostic: !is_gated(&key),
+            label: format!("{key} (final)"),
+            cells,
+        });
+    }
+    rows.retain(|r| r.cells.iter().any(Option::is_some));
+    // Gated rows first, each group in its own order.
+    rows.sort_by_key(|r| r.diagnostic);
+    CaseVariants {
+        case: case.to_string(),
+        variants: columns,
+        rows,
+    }
+}
+
+/// Besides the fixed rows, the metrics that explain a memory or checkpoint trade-off: the
+/// probe's allocator figures. Log fields such as batch size or learning rate stay in
+/// `results.json`.
+const TRADE_OFF: [&str; 8] = [
+    "empty-cache",
+    "alloc-retries",
+    "cuda-ooms",
+    "torch-peak",
+    "reserved-minus-allocated",
+    "inactive-split",
+    "probe-",
+    "mem-max-reserved",
+];
+
+/// Whether a golden file with this key gates on it: goldgate's own metrics (the counters among
+/// them), and Megatron's memory figures a case's `METRICS` names (`mem-*-bytes`). The probe's
+/// allocator snapshots (`torch-peak-*`, `reserved-minus-allocated-bytes`, …) are recorded only.
+fn is_gated(key: &str) -> bool {
+    names::GOLDGATE_METRICS.contains(&key) || (key.starts_with("mem-") && key.ends_with("-bytes"))
+}
+
+fn extra_metric_keys(passed: &[Vec<&RunRecord>]) -> BTreeSet<String> {
+    passed
+        .iter()
+        .flatten()
+        .flat_map(|r| r.metrics.keys())
+        .filter(|k| !COVERED.contains(&k.as_str()) && TRADE_OFF.iter().any(|p| k.starts_with(p)))
+        .cloned()
+        .collect()
+}
+
+fn finite(v: Option<f64>) -> Option<f64> {
+    v.filter(|x| x.is_finite())
+}
+
+fn cell(values: impl Iterator<Item = f64>) -> Option<Cell> {
+    let mut v: Vec<f64> = values.collect();
+    v.sort_by(f64::total_cmp);
+    let median = median_sorted(&v)?;
+    Some(Cell {
+        median,
+        min: v.first().copied()?,
+        max: v.last().copied()?,
+        n: v.len(),
+    })
+}
+
+fn save_blocking(c: &CheckpointRecord) -> Option<f64> {
+    c.blocking_max_seconds.or(c.saving_to_saved_seconds)
+}
+
+fn blocking_after_first(r: &RunRecord, _: Option<&Window>) -> Option<f64> {
+    let v: Vec<f64> = r
+        .checkpoints
+        .iter()
+        .skip(1)
+        .filter_map(save_blocking)
+        .collect();
+    median(&v)
+}
+
+fn blocking_first(r: &RunRecord, _: Option<&Window>) -> Option<f64> {
+    r.checkpoints.first().and_then(save_blocking)
+}
+
+/// Saves the next save overlapped are left out: their latency measures the schedule.
+fn async_latency(r: &RunRecord, _: Option<&Window>) -> Option<f64> {
+    let v: Vec<f64> = r
+        .checkpoints
+        .iter()
+        .filter(|c| !c.overlapped_by_next)
+        .filter_map(|c| c.async_latency_seconds)
+        .collect();
+    median(&v)
+}
+
+/// Async saves that were still being written when the next save started; none for a job
+/// without async saves.
+fn overlapped_saves(r: &RunRecord, _: Option<&Window>) -> Option<f64> {
+    let saves = r.checkpoints.iter().filter(|c| c.asynchronous);
+    let (mut any, mut overlapped) = (false, 0u32);
+    for c in saves {
+        any = true;
+        overlapped += u32::from(c.overlapped_by_next);
+    }
+    any.then_some(f64::from(overlapped))
+}
+
+fn gpu_peak(r: &RunRecord, _: Option<&Window>) -> Option<f64> {
+    r.gpu_peak_bytes()
+}
+
+fn host_peak(r: &RunRecord, _: Option<&Window>) -> Option<f64> {
+    r.last_value(names::HOST_PEAK)
+        .or(r.memory.host_peak_pss_bytes.map(|b| b as f64))
+}
+
+/// Summed RSS: secondary (pages shared between the job's processes count in each of them).
+fn host_rss(r: &RunRecord, _: Option<&Window>) -> Option<f64> {
+    r.memory.host_peak_rss_bytes.map(|b| b as f64)
+}
+
+/// The system-wide drop of `MemAvailable` during the job: a check on the PSS figure.
+fn mem_available_drop(r: &RunRecord, _: Option<&Window>) -> Option<f64> {
+    r.memory.mem_available.as_ref().map(|m| m.drop_bytes as f64)
+}
+
+fn shm_peak(r: &RunRecord, _: Option<&Window>) -> Option<f64> {
+    r.last_value(names::SHM_PEAK)
+        .or(r.memory.shm_peak_bytes.map(|b| b as f64))
+}
+
+/// Iteration time over the gate's window (`goldgate.yaml`, by default the median over steps
+/// 5–20 for runs of ≤ 25 steps, else 30–45); runs too short for the window, or without one,
+/// use every step after the first (warm-up).
+fn iteration_time(r: &RunRecord, window: Option<&Window>) -> Option<f64> {
+    let series = &r.metrics.get(names::ITERATION_TIME)?.0;
+    let last = *series.keys().next_back()?;
+    let finite = |v: &f64| v.is_finite().then_some(*v);
+    if let Some(w) = window {
+        let steps = w.steps_for(last);
+        let inside: Vec<f64> = series
+            .range(steps.first..=steps.last)
+            .filter_map(|(_, v)| finite(v))
+            .collect();
+        if let Some(v) = collapse(w.statistic, &inside) {
+            return Some(v);
+        }
+    }
+    let all: Vec<f64> = series.values().skip(1).filter_map(finite).collect();
+    let statistic = window.map_or(Statistic::Median, |w| w.statistic);
+    collapse(statistic, &all)
+}
+
+fn final_loss(r: &RunRecord, _: Option<&Window>) -> Option<f64> {
+    r.last_value(names::LM_LOSS)
+}
+
+impl Cell {
+    /// `4.10 s (4.06 – 4.15 s)`; the range only when repeats differ, `n=` only when some
+    /// passed repeat lacked the value.
+    fn text(&self, kind: Unit, passed: usize) -> String {
+        let mut text = units::value(kind, self.median);
+        if self.n >= 2 && self.min != self.max {
+            text.push_str(&format!(" ({})", units::interval(kind, self.min, self.max)));
+        }
+        if self.n < passed {
+            text.push_str(&format!(" n={}", self.n));
+        }
+        text
+    }
+
+    /// Difference to the baseline: `-3.58 s (-87.32 %)`; percentages only for plain values.
+    fn delta(&self, base: &Cell, kind: Unit) -> String {
+        let diff = self.median - base.median;
+        let pct = if base.median != 0.0 {
+            Some(diff / base.median.abs() * 100.0)
+        } else {
+            None
+        };
+        match (kind, pct) {
+            (Unit::Plain, Some(p)) => units::pct(p),
+            (_, Some(p)) => format!("{} ({})", units::signed(kind, diff), units::pct(p)),
+            (_, None) => units::signed(kind, diff),
+        }
+    }
+}
+
+/// The text of one cell: value and range, plus `Δ` to the baseline for non-baseline columns
+/// of gated rows.
+fn cell_text(row: &MetricRow, col: usize, passed: usize, delta_sep: &str) -> String {
+    let Some(Some(c)) = row.cells.get(col) else {
+        return "—".into();
+    };
+    let mut text = c.text(row.kind, passed);
+    if col > 0
+        && !row.diagnostic
+        && let Some(Some(base)) = row.cells.first()
+    {
+        text.push_str(delta_sep);
+        text.push_str("Δ ");
+        text.push_str(&c.delta(base, row.kind));
+    }
+    text
+}
+
+fn jobs_text(v: &VariantColumn) -> String {
+    format!("{} of {} passed", v.passed, v.total)
+}
+
+/// The heading of the diagnostic rows, and what it means under the table.
+const DIAGNOSTIC_HEADING: &str = "diagnostic (not gated, no Δ)";
+const DIAGNOSTIC_NOTE: &str = "diagnostic rows: context figures no rule gates (shared pages, \
+     other processes and the page cache move them); compare their values, not their difference";
+
+/// The baseline column's header: `default (baseline)`.
+fn column_name(case: &CaseVariants, col: usize) -> String {
+    let name = &case.variants[col].name;
+    if col == 0 && case.variants.len() > 1 {
+        format!("{name} (baseline)")
+    } else {
+        name.clone()
+    }
+}
+
+/// What the table of a case shows: `median over the passed repeats (range), Δ against default`.
+fn caption(case: &CaseVariants, baseline: &str) -> String {
+    let mut text = "median over the passed repeats (range over repeats)".to_owned();
+    if case.variants.len() > 1 {
+        text.push_str(&format!(", Δ against {baseline}"));
+    }
+    text
+}
+
+fn has_diagnostic(case: &CaseVariants) -> bool {
+    case.rows.iter().any(|r| r.diagnostic)
+}
+
+/// Markdown: one `###` section and table per case. All names are escaped.
+pub fn render_markdown(table: &VariantTable) -> String {
+    let mut out = String::from("## Variant comparison\n\n");
+    if table.cases.is_empty() {
+        out.push_str("No results.\n");
+        return out;
+    }
+    for case in &table.cases {
+        out.push_str(&format!("### {}\n\n", escape_md(&case.case)));
+        let baseline = format!("**{}**", escape_md(&case.variants[0].name));
+        out.push_str(&format!(
+            "{}.\n\n| metric |",
+            capitalised(&caption(case, &baseline))
+        ));
+        for col in 0..case.variants.len() {
+            out.push_str(&format!(" {} |", escape_md(&column_name(case, col))));
+        }
+        out.push_str("\n|---|");
+        out.push_str(&"---|".repeat(case.variants.len()));
+        out.push_str("\n| jobs |");
+        for v in &case.variants {
+            out.push_str(&format!(" {} |", jobs_text(v)));
+        }
+        out.push('\n');
+        let mut heading = false;
+        for row in &case.rows {
+            if row.diagnostic && !std::mem::replace(&mut heading, true) {
+                out.push_str(&format!("| *{DIAGNOSTIC_HEADING}* |"));
+                out.push_str(&" |".repeat(case.variants.len()));
+                out.push('\n');
+            }
+            out.push_str(&format!("| {} |", escape_md(&row.label)));
+            for (col, v) in case.variants.iter().enumerate() {
+                out.push_str(&format!(" {} |", cell_text(row, col, v.passed, "<br>")));
+            }
+            out.push('\n');
+        }
+        if heading {
+            out.push_str(&format!("\n{}.\n", capitalised(DIAGNOSTIC_NOTE)));
+        }
+        out.push('\n');
+    }
+    out
+}
+
+fn capitalised(text: &str) -> String {
+    let mut chars = text.chars();
+    chars.next().map_or_else(String::new, |first| {
+        first.to_uppercase().chain(chars).collect()
+    })
+}
+
+/// Terminal: one table per case, headed by the case name; no colour.
+pub fn render_terminal(table: &VariantTable) -> String {
+    let mut out = String::new();
+    for case in &table.cases {
+        let mut b = tabled::builder::Builder::default();
+        let mut header = vec!["metric".to_string()];
+        header.extend((0..case.variants.len()).map(|col| one_line(&column_name(case, col))));
+        b.push_record(header);
+        let mut jobs = vec!["jobs".to_string()];
+        jobs.extend(case.variants.iter().map(jobs_text));
+        b.push_record(jobs);
+        let mut heading = false;
+        for row in &case.rows {
+            if row.diagnostic && !std::mem::replace(&mut heading, true) {
+                let mut rec = vec![format!("── {DIAGNOSTIC_HEADING} ──")];
+                rec.extend(case.variants.iter().map(|_| String::new()));
+                b.push_record(rec);
+            }
+            let mut rec = vec![row.label.clone()];
+            rec.extend(
+                case.variants
+                    .iter()
+                    .enumerate()
+                    .map(|(col, v)| cell_text(row, col, v.passed, "\n")),
+            );
+            b.push_record(rec);
+        }
+        let mut t = b.build();
+        t.with(tabled::settings::Style::sharp());
+        // One variant has no Δ: its name alone heads the table, as a run of one case shows it.
+        let mut head = one_line(&case.case);
+        if case.variants.len() > 1 {
+            let baseline = one_line(&case.variants[0].name);
+            head.push_str(&format!(": {}", caption(case, &baseline)));
+        }
+        out.push_str(&format!("{head}\n{t}\n"));
+        if has_diagnostic(case) {
+            out.push_str(&format!("{DIAGNOSTIC_NOTE}\n"));
+        }
+    }
+    if out.is_empty() {
+        out.push_str("no results\n");
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::fixtures;
+
+    #[test]
+    fn baseline_is_default_and_failed_repeats_give_no_values() {
+        let records = fixtures::variant_sweep();
+        let t = build(&records, &VariantOrder::default());
+        let case = &t.cases[0];
+        let names: Vec<_> = case.variants.iter().map(|v| v.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "default",
+                "allocator=gc80",
+                "allocator=gc80,checkpoint=async"
+            ]
+        );
+        assert_eq!(case.variants[1].passed, 1);
+        assert_eq!(case.variants[1].total, 2);
+        let blocking = &case.rows[0];
+        assert_eq!(blocking.cells[0].unwrap().n, 3);
+        assert_eq!(blocking.cells[1].unwrap().n, 1);
+    }
+
+    #[test]
+    fn iteration_time_uses_the_window_and_statistic_of_goldgate_yaml() {
+        let mut records = vec![fixtures::variant_sweep().remove(0)];
+        let series = &mut records[0].metrics.get_mut("iteration-time").unwrap().0;
+        series.insert(2, 9.0);
+        let row = |order: &VariantOrder| {
+            let t = build(&records, order);
+            let row = t.cases[0]
+                .rows
+                .iter()
+                .find(|r| r.label.starts_with("iteration time"))
+                .unwrap()
+                .clone();
+            (row.label, row.cells[0].unwrap().median)
+        };
+        let builtin = row(&VariantOrder::default());
+        assert_eq!(builtin.0, "iteration time (median)");
+        let config = Config::parse(
+            "rules:\n  iteration-time:\n    window: {statistic: max, steps: 1-3}\n",
+            std::path::Path::new("goldgate.yaml"),
+        )
+        .unwrap();
+        let configured = row(&VariantOrder::from_config(&config));
+        assert_eq!(configured, ("iteration time (max)".to_owned(), 9.0));
+        assert!(
+            builtin.1 < 9.0,
+            "the built-in window (30-45) leaves step 2 out"
+        );
+    }
+
+    #[test]
+    fn configured_order_puts_the_baseline_first_whatever_the_run_order() {
+        // As when `report` reads several runs whose folders sort gc80 before the default.
+        let mut records = fixtures::variant_sweep();
+        records.reverse();
+        let run_order = build(&records, &VariantOrder::default());
+        assert_eq!(
+            run_order.cases[0].variants[1].name, "allocator=gc80",
+            "without a configuration every chosen axis counts as away from its default"
+        );
+        let config = Config::parse(
+            "variants:\n  allocator: {values: {default: {}, expandable: {}, gc80: {}}}\n  \
+             checkpoint: {values: {sync: {}, async: {}}}\n",
+            std::path::Path::new("goldgate.yaml"),
+        )
+        .unwrap();
+        let mut explicit = fixtures::variant_sweep();
+        for r in &mut explicit {
+            if r.variant.choices.is_empty() {
+                r.variant.name = "allocator=default,checkpoint=sync".into();
+                r.variant.choices = [("allocator", "default"), ("checkpoint", "sync")]
+                    .map(|(a, v)| (a.to_string(), v.to_string()))
+                    .into();
+            }
+        }
+        explicit.reverse();
+        let t = build(&explicit, &VariantOrder::from_config(&config));
+        let names: Vec<_> = t.cases[0]
+            .variants
+            .iter()
+            .map(|v| v.name.as_str())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "allocator=default,checkpoint=sync",
+                "allocator=gc80",
+                "allocator=gc80,checkpoint=async"
+            ]
+        );
+    }
+
+    #[test]
+    fn median_and_range_over_repeats() {
+        let c = cell([3.0, 1.0, 2.0, 10.0].into_iter()).unwrap();
+        assert_eq!((c.median, c.min, c.max, c.n), (2.5, 1.0, 10.0, 4));
+        assert!(cell(std::iter::empty()).is_none());
+    }
+
+    #[test]
+    fn markdown_snapshot() {
+        insta::assert_snapshot!(render_markdown(&build(
+            &fixtures::variant_sweep(),
+            &VariantOrder::default()
+        )));
+    }
+
+    #[test]
+    fn terminal_snapshot() {
+        insta::assert_snapshot!(render_terminal(&build(
+            &fixtures::variant_sweep(),
+            &VariantOrder::default()
+        )));
+    }
+
+    #[test]
+    fn names_from_logs_are_escaped_in_markdown() {
+        let mut records = fixtures::variant_sweep();
+        records[0].case = "gpt/a|b<script>@team".into();
+        let md = render_markdown(&build(&records, &VariantOrder::default()));
+        assert!(md.contains(r"a\|b&lt;script&gt;@&#8203;team"), "{md}");
+    }
+}

@@ -1,0 +1,254 @@
+//! Stage "run": [`LogWatch`] follows one run's log as it streams — the parser, the summary,
+//! the checkpoint-save marks on the memory timeline — and reports progress as
+//! [`ExecEvent`]s. Every executor feeds it the lines it reads (from a pipe, or from a log on a
+//! shared filesystem).
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::time::Instant;
+
+use super::event::ExecEvent;
+use crate::launch::FailureSigns;
+use crate::observe::log::{
+    FailureKind, LineCleaner, LogEvent, LogParser, LogSummary, LogTail, Redactor, SummaryBuilder,
+    TailSummary,
+};
+
+/// Checkpoint saves on the memory timeline: (start s, end s, iteration).
+pub(super) type Marks = Vec<(f64, Option<f64>, u64)>;
+
+/// The log of one run, parsed as it arrives.
+pub struct LogWatch {
+    parser: LogParser,
+    builder: SummaryBuilder,
+    cleaner: LineCleaner,
+    tail: LogTail,
+    lines: u64,
+    marks: SaveMarks,
+    t0: Instant,
+    /// Copy every line to goldgate's stderr (`--no-capture`).
+    echo: bool,
+    /// Masks the job's secrets in every line before anything else sees it.
+    redactor: Redactor,
+}
+
+impl Default for LogWatch {
+    fn default() -> LogWatch {
+        LogWatch::new()
+    }
+}
+
+impl LogWatch {
+    /// Starts watching; save marks are timed from now (start it as the run launches).
+    pub fn new() -> LogWatch {
+        LogWatch {
+            parser: LogParser::new(),
+            builder: SummaryBuilder::default(),
+            cleaner: LineCleaner::default(),
+            tail: LogTail::default(),
+            lines: 0,
+            marks: SaveMarks::default(),
+            t0: Instant::now(),
+            echo: false,
+            redactor: Redactor::default(),
+        }
+    }
+
+    /// Masks `redactor`'s secrets in every line before the echo, the parser and the tail see
+    /// it: the one place where a job's output enters goldgate ([`redactor`]).
+    pub fn redacting(mut self, redactor: Redactor) -> LogWatch {
+        self.redactor = redactor;
+        self
+    }
+
+    /// Also writes every line to goldgate's stderr as it arrives (`--no-capture`); a failed
+    /// write is ignored (a closed stderr must not stop a run).
+    pub fn echoing(mut self, echo: bool) -> LogWatch {
+        self.echo = echo;
+        self
+    }
+
+    /// One line of the log, without its line ending: each of its `\r`-separated parts,
+    /// escape sequences dropped ([`LineCleaner`]).
+    pub fn line(&mut self, line: &[u8], on_event: &mut dyn FnMut(ExecEvent)) {
+        self.lines += 1;
+        let line = self.redactor.redact(line);
+        if self.echo {
+            let text = String::from_utf8_lossy(&line);
+            let shown = crate::printable::terminal(&text, false);
+            let mut err = std::io::stderr().lock();
+            let _ = err
+                .write_all(shown.as_bytes())
+                .and_then(|()| err.write_all(b"\n"));
+        }
+        let mut cleaner = std::mem::take(&mut self.cleaner);
+        cleaner.split(&line, &mut |part| self.part(part, on_event));
+        self.cleaner = cleaner;
+    }
+
+    fn part(&mut self, line: &[u8], on_event: &mut dyn FnMut(ExecEvent)) {
+        self.tail.see(line);
+        let Some(parsed) = self.parser.feed(line) else {
+            return;
+        };
+        match &parsed.event {
+            LogEvent::Iteration(it) => on_event(ExecEvent::Step {
+                step: it.iteration,
+                of: it.train_iters,
+                iteration_ms: it
+                    .fields()
+                    .find(|(name, _)| *name == b"elapsed time per iteration (ms)")
+                    .map(|(_, ms)| ms),
+            }),
+            LogEvent::CheckpointSaving { iteration, .. } => {
+                on_event(ExecEvent::CheckpointSave {
+                    iteration: *iteration,
+                });
+            }
+            _ => {}
+        }
+        self.marks
+            .see(&parsed.event, self.t0.elapsed().as_secs_f64());
+        self.builder.add(&parsed);
+    }
+
+    /// The summary of every line seen, and the save marks (start s, end s, iteration).
+    pub fn finish(self) -> (LogSummary, Vec<(f64, Option<f64>, u64)>) {
+        let (summary, marks, _) = self.finish_with_tail();
+        (summary, marks)
+    }
+
+    /// [`LogWatch::finish`], and what the log's end says about a failure.
+    pub fn finish_with_tail(mut self) -> (LogSummary, Marks, TailSummary) {
+        self.builder.set_line_counts(self.lines, 0);
+        (self.builder.finish(), self.marks.list(), self.tail.finish())
+    }
+}
+
+/// The line that explains a failed run and the log's last lines: a failure marker's line
+/// (out of memory, NCCL timeout, NaN) first, else the last traceback's exception, else the last
+/// error-looking line. Nothing for a run that passed.
+pub(crate) fn diagnosis(
+    summary: &LogSummary,
+    tail: TailSummary,
+    passed: bool,
+) -> (Option<String>, Vec<String>) {
+    if passed {
+        return (None, Vec::new());
+    }
+    let line = (summary.failures.first().map(|f| f.line.clone())).or_else(|| tail.failure_line());
+    (line, tail.lines)
+}
+
+/// The redactor of a process started with `env` set and `unset` removed on top of goldgate's
+/// own environment: every secret-named variable it will see, inherited from the caller (a CI
+/// job's `HF_TOKEN`) or set by the case (`HF_TOKEN: "${CALLER_A}"`), masked by value.
+pub(super) fn redactor(env: &BTreeMap<String, String>, unset: &[String]) -> Redactor {
+    let inherited = std::env::vars_os().filter_map(|(name, value)| {
+        let name = name.into_string().ok()?;
+        let kept = !env.contains_key(&name) && !unset.contains(&name);
+        kept.then(|| (name, value.into_encoded_bytes()))
+    });
+    let set = env.iter().map(|(n, v)| (n.clone(), v.clone().into_bytes()));
+    Redactor::from_env(inherited.chain(set))
+}
+
+/// The failure markers of a log, for classification and retries.
+pub(crate) fn signs(summary: &LogSummary) -> FailureSigns {
+    let has = |k: FailureKind| summary.failure_counts.get(&k).is_some_and(|n| *n > 0);
+    FailureSigns {
+        oom: has(FailureKind::Oom),
+        nccl_timeout: has(FailureKind::NcclTimeout),
+        nan: has(FailureKind::Nan),
+        flaky: summary.failures.iter().any(|f| f.flaky),
+    }
+}
+
+/// When each checkpoint save started and ended, in seconds since the launch, by iteration:
+/// the marks on the memory timeline.
+#[derive(Default)]
+struct SaveMarks(BTreeMap<u64, (f64, Option<f64>)>);
+
+impl SaveMarks {
+    fn see(&mut self, event: &LogEvent<'_>, t: f64) {
+        match event {
+            LogEvent::CheckpointSaving { iteration, .. } => {
+                self.0.entry(*iteration).or_insert((t, None));
+            }
+            LogEvent::CheckpointSaved { iteration } => {
+                if let Some(mark) = self.0.get_mut(iteration) {
+                    mark.1.get_or_insert(t);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn list(&self) -> Vec<(f64, Option<f64>, u64)> {
+        self.0.iter().map(|(it, (s, e))| (*s, *e, *it)).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SAVING_10: &[u8] = b"[2026-11-29 20:16:15.068999] saving checkpoint at iteration      10 to /c in torch_dist format";
+    const SAVED_10: &[u8] = b"  [2026-11-29 20:16:18.552401] successfully saved checkpoint from iteration      10 to /c [ t 1/1, gtp_remat 1/1, p 1/1 ]";
+    const SAVING_20: &[u8] = b"[2026-11-29 20:16:19.068999] saving checkpoint at iteration      20 to /c in torch_dist format";
+
+    #[test]
+    fn save_marks_pair_saving_and_saved_lines_by_iteration() {
+        let mut parser = LogParser::new();
+        let mut m = SaveMarks::default();
+        for (line, t) in [(SAVING_10, 1.0), (SAVED_10, 2.5), (SAVING_20, 4.0)] {
+            let parsed = parser.feed(line).unwrap();
+            m.see(&parsed.event, t);
+        }
+        assert_eq!(m.list(), vec![(1.0, Some(2.5), 10), (4.0, None, 20)]);
+    }
+
+    #[test]
+    fn a_secret_of_the_jobs_environment_reaches_neither_the_tail_nor_the_failure_line() {
+        let env = BTreeMap::from([("HF_TOKEN".to_owned(), "hf_fromcaller123".to_owned())]);
+        let mut watch = LogWatch::new().redacting(redactor(&env, &[]));
+        for line in [
+            &b"Traceback (most recent call last):"[..],
+            b"  File \"x.py\", line 1",
+            b"RuntimeError: bad token hf_fromcaller123",
+        ] {
+            watch.line(line, &mut |_| {});
+        }
+        let (summary, _, tail) = watch.finish_with_tail();
+        let (line, lines) = diagnosis(&summary, tail, false);
+        assert_eq!(line.as_deref(), Some("RuntimeError: bad token <redacted>"));
+        assert!(
+            lines.iter().all(|l| !l.contains("hf_fromcaller")),
+            "{lines:?}"
+        );
+    }
+
+    #[test]
+    fn steps_and_saves_become_events_and_every_line_is_counted() {
+        let mut watch = LogWatch::new();
+        let mut events = Vec::new();
+        let step = b" [2026-11-29 20:16:14.1] iteration        3/      30 | consumed samples:           48 | elapsed time per iteration (ms): 10.0 | lm loss: 1.000000E+01 |";
+        for line in [&step[..], b"not a megatron line", SAVING_10] {
+            watch.line(line, &mut |e| events.push(e));
+        }
+        assert_eq!(
+            events,
+            [
+                ExecEvent::Step {
+                    step: 3,
+                    of: Some(30),
+                    iteration_ms: Some(10.0)
+                },
+                ExecEvent::CheckpointSave { iteration: 10 }
+            ]
+        );
+        let (summary, marks) = watch.finish();
+        assert_eq!(summary.lines, 3);
+        assert_eq!(marks.len(), 1);
+    }
+}

@@ -1,0 +1,493 @@
+//! The pipeline's shape. Across crates Cargo enforces it: `goldgate-core` (the base and the
+//! readers), `goldgate-record` (plan, launch, observe, metrics, run) and `goldgate-judge`
+//! (compare, report, github, history) each depend only on the crates below them, and this test
+//! checks, with `cargo tree`, that neither core nor judge pulls in NVML, rustix or the
+//! recording crate. Within each crate it is checked on the source: every `crate::` path in
+//! `core/src`, `record/src`, `judge/src` and `runner/src` (test code left out; a crate's
+//! `use goldgate_core::…` at its root keeps the old `crate::` paths) must point along
+//! `case → plan → launch → observe → metrics → compare → report` or to a shared base module;
+//! `run` orchestrates (it may use every stage up to `metrics`, and only `cmd` uses it); `github`
+//! sits aside (only `cmd` uses it); `cmd` is on top and nothing uses it. The top-level module
+//! graph must have no cycle. No non-test function is longer than 60 lines, and `cmd/run.rs`
+//! stays at 200 lines or fewer.
+
+#![allow(clippy::unwrap_used)] // a test: a failed unwrap is a failed test
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// Modules every stage may use; they use no stage.
+const BASE: &[&str] = &[
+    "exit",
+    "fsio",
+    "metric_names",
+    "duration",
+    "printable",
+    "hash",
+    "redact",
+];
+
+/// Pipeline stages in order; a stage may use its own rank and earlier ones. `golden` reads
+/// and writes the case stage's golden files; `config` is the plan stage's schema and `rules`
+/// its metric rules (schema, matching, the `calibrate --write` edit).
+const STAGES: &[(&str, u32)] = &[
+    ("case", 1),
+    ("golden", 1),
+    ("config", 2),
+    ("rules", 2),
+    ("plan", 3),
+    ("launch", 4),
+    ("observe", 5),
+    ("metrics", 6),
+    ("compare", 7),
+    ("history", 7),
+    ("report", 8),
+];
+
+fn rank(module: &str) -> Option<u32> {
+    STAGES.iter().find(|(m, _)| *m == module).map(|(_, r)| *r)
+}
+
+fn rank_of(module: &str) -> u32 {
+    rank(module).unwrap()
+}
+
+/// Why `from` may not use `to`, or `None` when it may.
+fn violation(from: &str, to: &str) -> Option<&'static str> {
+    if BASE.contains(&to) {
+        return BASE
+            .contains(&from)
+            .then_some("a base module uses no other module");
+    }
+    match (from, to) {
+        (_, "cmd") => Some("nothing below the commands uses `cmd`"),
+        ("cmd", _) => None,
+        (_, "run") => Some("only `cmd` uses the `run` stage"),
+        (_, "github") => Some("only `cmd` uses `github`"),
+        ("run", to) => (rank_of(to) > rank_of("metrics"))
+            .then_some("`run` orchestrates the stages up to `metrics` only"),
+        ("github", to) => (rank_of(to) > rank_of("report"))
+            .then_some("`github` uses the stages up to `report` only"),
+        (from, _) if BASE.contains(&from) => Some("a base module uses no other module"),
+        (from, to) => (rank_of(to) > rank_of(from)).then_some("a stage never uses a later one"),
+    }
+}
+
+/// The workspace's crates with stage code: (folder, package).
+const CRATES: &[(&str, &str)] = &[
+    ("core", "goldgate-core"),
+    ("record", "goldgate-record"),
+    ("judge", "goldgate-judge"),
+    ("runner", "goldgate"),
+];
+
+/// The workspace root.
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn src() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
+}
+
+/// Every crate's `src` folder with its Rust files.
+fn crate_sources() -> Vec<(PathBuf, Vec<PathBuf>)> {
+    CRATES
+        .iter()
+        .map(|(dir, _)| {
+            let root = workspace().join(dir).join("src");
+            let mut files = Vec::new();
+            rust_files(&root, &mut files);
+            (root, files)
+        })
+        .collect()
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// The attributes that make a module test code: tests only, or test helpers other crates'
+/// unit tests use too (the `fixtures` feature).
+const TEST_CFGS: &[&str] = &["#[cfg(test)]", "#[cfg(any(test, feature = \"fixtures\"))]"];
+
+/// Files that are test code as a whole: declared `#[cfg(test)] mod name;` in their parent.
+fn test_only_files(files: &[PathBuf]) -> BTreeSet<PathBuf> {
+    let mut out = BTreeSet::new();
+    for file in files {
+        let text = std::fs::read_to_string(file).unwrap();
+        let dir = match file.file_name().and_then(|n| n.to_str()) {
+            Some("mod.rs" | "lib.rs" | "main.rs") => file.parent().unwrap().to_path_buf(),
+            _ => file.with_extension(""),
+        };
+        let lines: Vec<&str> = text.lines().map(str::trim).collect();
+        for pair in lines.windows(2) {
+            if TEST_CFGS.contains(&pair[0])
+                && let Some(name) = ["mod ", "pub(crate) mod ", "pub mod "]
+                    .iter()
+                    .find_map(|p| pair[1].strip_prefix(p))
+                    .and_then(|r| r.strip_suffix(';'))
+            {
+                out.insert(dir.join(format!("{name}.rs")));
+                out.insert(dir.join(name).join("mod.rs"));
+            }
+        }
+    }
+    out
+}
+
+/// Where a file's test module starts: its `#[cfg(test)]` line followed, after other
+/// attributes, by `mod tests` (the end of the file when it has none).
+fn tests_start(text: &str) -> usize {
+    let mut at = 0;
+    let mut lines = text.split_inclusive('\n').peekable();
+    while let Some(line) = lines.next() {
+        if line.trim_end() == "#[cfg(test)]" {
+            let mut rest = lines.clone().map(str::trim);
+            if rest.find(|l| !l.starts_with("#[")) == Some("mod tests {") {
+                return at;
+            }
+        }
+        at += line.len();
+    }
+    text.len()
+}
+
+/// The production part of a file: up to its `#[cfg(test)] mod tests`, comments removed.
+fn production_code(text: &str) -> String {
+    text[..tests_start(text)]
+        .lines()
+        .map(|l| match l.find("//") {
+            Some(i) => &l[..i],
+            None => l,
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The top-level modules a piece of code names through `crate::`, including
+/// `crate::{a, b::c}` groups.
+fn crate_modules(code: &str) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    for (i, _) in code.match_indices("crate::") {
+        let rest = &code[i + "crate::".len()..];
+        if let Some(group) = rest.strip_prefix('{') {
+            let body = &group[..group.find('}').unwrap_or(group.len())];
+            for item in body.split(',') {
+                let head = item.trim().split("::").next().unwrap_or("");
+                if !head.is_empty() {
+                    out.insert(head.trim().to_owned());
+                }
+            }
+        } else {
+            let head: String = rest
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect();
+            if !head.is_empty() {
+                out.insert(head);
+            }
+        }
+    }
+    out
+}
+
+/// Top-level module → the modules it uses, with one file that shows each use.
+fn module_graph() -> BTreeMap<String, BTreeMap<String, PathBuf>> {
+    let mut graph: BTreeMap<String, BTreeMap<String, PathBuf>> = BTreeMap::new();
+    for (root, files) in crate_sources() {
+        crate_graph(&root, &files, &mut graph);
+    }
+    graph
+}
+
+/// One crate's part of [`module_graph`]: its `crate::` paths.
+fn crate_graph(
+    root: &Path,
+    files: &[PathBuf],
+    graph: &mut BTreeMap<String, BTreeMap<String, PathBuf>>,
+) {
+    let tests = test_only_files(files);
+    for file in files.iter().filter(|f| !tests.contains(*f)) {
+        let rel = file.strip_prefix(root).unwrap();
+        let top = rel
+            .components()
+            .next()
+            .unwrap()
+            .as_os_str()
+            .to_str()
+            .unwrap();
+        let top = top.trim_end_matches(".rs").to_owned();
+        if top == "lib" || top == "main" {
+            continue;
+        }
+        let code = production_code(&std::fs::read_to_string(file).unwrap());
+        for used in crate_modules(&code).into_iter().filter(|m| *m != top) {
+            graph
+                .entry(top.clone())
+                .or_default()
+                .entry(used)
+                .or_insert_with(|| file.strip_prefix(workspace()).unwrap().to_path_buf());
+        }
+    }
+}
+
+/// The longest a non-test function's body may be, in lines (the style guide's rule).
+const MAX_FN_LINES: usize = 60;
+
+/// Every non-test function of `text` (rustfmt-formatted: the body closes with `}` at the
+/// `fn` line's indentation) as (first line, name, body lines). A function with a
+/// `#[cfg(test)]` or `#[test]` attribute is test code and left out.
+fn functions(text: &str) -> Vec<(usize, String, usize)> {
+    let lines: Vec<&str> = text[..tests_start(text)].lines().collect();
+    let mut out = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        let code = line.trim_start();
+        let indent = &line[..line.len() - code.len()];
+        let Some(name) = fn_name(code) else { continue };
+        let attrs = lines[..i]
+            .iter()
+            .rev()
+            .map(|l| l.trim())
+            .take_while(|l| l.starts_with("#[") || l.starts_with("///"));
+        if attrs
+            .into_iter()
+            .any(|a| a == "#[cfg(test)]" || a == "#[test]")
+        {
+            continue;
+        }
+        let Some(open) = (i..lines.len()).find(|&k| {
+            let l = lines[k].trim_end();
+            l.ends_with('{') || l.ends_with(';') || l.ends_with('}')
+        }) else {
+            continue;
+        };
+        if !lines[open].trim_end().ends_with('{') {
+            continue; // a declaration or a one-line body
+        }
+        let close = (open + 1..lines.len()).find(|&k| lines[k] == format!("{indent}}}"));
+        if let Some(close) = close {
+            out.push((i + 1, name, close - open - 1));
+        }
+    }
+    out
+}
+
+/// The name of the function a line declares, if it does.
+fn fn_name(code: &str) -> Option<String> {
+    let mut rest = code;
+    for prefix in [
+        "pub(crate) ",
+        "pub(super) ",
+        "pub ",
+        "const ",
+        "async ",
+        "unsafe ",
+    ] {
+        rest = rest.strip_prefix(prefix).unwrap_or(rest);
+    }
+    let name: String = rest
+        .strip_prefix("fn ")?
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+        .collect();
+    (!name.is_empty()).then_some(name)
+}
+
+/// A cycle through `start`, if any (depth-first).
+fn cycle_from(
+    graph: &BTreeMap<String, BTreeMap<String, PathBuf>>,
+    start: &str,
+    path: &mut Vec<String>,
+) -> Option<Vec<String>> {
+    for next in graph.get(path.last()?).into_iter().flat_map(|m| m.keys()) {
+        if next == start {
+            let mut cycle = path.clone();
+            cycle.push(next.clone());
+            return Some(cycle);
+        }
+        if !path.contains(next) {
+            path.push(next.clone());
+            if let Some(c) = cycle_from(graph, start, path) {
+                return Some(c);
+            }
+            path.pop();
+        }
+    }
+    None
+}
+
+#[test]
+fn imports_run_one_way_along_the_pipeline() {
+    let graph = module_graph();
+    let known: BTreeSet<&str> = BASE
+        .iter()
+        .chain(STAGES.iter().map(|(m, _)| m))
+        .chain(&["run", "github", "cmd"])
+        .copied()
+        .collect();
+    let mut problems = Vec::new();
+    for (from, uses) in &graph {
+        for (to, file) in uses {
+            if !known.contains(from.as_str()) || !known.contains(to.as_str()) {
+                problems.push(format!(
+                    "{from} -> {to} ({}): a module this test does not place; add it to BASE or STAGES",
+                    file.display()
+                ));
+            } else if let Some(why) = violation(from, to) {
+                problems.push(format!("{from} -> {to} ({}): {why}", file.display()));
+            }
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "backward imports:\n{}",
+        problems.join("\n")
+    );
+}
+
+#[test]
+fn the_module_graph_has_no_cycle() {
+    let graph = module_graph();
+    for start in graph.keys() {
+        let cycle = cycle_from(&graph, start, &mut vec![start.clone()]);
+        assert!(
+            cycle.is_none(),
+            "import cycle: {}",
+            cycle.unwrap().join(" -> ")
+        );
+    }
+}
+
+#[test]
+fn no_function_is_longer_than_sixty_lines() {
+    let mut long = Vec::new();
+    for (_, files) in crate_sources() {
+        let tests = test_only_files(&files);
+        for file in files.iter().filter(|f| !tests.contains(*f)) {
+            let text = std::fs::read_to_string(file).unwrap();
+            for (line, name, body) in functions(&text) {
+                if body > MAX_FN_LINES {
+                    let rel = file.strip_prefix(workspace()).unwrap().display();
+                    long.push(format!("{rel}:{line} fn {name}: {body} lines"));
+                }
+            }
+        }
+    }
+    assert!(
+        long.is_empty(),
+        "functions over {MAX_FN_LINES} lines (split them):\n{}",
+        long.join("\n")
+    );
+}
+
+#[test]
+fn cmd_run_stays_small() {
+    let text = std::fs::read_to_string(src().join("cmd/run.rs")).unwrap();
+    let lines = text.lines().count();
+    assert!(lines <= 200, "cmd/run.rs has {lines} lines (at most 200)");
+}
+
+#[test]
+fn the_checks_catch_what_they_are_for() {
+    // The rules themselves, so a test that cannot fail cannot hide here.
+    assert!(
+        violation("observe", "metrics").is_some(),
+        "the old probe → metrics import"
+    );
+    assert!(violation("compare", "launch").is_none());
+    assert!(violation("metrics", "run").is_some());
+    assert!(violation("run", "compare").is_some());
+    assert!(violation("report", "github").is_some());
+    assert!(violation("fsio", "case").is_some());
+    assert!(violation("cmd", "run").is_none());
+    let code = "use crate::{case::TestCase, plan};\nlet x = crate::metrics::build::record(); // crate::report";
+    let found: Vec<String> = crate_modules(&production_code(code)).into_iter().collect();
+    assert_eq!(found, ["case", "metrics", "plan"]);
+    let mut graph: BTreeMap<String, BTreeMap<String, PathBuf>> = BTreeMap::new();
+    for (a, b) in [("a", "b"), ("b", "c"), ("c", "a")] {
+        graph
+            .entry(a.into())
+            .or_default()
+            .insert(b.into(), PathBuf::new());
+    }
+    let cycle = cycle_from(&graph, "a", &mut vec!["a".to_owned()]).unwrap();
+    assert_eq!(cycle, ["a", "b", "c", "a"]);
+    let body = "    x();\n".repeat(3);
+    let code = format!(
+        "pub(crate) fn long(\n    a: u32,\n) -> u32 {{\n{body}}}\nfn decl();\nfn one() {{}}\n\
+         impl X {{\n    fn m(&self) {{\n    {body}    }}\n}}\n#[cfg(test)]\nfn helper() {{\n{body}}}\n\
+         #[cfg(test)]\n#[allow(x)]\nmod tests {{\n    fn t() {{\n{body}    }}\n}}\n"
+    );
+    let found = functions(&code);
+    assert_eq!(
+        found,
+        [(1, "long".to_owned(), 3), (11, "m".to_owned(), 3)],
+        "{code}"
+    );
+}
+
+/// The packages `package` is built from (`cargo tree -e normal`: what a build of it compiles,
+/// without dev- and build-dependencies), by name.
+fn normal_dependencies(package: &str) -> BTreeSet<String> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+    let out = std::process::Command::new(cargo)
+        .args([
+            "tree",
+            "--offline",
+            "--locked",
+            "-e",
+            "normal",
+            "--prefix",
+            "none",
+        ])
+        .args(["--format", "{p}", "-p", package])
+        .current_dir(workspace())
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        out.status.success() && !text.is_empty(),
+        "cargo tree -p {package}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    text.lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn judging_and_the_base_build_without_nvml_rustix_or_the_recording_crate() {
+    let banned = [
+        "nvml-wrapper",
+        "nvml-wrapper-sys",
+        "rustix",
+        "goldgate-record",
+    ];
+    for package in ["goldgate-core", "goldgate-judge"] {
+        let deps = normal_dependencies(package);
+        assert!(deps.contains(package), "{package}: {deps:?}");
+        let found: Vec<&str> = banned
+            .iter()
+            .copied()
+            .filter(|b| deps.contains(*b))
+            .collect();
+        assert!(found.is_empty(), "{package} is built from {found:?}");
+    }
+    assert!(!normal_dependencies("goldgate-core").contains("goldgate-judge"));
+    assert!(!normal_dependencies("goldgate-record").contains("goldgate-judge"));
+    // The check sees what it is for: the recording crate is built from all three.
+    let record = normal_dependencies("goldgate-record");
+    assert!(
+        banned[..3].iter().all(|b| record.contains(*b)),
+        "{record:?}"
+    );
+}

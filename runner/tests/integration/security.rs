@@ -1,0 +1,361 @@
+//! Issue 22: goldgate against a hostile case, job or file — secrets the job inherits (item 1),
+//! workflow commands and control bytes in names and logs (item 2), links that would lead a
+//! write outside its folder (item 3), repeated keys (item 6) and file names past the file
+//! system's limit (item 8). Each test names its item. Signals (item 4) are in `faults.rs`.
+#![allow(clippy::unwrap_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use crate::common;
+
+use common::cli::{self, text};
+use common::results::walk;
+
+/// A scratch folder: cases under `cases/m/<name>/`, results under `out/`.
+struct Scratch(tempfile::TempDir);
+
+impl Scratch {
+    fn new() -> Scratch {
+        Scratch(tempfile::tempdir().unwrap())
+    }
+
+    fn path(&self) -> &Path {
+        self.0.path()
+    }
+
+    fn write(&self, rel: &str, text: &str) -> PathBuf {
+        let path = self.path().join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    /// A direct-launcher case `cases/<name>` running `sh <its job.sh>` (a file: goldgate fills
+    /// placeholders in entry words, the job's shell does in the script), with `extra` YAML lines.
+    fn case(&self, name: &str, script: &str, extra: &str) {
+        let job = self.write(&format!("cases/{name}/job.sh"), script);
+        let yaml = format!(
+            "TEST_TYPE: regular\nLAUNCHER: direct\nMODEL_ARGS: {{}}\n{extra}GOLDGATE:\n  \
+             entry: [\"sh\", {:?}]\n",
+            job.display().to_string()
+        );
+        self.write(&format!("cases/{name}/model_config.yaml"), &yaml);
+    }
+
+    fn goldgate(&self, args: &[&str]) -> Command {
+        let mut cmd = cli::goldgate();
+        cmd.current_dir(self.path()).args(args).stdin(Stdio::null());
+        cmd
+    }
+
+    fn run(&self, extra: &[&str]) -> Command {
+        let mut args = vec!["run", "--root", "cases", "--out", "out", "--no-compare"];
+        args.extend_from_slice(extra);
+        self.goldgate(&args)
+    }
+
+    /// Every file goldgate wrote or kept under the scratch folder, as text (lossy): all but the
+    /// jobs' own console logs (`*.log`), which hold what the job printed.
+    fn kept_text(&self) -> String {
+        walk(self.path())
+            .into_iter()
+            .filter(|p| p.is_file() && p.extension().is_none_or(|e| e != "log"))
+            .map(|p| String::from_utf8_lossy(&std::fs::read(p).unwrap()).into_owned())
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+}
+
+/// Three Megatron iteration lines with `lm loss`.
+const ITERATIONS: &str = "for i in 1 2 3; do echo \" [2026-11-29 20:16:14.1] iteration $i/3 | \
+                          consumed samples: 32 | elapsed time per iteration (ms): 10.0 | lm \
+                          loss: 9.$i | loss scale: 1.0 |\"; done";
+
+#[test]
+fn item1_secrets_of_the_jobs_environment_never_leave_the_job() {
+    let s = Scratch::new();
+    let inherited = "wandb-inherited-0123456789";
+    let fed = "hf-fed-through-a-placeholder-42";
+    let script = "echo \"login $WANDB_API_KEY\"; echo \"HF_TOKEN is $HF_TOKEN\"; \
+                  echo \"RuntimeError: bad credentials $HF_TOKEN $WANDB_API_KEY\" >&2; exit 1";
+    s.case("m/leak", script, "ENV_VARS:\n  HF_TOKEN: \"${CALLER_A}\"\n");
+    let o = s
+        .run(&["--no-capture"])
+        .env("WANDB_API_KEY", inherited)
+        .env("CALLER_A", fed)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+    let o2 = s
+        .goldgate(&["compare", "--results", "out", "--root", "cases"])
+        .args(["--markdown", "report.md", "--json", "report.json"])
+        .output()
+        .unwrap();
+    // The job's own console log holds what it printed; nothing goldgate keeps or shows does.
+    let everything = format!("{}{}{}", text(&o), text(&o2), s.kept_text());
+    for secret in [inherited, fed] {
+        assert!(
+            !everything.contains(secret),
+            "{secret} leaked: {everything}"
+        );
+    }
+    assert!(text(&o).contains("login <redacted>"), "{}", text(&o));
+    let md = std::fs::read_to_string(s.path().join("report.md")).unwrap();
+    assert!(
+        md.contains("bad credentials &lt;redacted&gt; &lt;redacted&gt;"),
+        "{md}"
+    );
+}
+
+#[test]
+fn item1_a_record_from_another_machine_is_rendered_without_its_secrets() {
+    let s = Scratch::new();
+    s.case("m/leak", "echo RuntimeError: boom >&2; exit 1", "");
+    let o = s.run(&[]).output().unwrap();
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+    let results = walk(&s.path().join("out"))
+        .into_iter()
+        .find(|p| p.ends_with("results.json"))
+        .unwrap();
+    let original = std::fs::read_to_string(&results).unwrap();
+    let token = "hf_abcdefghijklmnopqrstuvwxyz0123";
+    let edited = original.replace(
+        "RuntimeError: boom",
+        &format!("RuntimeError: HF_TOKEN={token}"),
+    );
+    assert_ne!(edited, original);
+    std::fs::write(&results, edited).unwrap();
+    let o = s
+        .goldgate(&[
+            "compare",
+            "--results",
+            "out",
+            "--root",
+            "cases",
+            "--markdown",
+            "-",
+        ])
+        .output()
+        .unwrap();
+    assert!(!text(&o).contains(token), "{}", text(&o));
+    assert!(text(&o).contains("HF_TOKEN=<redacted>"), "{}", text(&o));
+}
+
+/// Whether any line of `out` starts a workflow command, or any byte is a control character
+/// other than a line feed or tab.
+fn hostile_lines(out: &[u8]) -> Vec<String> {
+    let text = String::from_utf8_lossy(out);
+    let mut bad: Vec<String> = text
+        .lines()
+        .filter(|l| {
+            let l = l.trim_start();
+            (l.starts_with("::")
+                && !l.starts_with("::error file=")
+                && !l.starts_with("::warning file="))
+                || l.starts_with("##[")
+        })
+        .map(str::to_owned)
+        .collect();
+    if let Some(b) = out
+        .iter()
+        .find(|b| b.is_ascii_control() && !matches!(b, b'\n' | b'\t'))
+    {
+        bad.push(format!("control byte {b:#04x}"));
+    }
+    bad
+}
+
+#[test]
+fn item2_names_and_log_text_cannot_start_a_workflow_command_or_carry_control_bytes() {
+    let s = Scratch::new();
+    let metrics = "METRICS: [\"lm loss\", \"x\\n::warning::INJECTED\", \"y\\r::error::CR\", \"z\\u0001\\u001b]0;t\\u0007\"]\n";
+    s.case("m/names", ITERATIONS, metrics);
+    let o = s.run(&[]).env("GITHUB_ACTIONS", "true").output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let o = s.goldgate(&["bless", "--from", "out"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let golden = s
+        .path()
+        .join("golden/m/names/golden_values_dev_dev_cpu.json");
+    let written = std::fs::read_to_string(&golden).unwrap();
+    let series = r#"{"start_step": 1, "end_step": 3, "step_interval": 1, "values": {"1": 1.0, "2": 1.0, "3": 1.0}}"#;
+    let hostile = format!(
+        "{{\"x\\n::warning::INJECTED\": {series}, \"w\\u001b[2J\\r::error::K\": {series}, {}",
+        &written[1..]
+    );
+    std::fs::write(&golden, hostile).unwrap();
+    let passed = s
+        .goldgate(&["compare", "--results", "out", "--root", "cases"])
+        .env("GITHUB_ACTIONS", "true")
+        .output()
+        .unwrap();
+    for stream in [&passed.stdout, &passed.stderr] {
+        let bad = hostile_lines(stream);
+        assert!(
+            bad.is_empty(),
+            "compare of the passed run: {bad:?}\n{}",
+            text(&passed)
+        );
+    }
+    assert!(text(&passed).contains("INJECTED"), "{}", text(&passed));
+    s.case(
+        "m/names",
+        &format!("{ITERATIONS}; printf 'Error: \\033]0;title\\007 \\001 done\\n::error::FROMLOG\\n' >&2; exit 1"),
+        metrics,
+    );
+    let o = s.run(&[]).env("GITHUB_ACTIONS", "true").output().unwrap();
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+    for args in [
+        vec!["plan", "--root", "cases"],
+        vec!["list", "--root", "cases"],
+        vec!["check", "--root", "cases"],
+        vec!["compare", "--results", "out", "--root", "cases"],
+    ] {
+        let o = s
+            .goldgate(&args)
+            .env("GITHUB_ACTIONS", "true")
+            .output()
+            .unwrap();
+        for stream in [&o.stdout, &o.stderr] {
+            let bad = hostile_lines(stream);
+            assert!(bad.is_empty(), "{args:?}: {bad:?}\n{}", text(&o));
+        }
+    }
+}
+
+#[test]
+fn item3_bless_writes_nothing_through_a_linked_model_folder_or_golden_file() {
+    let s = Scratch::new();
+    s.case("m/quick", ITERATIONS, "");
+    let o = s.run(&[]).output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(s.path().join("golden")).unwrap();
+    std::os::unix::fs::symlink(outside.path(), s.path().join("golden/m")).unwrap();
+    let o = s.goldgate(&["bless", "--from", "out"]).output().unwrap();
+    assert_ne!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(text(&o).contains("symbolic link"), "{}", text(&o));
+    assert!(
+        walk(outside.path()).iter().all(|p| !p.is_file()),
+        "{:?}",
+        walk(outside.path())
+    );
+    // A golden file that is itself a link.
+    std::fs::remove_file(s.path().join("golden/m")).unwrap();
+    let target = outside.path().join("bashrc");
+    std::fs::write(&target, "keep me").unwrap();
+    let golden = s
+        .path()
+        .join("golden/m/quick/golden_values_dev_dev_cpu.json");
+    std::fs::create_dir_all(golden.parent().unwrap()).unwrap();
+    std::os::unix::fs::symlink(&target, &golden).unwrap();
+    let o = s.goldgate(&["bless", "--from", "out"]).output().unwrap();
+    assert_ne!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep me");
+}
+
+#[test]
+fn item6_repeated_keys_are_warned_about_with_their_line() {
+    let s = Scratch::new();
+    s.case("m/dup", ITERATIONS, "TEST_TYPE: regular\n");
+    let o = s.run(&[]).output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let o = s.goldgate(&["bless", "--from", "out"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let golden = s.path().join("golden/m/dup/golden_values_dev_dev_cpu.json");
+    let written = std::fs::read_to_string(&golden).unwrap();
+    let (head, tail) = written.split_at(written.find("\"lm loss\"").unwrap());
+    let doubled = format!(
+        "{head}{}",
+        tail.replacen("\"1\": ", "\"1\": 99.0,\n            \"1\": ", 1)
+    );
+    assert_ne!(doubled, written);
+    std::fs::write(&golden, doubled).unwrap();
+    let check = s.goldgate(&["check", "--root", "cases"]).output().unwrap();
+    let compare = s
+        .goldgate(&["compare", "--results", "out", "--root", "cases"])
+        .output()
+        .unwrap();
+    for o in [&check, &compare] {
+        let t = text(o);
+        assert!(
+            t.contains("duplicate key TEST_TYPE") && t.contains("first on line 1"),
+            "{t}"
+        );
+        assert!(
+            t.contains("duplicate key \"lm loss\" › \"values\" › \"1\""),
+            "{t}"
+        );
+    }
+    assert_eq!(
+        compare.status.code(),
+        Some(0),
+        "the last value counts: {}",
+        text(&compare)
+    );
+}
+
+#[test]
+fn item8_svg_file_names_stay_under_the_limit_for_legal_long_names() {
+    let s = Scratch::new();
+    let name = format!("{}/{}", "m".repeat(200), "c".repeat(250));
+    s.case(&name, ITERATIONS, "");
+    let o = s.run(&[]).output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let run = std::fs::read_dir(s.path().join("out"))
+        .unwrap()
+        .flatten()
+        .next()
+        .unwrap();
+    let o: Output = s
+        .goldgate(&["report", "--results"])
+        .arg(run.path())
+        .args(["--svg", "svg"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let svgs = std::fs::read_dir(s.path().join("svg")).unwrap().count();
+    assert_eq!(svgs, 1);
+}
+
+#[test]
+fn item7_inputs_past_what_bounds_memory_are_refused_saying_why() {
+    let s = Scratch::new();
+    s.case("m/big", ITERATIONS, "");
+    let o = s.run(&[]).output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let grow = |path: &Path, bytes: u64| {
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)
+            .unwrap();
+        file.set_len(bytes).unwrap();
+    };
+    let results = walk(&s.path().join("out"))
+        .into_iter()
+        .find(|p| p.ends_with("results.json"))
+        .unwrap();
+    grow(&results, 40 << 20);
+    let o = s
+        .goldgate(&["compare", "--results", "out", "--root", "cases"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains("13 times a record's size in memory"),
+        "{}",
+        text(&o)
+    );
+    let golden = s.path().join("cases/m/big/golden_values_dev_dgx_h100.json");
+    grow(&golden, 20 << 20);
+    let o = s.goldgate(&["check", "--root", "cases"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains("11 times its size in memory"),
+        "{}",
+        text(&o)
+    );
+}

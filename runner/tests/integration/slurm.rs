@@ -1,0 +1,822 @@
+//! The Slurm executor against a real Slurm cluster (`.ci/slurm-cluster.sh`: one slurmctld and
+//! two slurmd, nodes `n1` and `n2`, on this machine) with the fake trainer: a pass, a crash,
+//! Slurm's own TIMEOUT, goldgate's Ctrl-C (nothing left in the queue, no process left; a
+//! trainer that catches SIGTERM saves its checkpoint within the grace period), a node set
+//! DOWN under a running job (NODE_FAIL, retried on another node and both attempts recorded),
+//! a two-node job whose both nodes are sampled, a job pending in a DOWN partition (shown
+//! pending, cancelled at the pending limit), a job that can never start (cancelled at once),
+//! goldgate SIGKILLed (its jobs found and cancelled by `goldgate cancel` and by the next
+//! `run`), and slurmctld stopped for longer than 10 s (waited out; given up past the outage
+//! limit).
+//!
+//! Without a cluster (a developer machine) every test prints one `skipped:` line and passes;
+//! with `GOLDGATE_SLURM_REQUIRED=1` (what `.ci/run` sets once the cluster is up) a missing
+//! cluster fails them instead. Single-node tests run on `n1`; tests that take a node down,
+//! need both nodes or stop the controller hold the cluster lock ([`ClusterLock`], a file
+//! lock: other checkouts' test runs use the same cluster) exclusively, every other test
+//! shared, so that no test sees another's disruption.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use goldgate::metrics::{Outcome, RunIndex, RunRecord};
+
+use crate::common;
+
+use common::cli::{self, text};
+use common::results::walk;
+
+/// A lock on the machine's one test cluster, held for a test's whole run: shared by tests that
+/// only add work, exclusive for tests that disrupt it (a node DOWN, slurmctld stopped). A file
+/// lock (`flock`), so that it also holds between processes: every checkout's `cargo test` on
+/// this machine runs these tests against the same cluster.
+struct ClusterLock(#[allow(dead_code)] std::fs::File);
+
+fn lock_file() -> std::fs::File {
+    std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .read(true)
+        .write(true)
+        .open(std::env::temp_dir().join("goldgate-slurm-tests.lock"))
+        .unwrap()
+}
+
+fn shared() -> ClusterLock {
+    let file = lock_file();
+    file.lock_shared().unwrap();
+    ClusterLock(file)
+}
+
+fn exclusive() -> ClusterLock {
+    let file = lock_file();
+    file.lock().unwrap();
+    ClusterLock(file)
+}
+
+const CONFIG: &str = "platforms:
+  n1:
+    gpus_per_node: 1
+    executor: slurm
+    slurm:
+      sbatch_args: [--nodelist=n1]
+      poll_interval: 300ms
+  any:
+    gpus_per_node: 1
+    executor: slurm
+    slurm:
+      poll_interval: 300ms
+  both:
+    gpus_per_node: 1
+    nodes: 2
+    executor: slurm
+    slurm:
+      poll_interval: 300ms
+  parked:
+    gpus_per_node: 1
+    executor: slurm
+    slurm:
+      partition: parked
+      poll_interval: 300ms
+      pending_limit: 1h
+  toobig:
+    gpus_per_node: 1
+    nodes: 5
+    executor: slurm
+    slurm:
+      poll_interval: 300ms
+  brittle:
+    gpus_per_node: 1
+    executor: slurm
+    slurm:
+      sbatch_args: [--nodelist=n1]
+      poll_interval: 300ms
+      outage_limit: 2s
+";
+
+/// A fake-trainer case of `iters` steps of `step_ms` with more arguments.
+fn case(iters: u32, step_ms: u32, extra: &str) -> String {
+    format!(
+        "TEST_TYPE: regular\nMODE: pretraining\nLAUNCHER: direct\nMODEL_ARGS:\n  \
+         --train-iters: {iters}\n  --step-ms: {step_ms}\n  --model-mb: 8\n  --ckpt-mb: 1\n{extra}\
+         GOLDGATE:\n  entry: [fake-trainer]\n  nproc: 1\n"
+    )
+}
+
+/// Whether the cluster answers; prints the skip line when it does not (and fails when CI
+/// said it must be there).
+fn cluster() -> bool {
+    let up = Command::new("sinfo")
+        .args(["-h", "-o", "%t"])
+        .output()
+        .is_ok_and(|o| o.status.success() && !o.stdout.is_empty());
+    if !up {
+        assert!(
+            std::env::var_os("GOLDGATE_SLURM_REQUIRED").is_none(),
+            "GOLDGATE_SLURM_REQUIRED is set but no Slurm cluster answers (run .ci/slurm-cluster.sh)"
+        );
+        let test = std::thread::current().name().unwrap_or("a test").to_owned();
+        let _ = writeln!(
+            std::io::stderr(),
+            "skipped: {test}: no Slurm cluster (start one with .ci/slurm-cluster.sh)"
+        );
+    }
+    up
+}
+
+/// A folder with the config and one case, `demo/<name>`.
+struct Tree {
+    dir: tempfile::TempDir,
+    name: String,
+}
+
+impl Tree {
+    fn new(name: &str, case_text: &str) -> Tree {
+        // Below /var/tmp: a folder both "nodes" of this machine see, like a shared filesystem.
+        let dir = tempfile::Builder::new()
+            .prefix("goldgate-slurm-test-")
+            .tempdir_in("/var/tmp")
+            .unwrap();
+        let case = dir.path().join("cases/demo").join(name);
+        std::fs::create_dir_all(&case).unwrap();
+        std::fs::write(case.join("model_config.yaml"), case_text).unwrap();
+        std::fs::write(dir.path().join("goldgate.yaml"), CONFIG).unwrap();
+        Tree {
+            dir,
+            name: name.to_owned(),
+        }
+    }
+
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    fn run(&self, platform: &str, extra: &[&str]) -> Command {
+        let mut cmd = cli::goldgate();
+        cmd.current_dir(self.path())
+            .args(["run", "--root", "cases", "--out", "out", "--no-compare"])
+            .args(["--platform", platform])
+            .arg(format!("demo/{}", self.name))
+            .args(extra)
+            .stdin(Stdio::null());
+        if !extra.contains(&"--grace") {
+            cmd.args(["--grace", "1s"]);
+        }
+        cmd
+    }
+
+    fn records(&self) -> Vec<RunRecord> {
+        common::results::records(&self.path().join("out"))
+    }
+
+    /// The goldgate job id of this tree's job.
+    fn job_id(&self) -> String {
+        format!("demo/{}@default#1", self.name)
+    }
+
+    /// The Slurm job name of this tree's job (`goldgate:demo/<name>@default_1`).
+    fn job_name(&self) -> String {
+        format!("goldgate:demo/{}@default_1", self.name)
+    }
+
+    /// `squeue` lines (id|state|nodes) of this tree's jobs still in the queue (by job name
+    /// and working folder: another checkout's test may run a job of the same name).
+    fn in_queue(&self) -> Vec<String> {
+        let out = Command::new("squeue")
+            .args(["-h", "-n", &self.job_name(), "-o", "%i|%T|%N|%Z"])
+            .output()
+            .unwrap();
+        let dir = format!("|{}", self.path().display());
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter_map(|l| l.strip_suffix(dir.as_str()))
+            .map(str::to_owned)
+            .collect()
+    }
+
+    /// Waits until the queue holds none of this tree's jobs.
+    fn wait_for_empty_queue(&self) -> bool {
+        wait(Duration::from_secs(60), || self.in_queue().is_empty())
+    }
+
+    /// The `run.json` of every run under `out`.
+    fn indexes(&self) -> Vec<RunIndex> {
+        goldgate::metrics::record::load_indexes(&self.path().join("out"))
+            .unwrap()
+            .into_iter()
+            .map(|(_, i)| i)
+            .collect()
+    }
+
+    /// The console log of the first attempt of the newest run's job.
+    fn console(&self) -> String {
+        let mut logs: Vec<PathBuf> = walk(&self.path().join("out"))
+            .into_iter()
+            .filter(|p| p.ends_with("logs/console.log"))
+            .collect();
+        logs.sort();
+        std::fs::read_to_string(logs.last().unwrap()).unwrap()
+    }
+
+    /// Waits until a console log of the job shows iteration `n`.
+    fn wait_for_iteration(&self, n: u32) {
+        let want = format!("iteration {n:>8}/");
+        let found = wait(Duration::from_secs(180), || {
+            walk(&self.path().join("out"))
+                .iter()
+                .filter(|p| {
+                    p.file_name()
+                        .is_some_and(|f| f.to_string_lossy().starts_with("console"))
+                })
+                .any(|p| std::fs::read_to_string(p).is_ok_and(|t| t.contains(&want)))
+        });
+        assert!(found, "the job never reached iteration {n}");
+    }
+}
+
+/// Polls `done` until it holds or `limit` passed.
+fn wait(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + limit;
+    while Instant::now() < deadline {
+        if done() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    false
+}
+
+/// Processes whose command line mentions `needle` (every job's argv holds its folder).
+fn processes_mentioning(needle: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        if entry.file_name().to_string_lossy().parse::<u32>().is_err() {
+            continue;
+        }
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        if cmdline.contains(needle) {
+            found.push(cmdline);
+        }
+    }
+    found
+}
+
+#[test]
+fn a_passing_job_is_recorded_with_its_queue_time() {
+    if !cluster() {
+        return;
+    }
+    let _cluster = shared();
+    let tree = Tree::new("pass", &case(5, 20, ""));
+    let out = tree.run("n1", &[]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let r = &tree.records()[0];
+    assert_eq!(r.outcome, Outcome::Passed);
+    assert_eq!(r.attempts.len(), 1);
+    assert!(r.attempts[0].queued_seconds.is_some(), "{:?}", r.attempts);
+    let log = std::fs::read_to_string(
+        tree.path()
+            .join("out")
+            .join(&r.run_id)
+            .join("demo/pass/default/1/logs/console.log"),
+    )
+    .unwrap();
+    assert!(log.contains("iteration        5/       5"), "{log}");
+    // goldgate finished on the script's exit line; Slurm clears the job right after.
+    assert!(wait(Duration::from_secs(30), || tree.in_queue().is_empty()));
+}
+
+#[test]
+fn a_crash_is_a_failure_with_its_exit_code_and_line() {
+    if !cluster() {
+        return;
+    }
+    let _cluster = shared();
+    let tree = Tree::new("crash", &case(5, 20, "  --crash-at-step: 2\n"));
+    let out = tree.run("n1", &[]).output().unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    let r = &tree.records()[0];
+    assert_eq!(r.outcome, Outcome::Failed { exit_code: 1 });
+    // The traceback's exception explains the failure better than Slurm's state line (issue
+    // 14 item 6); Slurm's line is the failure line only when the log explains nothing.
+    let line = r.attempts[0].failure_line.clone().unwrap_or_default();
+    assert_eq!(
+        line,
+        "RuntimeError: fake-trainer planted crash at iteration 2 (--crash-at-step)"
+    );
+    assert!(!r.attempts[0].log_tail.is_empty());
+}
+
+#[test]
+fn slurms_own_time_limit_ends_a_hung_job_as_timed_out() {
+    if !cluster() {
+        return;
+    }
+    let _cluster = shared();
+    // `--timeout 1s` becomes `--time=1` (Slurm counts minutes); Slurm ends the job.
+    let tree = Tree::new("hang", &case(5, 20, "  --hang-at-step: 2\n"));
+    let out = tree.run("n1", &["--timeout", "1s"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    let r = &tree.records()[0];
+    assert_eq!(
+        r.outcome,
+        Outcome::TimedOut {
+            after_seconds: 60.0
+        }
+    );
+    let script = walk(tree.path())
+        .into_iter()
+        .find(|p| p.ends_with("slurm-job.attempt1.sh"))
+        .unwrap();
+    assert!(
+        std::fs::read_to_string(script)
+            .unwrap()
+            .contains("#SBATCH --time=1\n")
+    );
+    assert!(processes_mentioning(&tree.path().display().to_string()).is_empty());
+}
+
+#[test]
+fn ctrl_c_cancels_the_job_and_leaves_nothing_behind() {
+    if !cluster() {
+        return;
+    }
+    let _cluster = shared();
+    let tree = Tree::new("long", &case(600, 50, ""));
+    let mut child = tree
+        .run("n1", &[])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    tree.wait_for_iteration(2);
+    let status = cli::ctrl_c(&mut child);
+    assert_eq!(status.code(), Some(3));
+    assert_eq!(tree.records()[0].outcome, Outcome::Interrupted);
+    assert_eq!(tree.in_queue(), Vec::<String>::new(), "still in the queue");
+    assert_eq!(
+        processes_mentioning(&tree.path().display().to_string()),
+        Vec::<String>::new()
+    );
+}
+
+#[test]
+fn a_node_set_down_under_a_job_fails_it_and_the_retry_excludes_that_node() {
+    if !cluster() {
+        return;
+    }
+    let _cluster = exclusive();
+    let tree = Tree::new("nodefail", &case(40, 50, ""));
+    let child = tree
+        .run("any", &["--retries", "1"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    tree.wait_for_iteration(2);
+    let node = tree.in_queue()[0].rsplit('|').next().unwrap().to_owned();
+    assert!(node == "n1" || node == "n2", "{node}");
+    let down = Command::new("scontrol")
+        .args([
+            "update",
+            &format!("nodename={node}"),
+            "state=DOWN",
+            "reason=goldgate-test",
+        ])
+        .output()
+        .unwrap();
+    assert!(down.status.success(), "{}", text(&down));
+    // The first attempt ends NODE_FAIL; the retry leaves the failed node out.
+    let retry = wait(Duration::from_secs(60), || {
+        walk(&tree.path().join("out"))
+            .iter()
+            .any(|p| p.ends_with("slurm-job.attempt2.sh"))
+    });
+    let out = child.wait_with_output();
+    // ReturnToService=2 may have brought it back already; then RESUME is refused.
+    let _ = Command::new("scontrol")
+        .args(["update", &format!("nodename={node}"), "state=RESUME"])
+        .output();
+    assert!(retry, "no second attempt was submitted");
+    let out = out.unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let r = &tree.records()[0];
+    assert_eq!(r.outcome, Outcome::Passed);
+    assert_eq!(r.attempts.len(), 2, "{:?}", r.attempts);
+    assert_eq!(
+        r.attempts[0].outcome,
+        Outcome::Infrastructure {
+            state: "NODE_FAIL".to_owned()
+        }
+    );
+    let line = r.attempts[0].failure_line.clone().unwrap_or_default();
+    assert!(line.contains(&format!("a retry excludes {node}")), "{line}");
+    let script = walk(tree.path())
+        .into_iter()
+        .find(|p| p.ends_with("slurm-job.attempt2.sh"))
+        .unwrap();
+    let script = std::fs::read_to_string(script).unwrap();
+    assert!(
+        script.contains(&format!("#SBATCH --exclude={node}\n")),
+        "{script}"
+    );
+    assert_ne!(r.fingerprint.host, node, "the retry ran on the failed node");
+    // Both attempts' Slurm job ids are in run.json.
+    assert_eq!(tree.indexes()[0].jobs[0].scheduler_job_ids.len(), 2);
+}
+
+#[test]
+fn a_two_node_job_runs_one_task_per_node_and_samples_both() {
+    if !cluster() {
+        return;
+    }
+    let _cluster = exclusive();
+    let tree = Tree::new("twonode", &case(10, 50, "  --model-mb: 32\n"));
+    let out = tree
+        .run("both", &["--sample-interval", "20ms"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let r = &tree.records()[0];
+    assert_eq!(r.outcome, Outcome::Passed);
+    let hosts: Vec<&str> = r.nodes.iter().map(|n| n.host.as_str()).collect();
+    assert_eq!(hosts, ["n1", "n2"], "{:?}", r.warnings);
+    for node in &r.nodes {
+        // Each node's trainer holds a 32 MiB model: the node's own sampler saw it.
+        let rss = node.host_peak_rss_bytes.unwrap_or(0);
+        assert!(rss >= 32 << 20, "{}: {rss} bytes", node.host);
+        assert!(!node.timeline.t_seconds.is_empty());
+    }
+    let max = r.nodes.iter().filter_map(|n| n.host_peak_pss_bytes).max();
+    assert_eq!(r.last_value("host-peak-pss-bytes"), max.map(|b| b as f64));
+    // results.json's memory section holds the maximum across nodes too, not node 0's.
+    assert_eq!(r.memory.host_peak_pss_bytes, max);
+    let script = walk(tree.path())
+        .into_iter()
+        .find(|p| p.ends_with("slurm-job.attempt1.sh"))
+        .unwrap();
+    let script = std::fs::read_to_string(script).unwrap();
+    assert!(script.contains("#SBATCH --nodes=2\n"), "{script}");
+    assert!(
+        script.contains("srun --overlap --ntasks-per-node=1 "),
+        "{script}"
+    );
+}
+
+/// Partition `parked` on `n1`, DOWN: a job sent there pends with `PartitionDown`. Made at
+/// run time (`scontrol create`), so the cluster's config stays as `.ci/slurm-cluster.sh`
+/// writes it.
+fn parked_partition() {
+    let show = Command::new("scontrol")
+        .args(["show", "partition", "parked"])
+        .output()
+        .unwrap();
+    if show.status.success() {
+        return;
+    }
+    let made = Command::new("scontrol")
+        .args(["create", "partitionname=parked", "nodes=n1", "state=down"])
+        .output()
+        .unwrap();
+    // Another test may have made it in between.
+    let again = Command::new("scontrol")
+        .args(["show", "partition", "parked"])
+        .output()
+        .unwrap();
+    assert!(again.status.success(), "{}", text(&made));
+}
+
+#[test]
+fn a_job_in_a_down_partition_is_shown_pending_and_cancelled_at_the_pending_limit() {
+    if !cluster() {
+        return;
+    }
+    let _cluster = shared();
+    parked_partition();
+    let tree = Tree::new("parked", &case(5, 20, ""));
+    // The flag wins over the platform's `pending_limit: 1h`.
+    let out = tree
+        .run("parked", &["--pending-limit", "3s"])
+        .env("GOLDGATE_HEARTBEAT", "1s")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    let log = text(&out);
+    assert!(
+        log.contains(&format!("pend   {}: PartitionDown", tree.job_id())),
+        "{log}"
+    );
+    assert!(
+        log.contains(" pending ") && !log.contains("no iteration yet"),
+        "{log}"
+    );
+    let r = &tree.records()[0];
+    let Outcome::NotStarted {
+        reason,
+        pending_seconds,
+    } = &r.outcome
+    else {
+        panic!("{:?}", r.outcome);
+    };
+    assert_eq!(reason, "PartitionDown");
+    assert!(*pending_seconds >= 3.0, "{pending_seconds}");
+    let line = r.attempts[0].failure_line.clone().unwrap_or_default();
+    assert!(line.contains("past the pending limit"), "{line}");
+    assert_eq!(r.attempts.len(), 1);
+    assert!(tree.wait_for_empty_queue(), "still in the queue");
+}
+
+#[test]
+fn a_job_that_can_never_start_is_cancelled_at_once() {
+    if !cluster() {
+        return;
+    }
+    let _cluster = shared();
+    // Five nodes on a two-node cluster: Slurm keeps it pending as `PartitionConfig`.
+    let tree = Tree::new("toobig", &case(5, 20, ""));
+    let started = Instant::now();
+    let out = tree.run("toobig", &[]).output().unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    // Not the default pending limit of an hour: at the first poll that names the reason.
+    assert!(started.elapsed() < Duration::from_secs(120));
+    let r = &tree.records()[0];
+    assert!(
+        matches!(&r.outcome, Outcome::NotStarted { reason, .. } if reason == "PartitionConfig"),
+        "{:?}",
+        r.outcome
+    );
+    let line = r.attempts[0].failure_line.clone().unwrap_or_default();
+    assert!(line.contains("cannot start"), "{line}");
+    assert!(tree.wait_for_empty_queue(), "still in the queue");
+}
+
+#[test]
+fn ctrl_c_gives_a_trainer_that_catches_sigterm_its_grace_to_save() {
+    if !cluster() {
+        return;
+    }
+    let _cluster = shared();
+    let extra = "  --exit-signal-handler: true\n  --save: ${CHECKPOINT_SAVE_PATH}\n  --save-interval: 1000\n";
+    let tree = Tree::new("graceful", &case(600, 50, extra));
+    let mut child = tree
+        .run("any", &["--grace", "60s"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    tree.wait_for_iteration(2);
+    let interrupted = Instant::now();
+    let status = cli::ctrl_c(&mut child);
+    assert_eq!(status.code(), Some(3));
+    // The trainer saved and exited on its own, long before the grace period ran out.
+    assert!(interrupted.elapsed() < Duration::from_secs(40));
+    assert_eq!(tree.records()[0].outcome, Outcome::Interrupted);
+    let log = tree.console();
+    assert!(
+        log.contains("exiting program after receiving SIGTERM."),
+        "{log}"
+    );
+    assert!(
+        log.contains("successfully saved checkpoint from iteration"),
+        "{log}"
+    );
+    assert!(log.contains("goldgate: the nodes exited with 0"), "{log}");
+    assert!(tree.wait_for_empty_queue(), "still in the queue");
+}
+
+/// SIGKILL to goldgate: nothing of it cancels the job.
+fn kill9(child: &mut std::process::Child) {
+    let pid = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::KILL).unwrap();
+    child.wait().unwrap();
+}
+
+#[test]
+fn a_killed_goldgates_jobs_are_cancelled_by_cancel_and_by_the_next_run() {
+    if !cluster() {
+        return;
+    }
+    let _cluster = shared();
+    let tree = Tree::new("orphan", &case(600, 50, ""));
+    let spawn = || {
+        tree.run("n1", &[])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap()
+    };
+    let mut child = spawn();
+    tree.wait_for_iteration(2);
+    kill9(&mut child);
+    let index = &tree.indexes()[0];
+    assert!(index.finished_at.is_none());
+    let ids = index.jobs[0].scheduler_job_ids.clone();
+    assert_eq!(ids.len(), 1, "{index:?}");
+    assert_eq!(tree.in_queue().len(), 1, "the orphan runs on");
+    let comment = Command::new("squeue")
+        .args(["-h", "-j", &ids[0].to_string(), "-o", "%k"])
+        .output()
+        .unwrap();
+    let comment = String::from_utf8_lossy(&comment.stdout).trim().to_owned();
+    assert_eq!(comment, format!("goldgate-run={}", index.run_id));
+    let out = cli::goldgate()
+        .current_dir(tree.path())
+        .args(["cancel", "--out", "out"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let said = format!(
+        "goldgate: cancelled 1 Slurm job(s) of run {}: {}",
+        index.run_id, ids[0]
+    );
+    assert!(text(&out).contains(&said), "{}", text(&out));
+    assert!(tree.wait_for_empty_queue(), "cancel left the job");
+    // Killed again; the next run on the folder cancels the orphan before it submits.
+    for entry in std::fs::read_dir(tree.path().join("out")).unwrap() {
+        std::fs::remove_dir_all(entry.unwrap().path()).unwrap();
+    }
+    let mut child = spawn();
+    tree.wait_for_iteration(2);
+    kill9(&mut child);
+    let case_file = tree.path().join("cases/demo/orphan/model_config.yaml");
+    std::fs::write(&case_file, case(3, 20, "")).unwrap();
+    let out = tree.run("n1", &[]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        text(&out).contains("goldgate: cancelled 1 Slurm job(s) of run "),
+        "{}",
+        text(&out)
+    );
+    assert!(tree.wait_for_empty_queue(), "the orphan is still queued");
+}
+
+/// The test cluster's state folder (as `.ci/slurm-cluster.sh` keeps it).
+fn slurm_dir() -> PathBuf {
+    std::env::var_os("GOLDGATE_SLURM_DIR")
+        .map_or_else(|| PathBuf::from("/var/tmp/goldgate-slurm"), PathBuf::from)
+}
+
+/// `program args...` as root: directly when the tests run as root (`.ci/run` in a
+/// container), else through `sudo -n` (a runner whose cluster `.ci/slurm-cluster.sh` started
+/// under sudo).
+fn as_root(program: &str, args: &[&str]) -> Command {
+    if rustix::process::geteuid().is_root() {
+        let mut cmd = Command::new(program);
+        cmd.args(args);
+        cmd
+    } else {
+        let mut cmd = Command::new("sudo");
+        cmd.arg("-n").arg(program).args(args);
+        cmd
+    }
+}
+
+/// Stops slurmctld by its pid file; `None` when this test cannot (not the cluster's owner).
+fn stop_controller() -> Option<()> {
+    let pid: i32 = std::fs::read_to_string(slurm_dir().join("slurmctld.pid"))
+        .ok()?
+        .trim()
+        .parse()
+        .ok()?;
+    let killed = as_root("kill", &["-TERM", &pid.to_string()])
+        .output()
+        .ok()?;
+    if !killed.status.success() {
+        return None;
+    }
+    let pid = rustix::process::Pid::from_raw(pid)?;
+    let gone = wait(Duration::from_secs(30), || {
+        rustix::process::test_kill_process(pid).is_err_and(|e| e == rustix::io::Errno::SRCH)
+    });
+    assert!(gone, "slurmctld did not stop");
+    Some(())
+}
+
+/// Starts slurmctld again and waits until it answers.
+fn start_controller() {
+    let started = as_root("slurmctld", &[]).output().unwrap();
+    assert!(started.status.success(), "{}", text(&started));
+    let answers = wait(Duration::from_secs(60), || {
+        Command::new("sinfo")
+            .args(["-h", "-o", "%t"])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    });
+    assert!(answers, "slurmctld did not come back");
+    // Both nodes registered and responding again (`idle`, not `idle*`): a node the new
+    // slurmctld has not heard from is set DOWN after SlurmdTimeout, failing the next test's
+    // job with NODE_FAIL.
+    let healthy = wait(Duration::from_secs(120), || {
+        Command::new("sinfo")
+            .args(["-h", "-N", "-p", "debug", "-o", "%t"])
+            .output()
+            .is_ok_and(|o| {
+                let states = String::from_utf8_lossy(&o.stdout).into_owned();
+                let states: Vec<&str> = states.split_whitespace().collect();
+                states.len() == 2
+                    && states
+                        .iter()
+                        .all(|s| matches!(*s, "idle" | "mix" | "alloc"))
+            })
+    });
+    assert!(
+        healthy,
+        "the nodes did not come back after slurmctld's restart"
+    );
+}
+
+#[test]
+fn a_controller_away_for_12_s_is_waited_out_or_past_the_limit_given_up() {
+    if !cluster() {
+        return;
+    }
+    let _cluster = exclusive();
+    let patient = Tree::new("patient", &case(300, 50, ""));
+    let brittle = Tree::new("brittle", &case(600, 50, ""));
+    let spawn = |tree: &Tree, platform: &str| {
+        tree.run(platform, &[])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let (a, b) = (spawn(&patient, "n1"), spawn(&brittle, "brittle"));
+    patient.wait_for_iteration(2);
+    brittle.wait_for_iteration(2);
+    if stop_controller().is_none() {
+        let _ = writeln!(
+            std::io::stderr(),
+            "skipped: cannot stop this cluster's slurmctld"
+        );
+        assert!(std::env::var_os("GOLDGATE_SLURM_REQUIRED").is_none());
+        return;
+    }
+    let down = Instant::now();
+    // `brittle` (outage_limit 2s) gives its job up while the controller is away (its first
+    // `squeue` alone takes ~9 s to fail); the controller stays away at least 12 s.
+    let mut b = b;
+    let gave_up = wait(Duration::from_secs(90), || b.try_wait().unwrap().is_some());
+    while down.elapsed() < Duration::from_secs(12) {
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    start_controller();
+    assert!(gave_up, "goldgate never gave the job up");
+    let b = b.wait_with_output().unwrap();
+    assert_eq!(b.status.code(), Some(3), "{}", text(&b));
+    let r = &brittle.records()[0];
+    assert_eq!(
+        r.outcome,
+        Outcome::Infrastructure {
+            state: "controller unreachable".to_owned()
+        }
+    );
+    let line = r.attempts[0].failure_line.clone().unwrap_or_default();
+    assert!(line.contains("goldgate cancel"), "{line}");
+    // `patient` (the default limit) lived through it and passed.
+    let a = a.wait_with_output().unwrap();
+    assert_eq!(a.status.code(), Some(0), "{}", text(&a));
+    assert_eq!(patient.records()[0].outcome, Outcome::Passed);
+    // What `brittle` could not cancel while the controller was away, `goldgate cancel` does.
+    let out = cli::goldgate()
+        .current_dir(brittle.path())
+        .args(["cancel", "--out", "out"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        brittle.wait_for_empty_queue(),
+        "the given-up job is still queued"
+    );
+}
+
+#[test]
+fn a_two_node_job_whose_second_node_fails_names_that_nodes_error() {
+    if !cluster() {
+        return;
+    }
+    let _cluster = exclusive();
+    let extra = "  --crash-at-step: 3\n  --planted-node: 1\n";
+    let tree = Tree::new("secondnode", &case(400, 50, extra));
+    let out = tree.run("both", &[]).output().unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    let r = &tree.records()[0];
+    assert_eq!(
+        r.outcome,
+        Outcome::Failed { exit_code: 1 },
+        "{:?}",
+        r.attempts
+    );
+    // Node 0 was stopped because node 1 failed; the line is node 1's own error.
+    let line = r.attempts[0].failure_line.clone().unwrap_or_default();
+    assert_eq!(
+        line,
+        "RuntimeError: fake-trainer planted crash at iteration 3 (--crash-at-step)"
+    );
+    assert!(tree.wait_for_empty_queue(), "still in the queue");
+}
