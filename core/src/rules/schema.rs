@@ -598,7 +598,10 @@ mod tests {
     fn a_run_that_ends_inside_its_window_keeps_only_the_steps_it_ran() {
         let window = Rules::default().rule_for("iteration-time").window.unwrap();
         let kept = |steps: u64| window.steps_in_run(steps);
-        assert_eq!([kept(4), kept(5), kept(10), kept(24), kept(25)], [0, 1, 6, 16, 16]);
+        assert_eq!(
+            [kept(4), kept(5), kept(10), kept(24), kept(25)],
+            [0, 1, 6, 16, 16]
+        );
         assert_eq!([kept(26), kept(29), kept(30), kept(33)], [0, 0, 1, 4]);
         assert_eq!([kept(44), kept(45), kept(46), kept(1000)], [15, 16, 16, 16]);
     }

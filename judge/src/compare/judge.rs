@@ -659,7 +659,9 @@ mod tests {
             (
                 "iteration-time",
                 steps(24, |_| 0.32),
-                vec![Some(steps(24, |i| if i < 5 || i > 20 { 9.0 } else { 0.33 }))],
+                vec![Some(steps(24, |i| {
+                    if (5..=20).contains(&i) { 0.33 } else { 9.0 }
+                }))],
                 false,
                 Pass,
                 "median over steps 5-20",

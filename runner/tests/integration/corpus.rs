@@ -625,7 +625,9 @@ fn every_bundled_case_judges_its_windowed_metrics_on_five_steps_or_more() {
                 .iter()
                 .find(|(flag, _)| flag == "--train-iters")
                 .map(|(_, v)| v.text.parse::<u64>().unwrap())
-                .unwrap_or_else(|| panic!("{}: {metric} is windowed but no --train-iters", case.name));
+                .unwrap_or_else(|| {
+                    panic!("{}: {metric} is windowed but no --train-iters", case.name)
+                });
             let range = window.steps_for(iters);
             let kept = window.steps_in_run(iters);
             judged.push(format!("{} {metric}", case.name));
