@@ -203,6 +203,14 @@ impl Window {
             _ => self.steps,
         }
     }
+
+    /// How many of the steps 1..=`run_steps` of a run lie in its window: all of it unless the
+    /// run ends inside it (the built-in window gives a 30-step run one step, 30 of 30-45).
+    pub fn steps_in_run(&self, run_steps: u64) -> u64 {
+        let range = self.steps_for(run_steps);
+        let last = range.last.min(run_steps);
+        (last + 1).saturating_sub(range.first)
+    }
 }
 
 /// How many steps of `n` may fail the approximate check: `min(max(n * fraction, min), max)`
@@ -584,6 +592,18 @@ mod tests {
             1
         );
         assert_eq!(rules.rule_for("unknown metric"), MetricRule::default());
+    }
+
+    #[test]
+    fn a_run_that_ends_inside_its_window_keeps_only_the_steps_it_ran() {
+        let window = Rules::default().rule_for("iteration-time").window.unwrap();
+        let kept = |steps: u64| window.steps_in_run(steps);
+        assert_eq!(
+            [kept(4), kept(5), kept(10), kept(24), kept(25)],
+            [0, 1, 6, 16, 16]
+        );
+        assert_eq!([kept(26), kept(29), kept(30), kept(33)], [0, 0, 1, 4]);
+        assert_eq!([kept(44), kept(45), kept(46), kept(1000)], [15, 16, 16, 16]);
     }
 
     #[test]

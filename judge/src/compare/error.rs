@@ -76,8 +76,7 @@ pub enum CompareError {
         index.display()
     )]
     #[diagnostic(help(
-        "an incomplete run never passes the gate: rerun it (`goldgate run`), or judge another \
-         run with --run ID"
+        "an incomplete run never passes the gate: rerun it (`goldgate run`), or {instead}"
     ))]
     Incomplete {
         run: String,
@@ -85,6 +84,8 @@ pub enum CompareError {
         missing: usize,
         total: usize,
         list: String,
+        /// What else to read: `--run <the newest complete run>`, or `--run ID` in general.
+        instead: String,
     },
     /// A run's `run.json` and a job's `results.json` say different things about how the job
     /// ended: one of them was edited or written by another goldgate, and neither can be

@@ -300,7 +300,15 @@ pub(crate) fn samples(
                 .map(|(_, v)| v)
                 .collect();
             if !inside.is_empty() {
-                return Some((inside, format!("{name} over steps {from}-{to}")));
+                let how = if last_golden_step < to {
+                    format!(
+                        "{name} over steps {from}-{last_golden_step} (the run ends inside the \
+                         window {from}-{to})"
+                    )
+                } else {
+                    format!("{name} over steps {from}-{to}")
+                };
+                return Some((inside, how));
             }
             let all: Vec<f64> = series.iter().filter_map(finite).map(|(_, v)| v).collect();
             let how = format!("{name} over all steps (none in {from}-{to})");
@@ -639,6 +647,24 @@ mod tests {
                 false,
                 Improvement,
                 "",
+            ),
+            (
+                "iteration-time",
+                steps(30, |_| 0.32),
+                vec![Some(steps(30, |i| if i < 30 { 9.0 } else { 0.33 }))],
+                false,
+                Pass,
+                "median over steps 30-30 (the run ends inside the window 30-45)",
+            ),
+            (
+                "iteration-time",
+                steps(24, |_| 0.32),
+                vec![Some(steps(24, |i| {
+                    if (5..=20).contains(&i) { 0.33 } else { 9.0 }
+                }))],
+                false,
+                Pass,
+                "median over steps 5-20",
             ),
             (
                 "checkpoint-blocking-time",

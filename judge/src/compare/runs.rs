@@ -60,10 +60,53 @@ pub fn load_runs(
     };
     let (records, kept, note) = select(records, &indexes, selection)?;
     for (path, index) in indexes.iter().filter(|(_, i)| kept.contains(&i.run_id)) {
-        check_complete(path, index, &records)?;
+        check_complete(path, index, &records).map_err(|e| name_fallback(e, dir, &indexes))?;
         check_agree(path, index, &records)?;
     }
     Ok((records, note))
+}
+
+/// An incomplete run's error names the newest complete run of the folder, for `--run`: the
+/// selection never falls back to it by itself (a killed newer run must not let an older one
+/// pass the gate), but the user may. The folder is read again: this is the failure path only.
+fn name_fallback(e: CompareError, dir: &Path, indexes: &[(PathBuf, RunIndex)]) -> CompareError {
+    let CompareError::Incomplete {
+        run,
+        index,
+        missing,
+        total,
+        list,
+        instead,
+    } = e
+    else {
+        return e;
+    };
+    let records = record::load_results(dir).unwrap_or_default();
+    let mut runs: Vec<(&str, Option<jiff::Timestamp>)> = run_starts(&records, indexes)
+        .into_iter()
+        .filter(|(id, _)| *id != run)
+        .collect();
+    runs.sort_by_key(|(id, start)| std::cmp::Reverse(newness(id, *start)));
+    let complete = |id: &str| {
+        indexes
+            .iter()
+            .filter(|(_, i)| i.run_id == id)
+            .all(|(path, i)| check_complete(path, i, &records).is_ok())
+    };
+    let instead = runs
+        .iter()
+        .find(|(id, _)| complete(id))
+        .map_or(instead, |(id, _)| {
+            format!("read the newest complete run of the folder with --run {id}")
+        });
+    CompareError::Incomplete {
+        run,
+        index,
+        missing,
+        total,
+        list,
+        instead,
+    }
 }
 
 /// The records of the selected runs, and a note saying which runs were taken and what was left
@@ -142,6 +185,7 @@ fn check_complete(path: &Path, index: &RunIndex, records: &Records) -> Result<()
         missing: missing.len(),
         total: index.jobs.len(),
         list,
+        instead: "pick another run with --run ID".to_owned(),
     })
 }
 

@@ -17,6 +17,7 @@ pub mod summary;
 pub mod svg;
 pub mod table;
 pub(crate) mod units;
+mod variant_rows;
 pub mod variants;
 
 pub use error::ReportError;

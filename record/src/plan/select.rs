@@ -274,8 +274,9 @@ impl Selected {
     }
 
     /// What goes to stderr before the jobs run or print: skipped recipe rows, placeholders
-    /// nothing sets (one line per name), and the cases that could not be planned.
-    pub fn render_problems(&self, strict: bool) -> String {
+    /// nothing sets (one line per name), and the cases that could not be planned, each written
+    /// as every error is (`printable::error_text`, coloured with `color`).
+    pub fn render_problems(&self, strict: bool, color: bool) -> String {
         let mut s = String::new();
         for (row, why) in &self.skipped {
             s.push_str(&format!("note: skipped {row}: {why}\n"));
@@ -292,7 +293,7 @@ impl Selected {
             s.push_str(&crate::printable::error_text(
                 &f.error,
                 Some(&f.case),
-                false,
+                color,
             ));
         }
         s

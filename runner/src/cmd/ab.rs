@@ -15,7 +15,7 @@ use std::sync::Mutex;
 
 use super::args::{ExecArgs, GateArgs};
 use super::error::{AppError, CmdError};
-use super::output::{err, errln, out};
+use super::output::{err, errln, out, stderr_color};
 use super::select::{Selection, plan_selection};
 use crate::compare::ab::{self, AbMetric, Sequential};
 use crate::compare::ab_outcome::{AB_SCHEMA_VERSION, AbJob, AbReport, ArmSpec};
@@ -420,7 +420,7 @@ impl Bench<'_> {
             crate::plan::CaseFilter::new(std::slice::from_ref(&self.args.case), None, None)?;
         let selected = plan_selection(self.config, &arm.select, &filter, Some(1), 0, &output)?;
         let strict = arm.select.strict_placeholders;
-        err!("{}", selected.render_problems(strict));
+        err!("{}", selected.render_problems(strict, stderr_color()));
         if selected.refused(strict) {
             return Err(CmdError::NotPlanned.into());
         }

@@ -160,7 +160,7 @@ fn grid() -> Vec<(usize, f64, f64, u32)> {
     let mut out = Vec::new();
     for saves in [10, 30, 50] {
         for min_effect in [0.03, 0.05] {
-            for spread in [0.03, 0.05] {
+            for spread in [0.03, 0.05, 0.07, 0.09] {
                 for max_pairs in [6, 12] {
                     out.push((saves, min_effect, spread, max_pairs));
                 }

@@ -141,6 +141,11 @@ pub fn color(stream: Stream) -> bool {
     decide(choice, tty, &|name| std::env::var_os(name))
 }
 
+/// Whether to colour stderr ([`color`]), where errors and warnings go.
+pub fn stderr_color() -> bool {
+    color(Stream::Stderr)
+}
+
 /// The decision, as anstream makes it: `always`/`never` win; under `auto` a non-empty
 /// `NO_COLOR` (no-color.org) turns colour off, then `CLICOLOR_FORCE` other than `0` turns it
 /// on (bixense.com/clicolors), then `CLICOLOR=0` off, else a terminal decides.

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use super::error::AppError;
-use super::output::{err, out};
+use super::output::{err, out, stderr_color};
 use super::select::{CaseArgs, Selection, plan_selection};
 use crate::exit::Exit;
 use crate::plan::{Output, render_plan_json, render_plan_text};
@@ -83,7 +83,7 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
         }
     }
     let strict = args.select.strict_placeholders;
-    err!("{}", selected.render_problems(strict));
+    err!("{}", selected.render_problems(strict, stderr_color()));
     Ok(if selected.refused(strict) {
         Exit::Usage
     } else {

@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 
 use super::error::AppError;
-use super::output::{err, out};
+use super::output::{err, out, stderr_color};
 use super::select::{Selection, plan_selection};
 use crate::config::{Config, ExecutorChoice};
 use crate::exit::Exit;
@@ -58,7 +58,7 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
     let repeats = Some(args.repeat);
     let selected = plan_selection(&config, &args.select, &filter, repeats, 0, &output)?;
     let strict = args.select.strict_placeholders;
-    err!("{}", selected.render_problems(strict));
+    err!("{}", selected.render_problems(strict, stderr_color()));
     if selected.refused(strict) {
         return Ok(Exit::Usage);
     }

@@ -7,7 +7,7 @@ use std::sync::Mutex;
 
 use super::args::{ExecArgs, GateArgs};
 use super::error::AppError;
-use super::output::{err, errln, out, outln};
+use super::output::{err, errln, out, outln, stderr_color};
 pub use super::run_notes::scripts_notice;
 use super::run_notes::{decide_scripts, keep_failed, ungated_line};
 use super::select::{CaseArgs, Selection, plan_selection};
@@ -87,7 +87,7 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
     let filter = args.which.filter()?;
     let selected = plan_selection(&config, &args.select, &filter, args.repeat, warmup, &output)?;
     let strict = args.select.strict_placeholders;
-    err!("{}", selected.render_problems(strict));
+    err!("{}", selected.render_problems(strict, stderr_color()));
     if selected.refused(strict) {
         return Err(super::error::CmdError::NotPlanned.into());
     }

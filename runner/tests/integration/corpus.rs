@@ -603,6 +603,49 @@ fn the_repository_cases_and_goldens_load() {
     }
 }
 
+/// Every windowed metric a bundled case gates (iteration-time, through `goldgate.yaml`'s window)
+/// is judged on at least five steps of the case's run. A run that ends inside its window is
+/// judged on what is left of it: the demo's 30 steps against the window 30-45 of runs longer
+/// than 25 steps left one step.
+#[test]
+fn every_bundled_case_judges_its_windowed_metrics_on_five_steps_or_more() {
+    const MIN_STEPS: u64 = 5;
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let config = goldgate::config::Config::load(&repo.join("goldgate.yaml")).unwrap();
+    let root = repo.join("test_cases");
+    let (mut judged, mut short) = (Vec::new(), Vec::new());
+    for c in case::discover(&root).unwrap() {
+        let case = case::load_case(&root, &c.config_path).unwrap();
+        for metric in &case.metrics {
+            let Some(window) = config.rules.rule_for(metric).window else {
+                continue;
+            };
+            let iters = case.model_args[0]
+                .entries
+                .iter()
+                .find(|(flag, _)| flag == "--train-iters")
+                .map(|(_, v)| v.text.parse::<u64>().unwrap())
+                .unwrap_or_else(|| {
+                    panic!("{}: {metric} is windowed but no --train-iters", case.name)
+                });
+            let range = window.steps_for(iters);
+            let kept = window.steps_in_run(iters);
+            judged.push(format!("{} {metric}", case.name));
+            if kept < MIN_STEPS {
+                short.push(format!(
+                    "{}: {metric} judged on {kept} step(s): window {}-{} of a {iters}-step run",
+                    case.name, range.first, range.last
+                ));
+            }
+        }
+    }
+    assert!(
+        judged.contains(&"demo/ckpt-demo iteration-time".to_string()),
+        "{judged:?}"
+    );
+    assert!(short.is_empty(), "{short:#?}");
+}
+
 #[test]
 fn goldgate_block_is_read() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/clean");

@@ -88,6 +88,9 @@ fn load(browser: &Path, profile: &Path, url: &str) -> (String, String) {
             "--headless",
             "--no-sandbox",
             "--disable-gpu",
+            // Shared memory in /tmp, not /dev/shm: tests that assert on /dev/shm usage run
+            // meanwhile (`common::shm`).
+            "--disable-dev-shm-usage",
             "--disable-background-networking",
             "--disable-component-update",
             "--disable-sync",

@@ -463,6 +463,7 @@ fn missing_program_and_cwd_are_clear_errors() {
 
 #[test]
 fn samplers_see_the_whole_tree_and_shm_of_a_launched_job() {
+    let _shm = common::shm::exclusive();
     let dir = tempfile::tempdir().unwrap();
     let spec = helper_spec("alloc", dir.path());
     let config = SamplerConfig {

@@ -327,3 +327,52 @@ fn report_of_all_runs_writes_one_timeline_per_run_and_job() {
         );
     }
 }
+
+#[test]
+fn an_incomplete_newest_run_is_refused_naming_the_newest_complete_one() {
+    use goldgate::metrics::{JobEntry, RunIndex, SCHEMA_VERSION};
+    let dir = tempfile::tempdir().unwrap();
+    let results = dir.path().join("results");
+    let [_, complete] = two_runs(&results);
+    // A later run killed before its job ended: run.json lists the job, no outcome, no results.
+    let killed = "20261130-090000-dead";
+    std::fs::create_dir_all(results.join(killed)).unwrap();
+    let index = RunIndex {
+        schema_version: SCHEMA_VERSION,
+        run_id: killed.into(),
+        started_at: "2026-11-30T09:00:00Z".into(),
+        finished_at: None,
+        platform: "dev_cpu".into(),
+        goldgate_version: "0.1.0".into(),
+        command: vec!["goldgate".into(), "run".into()],
+        runner: None,
+        jobs: vec![JobEntry {
+            job_id: "demo/ckpt@default#1".into(),
+            dir: "demo/ckpt/default/1".into(),
+            outcome: None,
+            scheduler_job_ids: Vec::new(),
+        }],
+    };
+    let json = serde_json::to_vec(&index).unwrap();
+    std::fs::write(results.join(killed).join("run.json"), json).unwrap();
+    let results = results.to_str().unwrap();
+    for command in ["report", "compare", "calibrate"] {
+        let (code, _, stderr) = goldgate(&[command, "--results", results]);
+        assert_eq!(code, 3, "{command}: {stderr}");
+        let help = stderr
+            .lines()
+            .find(|l| l.starts_with("  help:"))
+            .unwrap_or("");
+        assert_eq!(
+            help,
+            format!(
+                "  help: an incomplete run never passes the gate: rerun it (`goldgate run`), or \
+                 read the newest complete run of the folder with --run {complete}"
+            ),
+            "{command}: {stderr}"
+        );
+    }
+    let (code, stdout, stderr) = goldgate(&["report", "--results", results, "--run", complete]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("2 of 2 passed"), "{stdout}");
+}

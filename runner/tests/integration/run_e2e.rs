@@ -54,6 +54,7 @@ fn processes_mentioning(needle: &str) -> Vec<u32> {
 
 #[test]
 fn demo_matrix_records_checkpoint_timing_and_host_memory_per_variant() {
+    let _shm = common::shm::exclusive();
     let out = tempfile::tempdir().unwrap();
     let o = goldgate(out.path(), &["demo/ckpt-demo", "--matrix", "checkpoint"])
         .output()
@@ -83,7 +84,7 @@ fn demo_matrix_records_checkpoint_timing_and_host_memory_per_variant() {
         let rss = r.memory.host_peak_rss_bytes.unwrap() as f64;
         assert!(rss >= pss * 0.9, "{} rss {rss} pss {pss}", r.job_id);
         assert!(r.memory.mem_available.is_some(), "{}", r.job_id);
-        assert!(r.metrics["lm loss"].0.len() >= 30);
+        assert!(r.metrics["lm loss"].0.len() >= 24);
         assert!(r.argv[0].iter().any(|w| w == "--save-interval"));
     }
     assert!(asyn.metrics.contains_key("checkpoint-async-latency"));
@@ -684,12 +685,14 @@ fn a_run_ends_with_one_closing_line_that_says_whether_it_was_gated() {
         .unwrap();
     assert_eq!(o.status.code(), Some(3), "{}", text(&o));
     timed(&last_line(&o), "FAIL", "1 job on dev_cpu: 1 failed");
+    let shm = common::shm::shared();
     let o = goldgate(
         out.path(),
         &["demo/ckpt-demo", "--variant", "checkpoint=async_shm"],
     )
     .output()
     .unwrap();
+    drop(shm);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let rest = "1 job on dev_cpu: 1 ran, not gated (--no-compare)";
     timed(&last_line(&o), "DONE", rest);

@@ -128,6 +128,7 @@ fn resume_case_records_both_runs_tensorboard_folders() {
 fn a_gate_on_tensorboard_memory() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
+    write(&d.join("goldgate.yaml"), &common::gate::untimed_config());
     let config = d.join("cases/demo/mem/model_config.yaml");
     write(&config, &case("regular", "  --model-mb: 8\n"));
     let run = |out: &str, extra: &[&str]| {

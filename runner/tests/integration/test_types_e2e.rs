@@ -90,6 +90,7 @@ fn run_args<'a>(out: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
 fn ckpt_resume_judges_run_one_against_the_golden_and_the_resumed_half_against_run_one() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
+    write(&d.join("goldgate.yaml"), &common::gate::untimed_config());
     write(
         &d.join("cases/demo/resume/model_config.yaml"),
         &resume_case(""),
@@ -349,11 +350,13 @@ fn skip_pytest_judges_by_exit_code_and_xpass_expects_a_failure() {
 }
 
 /// A platform whose frozen checkpoints (Megatron's `/mnt/artifacts`) are `frozen/` and a
-/// regular case that leaves one behind: iteration 10 of 20.
+/// regular case that leaves one behind: iteration 10 of 20. Save times are judged with
+/// `common::gate`'s loose rule.
 fn frozen_tree(d: &Path) {
     let config = format!(
-        "platforms:\n  local:\n    gpus_per_node: 1\n    frozen_checkpoints: {}\n",
-        d.join("frozen").display()
+        "platforms:\n  local:\n    gpus_per_node: 1\n    frozen_checkpoints: {}\n{}",
+        d.join("frozen").display(),
+        common::gate::UNTIMED_SAVES
     );
     write(&d.join("goldgate.yaml"), &config);
     let maker = resume_case("")

@@ -3,6 +3,8 @@
 
 pub mod cli;
 pub mod corpus;
+pub mod gate;
 pub mod prereq;
 pub mod redact;
 pub mod results;
+pub mod shm;
