@@ -704,7 +704,7 @@ fn ckpt_demo_case_runs_and_async_blocks_less_than_sync() {
     ];
     let argv = demo_argv("ckpt-demo", &vars);
     assert!(
-        argv.windows(2).any(|w| w == ["--save-interval", "10"]),
+        argv.windows(2).any(|w| w == ["--save-interval", "8"]),
         "{argv:?}"
     );
     let demo = |extra: &[&str]| {
@@ -714,8 +714,8 @@ fn ckpt_demo_case_runs_and_async_blocks_less_than_sync() {
         Formats::new(true).parse(&out)
     };
     let sync = demo(&[]);
-    assert_eq!(iterations(&sync), (1..=30).collect::<Vec<_>>());
-    for it in [10, 20, 30] {
+    assert_eq!(iterations(&sync), (1..=24).collect::<Vec<_>>());
+    for it in [8, 16, 24] {
         assert!(sync.contains(&Line::Saved(it)));
         assert_eq!(shard(dir.path(), it), 64 << 20);
     }
@@ -726,7 +726,7 @@ fn ckpt_demo_case_runs_and_async_blocks_less_than_sync() {
         "nvrx",
         "--async-ckpt-use-cpu-shm",
     ]);
-    for it in [10, 20, 30] {
+    for it in [8, 16, 24] {
         assert!(shm.contains(&Line::Scheduled(it)) && shm.contains(&Line::Saved(it)));
     }
     let median = |mut v: Vec<f64>| {
