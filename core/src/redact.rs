@@ -2,12 +2,12 @@
 //! every line of job output passes through as it enters goldgate (the executors' log watch,
 //! the BEFORE/AFTER_SCRIPT line): it masks every value of a secret-named variable in the job's
 //! environment, whether the job inherited it from the caller or the case set it, so the
-//! terminal, `results.json`, the reports and the PR comment never see it. [`is_secret_name`] says which
-//! variables hold one (`plan` redacts the environment it prints by it). [`scrub`] is the
-//! second line of defence for text that did not come through a redactor (a `results.json`
-//! written on another machine or by an older goldgate): it masks what a secret looks like by
-//! itself — the value after a secret-named `NAME=` or `NAME: `, and well-known token shapes.
-
+//! terminal, `results.json`, the reports and the PR comment never see it. [`is_secret_name`]
+//! says which variables hold one (`plan` redacts the environment it prints by it too).
+//! [`scrub`] is the second line of defence for text that did not come through a redactor (a
+//! `results.json` written on another machine or by an older goldgate): it masks what a secret
+//! looks like by itself — the value after a secret-named `NAME=` or `NAME: `, and well-known
+//! token shapes.
 use std::borrow::Cow;
 use std::sync::LazyLock;
 

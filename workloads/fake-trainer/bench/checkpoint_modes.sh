@@ -11,7 +11,7 @@ bin=${1:-target/debug/fake-trainer}
 repeats=${2:-3}
 root=${3:-$(mktemp -d)}
 # The MODEL_ARGS of test_cases/demo/ckpt-demo that fake-trainer models.
-demo=(--train-iters 30 --log-interval 1 --seed 1234 --save-interval 10 --ckpt-format torch_dist
+demo=(--train-iters 24 --log-interval 1 --seed 1234 --save-interval 8 --ckpt-format torch_dist
       --step-ms 60 --model-mb 256 --ckpt-mb 64)
 declare -A modes=(
   [sync]=""
@@ -32,12 +32,12 @@ for mode in sync async async_shm; do
     blocking=$(grep -A1 'time across ranks' "$log" | grep -oE '\(([0-9.]+),' | tr -d '(,' | paste -sd' ')
     iter=$(grep -oE 'elapsed time per iteration \(ms\): [0-9.]+' "$log" | awk '{s+=$NF} END {printf "%.1f", s/NR}')
     latency=""
-    for it in 10 20 30; do
+    for it in 8 16 24; do
       sched=$(grep -E "scheduled an async checkpoint save at iteration +$it " "$log" | secs || true)
       saved=$(grep -E "successfully saved checkpoint from iteration +$it " "$log" | secs)
       [ -n "$sched" ] && latency+="$(awk -v a="$sched" -v b="$saved" 'BEGIN {printf "%.1f", (b - a) * 1000}') "
     done
-    printf '%-9s run %s: wall %s s | mean iteration %s ms | blocking ms (10,20,30): %s | async latency ms: %s\n' \
+    printf '%-9s run %s: wall %s s | mean iteration %s ms | blocking ms (8,16,24): %s | async latency ms: %s\n' \
       "$mode" "$r" "$wall" "$iter" "$blocking" "${latency:--}"
     rm -rf "$dir"
   done
