@@ -107,7 +107,8 @@ fn case(iters: u32, step_ms: u32, extra: &str) -> String {
 }
 
 /// Whether the cluster answers; prints the skip line when it does not (and fails when CI
-/// said it must be there).
+/// said it must be there). Asked with the cluster lock held: a test that stops the controller
+/// holds it exclusively, so no test asks while the controller is away on purpose.
 fn cluster() -> bool {
     let up = Command::new("sinfo")
         .args(["-h", "-o", "%t"])
@@ -269,10 +270,10 @@ fn processes_mentioning(needle: &str) -> Vec<String> {
 
 #[test]
 fn a_passing_job_is_recorded_with_its_queue_time() {
+    let _cluster = shared();
     if !cluster() {
         return;
     }
-    let _cluster = shared();
     let tree = Tree::new("pass", &case(5, 20, ""));
     let out = tree.run("n1", &[]).output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
@@ -294,10 +295,10 @@ fn a_passing_job_is_recorded_with_its_queue_time() {
 
 #[test]
 fn a_crash_is_a_failure_with_its_exit_code_and_line() {
+    let _cluster = shared();
     if !cluster() {
         return;
     }
-    let _cluster = shared();
     let tree = Tree::new("crash", &case(5, 20, "  --crash-at-step: 2\n"));
     let out = tree.run("n1", &[]).output().unwrap();
     assert_eq!(out.status.code(), Some(3), "{}", text(&out));
@@ -315,10 +316,10 @@ fn a_crash_is_a_failure_with_its_exit_code_and_line() {
 
 #[test]
 fn slurms_own_time_limit_ends_a_hung_job_as_timed_out() {
+    let _cluster = shared();
     if !cluster() {
         return;
     }
-    let _cluster = shared();
     // `--timeout 1s` becomes `--time=1` (Slurm counts minutes); Slurm ends the job.
     let tree = Tree::new("hang", &case(5, 20, "  --hang-at-step: 2\n"));
     let out = tree.run("n1", &["--timeout", "1s"]).output().unwrap();
@@ -344,10 +345,10 @@ fn slurms_own_time_limit_ends_a_hung_job_as_timed_out() {
 
 #[test]
 fn ctrl_c_cancels_the_job_and_leaves_nothing_behind() {
+    let _cluster = shared();
     if !cluster() {
         return;
     }
-    let _cluster = shared();
     let tree = Tree::new("long", &case(600, 50, ""));
     let mut child = tree
         .run("n1", &[])
@@ -368,10 +369,10 @@ fn ctrl_c_cancels_the_job_and_leaves_nothing_behind() {
 
 #[test]
 fn a_node_set_down_under_a_job_fails_it_and_the_retry_excludes_that_node() {
+    let _cluster = exclusive();
     if !cluster() {
         return;
     }
-    let _cluster = exclusive();
     let tree = Tree::new("nodefail", &case(40, 50, ""));
     let child = tree
         .run("any", &["--retries", "1"])
@@ -433,10 +434,10 @@ fn a_node_set_down_under_a_job_fails_it_and_the_retry_excludes_that_node() {
 
 #[test]
 fn a_two_node_job_runs_one_task_per_node_and_samples_both() {
+    let _cluster = exclusive();
     if !cluster() {
         return;
     }
-    let _cluster = exclusive();
     let tree = Tree::new("twonode", &case(10, 50, "  --model-mb: 32\n"));
     let out = tree
         .run("both", &["--sample-interval", "20ms"])
@@ -494,10 +495,10 @@ fn parked_partition() {
 
 #[test]
 fn a_job_in_a_down_partition_is_shown_pending_and_cancelled_at_the_pending_limit() {
+    let _cluster = shared();
     if !cluster() {
         return;
     }
-    let _cluster = shared();
     parked_partition();
     let tree = Tree::new("parked", &case(5, 20, ""));
     // The flag wins over the platform's `pending_limit: 1h`.
@@ -534,10 +535,10 @@ fn a_job_in_a_down_partition_is_shown_pending_and_cancelled_at_the_pending_limit
 
 #[test]
 fn a_job_that_can_never_start_is_cancelled_at_once() {
+    let _cluster = shared();
     if !cluster() {
         return;
     }
-    let _cluster = shared();
     // Five nodes on a two-node cluster: Slurm keeps it pending as `PartitionConfig`.
     let tree = Tree::new("toobig", &case(5, 20, ""));
     let started = Instant::now();
@@ -558,10 +559,10 @@ fn a_job_that_can_never_start_is_cancelled_at_once() {
 
 #[test]
 fn ctrl_c_gives_a_trainer_that_catches_sigterm_its_grace_to_save() {
+    let _cluster = shared();
     if !cluster() {
         return;
     }
-    let _cluster = shared();
     let extra = "  --exit-signal-handler: true\n  --save: ${CHECKPOINT_SAVE_PATH}\n  --save-interval: 1000\n";
     let tree = Tree::new("graceful", &case(600, 50, extra));
     let mut child = tree
@@ -599,10 +600,10 @@ fn kill9(child: &mut std::process::Child) {
 
 #[test]
 fn a_killed_goldgates_jobs_are_cancelled_by_cancel_and_by_the_next_run() {
+    let _cluster = shared();
     if !cluster() {
         return;
     }
-    let _cluster = shared();
     let tree = Tree::new("orphan", &case(600, 50, ""));
     let spawn = || {
         tree.run("n1", &[])
@@ -733,10 +734,10 @@ fn start_controller() {
 
 #[test]
 fn a_controller_away_for_12_s_is_waited_out_or_past_the_limit_given_up() {
+    let _cluster = exclusive();
     if !cluster() {
         return;
     }
-    let _cluster = exclusive();
     let patient = Tree::new("patient", &case(300, 50, ""));
     let brittle = Tree::new("brittle", &case(600, 50, ""));
     let spawn = |tree: &Tree, platform: &str| {
@@ -797,10 +798,10 @@ fn a_controller_away_for_12_s_is_waited_out_or_past_the_limit_given_up() {
 
 #[test]
 fn a_two_node_job_whose_second_node_fails_names_that_nodes_error() {
+    let _cluster = exclusive();
     if !cluster() {
         return;
     }
-    let _cluster = exclusive();
     let extra = "  --crash-at-step: 3\n  --planted-node: 1\n";
     let tree = Tree::new("secondnode", &case(400, 50, extra));
     let out = tree.run("both", &[]).output().unwrap();
