@@ -14,7 +14,7 @@ use goldgate::plan::{PlanError, PlanInputs, VariantRequest, plan_case};
 
 use crate::common;
 
-use common::cli;
+use common::cli::{self, write};
 use common::corpus;
 use common::redact::redact;
 
@@ -119,11 +119,6 @@ impl Tree {
     fn text(&self, bytes: &[u8]) -> String {
         redact(&String::from_utf8_lossy(bytes), &[self.path()])
     }
-}
-
-fn write(path: &Path, text: &str) {
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(path, text).unwrap();
 }
 
 fn set_executable(path: &Path) {

@@ -7,11 +7,11 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::Command;
 
 use crate::common;
 
-use common::cli::{self, text};
+use common::cli::{goldgate_in, text, write};
 use common::results::records;
 
 fn case(test_type: &str, extra: &str) -> String {
@@ -36,28 +36,6 @@ GOLDGATE:
     )
 }
 
-fn write(path: &Path, text: &str) {
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(path, text).unwrap();
-}
-
-/// `goldgate ARGS` in `dir` (the fake trainer is goldgate's hidden subcommand, found on PATH).
-fn goldgate(dir: &Path, args: &[&str]) -> Output {
-    let bin = Path::new(env!("CARGO_BIN_EXE_goldgate"));
-    let path = format!(
-        "{}:{}",
-        bin.parent().unwrap().display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
-    cli::goldgate()
-        .current_dir(dir)
-        .args(args)
-        .env("PATH", path)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap()
-}
-
 #[test]
 fn resume_case_records_both_runs_tensorboard_folders() {
     let dir = tempfile::tempdir().unwrap();
@@ -66,7 +44,7 @@ fn resume_case_records_both_runs_tensorboard_folders() {
         &d.join("cases/demo/resume/model_config.yaml"),
         &case("ckpt-resume", "  --model-mb: 4\n"),
     );
-    let o = goldgate(
+    let o = goldgate_in(
         d,
         &[
             "run",
@@ -144,13 +122,13 @@ fn a_gate_on_tensorboard_memory() {
         ];
         args.extend_from_slice(extra);
         args.push("demo/mem");
-        goldgate(d, &args)
+        goldgate_in(d, &args)
     };
     let o = run("out1", &["--no-compare"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let r = &records(&d.join("out1"))[0];
     assert_eq!(r.metrics["mem-allocated-bytes"].0.len(), 20);
-    let o = goldgate(d, &["bless", "--from", "out1", "--golden-root", "golden"]);
+    let o = goldgate_in(d, &["bless", "--from", "out1", "--golden-root", "golden"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let o = run("out2", &[]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
@@ -158,7 +136,7 @@ fn a_gate_on_tensorboard_memory() {
     let o = run("out3", &[]);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     assert!(text(&o).contains("mem-allocated-bytes"), "{}", text(&o));
-    let o = goldgate(
+    let o = goldgate_in(
         d,
         &[
             "run",
@@ -209,7 +187,7 @@ fn megatron_matches_bless(tb: &Path, work: &Path) {
         .unwrap();
     assert!(o.status.success(), "{}", text(&o));
     let ours = work.join("goldgate.json");
-    let o = goldgate(
+    let o = goldgate_in(
         work,
         &[
             "bless",

@@ -3,11 +3,11 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::Path;
-use std::process::{Output, Stdio};
+use std::process::Output;
 
 use crate::common;
 
-use common::cli::{self, text};
+use common::cli::{goldgate_in, text, write};
 use common::results::records;
 use goldgate::metrics::RunRecord;
 
@@ -31,28 +31,6 @@ MODEL_ARGS:
   nproc: 1
 "
     )
-}
-
-fn write(path: &Path, text: &str) {
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(path, text).unwrap();
-}
-
-/// `goldgate ARGS` in `dir` (the fake trainer is goldgate's hidden subcommand, found on PATH).
-fn goldgate(dir: &Path, args: &[&str]) -> Output {
-    let bin = Path::new(env!("CARGO_BIN_EXE_goldgate"));
-    let path = format!(
-        "{}:{}",
-        bin.parent().unwrap().display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
-    cli::goldgate()
-        .current_dir(dir)
-        .args(args)
-        .env("PATH", path)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap()
 }
 
 /// The verdict of each row of a saved comparison: `(metric, verdict)`.
@@ -95,7 +73,7 @@ fn ckpt_resume_judges_run_one_against_the_golden_and_the_resumed_half_against_ru
         &d.join("cases/demo/resume/model_config.yaml"),
         &resume_case(""),
     );
-    let o = goldgate(d, &run_args("out1", &["--no-compare", "demo/resume"]));
+    let o = goldgate_in(d, &run_args("out1", &["--no-compare", "demo/resume"]));
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let r = &records(&d.join("out1"))[0];
     // The golden side is run 1: every step from 1.
@@ -118,9 +96,9 @@ fn ckpt_resume_judges_run_one_against_the_golden_and_the_resumed_half_against_ru
     let log2 = std::fs::read_to_string(log2).unwrap();
     assert!(log2.contains("at iteration 10"), "{log2}");
 
-    let o = goldgate(d, &["bless", "--from", "out1", "--golden-root", "golden"]);
+    let o = goldgate_in(d, &["bless", "--from", "out1", "--golden-root", "golden"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
-    let o = goldgate(
+    let o = goldgate_in(
         d,
         &run_args("out2", &["--json", "gate.json", "demo/resume"]),
     );
@@ -146,11 +124,11 @@ fn a_resumed_run_that_drifts_from_run_one_is_a_regression() {
     // Only a run that loaded a checkpoint drifts: run 1 (and so the golden) is unchanged.
     let case = resume_case("  --resume-drift: 0.5\n");
     write(&d.join("cases/demo/drift/model_config.yaml"), &case);
-    let o = goldgate(d, &run_args("out1", &["--no-compare", "demo/drift"]));
+    let o = goldgate_in(d, &run_args("out1", &["--no-compare", "demo/drift"]));
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
-    let o = goldgate(d, &["bless", "--from", "out1", "--golden-root", "golden"]);
+    let o = goldgate_in(d, &["bless", "--from", "out1", "--golden-root", "golden"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
-    let o = goldgate(d, &run_args("out2", &["--json", "gate.json", "demo/drift"]));
+    let o = goldgate_in(d, &run_args("out2", &["--json", "gate.json", "demo/drift"]));
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     let rows = rows(&d.join("gate.json"));
     assert!(
@@ -204,7 +182,7 @@ AFTER_SCRIPT: |
         &regular_case(scripts),
     );
     // The local executor leaves them out unless asked (they can change the machine), and says so.
-    let o = goldgate(d, &run_args("out0", &["--no-compare", "demo/scripts"]));
+    let o = goldgate_in(d, &run_args("out0", &["--no-compare", "demo/scripts"]));
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let (_, job) = job_dir(&d.join("out0"));
     assert!(!job.join("before-ran").exists() && !job.join("after-ran").exists());
@@ -217,7 +195,7 @@ AFTER_SCRIPT: |
         text(&o)
     );
     // --scripts: what will run is printed first, then both run.
-    let o = goldgate(
+    let o = goldgate_in(
         d,
         &run_args("out", &["--no-compare", "--scripts", "demo/scripts"]),
     );
@@ -248,7 +226,7 @@ AFTER_SCRIPT: |
     assert!(after.contains("after, training exit 0"), "{after}");
 
     // --no-scripts: neither runs.
-    let o = goldgate(
+    let o = goldgate_in(
         d,
         &run_args("out2", &["--no-compare", "--no-scripts", "demo/scripts"]),
     );
@@ -266,7 +244,7 @@ fn a_failing_script_fails_the_job_with_its_last_line() {
         &d.join("cases/demo/before/model_config.yaml"),
         &regular_case(before),
     );
-    let o = goldgate(
+    let o = goldgate_in(
         d,
         &run_args("out", &["--no-compare", "--scripts", "demo/before"]),
     );
@@ -283,7 +261,7 @@ fn a_failing_script_fails_the_job_with_its_last_line() {
         "the training never started"
     );
     // The same case with --no-scripts trains and passes.
-    let o = goldgate(
+    let o = goldgate_in(
         d,
         &run_args("out2", &["--no-compare", "--no-scripts", "demo/before"]),
     );
@@ -295,7 +273,7 @@ fn a_failing_script_fails_the_job_with_its_last_line() {
         &d.join("cases/demo/after/model_config.yaml"),
         &regular_case(after),
     );
-    let o = goldgate(
+    let o = goldgate_in(
         d,
         &run_args("out3", &["--no-compare", "--scripts", "demo/after"]),
     );
@@ -315,7 +293,7 @@ fn skip_pytest_judges_by_exit_code_and_xpass_expects_a_failure() {
         &d.join("cases/demo/skip/model_config.yaml"),
         &regular_case(skip),
     );
-    let o = goldgate(d, &run_args("out", &["demo/skip"]));
+    let o = goldgate_in(d, &run_args("out", &["demo/skip"]));
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     assert!(
         text(&o).contains("SKIP_PYTEST=1: judged by its exit code alone"),
@@ -324,7 +302,7 @@ fn skip_pytest_judges_by_exit_code_and_xpass_expects_a_failure() {
     );
     let plain = regular_case("");
     write(&d.join("cases/demo/plain/model_config.yaml"), &plain);
-    let o = goldgate(d, &run_args("out2", &["demo/plain"]));
+    let o = goldgate_in(d, &run_args("out2", &["demo/plain"]));
     assert_ne!(
         o.status.code(),
         Some(0),
@@ -336,7 +314,7 @@ fn skip_pytest_judges_by_exit_code_and_xpass_expects_a_failure() {
     let xpass = regular_case("TEST_EVALUATION: xpass\n")
         .replace("  --step-ms: 2\n", &format!("  --step-ms: 2\n{crash}"));
     write(&d.join("cases/demo/xpass/model_config.yaml"), &xpass);
-    let o = goldgate(d, &run_args("out3", &["demo/xpass"]));
+    let o = goldgate_in(d, &run_args("out3", &["demo/xpass"]));
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     assert!(
         text(&o).contains("as expected (TEST_EVALUATION: xpass)"),
@@ -345,7 +323,7 @@ fn skip_pytest_judges_by_exit_code_and_xpass_expects_a_failure() {
     );
     let xfail = xpass.replace("TEST_EVALUATION: xpass\n", "");
     write(&d.join("cases/demo/xfail/model_config.yaml"), &xfail);
-    let o = goldgate(d, &run_args("out4", &["demo/xfail"]));
+    let o = goldgate_in(d, &run_args("out4", &["demo/xfail"]));
     assert_eq!(o.status.code(), Some(3), "{}", text(&o));
 }
 
@@ -363,7 +341,7 @@ fn frozen_tree(d: &Path) {
         .replace("ckpt-resume", "regular")
         .replace("  --train-iters: 20\n", "  --train-iters: 10\n");
     write(&d.join("make/demo/maker/model_config.yaml"), &maker);
-    let o = goldgate(
+    let o = goldgate_in(
         d,
         &[
             "run",
@@ -395,7 +373,7 @@ fn frozen_start_trains_on_from_the_frozen_checkpoint() {
     frozen_tree(d);
     let case = resume_case("").replace("ckpt-resume", "frozen-start");
     write(&d.join("cases/demo/start/model_config.yaml"), &case);
-    let o = goldgate(d, &run_args("out", &["--no-compare", "demo/start"]));
+    let o = goldgate_in(d, &run_args("out", &["--no-compare", "demo/start"]));
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let r = records(&d.join("out")).remove(0);
     let steps: Vec<u64> = r.metrics["lm loss"].0.keys().copied().collect();
@@ -414,16 +392,16 @@ fn frozen_resume_judges_the_run_from_the_frozen_checkpoint_against_run_one() {
     frozen_tree(d);
     let case = resume_case("").replace("ckpt-resume", "frozen-resume");
     write(&d.join("cases/demo/fresume/model_config.yaml"), &case);
-    let o = goldgate(d, &run_args("out1", &["--no-compare", "demo/fresume"]));
+    let o = goldgate_in(d, &run_args("out1", &["--no-compare", "demo/fresume"]));
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let r = records(&d.join("out1")).remove(0);
     // Run 1 trains from scratch; run 2 loads the frozen checkpoint (iteration 10).
     assert_eq!(r.metrics["lm loss"].0.keys().next(), Some(&1));
     let resumed = r.resumed.as_ref().expect("run 2 recorded");
     assert_eq!((resumed.from_step, resumed.first_step), (10, Some(11)));
-    let o = goldgate(d, &["bless", "--from", "out1", "--golden-root", "golden"]);
+    let o = goldgate_in(d, &["bless", "--from", "out1", "--golden-root", "golden"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
-    let o = goldgate(
+    let o = goldgate_in(
         d,
         &run_args("out2", &["--json", "gate.json", "demo/fresume"]),
     );
@@ -478,7 +456,7 @@ fn inference_requests_are_compared_with_their_golden_by_request_id() {
         );
     }
     let verdicts = |file: &str| rows(&d.join(file));
-    let o = goldgate(d, &run_args("out1", &["--json", "same.json", "demo/same"]));
+    let o = goldgate_in(d, &run_args("out1", &["--json", "same.json", "demo/same"]));
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let rows = verdicts("same.json");
     for metric in [
@@ -492,7 +470,7 @@ fn inference_requests_are_compared_with_their_golden_by_request_id() {
             "{metric}: {rows:?}"
         );
     }
-    let o = goldgate(
+    let o = goldgate_in(
         d,
         &run_args("out2", &["--json", "other.json", "demo/other"]),
     );
@@ -511,7 +489,7 @@ fn inference_requests_are_compared_with_their_golden_by_request_id() {
         "{}",
         text(&o)
     );
-    let o = goldgate(
+    let o = goldgate_in(
         d,
         &run_args("out3", &["--json", "silent.json", "demo/silent"]),
     );
@@ -569,11 +547,11 @@ fn xpass_never_passes_a_launch_error_or_a_timeout() {
         &d.join("cases/demo/xpass-missing/model_config.yaml"),
         &missing,
     );
-    let o = goldgate(d, &run_args("out", &["demo/xpass-missing"]));
+    let o = goldgate_in(d, &run_args("out", &["demo/xpass-missing"]));
     assert_eq!(o.status.code(), Some(3), "{}", text(&o));
     assert!(!text(&o).contains("as expected"), "{}", text(&o));
     insta::assert_snapshot!("xpass_launch_error", verdict_lines(&o, d));
-    let o = goldgate(
+    let o = goldgate_in(
         d,
         &run_args("out-nc", &["--no-compare", "demo/xpass-missing"]),
     );
@@ -596,7 +574,7 @@ fn xpass_never_passes_a_launch_error_or_a_timeout() {
     ];
     let mut args = run_args("out2", &["--grace", "1s"]);
     args.extend(cases);
-    let o = goldgate(d, &args);
+    let o = goldgate_in(d, &args);
     assert_eq!(o.status.code(), Some(3), "{}", text(&o));
     let out = text(&o);
     assert!(

@@ -2,7 +2,7 @@
 //! printed, so every CLI test starts goldgate in the same environment.
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Output};
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
 
 /// The workspace root: where `goldgate run` finds `goldgate.yaml` and the fixture cases
 /// (`runner/tests/fixtures/cases`).
@@ -19,6 +19,31 @@ pub fn goldgate() -> Command {
         .env_remove("GITHUB_ACTIONS")
         .env_remove("GITHUB_STEP_SUMMARY");
     cmd
+}
+
+/// `goldgate ARGS` in `dir` with this build's folder first on `PATH`, so a case whose entry is
+/// `[goldgate, fake-trainer]` starts this build's hidden fake trainer.
+pub fn goldgate_in(dir: &Path, args: &[&str]) -> Output {
+    let bin = Path::new(env!("CARGO_BIN_EXE_goldgate"));
+    let path = format!(
+        "{}:{}",
+        bin.parent().expect("the binary is in a folder").display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    goldgate()
+        .current_dir(dir)
+        .args(args)
+        .env("PATH", path)
+        .stdin(Stdio::null())
+        .output()
+        .expect("goldgate starts")
+}
+
+/// Writes `text` to `path`, making its folders first.
+pub fn write(path: &Path, text: &str) {
+    let parent = path.parent().expect("a file's path has a folder");
+    std::fs::create_dir_all(parent).expect("the test's folder can be made");
+    std::fs::write(path, text).expect("the test's file can be written");
 }
 
 /// Stdout then stderr, as text (bytes that are not UTF-8 replaced).
