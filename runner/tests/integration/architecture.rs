@@ -183,8 +183,7 @@ fn crate_modules(code: &str) -> BTreeSet<String> {
     for start in uses {
         let rest = &code[start..];
         if let Some(group) = rest.strip_prefix('{') {
-            let body = &group[..group.find('}').unwrap_or(group.len())];
-            for item in body.split(',') {
+            for item in group_items(group) {
                 let head = item.trim().split("::").next().unwrap_or("");
                 if !head.is_empty() {
                     out.insert(head.trim().to_owned());
@@ -201,6 +200,29 @@ fn crate_modules(code: &str) -> BTreeSet<String> {
         }
     }
     out
+}
+
+/// The items of a `{a, b::{c, d}}` group, given the text after its `{`: split at the commas
+/// outside nested groups, up to the group's own `}`.
+fn group_items(group: &str) -> Vec<&str> {
+    let (mut items, mut depth, mut start) = (Vec::new(), 0usize, 0);
+    for (i, c) in group.char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' if depth == 0 => {
+                items.push(&group[start..i]);
+                return items;
+            }
+            '}' => depth -= 1,
+            ',' if depth == 0 => {
+                items.push(&group[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    items.push(&group[start..]);
+    items
 }
 
 /// Top-level module → the modules it uses, with one file that shows each use.
@@ -412,7 +434,7 @@ fn the_checks_catch_what_they_are_for() {
     assert!(violation("report", "github").is_some());
     assert!(violation("fsio", "case").is_some());
     assert!(violation("cmd", "run").is_none());
-    let code = "use crate::{case::TestCase, plan};\nuse goldgate_judge::{compare::Comparison, report};\n\
+    let code = "use crate::{case::TestCase, plan};\nuse goldgate_judge::{compare::{A, B}, report};\n\
                 let x = crate::metrics::build::record(goldgate_core::observe::log::one_line); // crate::run";
     let found: Vec<String> = crate_modules(&production_code(code)).into_iter().collect();
     assert_eq!(
