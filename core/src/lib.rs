@@ -12,7 +12,7 @@
 //!
 //! The record and comparison types and the metric names are `goldgate_schema`'s. This crate
 //! depends on no recording code (no NVML, no rustix, no process launching): `goldgate_record`
-//! and `goldgate_judge` build on it (see `docs/architecture.md`).
+//! and `goldgate_judge` build on it (see `docs/book/src/reference/architecture.md`).
 
 // A `pub` item no other crate can reach is `pub(crate)`: `pub` says "used from outside".
 #![warn(unreachable_pub)]

@@ -12,7 +12,7 @@
 //! - `goldgate_record`: `plan`, `launch`, the samplers in `observe`, `metrics::build`, `run`;
 //! - `goldgate_judge`: `compare`, `report`, `github`, `history`.
 //!
-//! See the book's architecture page (`docs/architecture.md`).
+//! See the book's architecture page (`docs/book/src/reference/architecture.md`).
 
 // A `pub` item no other crate can reach is `pub(crate)`: `pub` says "used from outside".
 #![warn(unreachable_pub)]
