@@ -23,10 +23,13 @@ use crate::step_values::StepValues;
 /// 4: `judging`, every input the job is judged by (the case's `METRICS`, `TEST_EVALUATION`,
 /// `MODE`, the golden key, the rules' source and hash, the case file's hash), so a record is
 /// judged without its case file.
-pub const SCHEMA_VERSION: u32 = 4;
+/// 5: a save's blocking time is stored once, as the metric `checkpoint-blocking-time` (by save
+/// iteration); `checkpoints[].blocking_max_seconds` is no longer written. Loading a version 1–4
+/// record moves that field into the metric where the metric is absent.
+pub const SCHEMA_VERSION: u32 = 5;
 
 /// Versions this goldgate reads: older records read with the fields added since absent.
-pub const READABLE_SCHEMA_VERSIONS: [u32; 4] = [1, 2, 3, 4];
+pub const READABLE_SCHEMA_VERSIONS: [u32; 5] = [1, 2, 3, 4, 5];
 
 /// The variant a job ran under.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -94,11 +97,13 @@ pub struct Fingerprint {
 pub struct CheckpointRecord {
     /// Iteration the checkpoint was saved at.
     pub iteration: u64,
-    /// Blocking time of `save_checkpoint()` from the `save-checkpoint` timer, min across ranks (s).
+    /// Blocking time of `save_checkpoint()` from the `save-checkpoint` timer, min across ranks
+    /// (s). The save's blocking time itself (the timer's max across ranks, or the wall time of
+    /// a synchronous save without the timer) is the metric `checkpoint-blocking-time`, keyed
+    /// by this save's iteration.
     pub blocking_min_seconds: Option<f64>,
-    /// Same, max across ranks (s). The metric `checkpoint-blocking-time` uses this.
-    pub blocking_max_seconds: Option<f64>,
-    /// Wall time from the `saving checkpoint` line to `successfully saved` (sync saves) (s).
+    /// Wall time from the `saving checkpoint` line to `successfully saved` (s): for an async
+    /// save the scheduling only, never its blocking time.
     pub saving_to_saved_seconds: Option<f64>,
     /// Whether the save was asynchronous (`scheduled an async checkpoint save`).
     pub asynchronous: bool,

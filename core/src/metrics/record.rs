@@ -2,9 +2,11 @@
 //! `run.json` index of a run ([`RunIndex`]), naming the file on any error. The types are the
 //! schema crate's (`goldgate_schema::RunRecord`, `goldgate_schema::RunIndex`).
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use goldgate_schema::{READABLE_SCHEMA_VERSIONS, RunIndex, RunRecord};
+use goldgate_schema::metric_names::CHECKPOINT_BLOCKING;
+use goldgate_schema::{READABLE_SCHEMA_VERSIONS, RunIndex, RunRecord, StepValues};
 
 /// Reading recorded results back.
 #[derive(Debug, thiserror::Error, miette::Diagnostic)]
@@ -56,7 +58,9 @@ pub enum RecordError {
 /// bless under the old 256 MiB limit), so the limit is what bounds goldgate's memory on one.
 pub const MAX_RECORD_BYTES: u64 = 32 << 20;
 
-fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, RecordError> {
+/// A record or index file's bytes, once its size and `schema_version` are ones this goldgate
+/// reads.
+fn read_checked(path: &Path) -> Result<Vec<u8>, RecordError> {
     let bytes = match crate::fsio::read_limited(path, MAX_RECORD_BYTES) {
         Ok(Ok(bytes)) => bytes,
         Ok(Err(bytes)) => {
@@ -86,6 +90,11 @@ fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, RecordErr
             found,
         });
     }
+    Ok(bytes)
+}
+
+fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, RecordError> {
+    let bytes = read_checked(path)?;
     serde_json::from_slice(&bytes).map_err(|e| parse_error(path, &e))
 }
 
@@ -100,13 +109,46 @@ fn parse_error(path: &Path, e: &serde_json::Error) -> RecordError {
 
 /// Reads one `results.json`.
 pub fn load_record(path: &Path) -> Result<RunRecord, RecordError> {
-    let mut record: RunRecord = read_json(path)?;
+    let bytes = read_checked(path)?;
+    let mut record: RunRecord =
+        serde_json::from_slice(&bytes).map_err(|e| parse_error(path, &e))?;
+    blocking_from_version_4(&bytes, &mut record);
     check_names(&record).map_err(|message| RecordError::Name {
         path: path.to_path_buf(),
         message,
     })?;
     scrub_output(&mut record);
     Ok(record)
+}
+
+/// Records of versions 1–4 kept a save's blocking time in `checkpoints[].blocking_max_seconds`
+/// beside the metric `checkpoint-blocking-time`; version 5 keeps the metric alone. A record
+/// that has the field but not the metric (written before the metric existed) gets the metric
+/// from it, so every reader finds a save's blocking time in one place.
+fn blocking_from_version_4(bytes: &[u8], record: &mut RunRecord) {
+    if record.schema_version >= 5 || record.metrics.contains_key(CHECKPOINT_BLOCKING) {
+        return;
+    }
+    #[derive(serde::Deserialize)]
+    struct Saves {
+        #[serde(default)]
+        checkpoints: Vec<Save>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Save {
+        iteration: u64,
+        #[serde(default)]
+        blocking_max_seconds: Option<f64>,
+    }
+    let Ok(old) = serde_json::from_slice::<Saves>(bytes) else {
+        return;
+    };
+    let series: BTreeMap<u64, f64> = (old.checkpoints.iter())
+        .filter_map(|s| s.blocking_max_seconds.map(|v| (s.iteration, v)))
+        .collect();
+    if !series.is_empty() {
+        (record.metrics).insert(CHECKPOINT_BLOCKING.to_owned(), StepValues(series));
+    }
 }
 
 /// The job output a record carries (failure lines, log tails, warnings), with what looks like
@@ -332,6 +374,56 @@ mod tests {
         assert_eq!(r.memory.host_peak_rss_bytes, Some(5));
         assert_eq!(r.memory.host_peak_pss_bytes, None);
         assert_eq!(r.memory.mem_available, None);
+    }
+
+    /// A version 4 record as goldgate wrote it: two saves with `blocking_max_seconds`.
+    fn version_4_with_saves(metric: bool) -> serde_json::Value {
+        let mut v4 = serde_json::to_value(sample()).unwrap();
+        v4["schema_version"] = 4.into();
+        v4["checkpoints"] = serde_json::json!([
+            {"iteration": 10, "blocking_min_seconds": 1.5, "blocking_max_seconds": 2.0,
+             "saving_to_saved_seconds": 2.1, "asynchronous": false, "async_latency_seconds": null,
+             "memory_before_bytes": null, "memory_after_bytes": null},
+            {"iteration": 20, "blocking_min_seconds": null, "blocking_max_seconds": 0.25,
+             "saving_to_saved_seconds": 0.3, "asynchronous": true, "async_latency_seconds": 4.0,
+             "memory_before_bytes": null, "memory_after_bytes": null},
+        ]);
+        if metric {
+            v4["metrics"][CHECKPOINT_BLOCKING] = serde_json::json!({"10": 2.0, "20": 0.25});
+        }
+        v4
+    }
+
+    #[test]
+    fn a_version_4_record_without_the_blocking_metric_gets_it_from_its_saves() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("results.json");
+        let v4 = version_4_with_saves(false);
+        assert!(v4["metrics"].get(CHECKPOINT_BLOCKING).is_none());
+        std::fs::write(&p, serde_json::to_vec(&v4).unwrap()).unwrap();
+        let r = load_record(&p).unwrap();
+        assert_eq!(r.checkpoints.len(), 2);
+        assert_eq!(
+            r.metrics[CHECKPOINT_BLOCKING].0,
+            BTreeMap::from([(10, 2.0), (20, 0.25)])
+        );
+    }
+
+    #[test]
+    fn a_record_that_has_the_blocking_metric_keeps_it_as_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("results.json");
+        let mut v4 = version_4_with_saves(true);
+        v4["metrics"][CHECKPOINT_BLOCKING] = serde_json::json!({"10": 3.0});
+        std::fs::write(&p, serde_json::to_vec(&v4).unwrap()).unwrap();
+        let r = load_record(&p).unwrap();
+        assert_eq!(
+            r.metrics[CHECKPOINT_BLOCKING].0,
+            BTreeMap::from([(10, 3.0)])
+        );
+        // Version 5 stores the metric alone: a written record has no second copy.
+        let text = serde_json::to_string(&r).unwrap();
+        assert!(!text.contains("blocking_max_seconds"), "{text}");
     }
 
     #[test]

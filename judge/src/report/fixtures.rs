@@ -5,6 +5,7 @@
 
 use std::collections::BTreeMap;
 
+use goldgate_schema::metric_names::{CHECKPOINT_ASYNC_LATENCY, CHECKPOINT_BLOCKING};
 use goldgate_schema::{
     CheckpointRecord, Fingerprint, GpuDevicePeak, GpuMemory, MemAvailableRecord, MemoryRecord,
     Outcome, RunRecord, StepValues, Timeline, VariantRecord,
@@ -114,19 +115,27 @@ pub fn record(v: VariantRecord, repeat: u32, shape: Shape, jitter: f64) -> RunRe
         "shm-peak-bytes".into(),
         scalar((shape.shm_peak_gib * GIB).round()),
     );
-    let checkpoints = [20u64, 40, 60]
+    let blocking: BTreeMap<u64, f64> = [20u64, 40, 60]
         .iter()
         .enumerate()
         .map(|(i, &it)| {
-            let blocking = if i == 0 {
-                shape.first_save_s
-            } else {
-                shape.save_s
-            } * j;
+            (
+                it,
+                if i == 0 {
+                    shape.first_save_s
+                } else {
+                    shape.save_s
+                } * j,
+            )
+        })
+        .collect();
+    let checkpoints: Vec<CheckpointRecord> = blocking
+        .iter()
+        .enumerate()
+        .map(|(i, (&it, &blocking))| {
             CheckpointRecord {
                 iteration: it,
                 blocking_min_seconds: Some(blocking * 0.97),
-                blocking_max_seconds: Some(blocking),
                 saving_to_saved_seconds: Some(blocking * 1.01),
                 asynchronous: shape.async_latency_s.is_some(),
                 async_latency_seconds: shape.async_latency_s.map(|l| l * j),
@@ -138,6 +147,15 @@ pub fn record(v: VariantRecord, repeat: u32, shape: Shape, jitter: f64) -> RunRe
             }
         })
         .collect();
+    // The per-save metrics as the record stage writes them (metrics::build).
+    let latency: BTreeMap<u64, f64> = (checkpoints.iter())
+        .filter(|c| !c.overlapped_by_next)
+        .filter_map(|c| c.async_latency_seconds.map(|l| (c.iteration, l)))
+        .collect();
+    if !latency.is_empty() {
+        metrics.insert(CHECKPOINT_ASYNC_LATENCY.into(), StepValues(latency));
+    }
+    metrics.insert(CHECKPOINT_BLOCKING.into(), StepValues(blocking));
     RunRecord {
         run_id: "20261130-062900-abcd".into(),
         started_at: "2026-11-30T06:29:00Z".into(),

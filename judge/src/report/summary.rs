@@ -6,6 +6,7 @@ use crate::report::markdown::escape_md;
 use crate::report::units;
 use crate::report::{svg, variants};
 use goldgate_schema::Unit;
+use goldgate_schema::metric_names as names;
 use goldgate_schema::{CheckpointRecord, RunRecord};
 
 /// Longest failure line shown (characters).
@@ -19,11 +20,11 @@ fn gpu_peak(r: &RunRecord) -> Option<f64> {
     r.gpu_peak_bytes()
 }
 
-/// `it 20: 18.20 s` or, for async saves, `it 40: 342 ms (async 4.60 s)`.
-fn save_text(c: &CheckpointRecord) -> String {
-    let blocking = c
-        .blocking_max_seconds
-        .or(c.saving_to_saved_seconds)
+/// `it 20: 18.20 s` or, for async saves, `it 40: 342 ms (async 4.60 s)`: the blocking time is
+/// the record's `checkpoint-blocking-time` at that save.
+fn save_text(r: &RunRecord, c: &CheckpointRecord) -> String {
+    let blocking = (r.metrics.get(names::CHECKPOINT_BLOCKING))
+        .and_then(|s| s.0.get(&c.iteration).copied())
         .map_or_else(|| "?".into(), units::seconds);
     match c.async_latency_seconds {
         Some(l) => format!(
@@ -41,7 +42,7 @@ fn saves(r: &RunRecord) -> String {
     }
     r.checkpoints
         .iter()
-        .map(save_text)
+        .map(|c| save_text(r, c))
         .collect::<Vec<_>>()
         .join("<br>")
 }

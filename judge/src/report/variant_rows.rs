@@ -5,10 +5,10 @@
 use std::collections::BTreeSet;
 
 use crate::compare::stats::{collapse, median};
-use goldgate_core::rules::{Statistic, Window};
+use goldgate_core::rules::{Rules, Statistic, Window};
+use goldgate_schema::RunRecord;
 use goldgate_schema::Unit;
 use goldgate_schema::metric_names as names;
-use goldgate_schema::{CheckpointRecord, RunRecord};
 
 /// Metric keys that have their own rows; every other key in `RunRecord.metrics` gets a row
 /// of its final value.
@@ -23,8 +23,37 @@ const COVERED: &[&str] = &[
     names::CHECKPOINT_ASYNC_LATENCY,
 ];
 
-/// Reads one repeat's value (the iteration-time window for the rows that need it).
-pub(super) type Extract = fn(&RunRecord, Option<&Window>) -> Option<f64>;
+/// What the fixed rows take from the gate's rules, so a row shows what the gate judges: the
+/// iteration-time window and the saves `checkpoint-blocking-time`'s rule leaves out at the
+/// start (`skip_first_saves`).
+#[derive(Clone, Debug)]
+pub(super) struct RowRules {
+    pub window: Option<Window>,
+    pub skipped_saves: usize,
+}
+
+impl RowRules {
+    pub(super) fn of(rules: &Rules) -> RowRules {
+        RowRules {
+            window: rules.rule_for(names::ITERATION_TIME).window,
+            skipped_saves: (rules.rule_for(names::CHECKPOINT_BLOCKING).skip_first_saves)
+                .try_into()
+                .unwrap_or(usize::MAX),
+        }
+    }
+
+    /// The `{saves}` of a row label: which saves the blocking row's median is over.
+    pub(super) fn saves_label(&self) -> String {
+        match self.skipped_saves {
+            0 => "every save".to_owned(),
+            1 => "saves after the first".to_owned(),
+            n => format!("saves after the first {n}"),
+        }
+    }
+}
+
+/// Reads one repeat's value (the rules for the rows that need them).
+pub(super) type Extract = fn(&RunRecord, &RowRules) -> Option<f64>;
 
 /// Whether the gate judges a row's figure ([`MetricRow::diagnostic`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -36,10 +65,10 @@ pub(super) enum Role {
 /// The fixed rows: label, kind, role, how to read one repeat's value.
 pub(super) const FIXED: &[(&str, Unit, Role, Extract)] = &[
     (
-        "checkpoint blocking, saves after the first (median)",
+        "checkpoint blocking, {saves} (median)",
         Unit::Seconds,
         Role::Gated,
-        blocking_after_first,
+        blocking_judged,
     ),
     (
         "checkpoint blocking, first save",
@@ -115,38 +144,29 @@ pub(super) fn extra_metric_keys(passed: &[Vec<&RunRecord>]) -> BTreeSet<String> 
         .collect()
 }
 
-fn save_blocking(c: &CheckpointRecord) -> Option<f64> {
-    c.blocking_max_seconds.or(c.saving_to_saved_seconds)
+/// The per-save values of a metric in save order (the record stage defines each:
+/// `checkpoint-blocking-time`, `checkpoint-async-latency` without the overlapped saves).
+fn per_save(r: &RunRecord, name: &str) -> Vec<f64> {
+    (r.metrics.get(name)).map_or_else(Vec::new, |s| s.0.values().copied().collect())
 }
 
-fn blocking_after_first(r: &RunRecord, _: Option<&Window>) -> Option<f64> {
-    let v: Vec<f64> = r
-        .checkpoints
-        .iter()
-        .skip(1)
-        .filter_map(save_blocking)
-        .collect();
-    median(&v)
+/// The median blocking time over the saves the gate judges.
+fn blocking_judged(r: &RunRecord, rules: &RowRules) -> Option<f64> {
+    let saves = per_save(r, names::CHECKPOINT_BLOCKING);
+    median(saves.get(rules.skipped_saves..).unwrap_or_default())
 }
 
-fn blocking_first(r: &RunRecord, _: Option<&Window>) -> Option<f64> {
-    r.checkpoints.first().and_then(save_blocking)
+fn blocking_first(r: &RunRecord, _: &RowRules) -> Option<f64> {
+    per_save(r, names::CHECKPOINT_BLOCKING).first().copied()
 }
 
-/// Saves the next save overlapped are left out: their latency measures the schedule.
-fn async_latency(r: &RunRecord, _: Option<&Window>) -> Option<f64> {
-    let v: Vec<f64> = r
-        .checkpoints
-        .iter()
-        .filter(|c| !c.overlapped_by_next)
-        .filter_map(|c| c.async_latency_seconds)
-        .collect();
-    median(&v)
+fn async_latency(r: &RunRecord, _: &RowRules) -> Option<f64> {
+    median(&per_save(r, names::CHECKPOINT_ASYNC_LATENCY))
 }
 
 /// Async saves that were still being written when the next save started; none for a job
 /// without async saves.
-fn overlapped_saves(r: &RunRecord, _: Option<&Window>) -> Option<f64> {
+fn overlapped_saves(r: &RunRecord, _: &RowRules) -> Option<f64> {
     let saves = r.checkpoints.iter().filter(|c| c.asynchronous);
     let (mut any, mut overlapped) = (false, 0u32);
     for c in saves {
@@ -156,26 +176,26 @@ fn overlapped_saves(r: &RunRecord, _: Option<&Window>) -> Option<f64> {
     any.then_some(f64::from(overlapped))
 }
 
-fn gpu_peak(r: &RunRecord, _: Option<&Window>) -> Option<f64> {
+fn gpu_peak(r: &RunRecord, _: &RowRules) -> Option<f64> {
     r.gpu_peak_bytes()
 }
 
-fn host_peak(r: &RunRecord, _: Option<&Window>) -> Option<f64> {
+fn host_peak(r: &RunRecord, _: &RowRules) -> Option<f64> {
     r.last_value(names::HOST_PEAK)
         .or(r.memory.host_peak_pss_bytes.map(|b| b as f64))
 }
 
 /// Summed RSS: secondary (pages shared between the job's processes count in each of them).
-fn host_rss(r: &RunRecord, _: Option<&Window>) -> Option<f64> {
+fn host_rss(r: &RunRecord, _: &RowRules) -> Option<f64> {
     r.memory.host_peak_rss_bytes.map(|b| b as f64)
 }
 
 /// The system-wide drop of `MemAvailable` during the job: a check on the PSS figure.
-fn mem_available_drop(r: &RunRecord, _: Option<&Window>) -> Option<f64> {
+fn mem_available_drop(r: &RunRecord, _: &RowRules) -> Option<f64> {
     r.memory.mem_available.as_ref().map(|m| m.drop_bytes as f64)
 }
 
-fn shm_peak(r: &RunRecord, _: Option<&Window>) -> Option<f64> {
+fn shm_peak(r: &RunRecord, _: &RowRules) -> Option<f64> {
     r.last_value(names::SHM_PEAK)
         .or(r.memory.shm_peak_bytes.map(|b| b as f64))
 }
@@ -183,7 +203,8 @@ fn shm_peak(r: &RunRecord, _: Option<&Window>) -> Option<f64> {
 /// Iteration time over the gate's window (`goldgate.yaml`, by default the median over steps
 /// 5–20 for runs of ≤ 25 steps, else 30–45); runs too short for the window, or without one,
 /// use every step after the first (warm-up).
-fn iteration_time(r: &RunRecord, window: Option<&Window>) -> Option<f64> {
+fn iteration_time(r: &RunRecord, rules: &RowRules) -> Option<f64> {
+    let window = rules.window.as_ref();
     let series = &r.metrics.get(names::ITERATION_TIME)?.0;
     let last = *series.keys().next_back()?;
     let finite = |v: &f64| v.is_finite().then_some(*v);
@@ -202,6 +223,6 @@ fn iteration_time(r: &RunRecord, window: Option<&Window>) -> Option<f64> {
     collapse(statistic, &all)
 }
 
-fn final_loss(r: &RunRecord, _: Option<&Window>) -> Option<f64> {
+fn final_loss(r: &RunRecord, _: &RowRules) -> Option<f64> {
     r.last_value(names::LM_LOSS)
 }

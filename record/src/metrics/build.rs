@@ -8,7 +8,7 @@ use std::time::Duration;
 use super::sampled::Sampled;
 use crate::observe::probe::read::ProbeSummary;
 use crate::plan::Job;
-use goldgate_core::observe::log::LogSummary;
+use goldgate_core::observe::log::{CheckpointSave, LogSummary};
 use goldgate_core::observe::tensorboard::JobScalars;
 use goldgate_schema::metric_names::{
     CHECKPOINT_ASYNC_LATENCY, CHECKPOINT_BLOCKING, CKPT_FOLDER_BYTES, GPU_PEAK, HOST_PEAK, SHM_PEAK,
@@ -27,9 +27,17 @@ pub struct Peaks {
     pub shm: Option<u64>,
 }
 
-/// Checkpoint records from the log, in save order. The blocking time is the
-/// `save-checkpoint` timer's max across ranks; logs without the timer fall back to the time
-/// between the `saving` and `successfully saved` lines of a synchronous save.
+/// A save's blocking time, the one definition every reader of `checkpoint-blocking-time`
+/// gets: the `save-checkpoint` timer's max across ranks; a log without the timer falls back
+/// to the time between the `saving` and `successfully saved` lines, for a synchronous save
+/// only (an async save's lines span its scheduling, not what blocked training).
+pub(crate) fn blocking_seconds(save: &CheckpointSave) -> Option<f64> {
+    save.blocking_max_s
+        .or(if save.is_async { None } else { save.wall_s })
+}
+
+/// Checkpoint records from the log, in save order (their blocking time is the metric
+/// `checkpoint-blocking-time`, see [`blocking_seconds`]).
 pub(crate) fn checkpoints(summary: &LogSummary) -> Vec<CheckpointRecord> {
     const MB: f64 = 1024.0 * 1024.0;
     summary
@@ -38,9 +46,6 @@ pub(crate) fn checkpoints(summary: &LogSummary) -> Vec<CheckpointRecord> {
         .map(|c| CheckpointRecord {
             iteration: c.iteration,
             blocking_min_seconds: c.blocking_min_s,
-            blocking_max_seconds: c
-                .blocking_max_s
-                .or(if c.is_async { None } else { c.wall_s }),
             saving_to_saved_seconds: c.wall_s,
             asynchronous: c.is_async,
             async_latency_seconds: c.async_latency_s,
@@ -87,8 +92,11 @@ pub(crate) fn metrics(
             .collect();
         (!values.is_empty()).then_some(StepValues(values))
     };
-    if let Some(v) = per_save(|c| c.blocking_max_seconds) {
-        out.insert(CHECKPOINT_BLOCKING.into(), v);
+    let blocking: BTreeMap<u64, f64> = (summary.checkpoints.iter())
+        .filter_map(|c| blocking_seconds(c).map(|v| (c.iteration, v)))
+        .collect();
+    if !blocking.is_empty() {
+        out.insert(CHECKPOINT_BLOCKING.into(), StepValues(blocking));
     }
     // An async save the next save overlapped ends when that save finalizes it: its latency
     // measures the schedule, so it is left out of the metric (and flagged in the record).

@@ -7,6 +7,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use goldgate_schema::metric_names::{CHECKPOINT_ASYNC_LATENCY, CHECKPOINT_BLOCKING};
 use goldgate_schema::{
     CheckpointRecord, MemoryRecord, RunRecord, StepValues, Timeline, VariantRecord,
 };
@@ -29,12 +30,10 @@ fn variant(name: &str, slug: &str) -> VariantRecord {
 /// A demo job: 3 saves, a 20-sample timeline; `save_s` is the blocking time of later saves.
 fn record(v: VariantRecord, repeat: u32, save_s: f64, shm_gib: u64) -> RunRecord {
     let t: Vec<f64> = (0..20).map(|i| f64::from(i) * 0.5).collect();
-    let checkpoints = [4u64, 8, 12]
+    let checkpoints: Vec<CheckpointRecord> = [4u64, 8, 12]
         .iter()
-        .enumerate()
-        .map(|(i, &it)| CheckpointRecord {
+        .map(|&it| CheckpointRecord {
             iteration: it,
-            blocking_max_seconds: Some(if i == 0 { 2.0 } else { save_s }),
             asynchronous: shm_gib > 0,
             async_latency_seconds: (shm_gib > 0).then_some(1.5),
             started_before_previous_finished: false,
@@ -42,7 +41,12 @@ fn record(v: VariantRecord, repeat: u32, save_s: f64, shm_gib: u64) -> RunRecord
             ..CheckpointRecord::default()
         })
         .collect();
-    let metrics = BTreeMap::from([
+    let blocking = [(4, 2.0), (8, save_s), (12, save_s)];
+    let mut metrics = BTreeMap::from([
+        (
+            CHECKPOINT_BLOCKING.to_string(),
+            StepValues(BTreeMap::from(blocking)),
+        ),
         (
             "lm loss".to_string(),
             StepValues(BTreeMap::from([(1, 10.9), (12, 9.25)])),
@@ -52,6 +56,13 @@ fn record(v: VariantRecord, repeat: u32, save_s: f64, shm_gib: u64) -> RunRecord
             StepValues((1..=12).map(|s| (s, 0.25)).collect()),
         ),
     ]);
+    // The per-save async latency, as the record stage writes it for async saves.
+    let latency: BTreeMap<u64, f64> = (checkpoints.iter())
+        .filter_map(|c| c.async_latency_seconds.map(|l| (c.iteration, l)))
+        .collect();
+    if !latency.is_empty() {
+        metrics.insert(CHECKPOINT_ASYNC_LATENCY.to_string(), StepValues(latency));
+    }
     RunRecord {
         run_id: "20261130-070000-beef".into(),
         started_at: "2026-11-30T07:00:00Z".into(),
