@@ -13,7 +13,8 @@
 
 use serde::Serialize;
 
-use super::ab::{AbMetric, AbVerdict, Sequential};
+use super::ab::{AbMetric, AbVerdict};
+use goldgate_core::config::Sequential;
 use goldgate_schema::Exit;
 use goldgate_schema::{MetricResult, Verdict};
 
@@ -185,10 +186,7 @@ mod tests {
             case: "m/c".into(),
             platform: "p".into(),
             seed: 1,
-            sequential: Sequential::from_settings(
-                &goldgate_core::config::AbSettings::default(),
-                "p",
-            ),
+            sequential: goldgate_core::config::AbSettings::default().on("p"),
             arms: Default::default(),
             jobs: Vec::new(),
             pairs: 4,

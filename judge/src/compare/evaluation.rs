@@ -11,8 +11,8 @@
 
 use std::path::{Path, PathBuf};
 
-use super::engine::CompareOptions;
 use super::error::CompareError;
+use super::options::CompareOptions;
 use goldgate_schema::{Judging, Outcome, RunRecord};
 
 /// What a job's case says about its evaluation.

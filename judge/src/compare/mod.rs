@@ -17,6 +17,7 @@ pub(crate) mod inference;
 pub(crate) mod judge;
 pub(crate) mod judge_two_sample;
 pub(crate) mod noise;
+pub(crate) mod options;
 pub mod platform;
 pub mod power;
 pub(crate) mod resumed;
@@ -26,9 +27,8 @@ pub mod stats;
 pub mod tensorboard;
 pub(crate) mod twosample;
 
-pub use engine::{
-    CompareOptions, compare_dir, compare_records, golden_variant, is_default_variant,
-};
+pub use engine::{compare_dir, compare_records, golden_variant, is_default_variant};
 pub use error::CompareError;
 pub use evaluation::{failed_as_expected, record_failed_as_expected};
+pub use options::CompareOptions;
 pub use runs::{Records, RunSelection, load_runs, select_runs};

@@ -5,7 +5,7 @@ use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use super::environment::{JobEnv, Layers, job_env, megatron_vars};
+use super::environment::{JobEnv, Layers, Place, job_env, megatron_vars};
 use super::error::PlanError;
 use super::job::{Job, JobDirs, Launcher, RecipeRef, RunAction, RunSpec};
 use super::megatron::{
@@ -57,28 +57,6 @@ pub struct Unset {
     pub name: String,
     /// Where it is first used.
     pub place: Place,
-}
-
-/// Where something in a plan comes from: a file (with a position when known), or a setting
-/// described in words.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Place {
-    pub file: Option<PathBuf>,
-    pub at: Option<Span>,
-    /// What it is when there is no position (`the default entry`, `TRAINING_SCRIPT_PATH`).
-    pub what: Option<String>,
-}
-
-impl std::fmt::Display for Place {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match (&self.file, self.at, &self.what) {
-            (Some(file), Some(at), _) => write!(f, "{}:{at}", file.display()),
-            (Some(file), None, Some(what)) => write!(f, "{}: {what}", file.display()),
-            (Some(file), None, None) => write!(f, "{}", file.display()),
-            (None, _, Some(what)) => f.write_str(what),
-            (None, _, None) => f.write_str("(unknown place)"),
-        }
-    }
 }
 
 /// The jobs of a case and the placeholders nothing sets.

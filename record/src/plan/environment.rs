@@ -5,12 +5,12 @@
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 
-use super::build::Place;
 use super::error::PlanError;
 use super::megatron::NCCL_DEFAULTS;
 use super::placeholder::{FromCaller, Names, is_name, resolve};
-use goldgate_core::case::{Scalar, ScalarKind, TestCase, TestType};
+use goldgate_core::case::{Scalar, ScalarKind, Span, TestCase, TestType};
 use goldgate_core::config::{AxisValue, Platform};
 
 /// The environment of a job and the one its first placeholder pass sees.
@@ -139,4 +139,25 @@ fn add_env_vars(
         env.insert(name.clone(), resolved.text);
     }
     Ok(missing)
+}
+/// Where something in a plan comes from: a file (with a position when known), or a setting
+/// described in words.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Place {
+    pub file: Option<PathBuf>,
+    pub at: Option<Span>,
+    /// What it is when there is no position (`the default entry`, `TRAINING_SCRIPT_PATH`).
+    pub what: Option<String>,
+}
+
+impl std::fmt::Display for Place {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match (&self.file, self.at, &self.what) {
+            (Some(file), Some(at), _) => write!(f, "{}:{at}", file.display()),
+            (Some(file), None, Some(what)) => write!(f, "{}: {what}", file.display()),
+            (Some(file), None, None) => write!(f, "{}", file.display()),
+            (None, _, Some(what)) => f.write_str(what),
+            (None, _, None) => f.write_str("(unknown place)"),
+        }
+    }
 }

@@ -16,7 +16,8 @@ mod shell;
 mod slurm;
 mod variant;
 
-pub use build::{DEFAULT_ENTRY, Place, PlanInputs, Planned, Unset, plan_case};
+pub use build::{DEFAULT_ENTRY, PlanInputs, Planned, Unset, plan_case};
+pub use environment::Place;
 pub use error::{PlanError, SelectError};
 pub use filter::{CaseFilter, FilterError, Partition};
 pub use job::{

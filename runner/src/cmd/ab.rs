@@ -17,8 +17,9 @@ use super::args::{ExecArgs, GateArgs};
 use super::error::{AppError, CmdError};
 use super::output::{err, errln, out, stderr_color};
 use super::select::{Selection, plan_selection};
+use goldgate_core::config::Sequential;
 use goldgate_core::config::{Config, ExecutorChoice};
-use goldgate_judge::compare::ab::{self, AbMetric, Sequential};
+use goldgate_judge::compare::ab::{self, AbMetric};
 use goldgate_judge::compare::ab_outcome::{AB_SCHEMA_VERSION, AbJob, AbReport, ArmSpec};
 use goldgate_record::plan::{Job, Output};
 use goldgate_record::run::{Progress, ResultsWriter, RunOptions};
@@ -113,7 +114,7 @@ impl Arm {
         };
         let mut select = args.select.clone();
         select.variants.extend(variants.iter().cloned());
-        let dir = dir.as_deref().map(super::select::absolute).transpose()?;
+        let dir = dir.as_deref().map(super::args::absolute).transpose()?;
         Ok(Arm {
             name,
             select,
@@ -207,7 +208,7 @@ fn options(args: &Args, config: &Config) -> Result<(RunOptions, String, Executor
 }
 
 fn sequential(args: &Args, config: &Config, platform: &str) -> Result<Sequential, AppError> {
-    let mut seq = Sequential::from_settings(&config.ab, platform);
+    let mut seq = config.ab.on(platform);
     if let Some(n) = args.max_pairs {
         seq.max_pairs = n;
         seq.min_pairs = seq.min_pairs.min(n);

@@ -2,7 +2,6 @@
 //! stdout), `--markdown`, `--junit`, `--json` (atomic writes, `-` = stdout) and, under GitHub
 //! Actions, the markdown appended to `$GITHUB_STEP_SUMMARY`. The renderers are `report::ab`'s.
 
-use std::io::Write;
 use std::path::Path;
 
 use super::args::GateArgs;
@@ -16,7 +15,7 @@ pub(crate) fn emit(report: &AbReport, gate: &GateArgs) -> Result<(), AppError> {
     let files = [&gate.markdown, &gate.junit, &gate.json];
     let stdout_taken = files
         .iter()
-        .any(|p| p.as_deref().is_some_and(super::args::is_stdout));
+        .any(|p| p.as_deref().is_some_and(super::output::is_stdout));
     let text = ab::render_terminal(report);
     if stdout_taken {
         err!("{text}");
@@ -24,6 +23,12 @@ pub(crate) fn emit(report: &AbReport, gate: &GateArgs) -> Result<(), AppError> {
         out!("{text}");
     }
     let markdown = ab::render_markdown(report);
+    let write = |path: &Path, text: &str| {
+        super::output::write_report(path, text).map_err(|source| CmdError::Write {
+            path: path.to_path_buf(),
+            source,
+        })
+    };
     if let Some(path) = &gate.markdown {
         write(path, &markdown)?;
     }
@@ -33,37 +38,7 @@ pub(crate) fn emit(report: &AbReport, gate: &GateArgs) -> Result<(), AppError> {
     if let Some(path) = &gate.json {
         write(path, &ab::render_json(report)?)?;
     }
-    if let Some(path) = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|p| !p.is_empty()) {
-        append(Path::new(&path), &markdown)?;
-    }
-    Ok(())
-}
-
-fn write(path: &Path, text: &str) -> Result<(), AppError> {
-    if super::args::is_stdout(path) {
-        out!("{text}");
-        return Ok(());
-    }
-    goldgate_core::fsio::write_atomic(path, text.as_bytes()).map_err(|source| {
-        CmdError::Write {
-            path: path.to_path_buf(),
-            source,
-        }
-        .into()
-    })
-}
-
-/// The step summary is shared by every step of a job: append, never replace.
-fn append(path: &Path, text: &str) -> Result<(), AppError> {
-    let fail = |source| CmdError::Write {
-        path: path.to_path_buf(),
-        source,
-    };
-    let mut f = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .map_err(fail)?;
-    f.write_all(text.as_bytes()).map_err(fail)?;
+    super::output::append_step_summary(&markdown)
+        .map_err(|(path, source)| CmdError::Write { path, source })?;
     Ok(())
 }

@@ -6,7 +6,7 @@ use goldgate_core::duration::parse_duration;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use super::error::AppError;
+use super::error::{AppError, CmdError};
 use super::output::errln;
 use goldgate_core::config::{Config, ConfigSource, ExecutorChoice, Platform};
 use goldgate_record::launch::Settle;
@@ -172,7 +172,7 @@ impl ExecArgs {
     pub fn options(&self, out: &Path) -> Result<RunOptions, AppError> {
         Ok(RunOptions {
             run_id: goldgate_record::run::new_run_id(),
-            out_dir: super::select::absolute(out)?,
+            out_dir: absolute(out)?,
             base_dir: std::env::current_dir().map_err(|source| RunError::Cwd { source })?,
             workers: self.workers(),
             retries: self.retries,
@@ -263,23 +263,13 @@ impl Default for TrendArgs {
     }
 }
 
-impl TrendArgs {
-    /// The trend section for `c` (empty without `--trend-db`).
-    pub fn markdown(&self, c: &goldgate_schema::Comparison) -> Result<String, AppError> {
-        match &self.trend_db {
-            Some(db) => super::history_site::trend_markdown(db, self.trend_runs.max(1), c),
-            None => Ok(String::new()),
-        }
-    }
-}
-
 impl GateArgs {
     /// Refuses two reports on stdout (`--json - --junit -`): they would be one unreadable mix.
     /// Checked before anything runs.
     pub fn check(&self) -> Result<(), AppError> {
         let on_stdout = [&self.junit, &self.markdown, &self.json]
             .into_iter()
-            .filter(|p| p.as_deref().is_some_and(is_stdout))
+            .filter(|p| p.as_deref().is_some_and(super::output::is_stdout))
             .count();
         if on_stdout > 1 {
             return Err(super::error::CmdError::BadValue {
@@ -291,9 +281,16 @@ impl GateArgs {
     }
 }
 
-/// `-` as a report path: stdout.
-pub(crate) fn is_stdout(path: &Path) -> bool {
-    path == Path::new("-")
+/// `dir` made absolute against the current directory (job folders must not depend on the
+/// folder a job runs in).
+pub(crate) fn absolute(dir: &Path) -> Result<PathBuf, AppError> {
+    std::path::absolute(dir).map_err(|source| {
+        CmdError::BadDir {
+            dir: dir.to_path_buf(),
+            source,
+        }
+        .into()
+    })
 }
 
 /// A platform name given on the command line: it becomes part of a golden file's name, so it

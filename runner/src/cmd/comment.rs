@@ -110,7 +110,7 @@ pub fn prepare(args: &Args, env: &dyn Fn(&str) -> Option<String>) -> Result<Prep
         .clone()
         .unwrap_or_else(|| comparison.platform.clone());
     github::body::validate_key(&key)?;
-    let trend = args.trend.markdown(&comparison)?;
+    let trend = super::history_site::trend(&args.trend, &comparison)?;
     let body = comment_body(&key, &comparison, &trend, context::run_url(env).as_deref());
     Ok(Prepared {
         key,

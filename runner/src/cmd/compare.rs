@@ -1,10 +1,9 @@
 //! `goldgate compare`: compares recorded jobs with their golden files and gates by exit code.
 
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use super::error::AppError;
-use super::output::{Stream, out};
+use super::output::Stream;
 use goldgate_judge::compare::{CompareError, CompareOptions, compare_records};
 use goldgate_judge::report;
 use goldgate_schema::Comparison;
@@ -92,7 +91,7 @@ pub fn gate(
     let gated = comparison
         .clone()
         .gated(gate.strict, gate.fail_on_improvement);
-    let trend = gate.trend.markdown(&gated)?;
+    let trend = super::history_site::trend(&gate.trend, &gated)?;
     emit(&gated, &outputs, &trend)?;
     Ok(comparison.exit(gate.strict, gate.fail_on_improvement))
 }
@@ -105,7 +104,7 @@ pub fn emit(c: &Comparison, outputs: &Outputs, trend: &str) -> Result<(), AppErr
     let reports = [&outputs.markdown, &outputs.junit, &outputs.json];
     let stdout_taken = reports
         .iter()
-        .any(|p| p.as_deref().is_some_and(super::args::is_stdout));
+        .any(|p| p.as_deref().is_some_and(super::output::is_stdout));
     let (stream, print): (_, fn(std::fmt::Arguments<'_>)) = if stdout_taken {
         (Stream::Stderr, super::output::stderr)
     } else {
@@ -122,43 +121,22 @@ pub fn emit(c: &Comparison, outputs: &Outputs, trend: &str) -> Result<(), AppErr
         super::output::commands(stream, &report::annotations::render(c));
     }
     let markdown = report::markdown::render(c) + trend;
+    let write = |path: &Path, text: &str| {
+        super::output::write_report(path, text).map_err(|source| CompareError::Write {
+            path: path.to_path_buf(),
+            source,
+        })
+    };
     if let Some(path) = &outputs.markdown {
-        write_file(path, &markdown)?;
+        write(path, &markdown)?;
     }
     if let Some(path) = &outputs.junit {
-        write_file(path, &report::junit::render(c)?)?;
+        write(path, &report::junit::render(c)?)?;
     }
     if let Some(path) = &outputs.json {
-        write_file(path, &report::json::render(c)?)?;
+        write(path, &report::json::render(c)?)?;
     }
-    if let Some(path) = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|p| !p.is_empty()) {
-        append(Path::new(&path), &markdown)?;
-    }
+    super::output::append_step_summary(&markdown)
+        .map_err(|(path, source)| CompareError::Write { path, source })?;
     Ok(())
-}
-
-/// Writes a report file atomically, or prints it for `-`.
-fn write_file(path: &Path, text: &str) -> Result<(), CompareError> {
-    if super::args::is_stdout(path) {
-        out!("{text}");
-        return Ok(());
-    }
-    goldgate_core::fsio::write_atomic(path, text.as_bytes()).map_err(|source| CompareError::Write {
-        path: path.to_path_buf(),
-        source,
-    })
-}
-
-/// The step summary is shared by every step of a job: append, never replace.
-fn append(path: &Path, text: &str) -> Result<(), CompareError> {
-    let write_err = |source| CompareError::Write {
-        path: path.to_path_buf(),
-        source,
-    };
-    let mut f = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .map_err(write_err)?;
-    f.write_all(text.as_bytes()).map_err(write_err)
 }

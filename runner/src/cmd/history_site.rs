@@ -99,9 +99,21 @@ pub(crate) fn site(store: &mut Store, a: &SiteArgs) -> Result<Exit, AppError> {
     Ok(Exit::Pass)
 }
 
+/// The trend section of `compare --trend-db` and `comment --trend-db` for `c` (empty without
+/// `--trend-db`).
+pub(crate) fn trend(
+    args: &super::args::TrendArgs,
+    c: &goldgate_schema::Comparison,
+) -> Result<String, AppError> {
+    match &args.trend_db {
+        Some(db) => trend_markdown(db, args.trend_runs.max(1), c),
+        None => Ok(String::new()),
+    }
+}
+
 /// The `Trend on main` section for the regressed metrics of `c`: main's last `runs` runs of
 /// each in the store `db` (a URL or a file), on the comparison's platform.
-pub(crate) fn trend_markdown(
+fn trend_markdown(
     db: &str,
     runs: usize,
     c: &goldgate_schema::Comparison,

@@ -194,12 +194,9 @@ fn golden_label(g: &GoldenRef) -> String {
     }
 }
 
-/// Version of `list --format json`'s layout; raised when a field changes meaning or goes away.
-pub const LIST_SCHEMA_VERSION: u32 = 1;
-
 /// The JSON scripts read: `schema_version` and `cases`, one object per case, each with `name`.
 pub fn render_json(rows: &[Row]) -> String {
-    let doc = serde_json::json!({"schema_version": LIST_SCHEMA_VERSION, "cases": rows});
+    let doc = serde_json::json!({"schema_version": super::list_recipes::LIST_SCHEMA_VERSION, "cases": rows});
     serde_json::to_string_pretty(&doc)
         .unwrap_or_else(|e| format!("{{\"error\": {:?}}}", e.to_string()))
 }

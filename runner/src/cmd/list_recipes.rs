@@ -11,45 +11,28 @@ use goldgate_core::case::{RecipeFilter, RecipeRow, select};
 use goldgate_record::plan::{load_rows, not_run_reason};
 use goldgate_schema::Exit;
 
-/// One listed workload.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
-pub(crate) struct WorkloadRow {
-    /// Megatron's workload name (`{test_case}_{environment}_{platforms}`).
-    pub name: String,
-    /// `<model>/<case>`.
-    pub case: String,
-    pub environment: Option<String>,
-    pub platform: Option<String>,
-    pub scope: Option<String>,
-    pub cadence: Vec<String>,
-    pub nodes: Option<u32>,
-    /// GPUs per node the recipe allocates.
-    pub gpus: Option<u32>,
-    pub n_repeat: Option<u32>,
-    /// Seconds.
-    pub time_limit: Option<u64>,
+/// Version of `list --format json`'s layout; raised when a field changes meaning or goes away.
+pub(crate) const LIST_SCHEMA_VERSION: u32 = 1;
+
+/// One listed workload: the recipe row (its JSON fields are `RecipeRow`'s), the training
+/// script it runs and why `goldgate run --scope` leaves it out.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub(crate) struct WorkloadRow<'a> {
+    #[serde(flatten)]
+    pub row: &'a RecipeRow,
     /// `TRAINING_SCRIPT_PATH`, relative to Megatron-LM.
-    pub training_script: Option<String>,
+    pub training_script: Option<&'a str>,
     /// Why `goldgate run --scope` leaves this row out (the note `plan` and `run` print);
     /// absent for a row it runs.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub not_run: Option<String>,
 }
 
-impl WorkloadRow {
-    fn of(row: &RecipeRow, not_run: Option<String>) -> WorkloadRow {
+impl WorkloadRow<'_> {
+    fn of(row: &RecipeRow, not_run: Option<String>) -> WorkloadRow<'_> {
         WorkloadRow {
-            name: row.name.clone(),
-            case: row.case.clone(),
-            environment: row.environment.clone(),
-            platform: row.platform.clone(),
-            scope: row.scope.clone(),
-            cadence: row.cadence.clone(),
-            nodes: row.nodes,
-            gpus: row.gpus,
-            n_repeat: row.n_repeat,
-            time_limit: row.time_limit,
-            training_script: row.training_script().map(str::to_owned),
+            row,
+            training_script: row.training_script(),
             not_run,
         }
     }
@@ -87,7 +70,7 @@ pub(crate) fn run(
 /// The JSON scripts read: `schema_version` (`list`'s) and `workloads`, one object per row.
 pub(crate) fn render_json(rows: &[WorkloadRow]) -> String {
     let doc = serde_json::json!({
-        "schema_version": super::list::LIST_SCHEMA_VERSION,
+        "schema_version": LIST_SCHEMA_VERSION,
         "workloads": rows,
     });
     serde_json::to_string_pretty(&doc)
@@ -108,7 +91,8 @@ pub(crate) fn render_table(rows: &[WorkloadRow]) -> String {
         "time",
         "script",
     ]);
-    for r in rows {
+    for w in rows {
+        let r = w.row;
         let size = match (r.nodes, r.gpus) {
             (Some(n), Some(g)) => format!("{n}×{g}"),
             _ => dash(),
@@ -122,7 +106,7 @@ pub(crate) fn render_table(rows: &[WorkloadRow]) -> String {
             r.n_repeat.map_or_else(dash, |n| n.to_string()),
             r.time_limit
                 .map_or_else(dash, |s| format!("{} min", s / 60)),
-            r.training_script.clone().unwrap_or_else(dash),
+            w.training_script.map_or_else(dash, str::to_owned),
         ]);
     }
     let mut table = b.build();
@@ -136,7 +120,7 @@ pub(crate) fn render_table(rows: &[WorkloadRow]) -> String {
         ));
         for r in left_out {
             let why = r.not_run.as_deref().unwrap_or_default();
-            s.push_str(&format!("\n  {}: {why}", r.name));
+            s.push_str(&format!("\n  {}: {why}", r.row.name));
         }
     }
     s
@@ -146,28 +130,9 @@ pub(crate) fn render_table(rows: &[WorkloadRow]) -> String {
 mod tests {
     use super::*;
 
-    #[test]
-    fn table() {
-        let row = WorkloadRow {
-            name: "gpt3_x_dev_dgx_h100".into(),
-            case: "gpt/gpt3_x".into(),
-            environment: Some("dev".into()),
-            platform: Some("dgx_h100".into()),
-            scope: Some("mr".into()),
-            cadence: vec!["pr".into()],
-            nodes: Some(1),
-            gpus: Some(8),
-            n_repeat: Some(5),
-            time_limit: Some(1800),
-            training_script: Some("pretrain_gpt.py".into()),
-            not_run: None,
-        };
-        insta::assert_snapshot!(render_table(&[row]));
-    }
-
-    #[test]
-    fn rows_goldgate_does_not_run_are_named_with_why() {
-        let row = |name: &str, case: &str, not_run: Option<&str>| WorkloadRow {
+    fn recipe_row(name: &str, case: &str) -> RecipeRow {
+        RecipeRow {
+            file: "recipes/gpt.yaml".into(),
             name: name.into(),
             case: case.into(),
             environment: Some("dev".into()),
@@ -178,17 +143,64 @@ mod tests {
             gpus: Some(8),
             n_repeat: Some(1),
             time_limit: None,
-            training_script: None,
-            not_run: not_run.map(str::to_owned),
+            script: Err("not formatted in this test".into()),
+        }
+    }
+
+    #[test]
+    fn table() {
+        let recipe = RecipeRow {
+            cadence: vec!["pr".into()],
+            n_repeat: Some(5),
+            time_limit: Some(1800),
+            ..recipe_row("gpt3_x_dev_dgx_h100", "gpt/gpt3_x")
         };
+        let row = WorkloadRow {
+            row: &recipe,
+            training_script: Some("pretrain_gpt.py"),
+            not_run: None,
+        };
+        insta::assert_snapshot!(render_table(&[row]));
+    }
+
+    #[test]
+    fn rows_goldgate_does_not_run_are_named_with_why() {
+        let runs = recipe_row("gpt3_x_dev_dgx_h100", "gpt/gpt3_x");
+        let perf = recipe_row("gpt_16b_perf_dev_dgx_h100", "gpt/gpt_16b_perf");
+        let why = "its recipe runs a performance test script, not run_ci_test.sh";
         let rows = [
-            row("gpt3_x_dev_dgx_h100", "gpt/gpt3_x", None),
-            row(
-                "gpt_16b_perf_dev_dgx_h100",
-                "gpt/gpt_16b_perf",
-                Some("its recipe runs a performance test script, not run_ci_test.sh"),
-            ),
+            WorkloadRow::of(&runs, None),
+            WorkloadRow::of(&perf, Some(why.to_owned())),
         ];
         insta::assert_snapshot!(render_table(&rows));
+    }
+
+    #[test]
+    fn json_has_the_recipe_fields_and_not_its_file_or_script_facts() {
+        let recipe = recipe_row("gpt3_x_dev_dgx_h100", "gpt/gpt3_x");
+        let json: serde_json::Value =
+            serde_json::from_str(&render_json(&[WorkloadRow::of(&recipe, None)])).unwrap();
+        let keys: Vec<&str> = json["workloads"][0]
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        assert_eq!(
+            keys,
+            [
+                "name",
+                "case",
+                "environment",
+                "platform",
+                "scope",
+                "cadence",
+                "nodes",
+                "gpus",
+                "n_repeat",
+                "time_limit",
+                "training_script"
+            ]
+        );
     }
 }

@@ -5,6 +5,7 @@
 
 use std::ffi::OsStr;
 use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 
 /// Set once stdout failed: nothing more is written to it.
@@ -168,6 +169,36 @@ pub fn decide(
 /// How every command shows an error: [`goldgate_core::printable::error_text`].
 pub fn render_error(err: &dyn miette::Diagnostic, context: Option<&str>, color: bool) -> String {
     goldgate_core::printable::error_text(err, context, color)
+}
+
+/// `-` as a report path: stdout.
+pub(crate) fn is_stdout(path: &Path) -> bool {
+    path == Path::new("-")
+}
+
+/// A report file (`--markdown`, `--junit`, `--json`): written atomically, or printed to stdout
+/// for `-`. `Err` is the write's error; the caller names the file.
+pub(crate) fn write_report(path: &Path, text: &str) -> std::io::Result<()> {
+    if is_stdout(path) {
+        stdout(format_args!("{text}"));
+        return Ok(());
+    }
+    goldgate_core::fsio::write_atomic(path, text.as_bytes())
+}
+
+/// Appends `text` to GitHub's step summary when `$GITHUB_STEP_SUMMARY` names one. The file is
+/// shared by every step of a job: append, never replace. `Err` names the file.
+pub(crate) fn append_step_summary(text: &str) -> Result<(), (PathBuf, std::io::Error)> {
+    let Some(path) = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|p| !p.is_empty()) else {
+        return Ok(());
+    };
+    let path = PathBuf::from(path);
+    let appended = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)
+        .and_then(|mut f| f.write_all(text.as_bytes()));
+    appended.map_err(|e| (path, e))
 }
 
 /// `print!` that never panics.

@@ -48,11 +48,7 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
             .select
             .out_dir(&config, args.out.as_deref(), "results")?,
         run_id: args.run_id,
-        base_dir: args
-            .dir
-            .as_deref()
-            .map(super::select::absolute)
-            .transpose()?,
+        base_dir: args.dir.as_deref().map(super::args::absolute).transpose()?,
     };
     let filter =
         goldgate_record::plan::CaseFilter::new(std::slice::from_ref(&args.case), None, None)?;

@@ -83,12 +83,12 @@ impl Selection {
         default: &str,
     ) -> Result<PathBuf, AppError> {
         if let Some(out) = out {
-            return absolute(out);
+            return super::args::absolute(out);
         }
         let (platform, executor) = self.executor(config)?;
         match (&platform.slurm.job_root, executor) {
             (Some(root), ExecutorChoice::Slurm) => Ok(root.clone()),
-            _ => absolute(Path::new(default)),
+            _ => super::args::absolute(Path::new(default)),
         }
     }
 }
@@ -151,18 +151,6 @@ impl CaseArgs {
             self.partition,
         )?)
     }
-}
-
-/// `dir` made absolute against the current directory (job folders must not depend on the
-/// folder a job runs in).
-pub(crate) fn absolute(dir: &Path) -> Result<PathBuf, AppError> {
-    std::path::absolute(dir).map_err(|source| {
-        CmdError::BadDir {
-            dir: dir.to_path_buf(),
-            source,
-        }
-        .into()
-    })
 }
 
 /// The jobs of `selection` under `config`: `plan::plan_selection` on its flags.

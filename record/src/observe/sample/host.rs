@@ -14,6 +14,7 @@ use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use super::procfs::{kb_field, read_whole};
 use super::pss::{PssReader, PssSchedule};
 use super::timeline::{Point, Series, SeriesSummary};
 
@@ -104,20 +105,6 @@ fn read_mem_available(file: &File, buf: &mut Vec<u8>) -> Option<u64> {
 /// The `MemAvailable:` line of `/proc/meminfo`, in bytes.
 fn mem_available_bytes(meminfo: &[u8]) -> Option<u64> {
     kb_field(meminfo, "MemAvailable:")
-}
-
-/// The `<key> <n> kB` line of a `/proc` file (`meminfo`, `smaps_rollup`), in bytes.
-pub(crate) fn kb_field(text: &[u8], key: &str) -> Option<u64> {
-    let text = std::str::from_utf8(text).ok()?;
-    let line = text.lines().find(|l| l.starts_with(key))?;
-    let kb: u64 = line
-        .trim_start_matches(key)
-        .trim()
-        .trim_end_matches("kB")
-        .trim()
-        .parse()
-        .ok()?;
-    kb.checked_mul(1024)
 }
 
 /// The host sampler's state for one job.
@@ -439,18 +426,6 @@ fn open_fs(path: &Path) -> std::io::Result<(File, u64)> {
 fn fd_used_bytes(dir: &File) -> std::io::Result<u64> {
     let st = rustix::fs::fstatvfs(dir)?;
     Ok(st.f_blocks.saturating_sub(st.f_bfree) * st.f_frsize)
-}
-
-/// Reads all of a small procfs file from offset 0 into `buf`, growing it as needed (a
-/// `children` list can outgrow a page); returns the length.
-pub(crate) fn read_whole(file: &File, buf: &mut Vec<u8>) -> std::io::Result<usize> {
-    loop {
-        let n = file.read_at(buf, 0)?;
-        if n < buf.len() {
-            return Ok(n);
-        }
-        buf.resize(buf.len() * 2, 0);
-    }
 }
 
 /// Second field of `statm`: resident pages.

@@ -3,6 +3,7 @@
 
 mod gpu;
 mod host;
+mod procfs;
 mod pss;
 mod sampler;
 mod timeline;

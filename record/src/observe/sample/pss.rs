@@ -131,7 +131,7 @@ fn read_member(files: &mut HashMap<u32, File>, pid: u32, buf: &mut Vec<u8>) -> O
             e.insert(File::open(format!("/proc/{pid}/smaps_rollup")).ok()?)
         }
     };
-    match super::host::read_whole(file, buf) {
+    match super::procfs::read_whole(file, buf) {
         Ok(n) if n > 0 => pss_bytes(&buf[..n]),
         _ => {
             files.remove(&pid);
@@ -142,7 +142,7 @@ fn read_member(files: &mut HashMap<u32, File>, pid: u32, buf: &mut Vec<u8>) -> O
 
 /// The `Pss:` line of `smaps_rollup`, in bytes (the kernel prints kB).
 pub(crate) fn pss_bytes(rollup: &[u8]) -> Option<u64> {
-    super::host::kb_field(rollup, "Pss:")
+    super::procfs::kb_field(rollup, "Pss:")
 }
 
 /// CPU time of the calling thread.
