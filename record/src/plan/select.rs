@@ -261,8 +261,9 @@ impl Selected {
             Ok(planned) => {
                 self.jobs.extend(planned.jobs);
                 for u in planned.unset {
-                    if !self.unset.iter().any(|s| s.name == u.name) {
-                        self.unset.push(u);
+                    match self.unset.iter_mut().find(|s| s.name == u.name) {
+                        Some(seen) => seen.cases += 1,
+                        None => self.unset.push(u),
                     }
                 }
             }
@@ -284,9 +285,13 @@ impl Selected {
         let level = if strict { "error" } else { "warning" };
         for u in &self.unset {
             let what = if strict { "" } else { "; left as written" };
+            let cases = match u.cases {
+                0 | 1 => format!("case {}", u.case),
+                n => format!("{n} cases: {} and {} more", u.case, n - 1),
+            };
             s.push_str(&format!(
-                "{level}: {}: `${{{}}}` is set by nothing (the environment, the platform, the case's ENV_VARS){what} (case {})\n",
-                u.place, u.name, u.case
+                "{level}: {}: `${{{}}}` is set by nothing (the environment, the platform, the case's ENV_VARS){what} ({cases})\n",
+                u.place, u.name
             ));
         }
         for f in &self.failures {

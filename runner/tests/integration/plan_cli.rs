@@ -501,6 +501,46 @@ fn names_nothing_sets_warn_once_and_strict_refuses() {
     ));
 }
 
+/// A placeholder nothing sets is warned about once, naming how many cases use it (as
+/// Megatron's MR scope has 128 that name `${MEGATRON_LM_DIR}`), and an entry word that starts
+/// with it stays as written instead of being glued to the working folder.
+#[test]
+fn an_unset_placeholder_names_every_case_it_affects_and_stays_as_written() {
+    let tree = Tree::new();
+    for name in ["a", "b", "c"] {
+        let case = "TEST_TYPE: regular\nLAUNCHER: direct\nMODEL_ARGS:\n  --data-path: ${DATA_PATH}\n\
+                    GOLDGATE:\n  entry: [python, \"${MEGATRON_LM_DIR}/examples/run.py\"]\n  nproc: 1\n";
+        write(
+            &tree
+                .path()
+                .join(format!("cases/many/{name}/model_config.yaml")),
+            case,
+        );
+    }
+    let o = cli::goldgate()
+        .args([
+            "plan",
+            "many/*",
+            "--root",
+            "cases",
+            "--config",
+            "goldgate.yaml",
+        ])
+        .current_dir(tree.path())
+        .env_remove("DATA_PATH")
+        .env_remove("MEGATRON_LM_DIR")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", tree.text(&o.stderr));
+    let stdout = tree.text(&o.stdout);
+    assert!(
+        stdout.contains("'${MEGATRON_LM_DIR}/examples/run.py'"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("[TMP]/${MEGATRON_LM_DIR}"), "{stdout}");
+    insta::assert_snapshot!(tree.text(&o.stderr));
+}
+
 /// Names only Megatron's release pipeline sets (data blends, tokenizers, W&B): the corpus
 /// cases that use them plan with the names left as written and one warning each.
 fn release_only(name: &str) -> bool {
