@@ -54,13 +54,17 @@ gg() {
   return 0
 }
 
+words ab_cases "${INPUT_AB_CASES:-${INPUT_CASES:-}}"
+# What is listed and planned: the A/B's cases in mode ab, else the selection.
+listed=("${shard[@]}" "${cases[@]}")
+[ "$mode" = ab ] && listed=("${ab_cases[@]}")
 echo "::group::goldgate list"
 # Not through a pipe: gg records the exit code in this shell.
-gg list "${select[@]}" "${shard[@]}" "${cases[@]}" > "$out/list.txt"
+gg list "${select[@]}" "${listed[@]}" > "$out/list.txt"
 cat "$out/list.txt"
 echo "::endgroup::"
 echo "::group::goldgate plan"
-gg plan "${where[@]}" "${shard[@]}" "${cases[@]}" --out "$work/results" > "$out/plan.txt"
+gg plan "${where[@]}" "${listed[@]}" --out "$work/results" > "$out/plan.txt"
 cat "$out/plan.txt"
 echo "::endgroup::"
 if [ "$code" -ne 0 ]; then
@@ -86,7 +90,6 @@ if [ "$code" -le 1 ] && { [ "$mode" = ab ] || [ "$mode" = both ]; }; then
   if [ "$megatron" = true ]; then
     arms+=(--a-env "MEGATRON_LM_DIR=$base" --b-env "MEGATRON_LM_DIR=$PWD")
   fi
-  words ab_cases "${INPUT_AB_CASES:-${INPUT_CASES:-}}"
   [ "${#ab_cases[@]}" -gt 0 ] || fail "mode $mode needs ab-cases (or cases): the cases goldgate ab runs"
   for case in "${ab_cases[@]}"; do
     name=${case//\//-}
@@ -135,3 +138,4 @@ echo "$KEY" > "$out/key.txt"
 [ -n "${GITHUB_EVENT_PATH:-}" ] && [ -f "$GITHUB_EVENT_PATH" ] && cp "$GITHUB_EVENT_PATH" "$out/event.json"
 echo "goldgate: exit $code; records staged in $out"
 output exit-code "$code"
+output results "$work/results"
