@@ -27,6 +27,9 @@ pub struct CompareOptions {
     /// `--current-case`: judge with today's case files (METRICS, TEST_EVALUATION, MODE)
     /// instead of what each run recorded.
     pub current_case: bool,
+    /// Platforms whose clocks only `goldgate ab` gates (`clocks: ab`): there a clock is judged
+    /// against its golden and reported, and never fails the gate (`engine::report_clocks`).
+    pub ab_clock_platforms: Vec<String>,
 }
 
 impl CompareOptions {
@@ -47,6 +50,10 @@ impl CompareOptions {
             axis_defaults: config.axis_defaults(),
             rules_ref: Some(config.rules_ref()),
             current_case: false,
+            ab_clock_platforms: (config.platforms.iter())
+                .filter(|p| p.clocks == goldgate_core::config::Clocks::Ab)
+                .map(|p| p.name.clone())
+                .collect(),
         }
     }
 }

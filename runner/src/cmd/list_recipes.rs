@@ -14,25 +14,50 @@ use goldgate_schema::Exit;
 /// Version of `list --format json`'s layout; raised when a field changes meaning or goes away.
 pub(crate) const LIST_SCHEMA_VERSION: u32 = 1;
 
-/// One listed workload: the recipe row (its JSON fields are `RecipeRow`'s), the training
-/// script it runs and why `goldgate run --scope` leaves it out.
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
-pub(crate) struct WorkloadRow<'a> {
-    #[serde(flatten)]
-    pub row: &'a RecipeRow,
+/// One listed workload.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub(crate) struct WorkloadRow {
+    /// Megatron's workload name (`{test_case}_{environment}_{platforms}`).
+    pub name: String,
+    /// `<model>/<case>`.
+    pub case: String,
+    pub environment: Option<String>,
+    pub platform: Option<String>,
+    pub scope: Option<String>,
+    pub cadence: Vec<String>,
+    pub nodes: Option<u32>,
+    /// Ranks per node `plan` and `run` launch: the recipe script's `GPUS_PER_NODE`, else
+    /// Megatron's default of 8 (what `_run_training.sh` starts torchrun with).
+    pub gpus: Option<u32>,
+    /// GPUs per node the recipe's `spec.gpus` allocates, where it says (it may differ from the
+    /// ranks launched: `gpus: 1` rows of Megatron's H100 recipes still launch 8).
+    pub gpus_allocated: Option<u32>,
+    pub n_repeat: Option<u32>,
+    /// Seconds.
+    pub time_limit: Option<u64>,
     /// `TRAINING_SCRIPT_PATH`, relative to Megatron-LM.
-    pub training_script: Option<&'a str>,
+    pub training_script: Option<String>,
     /// Why `goldgate run --scope` leaves this row out (the note `plan` and `run` print);
     /// absent for a row it runs.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub not_run: Option<String>,
 }
 
-impl WorkloadRow<'_> {
-    fn of(row: &RecipeRow, not_run: Option<String>) -> WorkloadRow<'_> {
+impl WorkloadRow {
+    fn of(row: &RecipeRow, not_run: Option<String>) -> WorkloadRow {
         WorkloadRow {
-            row,
-            training_script: row.training_script(),
+            name: row.name.clone(),
+            case: row.case.clone(),
+            environment: row.environment.clone(),
+            platform: row.platform.clone(),
+            scope: row.scope.clone(),
+            cadence: row.cadence.clone(),
+            nodes: Some(row.nodes.unwrap_or(1)),
+            gpus: Some(row.gpus_per_node()),
+            gpus_allocated: row.gpus,
+            n_repeat: row.n_repeat,
+            time_limit: row.time_limit,
+            training_script: row.training_script().map(str::to_owned),
             not_run,
         }
     }
@@ -91,10 +116,10 @@ pub(crate) fn render_table(rows: &[WorkloadRow]) -> String {
         "time",
         "script",
     ]);
-    for w in rows {
-        let r = w.row;
-        let size = match (r.nodes, r.gpus) {
-            (Some(n), Some(g)) => format!("{n}×{g}"),
+    for r in rows {
+        let size = match (r.nodes, r.gpus, r.gpus_allocated) {
+            (Some(n), Some(g), Some(a)) if a != g => format!("{n}×{g} ({a} allocated)"),
+            (Some(n), Some(g), _) => format!("{n}×{g}"),
             _ => dash(),
         };
         b.push_record([
@@ -106,7 +131,7 @@ pub(crate) fn render_table(rows: &[WorkloadRow]) -> String {
             r.n_repeat.map_or_else(dash, |n| n.to_string()),
             r.time_limit
                 .map_or_else(dash, |s| format!("{} min", s / 60)),
-            w.training_script.map_or_else(dash, str::to_owned),
+            r.training_script.clone().unwrap_or_else(dash),
         ]);
     }
     let mut table = b.build();
@@ -120,7 +145,7 @@ pub(crate) fn render_table(rows: &[WorkloadRow]) -> String {
         ));
         for r in left_out {
             let why = r.not_run.as_deref().unwrap_or_default();
-            s.push_str(&format!("\n  {}: {why}", r.row.name));
+            s.push_str(&format!("\n  {}: {why}", r.name));
         }
     }
     s
@@ -130,9 +155,29 @@ pub(crate) fn render_table(rows: &[WorkloadRow]) -> String {
 mod tests {
     use super::*;
 
-    fn recipe_row(name: &str, case: &str) -> RecipeRow {
-        RecipeRow {
-            file: "recipes/gpt.yaml".into(),
+    #[test]
+    fn table() {
+        let row = WorkloadRow {
+            name: "gpt3_x_dev_dgx_h100".into(),
+            case: "gpt/gpt3_x".into(),
+            environment: Some("dev".into()),
+            platform: Some("dgx_h100".into()),
+            scope: Some("mr".into()),
+            cadence: vec!["pr".into()],
+            nodes: Some(1),
+            gpus: Some(8),
+            gpus_allocated: Some(8),
+            n_repeat: Some(5),
+            time_limit: Some(1800),
+            training_script: Some("pretrain_gpt.py".into()),
+            not_run: None,
+        };
+        insta::assert_snapshot!(render_table(&[row]));
+    }
+
+    #[test]
+    fn rows_goldgate_does_not_run_are_named_with_why() {
+        let row = |name: &str, case: &str, not_run: Option<&str>| WorkloadRow {
             name: name.into(),
             case: case.into(),
             environment: Some("dev".into()),
@@ -141,66 +186,46 @@ mod tests {
             cadence: vec![],
             nodes: Some(1),
             gpus: Some(8),
+            gpus_allocated: Some(8),
             n_repeat: Some(1),
             time_limit: None,
-            script: Err("not formatted in this test".into()),
-        }
-    }
-
-    #[test]
-    fn table() {
-        let recipe = RecipeRow {
-            cadence: vec!["pr".into()],
-            n_repeat: Some(5),
-            time_limit: Some(1800),
-            ..recipe_row("gpt3_x_dev_dgx_h100", "gpt/gpt3_x")
+            training_script: None,
+            not_run: not_run.map(str::to_owned),
         };
-        let row = WorkloadRow {
-            row: &recipe,
-            training_script: Some("pretrain_gpt.py"),
-            not_run: None,
-        };
-        insta::assert_snapshot!(render_table(&[row]));
-    }
-
-    #[test]
-    fn rows_goldgate_does_not_run_are_named_with_why() {
-        let runs = recipe_row("gpt3_x_dev_dgx_h100", "gpt/gpt3_x");
-        let perf = recipe_row("gpt_16b_perf_dev_dgx_h100", "gpt/gpt_16b_perf");
-        let why = "its recipe runs a performance test script, not run_ci_test.sh";
         let rows = [
-            WorkloadRow::of(&runs, None),
-            WorkloadRow::of(&perf, Some(why.to_owned())),
+            row("gpt3_x_dev_dgx_h100", "gpt/gpt3_x", None),
+            row(
+                "gpt_16b_perf_dev_dgx_h100",
+                "gpt/gpt_16b_perf",
+                Some("its recipe runs a performance test script, not run_ci_test.sh"),
+            ),
         ];
         insta::assert_snapshot!(render_table(&rows));
     }
 
+    /// A recipe row that allocates one GPU and whose script sets no `GPUS_PER_NODE` launches
+    /// Megatron's default of 8 ranks, as `plan` shows: `list` says 8 too, and what is allocated.
     #[test]
-    fn json_has_the_recipe_fields_and_not_its_file_or_script_facts() {
-        let recipe = recipe_row("gpt3_x_dev_dgx_h100", "gpt/gpt3_x");
-        let json: serde_json::Value =
-            serde_json::from_str(&render_json(&[WorkloadRow::of(&recipe, None)])).unwrap();
-        let keys: Vec<&str> = json["workloads"][0]
-            .as_object()
-            .unwrap()
-            .keys()
-            .map(String::as_str)
-            .collect();
+    fn a_row_shows_the_ranks_plan_launches_and_what_its_recipe_allocates() {
+        let recipe = RecipeRow {
+            file: "h100/gpt-grpo.yaml".into(),
+            case: "gpt/grpo".into(),
+            name: "gpt_grpo_dev_dgx_h100".into(),
+            environment: Some("dev".into()),
+            platform: Some("dgx_h100".into()),
+            scope: Some("mr".into()),
+            cadence: vec![],
+            nodes: Some(1),
+            gpus: Some(1),
+            n_repeat: None,
+            time_limit: None,
+            script: Err("no script".into()),
+        };
+        let row = WorkloadRow::of(&recipe, None);
         assert_eq!(
-            keys,
-            [
-                "name",
-                "case",
-                "environment",
-                "platform",
-                "scope",
-                "cadence",
-                "nodes",
-                "gpus",
-                "n_repeat",
-                "time_limit",
-                "training_script"
-            ]
+            (row.nodes, row.gpus, row.gpus_allocated),
+            (Some(1), Some(8), Some(1))
         );
+        insta::assert_snapshot!(render_table(&[row]));
     }
 }

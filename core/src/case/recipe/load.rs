@@ -45,12 +45,11 @@ pub fn resolve_scope(scope: &str) -> &str {
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct RecipeRow {
     /// The recipe file.
-    #[serde(skip)]
     pub file: PathBuf,
-    /// Megatron's workload name (`{test_case}_{environment}_{platforms}` formatted).
-    pub name: String,
     /// `<model>/<test_case>`: the case folder it runs.
     pub case: String,
+    /// Megatron's workload name (`{test_case}_{environment}_{platforms}` formatted).
+    pub name: String,
     /// `dev` or `lts`.
     pub environment: Option<String>,
     /// `dgx_h100`, `dgx_a100`, `dgx_gb200` ...
@@ -67,9 +66,7 @@ pub struct RecipeRow {
     pub n_repeat: Option<u32>,
     /// `time_limit` in seconds as the recipe writes it (replaced by `--time-limit` likewise).
     pub time_limit: Option<u64>,
-    /// What the formatted script says, or why it cannot be formatted (`list --json` shows
-    /// its training script only).
-    #[serde(skip)]
+    /// What the formatted script says, or why it cannot be formatted.
     pub script: Result<ScriptFacts, String>,
 }
 
