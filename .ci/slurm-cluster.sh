@@ -23,16 +23,10 @@ dir=${GOLDGATE_SLURM_DIR:-/var/tmp/goldgate-slurm}
 conf=/etc/slurm/slurm.conf
 marker="# goldgate test cluster (.ci/slurm-cluster.sh)"
 
+# shellcheck source=.ci/pidfiles.sh
+source "$(dirname "$0")/pidfiles.sh"
 stop() {
-  for pidfile in "$dir"/slurmd-n2.pid "$dir"/slurmd-n1.pid "$dir"/slurmctld.pid "$dir"/munged.pid; do
-    [ -f "$pidfile" ] || continue
-    pid=$(cat "$pidfile")
-    if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
-      kill "$pid"
-      for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    fi
-    rm -f "$pidfile"
-  done
+  stop_pidfiles "$dir"/slurmd-n2.pid "$dir"/slurmd-n1.pid "$dir"/slurmctld.pid "$dir"/munged.pid
 }
 
 if [ "${1:-}" = stop ]; then

@@ -3,7 +3,7 @@
 
 Series: Otava's own test series (runner/tests/fixtures/otava/otava_series.json, every case its
 tests run), goldgate's H200 records (the save-noise records in shared/data and
-docs/results/h200-runs, as recorded and with a planted step), and synthetic series with
+docs/archive/h200-checkpoints, as recorded and with a planted step), and synthetic series with
 planted steps (Gaussian noise, 100 to 10,000 points). Each series goes through Otava's
 `compute_change_points` in this process and through `goldgate history changes --input`
 (its own in-process time, so process start-up counts for neither). Both times are the best
@@ -12,7 +12,7 @@ of `--repeat` runs.
     pip install apache-otava==0.8.0
     cargo build --release -p goldgate
     python3 benches/otava_compare.py --goldgate target/release/goldgate \
-        --markdown docs/results/otava-comparison.md [--update-fixture]
+        --markdown docs/book/src/results/otava-comparison.md [--update-fixture]
 
 Needs: numpy, apache-otava. Prints the table; --markdown also writes it.
 """
@@ -113,7 +113,7 @@ def h200_records():
             for m in t.getmembers():
                 if m.name.endswith("results.json"):
                     add(t.extractfile(m).read().decode())
-    for p in sorted(glob.glob(os.path.join(REPO, "docs/results/h200-runs/**/results.json"), recursive=True)):
+    for p in sorted(glob.glob(os.path.join(REPO, "docs/archive/h200-checkpoints/**/results.json"), recursive=True)):
         add(open(p).read())
     records.sort()
     return records
@@ -142,7 +142,7 @@ def h200_series():
         return its
     for label, its in [
         ("iteration time per step of the save-noise jobs", steps("gpt/h200-ckpt-power")),
-        ("iteration time per step, h200-runs default-variant jobs",
+        ("iteration time per step, h200-checkpoints default-variant jobs",
          steps("gpt/h200-ckpt-allocator", "allocator=default,checkpoint=sync")),
     ]:
         if not its:

@@ -1,6 +1,6 @@
 //! Benchmark: change-point detection (E-divisive means, Otava's defaults: window 50,
 //! p ≤ 0.001) on a 10,000-point series with five planted steps and Gaussian noise — the size
-//! `benches/otava_compare.py` times Apache Otava on (docs/results/otava-comparison.md).
+//! `benches/otava_compare.py` times Apache Otava on (docs/book/src/results/otava-comparison.md).
 //!
 //! Run: `cargo bench -p goldgate --bench changes`.
 

@@ -56,7 +56,7 @@ enum Command {
     /// Baseline against candidate on one machine: jobs in ABBA blocks until the timing change
     /// is decided (sequential, paired), the other metrics against A and the goldens.
     Ab(cmd::ab::Args),
-    /// The A/B resampling study on recorded jobs (docs/results/ab-study.md).
+    /// The A/B resampling study on recorded jobs (docs/book/src/results/ab-study.md).
     #[command(hide = true)]
     AbStudy(cmd::ab_study::Args),
     /// The history store: ingest runs, show a metric over commits, prune, annotate.

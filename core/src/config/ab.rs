@@ -52,7 +52,7 @@ pub struct AbSettings {
     pub metrics: Vec<String>,
 }
 
-/// Built-in defaults, chosen by the resampling study (docs/results/ab-study.md).
+/// Built-in defaults, chosen by the resampling study (docs/book/src/results/ab-study.md).
 impl Default for AbSettings {
     fn default() -> AbSettings {
         AbSettings {

@@ -1,4 +1,4 @@
-//! Stage "compare": the A/B resampling study (`goldgate ab-study`, docs/results/ab-study.md) —
+//! Stage "compare": the A/B resampling study (`goldgate ab-study`, docs/book/src/results/ab-study.md) —
 //! from real per-save records of unchanged jobs, how often `goldgate ab`'s sequential test
 //! raises a false alarm (A/A), how often it catches a planted +5/+10/+20/+30 % per save, how
 //! many pairs and GPU-minutes a decision takes, side by side with today's band, the golden

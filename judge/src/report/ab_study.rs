@@ -1,4 +1,4 @@
-//! Stage "report": the A/B resampling study as markdown (docs/results/ab-study.md).
+//! Stage "report": the A/B resampling study as markdown (docs/book/src/results/ab-study.md).
 
 use crate::compare::ab::AbVerdict;
 use crate::compare::ab_study::{DesignRow, RuleRow, SessionModel, StudyOptions};

@@ -1,6 +1,6 @@
 //! Stage "report": the `goldgate power` report — for each metric, where the noise of unchanged
 //! jobs comes from, and each rule's false alarms and smallest detected change side by side —
-//! for the terminal and as markdown (the table `docs/results/` keeps). Pure functions.
+//! for the terminal and as markdown (the table the book's H200 write-up keeps). Pure functions.
 
 use std::fmt::Write as _;
 

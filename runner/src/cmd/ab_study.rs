@@ -1,7 +1,7 @@
 //! `goldgate ab-study` (hidden): the A/B resampling study of `compare::ab_study` on recorded
 //! jobs — unchanged jobs per session (`--session NAME=DIR`), optionally a real interleaved A/B
-//! session (`--real-a`, `--real-b`) — printed as markdown (docs/results/ab-study.md is its
-//! output; docs/results/ab-study.sh reruns it on the H200 records).
+//! session (`--real-a`, `--real-b`) — printed as markdown (docs/book/src/results/ab-study.md is its
+//! output; docs/archive/ab-study/ab-study.sh reruns it on the H200 records).
 
 use std::path::PathBuf;
 

@@ -5,7 +5,7 @@
 //! The tick's query is NVML's first memory call, `nvmlDeviceGetMemoryInfo`, made through
 //! the loaded library (the one `unsafe` block of the crate): `nvml-wrapper`'s
 //! `memory_info()` calls `nvmlDeviceGetMemoryInfo_v2`, which cost 7 % more CPU per call on the
-//! H200 (`docs/results/h200.md`, "Why NVML costs 90 µs a tick"). The first call's `used` also counts the memory the driver
+//! H200 (`docs/book/src/results/h200.md`, "Why NVML costs 90 µs a tick"). The first call's `used` also counts the memory the driver
 //! reserves; that reserve is read once through the second call when a device is opened and
 //! subtracted, so every recorded value means what the second call's `used` means.
 
