@@ -519,7 +519,7 @@ mod tests {
 
     fn fixture(name: &str) -> LogSummary {
         let p = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../runner/tests/fixtures/h200")
+            .join("../core/tests/fixtures/h200")
             .join(name);
         summarize_file(&p).unwrap()
     }

@@ -179,7 +179,7 @@ fn signal(pid: u32, name: &str) {
 // ---- 12: processes that escape, stop signals, ulimit -f ----------------------------------
 
 #[test]
-fn item12_a_daemon_that_escapes_is_stopped_and_reported_after_a_normal_exit() {
+fn a_daemon_that_escapes_is_stopped_and_reported_after_a_normal_exit() {
     let s = Scratch::new("escape-exit");
     s.case("daemon", "daemon.sh", &["exit"]);
     let o = s.run(&[]).output().unwrap();
@@ -201,7 +201,7 @@ fn item12_a_daemon_that_escapes_is_stopped_and_reported_after_a_normal_exit() {
 }
 
 #[test]
-fn item12_18_a_daemon_that_escapes_is_stopped_after_a_timeout() {
+fn a_daemon_that_escapes_is_stopped_after_a_timeout() {
     let s = Scratch::new("escape-timeout");
     s.case("daemon", "daemon.sh", &["wait"]);
     let o = s
@@ -242,22 +242,22 @@ fn stop_signal_stops_everything(sig: &str) {
 }
 
 #[test]
-fn item12_sigterm_stops_the_job_and_what_escaped() {
+fn sigterm_stops_the_job_and_what_escaped() {
     stop_signal_stops_everything("TERM");
 }
 
 #[test]
-fn item12_sighup_is_handled_like_sigterm() {
+fn sighup_is_handled_like_sigterm() {
     stop_signal_stops_everything("HUP");
 }
 
 #[test]
-fn item12_sigquit_is_handled_like_sigterm() {
+fn sigquit_is_handled_like_sigterm() {
     stop_signal_stops_everything("QUIT");
 }
 
 #[test]
-fn item12_sigusr1_is_handled_like_sigterm() {
+fn sigusr1_is_handled_like_sigterm() {
     stop_signal_stops_everything("USR1");
 }
 
@@ -265,7 +265,7 @@ fn item12_sigusr1_is_handled_like_sigterm() {
 /// `ulimit -t` sends; 34 and 64 are SIGRTMIN and SIGRTMAX) stops the job, its setsid daemon
 /// and goldgate's run as SIGTERM does.
 #[test]
-fn issue22_item4_every_catchable_fatal_signal_is_handled_like_sigterm() {
+fn every_catchable_fatal_signal_is_handled_like_sigterm() {
     for sig in [
         "USR2", "ALRM", "XCPU", "VTALRM", "PROF", "POLL", "PWR", "STKFLT", "34", "64",
     ] {
@@ -274,12 +274,12 @@ fn issue22_item4_every_catchable_fatal_signal_is_handled_like_sigterm() {
 }
 
 #[test]
-fn item12_ctrl_c_stops_the_job_and_what_escaped() {
+fn ctrl_c_stops_the_job_and_what_escaped() {
     stop_signal_stops_everything("INT");
 }
 
 #[test]
-fn item12_ulimit_f_is_a_reported_write_error_not_a_silent_death() {
+fn ulimit_f_is_a_reported_write_error_not_a_silent_death() {
     let s = Scratch::new("ulimit-f");
     s.case("flood", "flood.sh", &["200000"]);
     let goldgate = env!("CARGO_BIN_EXE_goldgate");
@@ -341,7 +341,7 @@ fn peak_rss_until_exit(mut child: Child) -> (u64, std::process::ExitStatus) {
 }
 
 #[test]
-fn item11_a_flood_of_output_keeps_goldgate_memory_bounded() {
+fn a_flood_of_output_keeps_goldgate_memory_bounded() {
     const FLOOD: u64 = 100_000_000;
     const BOUND: u64 = 64 << 20;
     let s = Scratch::new("flood");
@@ -370,7 +370,7 @@ fn item11_a_flood_of_output_keeps_goldgate_memory_bounded() {
 }
 
 #[test]
-fn item11_a_long_log_of_iteration_lines_is_thinned_in_results_json() {
+fn a_long_log_of_iteration_lines_is_thinned_in_results_json() {
     const STEPS: u64 = 60_000;
     let s = Scratch::new("long-log");
     s.case("long", "iterations.sh", &[&STEPS.to_string()]);
@@ -427,7 +427,7 @@ fn mkfifo(path: &Path) {
 }
 
 #[test]
-fn item9_report_files_never_replace_devices_fifos_or_symlinks() {
+fn report_files_never_replace_devices_fifos_or_symlinks() {
     let s = Scratch::new("special-out");
     blessed_quick_run(&s);
     let null = s.path().join("null.xml");
@@ -459,7 +459,7 @@ fn item9_report_files_never_replace_devices_fifos_or_symlinks() {
 }
 
 #[test]
-fn item10_goldens_that_are_devices_or_fifos_are_named_not_missing() {
+fn goldens_that_are_devices_or_fifos_are_named_not_missing() {
     let s = Scratch::new("special-golden");
     blessed_quick_run(&s);
     let golden = golden_path(&s);
@@ -489,7 +489,7 @@ fn item10_goldens_that_are_devices_or_fifos_are_named_not_missing() {
 }
 
 #[test]
-fn item10_results_run_json_and_configs_that_are_special_files_are_refused() {
+fn results_run_json_and_configs_that_are_special_files_are_refused() {
     let s = Scratch::new("special-in");
     blessed_quick_run(&s);
     let results = s.job_dir("quick").join("results.json");
@@ -512,7 +512,7 @@ fn item10_results_run_json_and_configs_that_are_special_files_are_refused() {
 // ---- 7: hostile names ----------------------------------------------------------------------
 
 #[test]
-fn item7_bless_never_writes_outside_the_golden_root() {
+fn bless_never_writes_outside_the_golden_root() {
     let s = Scratch::new("names");
     s.case("quick", "iterations.sh", &["3"]);
     let o = s.run(&[]).output().unwrap();
@@ -559,7 +559,7 @@ fn item7_bless_never_writes_outside_the_golden_root() {
 // ---- 8: incomplete runs --------------------------------------------------------------------
 
 #[test]
-fn item8_a_run_killed_with_sigkill_never_passes_the_gate() {
+fn a_run_killed_with_sigkill_never_passes_the_gate() {
     let s = Scratch::new("sigkill");
     s.case("a-quick", "iterations.sh", &["3"]);
     s.case("b-daemon", "daemon.sh", &["wait"]);
@@ -593,7 +593,7 @@ fn item8_a_run_killed_with_sigkill_never_passes_the_gate() {
 // ---- 13: flags that overflow, closed pipes --------------------------------------------------
 
 #[test]
-fn item13_huge_durations_and_retries_are_usage_errors() {
+fn huge_durations_and_retries_are_usage_errors() {
     let s = Scratch::new("flags");
     s.case("quick", "iterations.sh", &["3"]);
     for args in [
@@ -620,7 +620,7 @@ fn broken_pipe() -> std::io::PipeWriter {
 }
 
 #[test]
-fn item13_a_closed_stdout_pipe_ends_output_quietly() {
+fn a_closed_stdout_pipe_ends_output_quietly() {
     let s = Scratch::new("stdout-pipe");
     s.case("quick", "iterations.sh", &["3"]);
     let o = s
@@ -634,7 +634,7 @@ fn item13_a_closed_stdout_pipe_ends_output_quietly() {
 }
 
 #[test]
-fn item13_a_closed_or_broken_stderr_does_not_lose_the_run() {
+fn a_closed_or_broken_stderr_does_not_lose_the_run() {
     let s = Scratch::new("stderr");
     s.case("quick", "iterations.sh", &["3"]);
     let o = s.run(&[]).stderr(broken_pipe()).output().unwrap();
@@ -663,7 +663,7 @@ fn item13_a_closed_or_broken_stderr_does_not_lose_the_run() {
 // ---- 14: rules ----------------------------------------------------------------------------
 
 #[test]
-fn item14_nonsense_tolerances_and_step_interval_zero_are_usage_errors() {
+fn nonsense_tolerances_and_step_interval_zero_are_usage_errors() {
     let s = Scratch::new("rules");
     blessed_quick_run(&s);
     s.write("bad.yaml", "rules:\n  lm loss:\n    rtol: .inf\n");
@@ -690,7 +690,7 @@ fn item14_nonsense_tolerances_and_step_interval_zero_are_usage_errors() {
 // ---- 15: broken case files ------------------------------------------------------------------
 
 #[test]
-fn item15_broken_case_files_are_errors_not_skips() {
+fn broken_case_files_are_errors_not_skips() {
     let s = Scratch::new("cases");
     let root = s.path().join("cases/m");
     std::fs::create_dir_all(root.join("folder/model_config.yaml")).unwrap();
@@ -720,7 +720,7 @@ fn item15_broken_case_files_are_errors_not_skips() {
 // ---- 18: minor ----------------------------------------------------------------------------
 
 #[test]
-fn item18_extract_on_a_folder_is_a_usage_error() {
+fn extract_on_a_folder_is_a_usage_error() {
     let s = Scratch::new("extract");
     let o = s.goldgate(&["extract", "."]).output().unwrap();
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
@@ -732,7 +732,7 @@ fn item18_extract_on_a_folder_is_a_usage_error() {
 }
 
 #[test]
-fn item18_jobs_100000_runs_one_job_without_delay() {
+fn jobs_100000_runs_one_job_without_delay() {
     let s = Scratch::new("jobs");
     s.case("quick", "iterations.sh", &["3"]);
     let start = Instant::now();
@@ -746,7 +746,7 @@ fn item18_jobs_100000_runs_one_job_without_delay() {
 }
 
 #[test]
-fn item18_pull_request_zero_is_refused() {
+fn pull_request_zero_is_refused() {
     let s = Scratch::new("pr");
     let o = s
         .goldgate(&["comment", "--results", "out", "--pr", "0", "--dry-run"])

@@ -73,7 +73,7 @@ const ITERATIONS: &str = "for i in 1 2 3; do echo \" [2026-11-29 20:16:14.1] ite
                           loss: 9.$i | loss scale: 1.0 |\"; done";
 
 #[test]
-fn item1_secrets_of_the_jobs_environment_never_leave_the_job() {
+fn secrets_of_the_jobs_environment_never_leave_the_job() {
     let s = Scratch::new();
     let inherited = "wandb-inherited-0123456789";
     let fed = "hf-fed-through-a-placeholder-42";
@@ -109,7 +109,7 @@ fn item1_secrets_of_the_jobs_environment_never_leave_the_job() {
 }
 
 #[test]
-fn item1_a_record_from_another_machine_is_rendered_without_its_secrets() {
+fn a_record_from_another_machine_is_rendered_without_its_secrets() {
     let s = Scratch::new();
     s.case("m/leak", "echo RuntimeError: boom >&2; exit 1", "");
     let o = s.run(&[]).output().unwrap();
@@ -167,7 +167,7 @@ fn hostile_lines(out: &[u8]) -> Vec<String> {
 }
 
 #[test]
-fn item2_names_and_log_text_cannot_start_a_workflow_command_or_carry_control_bytes() {
+fn names_and_log_text_cannot_start_a_workflow_command_or_carry_control_bytes() {
     let s = Scratch::new();
     let metrics = "METRICS: [\"lm loss\", \"x\\n::warning::INJECTED\", \"y\\r::error::CR\", \"z\\u0001\\u001b]0;t\\u0007\"]\n";
     s.case("m/names", ITERATIONS, metrics);
@@ -225,7 +225,7 @@ fn item2_names_and_log_text_cannot_start_a_workflow_command_or_carry_control_byt
 }
 
 #[test]
-fn item3_bless_writes_nothing_through_a_linked_model_folder_or_golden_file() {
+fn bless_writes_nothing_through_a_linked_model_folder_or_golden_file() {
     let s = Scratch::new();
     s.case("m/quick", ITERATIONS, "");
     let o = s.run(&[]).output().unwrap();
@@ -256,7 +256,7 @@ fn item3_bless_writes_nothing_through_a_linked_model_folder_or_golden_file() {
 }
 
 #[test]
-fn item6_repeated_keys_are_warned_about_with_their_line() {
+fn repeated_keys_are_warned_about_with_their_line() {
     let s = Scratch::new();
     s.case("m/dup", ITERATIONS, "TEST_TYPE: regular\n");
     let o = s.run(&[]).output().unwrap();
@@ -297,7 +297,7 @@ fn item6_repeated_keys_are_warned_about_with_their_line() {
 }
 
 #[test]
-fn item8_svg_file_names_stay_under_the_limit_for_legal_long_names() {
+fn svg_file_names_stay_under_the_limit_for_legal_long_names() {
     let s = Scratch::new();
     let name = format!("{}/{}", "m".repeat(200), "c".repeat(250));
     s.case(&name, ITERATIONS, "");
@@ -320,7 +320,7 @@ fn item8_svg_file_names_stay_under_the_limit_for_legal_long_names() {
 }
 
 #[test]
-fn item7_inputs_past_what_bounds_memory_are_refused_saying_why() {
+fn inputs_past_what_bounds_memory_are_refused_saying_why() {
     let s = Scratch::new();
     s.case("m/big", ITERATIONS, "");
     let o = s.run(&[]).output().unwrap();

@@ -1,7 +1,7 @@
 //! `goldgate bless --tensorboard` against Megatron-LM's own
 //! `tests/functional_tests/python_test_utils/get_test_results_from_tensorboard_logs.py`: for the
 //! same event files the two golden files must be byte-identical. The event files are the
-//! committed fixtures (runner/tests/fixtures/tensorboard, written by TensorBoard's own writer
+//! committed fixtures (core/tests/fixtures/tensorboard, written by TensorBoard's own writer
 //! through `make_events.py`) and a fresh set `make_events.py` writes here. Needs python3 with
 //! `tensorboard`, `click`, `pydantic` and `numpy` and the Megatron-LM corpus; without them it
 //! prints `skipped:`, except under `CI=true`, where a missing Python module fails it (`.ci/run`
@@ -17,7 +17,7 @@ use crate::common;
 use common::cli;
 
 fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tensorboard")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../core/tests/fixtures/tensorboard")
 }
 
 /// `python3` when it imports what Megatron's script needs; `None` after a skip line.
