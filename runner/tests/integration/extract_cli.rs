@@ -302,7 +302,8 @@ fn a_crash_that_no_marker_names_is_a_failure_as_run_reports_it() {
 /// `extract --tensorboard`: a folder's files and a row per tag (tensor-form tags too).
 #[test]
 fn tensorboard_folder_table() {
-    let (code, stdout, stderr) = extract(&["--tensorboard", "../core/tests/fixtures/tensorboard/tensor"]);
+    let (code, stdout, stderr) =
+        extract(&["--tensorboard", "../core/tests/fixtures/tensorboard/tensor"]);
     assert_eq!((code, stderr.as_str()), (0, ""));
     insta::assert_snapshot!(stdout);
     let (code, json, _) = extract(&[

@@ -66,8 +66,7 @@ mod tests {
 
     #[test]
     fn committed_resume_fixture_first_file_wins() {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/fixtures/tensorboard/resume");
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tensorboard/resume");
         let s = job_scalars(&dir).unwrap();
         assert_eq!(s.files.len(), 3);
         let loss = &s.series.iter().find(|(t, _)| t == "lm loss").unwrap().1;
@@ -75,8 +74,8 @@ mod tests {
             loss.keys().copied().collect::<Vec<_>>(),
             (1..=50).collect::<Vec<_>>()
         );
-        let tensor = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/fixtures/tensorboard/tensor");
+        let tensor =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tensorboard/tensor");
         let t = job_scalars(&tensor).unwrap();
         let names: Vec<&str> = t.series.iter().map(|(n, _)| n.as_str()).collect();
         assert_eq!(names, ["lm loss", "total loss"]);
