@@ -69,6 +69,7 @@ fn store(dir: &Path) -> Location {
         let refs: Vec<&RunRecord> = records.iter().collect();
         let ctx = IngestContext {
             commit: None,
+            checkout: None,
             branch: "main".into(),
             now: "now".into(),
         };
