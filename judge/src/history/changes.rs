@@ -49,8 +49,8 @@ impl Options {
     /// Otava's defaults, with [`EXACT_MIN_MAGNITUDE`] for exact counters and byte metrics:
     /// how the site, `show`, `changes` and the trend line search a stored series.
     pub fn for_metric(metric: &str) -> Options {
-        use crate::compare::Unit;
-        use crate::metric_names::{BYTE_COUNTERS, EXACT_COUNTERS};
+        use goldgate_schema::Unit;
+        use goldgate_schema::metric_names::{BYTE_COUNTERS, EXACT_COUNTERS};
         let exact = EXACT_COUNTERS.contains(&metric)
             || BYTE_COUNTERS.contains(&metric)
             || matches!(Unit::of_metric(metric), Unit::Bytes | Unit::Count);

@@ -9,9 +9,8 @@
 
 use std::path::Path;
 
-use crate::metrics::RunRecord;
-use crate::metrics::record::{self, RecordError};
-use crate::metrics::{Outcome, RunIndex};
+use goldgate_core::metrics::record::{self, RecordError};
+use goldgate_schema::{Outcome, RunIndex, RunRecord};
 
 /// The outcome stored for a job its run.json lists without one.
 pub const INCOMPLETE: &str = "incomplete";
@@ -72,7 +71,7 @@ pub fn read(dir: &Path) -> Result<Folder, RecordError> {
                 index.run_id,
                 entry.dir.to_string_lossy()
             );
-            if !crate::fsio::exists(&path) {
+            if !goldgate_core::fsio::exists(&path) {
                 folder.left_out.push(format!("{shown}: no results.json"));
                 continue;
             }
@@ -101,7 +100,7 @@ pub fn read(dir: &Path) -> Result<Folder, RecordError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::metrics::{JobEntry, VariantRecord};
+    use goldgate_schema::{JobEntry, VariantRecord};
 
     fn write(path: &Path, bytes: &[u8]) {
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();

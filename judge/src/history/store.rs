@@ -410,7 +410,7 @@ fn open_sqlite_read(path: &std::path::Path) -> Result<Backend, HistoryError> {
             if matches!(
                 e.code,
                 rusqlite::ErrorCode::CannotOpen | rusqlite::ErrorCode::ReadOnly
-            ) && !crate::fsio::exists(&sidecar(path, "-wal")) =>
+            ) && !goldgate_core::fsio::exists(&sidecar(path, "-wal")) =>
         {
             drop(conn);
         }

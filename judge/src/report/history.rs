@@ -4,11 +4,11 @@
 
 use tabled::settings::Style as TableStyle;
 
-use crate::compare::Unit;
 use crate::history::prune::PrunePlan;
 use crate::history::series::{Annotation, Point};
 use crate::history::{SeriesKey, SeriesName};
 use crate::report::units::value;
+use goldgate_schema::Unit;
 
 /// The table of `points` (oldest first); `changes` are the indices where a change point
 /// starts a new segment.

@@ -7,13 +7,13 @@ use std::path::{Path, PathBuf};
 
 use super::error::AppError;
 use super::output::{out, outln};
-use crate::exit::Exit;
-use crate::history::folder;
-use crate::history::ingest::{self, IngestContext, IngestCount, JobRow};
-use crate::history::location::{DEFAULT_FILE, HISTORY_ENV};
-use crate::history::series::Annotation;
-use crate::history::{HistoryError, Location, SeriesKey, Store};
-use crate::metrics::RunRecord;
+use goldgate_judge::history::folder;
+use goldgate_judge::history::ingest::{self, IngestContext, IngestCount, JobRow};
+use goldgate_judge::history::location::{DEFAULT_FILE, HISTORY_ENV};
+use goldgate_judge::history::series::Annotation;
+use goldgate_judge::history::{HistoryError, Location, SeriesKey, Store};
+use goldgate_schema::Exit;
+use goldgate_schema::RunRecord;
 
 /// Arguments of `goldgate history`.
 #[derive(clap::Args, Debug)]
@@ -182,7 +182,7 @@ pub struct PruneArgs {
 }
 
 fn parse_cutoff(text: &str) -> Result<jiff::Timestamp, String> {
-    crate::history::prune::parse_cutoff(text)
+    goldgate_judge::history::prune::parse_cutoff(text)
 }
 
 /// Arguments of `history annotate`.
@@ -231,7 +231,7 @@ pub fn location(args: &StoreArgs) -> Result<Location, AppError> {
     }
     let source = args.config.source()?;
     if let Some(path) = source.path() {
-        let config = crate::config::Config::load(path)?;
+        let config = goldgate_core::config::Config::load(path)?;
         if let Some(db) = &config.history_database {
             let base = path.parent().unwrap_or(Path::new("."));
             return Ok(Location::parse(db, base));
@@ -386,7 +386,11 @@ fn prune(store: &mut Store, a: &PruneArgs) -> Result<Exit, AppError> {
     let plan = store.prune(a.before, a.keep, a.dry_run)?;
     out!(
         "{}",
-        crate::report::history::prune_text(&plan, a.dry_run, &store.location().to_string())
+        goldgate_judge::report::history::prune_text(
+            &plan,
+            a.dry_run,
+            &store.location().to_string()
+        )
     );
     Ok(Exit::Pass)
 }
@@ -404,7 +408,7 @@ fn annotate(store: &mut Store, a: &AnnotateArgs) -> Result<Exit, AppError> {
         "annotated {} ({}) at {}: {}",
         note.case,
         note.metric,
-        crate::report::history::short(&note.commit),
+        goldgate_judge::report::history::short(&note.commit),
         note.note
     );
     Ok(Exit::Pass)

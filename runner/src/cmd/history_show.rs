@@ -7,8 +7,8 @@ use std::path::Path;
 use super::error::AppError;
 use super::history::{ChangesArgs, SeriesArgs, ShowArgs, series_key};
 use super::output::{out, outln};
-use crate::exit::Exit;
-use crate::history::{HistoryError, SeriesKey, Store};
+use goldgate_judge::history::{HistoryError, SeriesKey, Store};
+use goldgate_schema::Exit;
 
 pub(crate) fn show(store: &mut Store, a: &ShowArgs) -> Result<Exit, AppError> {
     let (Some(case), Some(metric)) = (&a.case, &a.metric) else {
@@ -23,7 +23,7 @@ pub(crate) fn show(store: &mut Store, a: &ShowArgs) -> Result<Exit, AppError> {
         }
         out!(
             "{}",
-            crate::report::history::stored_table(&series, a.case.as_deref())
+            goldgate_judge::report::history::stored_table(&series, a.case.as_deref())
         );
         return Ok(Exit::Pass);
     };
@@ -42,10 +42,10 @@ pub(crate) fn show(store: &mut Store, a: &ShowArgs) -> Result<Exit, AppError> {
         points.drain(..points.len().saturating_sub(n));
     }
     let notes = store.annotations(&key.case)?;
-    let changes = crate::history::changes::of_points(&points, &key.metric);
+    let changes = goldgate_judge::history::changes::of_points(&points, &key.metric);
     out!(
         "{}",
-        crate::report::history::series_table(&key, &points, &changes, &notes)
+        goldgate_judge::report::history::series_table(&key, &points, &changes, &notes)
     );
     Ok(Exit::Pass)
 }
@@ -66,7 +66,7 @@ fn no_points(store: &mut Store, key: &SeriesKey) -> Result<HistoryError, AppErro
             key.metric
         )));
     }
-    let near = crate::history::series::near(&key.metric, &metrics);
+    let near = goldgate_judge::history::series::near(&key.metric, &metrics);
     let mut text = format!("{of} has no metric `{}`", key.metric);
     if !near.is_empty() {
         text.push_str(&format!("; did you mean {}?", quoted(&near)));
@@ -77,7 +77,7 @@ fn no_points(store: &mut Store, key: &SeriesKey) -> Result<HistoryError, AppErro
 
 /// An error when `case` names nothing stored, with the cases near it.
 pub(crate) fn check_case(
-    series: &[(crate::history::SeriesName, i64)],
+    series: &[(goldgate_judge::history::SeriesName, i64)],
     case: &str,
 ) -> Result<(), AppError> {
     let mut cases: Vec<String> = series.iter().map(|(s, _)| s.0.clone()).collect();
@@ -85,7 +85,7 @@ pub(crate) fn check_case(
     if cases.iter().any(|c| c == case) {
         return Ok(());
     }
-    let near = crate::history::series::near(case, &cases);
+    let near = goldgate_judge::history::series::near(case, &cases);
     let mut text = format!("the history store holds no run of {case}");
     if !near.is_empty() {
         text.push_str(&format!("; did you mean {}?", quoted(&near)));
@@ -118,7 +118,7 @@ pub(crate) fn changes_of_file(path: &Path, a: &ChangesArgs) -> Result<Exit, AppE
 /// The series of `--input`: one unnamed array, or named arrays in file order.
 fn input_series(path: &Path) -> Result<Vec<(String, Vec<f64>)>, AppError> {
     let bad = |message: String| HistoryError::Usage(format!("{}: {message}", path.display()));
-    let text = crate::fsio::read_text(path, 256 << 20).map_err(|e| bad(e.to_string()))?;
+    let text = goldgate_core::fsio::read_text(path, 256 << 20).map_err(|e| bad(e.to_string()))?;
     let json: serde_json::Value =
         serde_json::from_str(&text).map_err(|e| bad(format!("not JSON: {e}")))?;
     let numbers = |name: &str, v: &serde_json::Value| -> Result<Vec<f64>, HistoryError> {
@@ -148,7 +148,7 @@ fn input_series(path: &Path) -> Result<Vec<(String, Vec<f64>)>, AppError> {
 /// for a stored series, its key and the runs where the change points start.
 fn changes_json(
     s: &ChangesInput,
-    found: &crate::history::changes::Detection,
+    found: &goldgate_judge::history::changes::Detection,
     seconds: f64,
 ) -> serde_json::Value {
     let mut line = serde_json::json!({
@@ -207,7 +207,10 @@ pub(crate) fn changes(store: &mut Store, a: &ChangesArgs) -> Result<Exit, AppErr
             "{} @ {} on {}: {}",
             key.case, key.variant, key.platform, key.metric
         ),
-        values: points.iter().map(crate::history::Point::median).collect(),
+        values: points
+            .iter()
+            .map(goldgate_judge::history::Point::median)
+            .collect(),
         runs: points
             .iter()
             .map(|p| (p.run_id.clone(), p.commit.clone()))
@@ -220,8 +223,8 @@ pub(crate) fn changes(store: &mut Store, a: &ChangesArgs) -> Result<Exit, AppErr
 /// The change points of each series: a table, or with `--json` one JSON line per series (its
 /// change points, the weak ones and the search's own time).
 fn print_changes(series: &[ChangesInput], a: &ChangesArgs) -> Result<Exit, AppError> {
-    use crate::history::changes::{Options, detect};
-    use crate::report::history::ChangesRow;
+    use goldgate_judge::history::changes::{Options, detect};
+    use goldgate_judge::report::history::ChangesRow;
     if a.window < 2
         || !(0.0..=1.0).contains(&a.max_pvalue)
         || a.min_magnitude.is_some_and(|m| m < 0.0)
@@ -265,7 +268,7 @@ fn print_changes(series: &[ChangesInput], a: &ChangesArgs) -> Result<Exit, AppEr
         }
     }
     if !a.json {
-        out!("{}", crate::report::history::changes_table(&rows));
+        out!("{}", goldgate_judge::report::history::changes_table(&rows));
     }
     Ok(Exit::Pass)
 }

@@ -7,14 +7,14 @@ use std::path::Path;
 use super::error::AppError;
 use super::history::{SiteArgs, now};
 use super::output::outln;
-use crate::exit::Exit;
-use crate::history::ingest;
-use crate::history::{HistoryError, Location, SeriesKey, Store};
-use crate::report::site::{SiteCase, SiteOptions, SitePlot};
+use goldgate_judge::history::ingest;
+use goldgate_judge::history::{HistoryError, Location, SeriesKey, Store};
+use goldgate_judge::report::site::{SiteCase, SiteOptions, SitePlot};
+use goldgate_schema::Exit;
 
 /// Every series of the store, by case, as the site shows them.
 fn site_cases(store: &mut Store, a: &SiteArgs) -> Result<Vec<SiteCase>, AppError> {
-    use crate::history::changes::{Options, detect};
+    use goldgate_judge::history::changes::{Options, detect};
     let mut cases: Vec<SiteCase> = Vec::new();
     for (case, variant, platform, metric) in store.series_names()? {
         if !a.metrics.is_empty() && !a.metrics.contains(&metric) {
@@ -34,7 +34,10 @@ fn site_cases(store: &mut Store, a: &SiteArgs) -> Result<Vec<SiteCase>, AppError
         if let Some(n) = a.last {
             points.drain(..points.len().saturating_sub(n));
         }
-        let medians: Vec<f64> = points.iter().map(crate::history::Point::median).collect();
+        let medians: Vec<f64> = points
+            .iter()
+            .map(goldgate_judge::history::Point::median)
+            .collect();
         let changes = detect(&medians, &Options::for_metric(&key.metric)).points;
         let plot = SitePlot {
             key,
@@ -59,17 +62,21 @@ fn site_cases(store: &mut Store, a: &SiteArgs) -> Result<Vec<SiteCase>, AppError
 /// Writes one page under `out`: no folder between them, nor the page, may be a symbolic link
 /// (a link planted at `OUT/cases` would lead the site anywhere).
 fn write_page(out: &Path, path: &Path, html: &str) -> Result<(), HistoryError> {
-    crate::fsio::write_under(out, path, html.as_bytes()).map_err(|source| HistoryError::Write {
-        path: path.to_path_buf(),
-        source,
+    goldgate_core::fsio::write_under(out, path, html.as_bytes()).map_err(|source| {
+        HistoryError::Write {
+            path: path.to_path_buf(),
+            source,
+        }
     })
 }
 
 /// Writes the site (`goldgate history site`).
 pub(crate) fn site(store: &mut Store, a: &SiteArgs) -> Result<Exit, AppError> {
-    use crate::report::site::{case_file, render_case, render_index};
+    use goldgate_judge::report::site::{case_file, render_case, render_index};
     if let Some(url) = &a.run_url
-        && !crate::report::site::safe_href(&url.replace("{run}", "r").replace("{path}", "p"))
+        && !goldgate_judge::report::site::safe_href(
+            &url.replace("{run}", "r").replace("{path}", "p"),
+        )
     {
         return Err(HistoryError::Usage(format!(
             "--run-url `{url}` is not an http(s) URL or a relative path: the site links nothing \
@@ -94,7 +101,7 @@ pub(crate) fn site(store: &mut Store, a: &SiteArgs) -> Result<Exit, AppError> {
         source,
     };
     std::fs::create_dir_all(&a.out).map_err(folder_error)?;
-    crate::fsio::check_no_links(&a.out, &pages).map_err(folder_error)?;
+    goldgate_core::fsio::check_no_links(&a.out, &pages).map_err(folder_error)?;
     std::fs::create_dir_all(&pages).map_err(folder_error)?;
     for c in &cases {
         let page = a.out.join(case_file(&c.case));
@@ -116,10 +123,10 @@ pub(crate) fn site(store: &mut Store, a: &SiteArgs) -> Result<Exit, AppError> {
 pub(crate) fn trend_markdown(
     db: &str,
     runs: usize,
-    c: &crate::compare::Comparison,
+    c: &goldgate_schema::Comparison,
 ) -> Result<String, AppError> {
-    use crate::compare::{Unit, Verdict};
-    use crate::history::changes::{Options, detect};
+    use goldgate_judge::history::changes::{Options, detect};
+    use goldgate_schema::{Unit, Verdict};
     let cwd = std::env::current_dir().map_err(|source| super::error::CmdError::Cwd { source })?;
     let mut store = Store::open(&Location::parse(db, &cwd), &now())?;
     let mut trends = Vec::new();
@@ -139,7 +146,10 @@ pub(crate) fn trend_markdown(
             let mut points = store.series(&key)?;
             points.drain(..points.len().saturating_sub(runs));
             let values: Vec<f64> = points.iter().flat_map(|p| p.values()).collect();
-            let medians: Vec<f64> = points.iter().map(crate::history::Point::median).collect();
+            let medians: Vec<f64> = points
+                .iter()
+                .map(goldgate_judge::history::Point::median)
+                .collect();
             let latest_change = detect(&medians, &Options::for_metric(&m.metric))
                 .points
                 .last()
@@ -151,7 +161,7 @@ pub(crate) fn trend_markdown(
                         cp.stats.forward_change(),
                     )
                 });
-            trends.push(crate::report::history::Trend {
+            trends.push(goldgate_judge::report::history::Trend {
                 label: format!("{} @ {}: {}", job.case, job.variant, m.metric),
                 unit: Unit::of_metric(&m.metric),
                 runs: points.len(),
@@ -163,5 +173,5 @@ pub(crate) fn trend_markdown(
             });
         }
     }
-    Ok(crate::report::history::trend_section(&trends))
+    Ok(goldgate_judge::report::history::trend_section(&trends))
 }

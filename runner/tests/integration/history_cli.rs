@@ -12,7 +12,7 @@ use crate::history_store::{db_arg, fresh, record, write_run};
 use std::path::Path;
 use std::process::Output;
 
-use goldgate::history::{Location, Store};
+use goldgate_judge::history::{Location, Store};
 
 macro_rules! both_backends {
     ($($name:ident),* $(,)?) => {
@@ -349,10 +349,10 @@ fn a_store_on_a_read_only_mount_is_read() {
 
 /// A run of one job whose run.json says `outcome` for it, and what a job could plant beside
 /// its own folder: the record of a second repeat nobody ran.
-fn planted_run(dir: &Path, outcome: Option<goldgate::metrics::Outcome>) {
+fn planted_run(dir: &Path, outcome: Option<goldgate_schema::Outcome>) {
     write_run(dir, "r1", "2026-12-01T10:00:00Z", "c1", 1, 1.0);
     let index_path = dir.join("r1/run.json");
-    let mut index: goldgate::metrics::RunIndex =
+    let mut index: goldgate_schema::RunIndex =
         serde_json::from_slice(&std::fs::read(&index_path).unwrap()).unwrap();
     index.jobs[0].outcome = outcome;
     std::fs::write(&index_path, serde_json::to_vec(&index).unwrap()).unwrap();
@@ -368,7 +368,7 @@ fn planted_run(dir: &Path, outcome: Option<goldgate::metrics::Outcome>) {
 fn ingest_stores_only_the_jobs_run_json_names() {
     let Some(f) = fresh("sqlite") else { return };
     let results = tempfile::tempdir().unwrap();
-    planted_run(results.path(), Some(goldgate::metrics::Outcome::Passed));
+    planted_run(results.path(), Some(goldgate_schema::Outcome::Passed));
     let db = db_arg(&f.location);
     let text = ok(&db, &["ingest", results.path().to_str().unwrap()]);
     assert!(text.starts_with("ingested 1 runs, 1 jobs"), "{text}");
@@ -435,7 +435,7 @@ fn a_run_is_of_the_commit_checked_out_when_no_flag_names_one() {
     // Records without a workload commit, as a run of a script outside any checkout has.
     for p in walk(&results) {
         if p.ends_with("results.json") {
-            let mut r: goldgate::metrics::RunRecord =
+            let mut r: goldgate_schema::RunRecord =
                 serde_json::from_slice(&std::fs::read(&p).unwrap()).unwrap();
             r.fingerprint.workload_commit = None;
             std::fs::write(&p, serde_json::to_vec(&r).unwrap()).unwrap();

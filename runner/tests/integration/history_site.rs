@@ -11,9 +11,9 @@ use crate::common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use goldgate::history::ingest::{IngestContext, job_row, run_row};
-use goldgate::history::{Location, Store};
-use goldgate::metrics::{RunRecord, StepValues, VariantRecord};
+use goldgate_judge::history::ingest::{IngestContext, job_row, run_row};
+use goldgate_judge::history::{Location, Store};
+use goldgate_schema::{RunRecord, StepValues, VariantRecord};
 
 fn chromium() -> Option<PathBuf> {
     let found = std::env::var_os("GOLDGATE_CHROMIUM")
@@ -357,7 +357,7 @@ fn hostile_names_run_no_script_and_every_case_gets_its_own_page() {
         let index = checked(&browser, &profile, &out.join("index.html"), "", LINKS_CHECK);
         assert_eq!(index["links"].as_array().unwrap().len(), cases.len());
         for c in &cases {
-            let page = out.join(goldgate::report::site::case_file(c));
+            let page = out.join(goldgate_judge::report::site::case_file(c));
             let found = checked(&browser, &profile, &page, "#show=0", LINKS_CHECK);
             assert_eq!(
                 found["withData"], "1",
@@ -470,7 +470,7 @@ fn plots_read_truthfully_in_chromium_and_change_points_stay_visible() {
     {
         let mut store = Store::open(&location, "now").unwrap();
         store
-            .annotate(&goldgate::history::series::Annotation {
+            .annotate(&goldgate_judge::history::series::Annotation {
                 case: "gpt/layout".into(),
                 metric: "*".into(),
                 commit: format!("{:x}{:0>36}", 0xabc0 + 8, 8),
@@ -482,7 +482,7 @@ fn plots_read_truthfully_in_chromium_and_change_points_stay_visible() {
     let out = tmp.path().join("site");
     let o = site_cmd(&tmp.path().join("h.sqlite"), &out, &[]);
     assert_eq!(common::cli::code(&o), 0, "{}", common::cli::text(&o));
-    let page = out.join(goldgate::report::site::case_file("gpt/layout"));
+    let page = out.join(goldgate_judge::report::site::case_file("gpt/layout"));
     let found = checked(
         &browser,
         &tmp.path().join("profile"),

@@ -4,8 +4,8 @@
 //! ticks read the same (`64.0 MiB` four times, `1, 0, 0, -0, -1`) and none is outside the plot.
 //! The x axis names the start date and commit of a few runs, evenly spaced.
 
-use crate::compare::Unit;
 use crate::history::series::Point;
+use goldgate_schema::Unit;
 
 /// The y range of every job value, padded by 5 % (a flat series: ±1 % of its value, or ±1
 /// around 0); for whole numbers (`whole`: bytes, counts) at least 2 wide, so two ticks fit.

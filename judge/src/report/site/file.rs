@@ -34,7 +34,7 @@ fn stem(case: &str) -> String {
     format!(
         "{}~{:016x}",
         &out[..cut],
-        crate::hash::fnv1a(case.as_bytes())
+        goldgate_core::hash::fnv1a(case.as_bytes())
     )
 }
 

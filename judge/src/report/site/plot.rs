@@ -9,9 +9,9 @@ use std::fmt::Write as _;
 use super::axis::{x_labels, y_range, y_ticks};
 use super::page::{SiteOptions, SitePlot, esc};
 use super::script::{json_in_script, percent_encode, safe_href};
-use crate::compare::Unit;
 use crate::history::series::Annotation;
 use crate::report::units::value;
+use goldgate_schema::Unit;
 
 const W: f64 = 900.0;
 const H: f64 = 260.0;
