@@ -11,9 +11,7 @@ use goldgate::cmd;
 const VERSION: &str = concat!(
     env!("CARGO_PKG_VERSION"),
     " (",
-    env!("GOLDGATE_RELEASE_PREFIX"),
-    "commit ",
-    env!("GOLDGATE_COMMIT"),
+    env!("GOLDGATE_BUILD"),
     ")"
 );
 
