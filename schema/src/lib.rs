@@ -39,8 +39,7 @@ pub use record::{
     Attempt, CheckpointRecord, Fingerprint, GoldenKey, GpuDevicePeak, GpuMemory, Judging,
     MemAvailableRecord, MemoryRecord, NodeIo, NodeMemory, READABLE_SCHEMA_VERSIONS, ResumedRun,
     RulesRef, RunRecord, SCHEMA_VERSION, SaveParts, SaveProbe, SourceDisagreement,
-    TensorboardRecord, Timeline,
-    VariantRecord,
+    TensorboardRecord, Timeline, VariantRecord,
 };
 pub use step_values::StepValues;
 

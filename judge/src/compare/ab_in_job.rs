@@ -30,8 +30,8 @@ use serde::Serialize;
 
 use super::ab::{AbMetric, AbVerdict};
 use super::stats;
-use super::verdict::Unit;
 use goldgate_schema::RunRecord;
+use goldgate_schema::Unit;
 
 /// The save-window metric: the probe's window around each save (s).
 pub const WINDOW_METRIC: &str = "checkpoint-window-time";
@@ -69,7 +69,10 @@ const FIXED_AT_START: [(&str, &str); 4] = [
     ),
     ("variant", "a variant changes the command line"),
     ("build", "a build is loaded when the process starts"),
-    ("checkout", "code in a checkout is imported when the process starts"),
+    (
+        "checkout",
+        "code in a checkout is imported when the process starts",
+    ),
 ];
 
 impl Switch {
@@ -90,7 +93,9 @@ impl Switch {
             "save-delay" => {
                 let s = number("seconds")?;
                 if s < 0.0 {
-                    return Err(format!("save-delay takes seconds of 0 or more, not `{value}`"));
+                    return Err(format!(
+                        "save-delay takes seconds of 0 or more, not `{value}`"
+                    ));
                 }
                 Ok(Switch::SaveDelay(s))
             }
@@ -165,8 +170,7 @@ pub fn check_arms(a: &[Switch], b: &[Switch]) -> Result<(), String> {
 /// The arm of every save of job `job` (0-based) under `seed`: `skip` saves outside the design
 /// (`-`), then `pairs` pairs, each `ab` or `ba` by a seeded coin.
 pub fn schedule(seed: u64, job: u32, skip: usize, pairs: usize) -> String {
-    let mut rng =
-        stats::SplitMix64::new(seed ^ u64::from(job).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+    let mut rng = stats::SplitMix64::new(seed ^ u64::from(job).wrapping_mul(0x9E37_79B9_7F4A_7C15));
     let mut out = "-".repeat(skip);
     for _ in 0..pairs {
         out.push_str(if rng.next_u64() & 1 == 1 { "ba" } else { "ab" });
@@ -213,10 +217,7 @@ pub enum InJobError {
 }
 
 /// A job's units in save order, paired: `(first, second)` of each design pair, both recorded.
-pub fn job_pairs(
-    job: &str,
-    record: &RunRecord,
-) -> Result<Vec<(InJobUnit, InJobUnit)>, InJobError> {
+pub fn job_pairs(job: &str, record: &RunRecord) -> Result<Vec<(InJobUnit, InJobUnit)>, InJobError> {
     let steps = record.metrics.get(STEP_METRIC).map(|s| &s.0);
     let saves = &record.checkpoints;
     let mut units: Vec<Option<InJobUnit>> = Vec::new();
@@ -251,7 +252,9 @@ pub fn job_pairs(
         }));
     }
     if units.iter().all(Option::is_none) {
-        return Err(InJobError::NoArms { job: job.to_owned() });
+        return Err(InJobError::NoArms {
+            job: job.to_owned(),
+        });
     }
     let mut pairs = Vec::new();
     for chunk in units[skip..].chunks(2) {
@@ -382,11 +385,21 @@ pub fn judge(jobs: &[Vec<(InJobUnit, InJobUnit)>], test: &InJobTest) -> Vec<AbMe
         timed(STEP_METRIC, |u| u.steps),
     ];
     let counted = |name: &str, f: fn(&InJobUnit) -> Option<u64>| {
-        let a: Vec<f64> = ordered.iter().filter_map(|(a, _)| f(a)).map(|v| v as f64).collect();
-        let b: Vec<f64> = ordered.iter().filter_map(|(_, b)| f(b)).map(|v| v as f64).collect();
+        let a: Vec<f64> = ordered
+            .iter()
+            .filter_map(|(a, _)| f(a))
+            .map(|v| v as f64)
+            .collect();
+        let b: Vec<f64> = ordered
+            .iter()
+            .filter_map(|(_, b)| f(b))
+            .map(|v| v as f64)
+            .collect();
         counter_metric(name, &a, &b)
     };
-    out.extend(counted("checkpoint-empty-cache-calls", |u| u.empty_cache_calls));
+    out.extend(counted("checkpoint-empty-cache-calls", |u| {
+        u.empty_cache_calls
+    }));
     out.extend(counted("checkpoint-fsync-calls", |u| u.fsync_calls));
     out
 }

@@ -107,7 +107,11 @@ fn what_a_running_job_cannot_switch_is_refused_before_any_job_runs() {
     let out = tempfile::tempdir().unwrap();
     let o = ab(
         out.path(),
-        &["--within-job", "--b-env", "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"],
+        &[
+            "--within-job",
+            "--b-env",
+            "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True",
+        ],
     );
     assert_eq!(code(&o), 2, "{}", text(&o));
     assert!(text(&o).contains("--a-env/--b-env"), "{}", text(&o));

@@ -112,7 +112,10 @@ mod tests {
     #[test]
     fn a_switch_the_fake_job_lacks_is_refused() {
         let e = InJob::parse("ab", "", "gc-threshold=0.8").unwrap_err();
-        assert!(e.contains("GOLDGATE_INJOB_B") && e.contains("gc-threshold"), "{e}");
+        assert!(
+            e.contains("GOLDGATE_INJOB_B") && e.contains("gc-threshold"),
+            "{e}"
+        );
         assert!(InJob::parse("ax", "", "").unwrap_err().contains("`x`"));
     }
 }

@@ -17,7 +17,9 @@ fn the_exact_null_distribution_matches_enumeration() {
 
 #[test]
 fn the_interval_holds_the_shift_and_too_few_pairs_cannot_decide() {
-    let d: Vec<f64> = (0..30).map(|i| 0.1 + 0.01 * f64::from(i % 7) - 0.03).collect();
+    let d: Vec<f64> = (0..30)
+        .map(|i| 0.1 + 0.01 * f64::from(i % 7) - 0.03)
+        .collect();
     let (est, lo, hi) = hodges_lehmann(&d, 0.005).unwrap();
     assert!(lo < est && est < hi && lo > 0.0, "{lo} {est} {hi}");
     // Five pairs: 2⁻⁵ = 3 % is above any tail of 1 %: no finite interval.
@@ -41,15 +43,26 @@ fn the_schedule_is_seeded_balanced_and_differs_between_jobs() {
 
 #[test]
 fn switches_parse_and_fixed_settings_are_refused_with_the_way_out() {
-    assert_eq!(Switch::parse("save-delay=0.04"), Ok(Switch::SaveDelay(0.04)));
+    assert_eq!(
+        Switch::parse("save-delay=0.04"),
+        Ok(Switch::SaveDelay(0.04))
+    );
     assert_eq!(
         Switch::parse("empty-cache=remove").unwrap().render(),
         "empty-cache=remove"
     );
     let e = Switch::parse("expandable-segments=true").unwrap_err();
     assert!(e.contains("job-level"), "{e}");
-    assert!(Switch::parse("gc-threshold=1.5").unwrap_err().contains("between 0 and 1"));
-    assert!(Switch::parse("save-delay").unwrap_err().contains("NAME=VALUE"));
+    assert!(
+        Switch::parse("gc-threshold=1.5")
+            .unwrap_err()
+            .contains("between 0 and 1")
+    );
+    assert!(
+        Switch::parse("save-delay")
+            .unwrap_err()
+            .contains("NAME=VALUE")
+    );
     let gc = [Switch::GcThreshold(0.8)];
     assert!(check_arms(&[], &gc).unwrap_err().contains("both arms"));
     assert_eq!(check_arms(&[Switch::GcThreshold(0.99)], &gc), Ok(()));
@@ -109,7 +122,12 @@ fn a_plant_on_alternating_saves_is_caught_and_an_end_of_job_profile_is_not() {
     assert_eq!(m[0].verdict, AbVerdict::Regression, "{:?}", m[0]);
     let change = m[0].change.unwrap();
     assert!((change - 0.10).abs() < 0.02, "{change}");
-    assert_eq!(m[1].verdict, AbVerdict::Pass, "steps are untouched: {:?}", m[1]);
+    assert_eq!(
+        m[1].verdict,
+        AbVerdict::Pass,
+        "steps are untouched: {:?}",
+        m[1]
+    );
     // The counter: B made no empty_cache call, A one.
     assert_eq!(m[2].verdict, AbVerdict::Improvement);
     let same = job(&s, |i, _| profile(i));
@@ -124,7 +142,13 @@ fn a_failed_switch_and_a_job_without_arms_are_clear_errors() {
     let e = job_pairs("02-ab", &r).unwrap_err().to_string();
     assert!(e.contains("02-ab") && e.contains("gc-threshold: no"), "{e}");
     let r = job("---", |_, _| 0.4);
-    assert!(matches!(job_pairs("03-ab", &r), Err(InJobError::NoArms { .. })));
+    assert!(matches!(
+        job_pairs("03-ab", &r),
+        Err(InJobError::NoArms { .. })
+    ));
     let r = job("-aa", |_, _| 0.4);
-    assert!(matches!(job_pairs("04-ab", &r), Err(InJobError::BadPair { .. })));
+    assert!(matches!(
+        job_pairs("04-ab", &r),
+        Err(InJobError::BadPair { .. })
+    ));
 }

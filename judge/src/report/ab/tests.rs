@@ -3,7 +3,7 @@
 use super::*;
 use crate::compare::ab::Sequential;
 use crate::compare::ab_outcome::{AB_SCHEMA_VERSION, AbJob, AbMode, AbModeKind, ArmSpec};
-use crate::compare::verdict::{MetricResult, Unit, Verdict};
+use goldgate_schema::{MetricResult, Unit, Verdict};
 
 fn metric(
     name: &str,
@@ -58,7 +58,9 @@ fn report() -> AbReport {
         platform: "h200".into(),
         mode: AbMode {
             kind: AbModeKind::Job,
-            reason: "the arms differ in a variant (empty_cache=level2), fixed when the process starts".into(),
+            reason:
+                "the arms differ in a variant (empty_cache=level2), fixed when the process starts"
+                    .into(),
         },
         seed: 7,
         sequential: seq,
