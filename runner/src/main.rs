@@ -8,14 +8,7 @@ use goldgate::cmd;
 
 /// `goldgate --version`: the package version, the release tag when built at one, and the commit
 /// it was built from (see build.rs): `0.2.0 (v0.2.0, commit 1a2b3c4d5e6f)`.
-const VERSION: &str = concat!(
-    env!("CARGO_PKG_VERSION"),
-    " (",
-    env!("GOLDGATE_RELEASE_PREFIX"),
-    "commit ",
-    env!("GOLDGATE_COMMIT"),
-    ")"
-);
+const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (", env!("GOLDGATE_BUILD"), ")");
 
 /// Functional tests and a regression gate for GPU training jobs.
 #[derive(Parser, Debug)]
