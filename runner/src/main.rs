@@ -48,7 +48,7 @@ enum Command {
     Power(cmd::power::Args),
     /// Baseline against candidate on one machine: jobs in ABBA blocks until the timing change
     /// is decided (sequential, paired), the other metrics against A and the goldens.
-    Ab(cmd::ab::Args),
+    Ab(Box<cmd::ab::Args>),
     /// The A/B resampling study on recorded jobs (docs/results/ab-study.md).
     #[command(hide = true)]
     AbStudy(cmd::ab_study::Args),
@@ -99,7 +99,7 @@ fn main() -> ExitCode {
         Command::Cancel(a) => cmd::cancel::run(a),
         Command::Calibrate(a) => cmd::calibrate::run(a),
         Command::Power(a) => cmd::power::run(a),
-        Command::Ab(a) => cmd::ab::run(a),
+        Command::Ab(a) => cmd::ab::run(*a),
         Command::AbStudy(a) => cmd::ab_study::run(a),
         Command::History(a) => cmd::history::run(a),
         Command::Report(a) => cmd::report::run(a),
