@@ -257,16 +257,22 @@ fn job_warnings(
     warnings
 }
 
+/// The log's checkpoint records, each with what the probe counted during that save.
+fn probed_checkpoints(summary: &LogSummary, probe: Option<&ProbeSummary>) -> Vec<CheckpointRecord> {
+    let mut saves = checkpoints(summary);
+    if let Some(probe) = probe {
+        for c in &mut saves {
+            c.probe = probe.save_probe(c.iteration);
+        }
+    }
+    saves
+}
+
 /// The `results.json` record of `job`.
 pub(crate) fn record(job: &Job, result: JobResult) -> RunRecord {
     let ran = result.observed.is_some();
     let observed = result.observed.unwrap_or_default();
-    let mut checkpoints = checkpoints(&observed.summary);
-    if let Some(probe) = &result.probe {
-        for c in &mut checkpoints {
-            c.probe = probe.save_probe(c.iteration);
-        }
-    }
+    let checkpoints = probed_checkpoints(&observed.summary, result.probe.as_ref());
     // A job that never ran has no metrics, not even the probe's from an earlier attempt.
     let mut metrics = match ran {
         true => metrics(
