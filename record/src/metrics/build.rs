@@ -308,6 +308,7 @@ pub(crate) fn record(job: &Job, result: JobResult) -> RunRecord {
         nodes,
         judging: Some(judging(job)),
         tensorboard,
+        ab: job.ab.clone(),
     }
 }
 

@@ -237,13 +237,17 @@ pub fn ingest_dir(
         .map(|(_, index)| index.run_id)
         .collect();
     let mut by_run: BTreeMap<&str, Vec<(&PathBuf, &RunRecord)>> = BTreeMap::new();
+    let mut total = IngestCount::default();
     for (path, record) in &records {
+        if record.is_ab() {
+            total.ab_jobs += 1;
+            continue;
+        }
         by_run
             .entry(record.run_id.as_str())
             .or_default()
             .push((path, record));
     }
-    let mut total = IngestCount::default();
     for (run_id, jobs) in &by_run {
         let refs: Vec<&RunRecord> = jobs.iter().map(|(_, r)| *r).collect();
         let Some(run) = ingest::run_row(&refs, ctx) else {
@@ -286,6 +290,12 @@ fn ingest_cmd(store: &mut Store, a: &IngestArgs) -> Result<Exit, AppError> {
         n.samples,
         store.location()
     );
+    if n.ab_jobs > 0 {
+        outln!(
+            "left out {} job(s) of `goldgate ab`: an A/B's arms are not runs of a branch (its ab.json holds the verdict)",
+            n.ab_jobs
+        );
+    }
     Ok(Exit::Pass)
 }
 

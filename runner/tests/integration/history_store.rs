@@ -154,6 +154,7 @@ fn write_run(dir: &Path, run: &str, started: &str, commit: &str, repeats: u32, t
         command: vec!["goldgate".into(), "run".into()],
         jobs,
         runner: None,
+        ab: None,
     };
     std::fs::write(
         dir.join(run).join("run.json"),
