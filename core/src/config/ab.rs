@@ -28,6 +28,11 @@ pub struct AbSettings {
     pub metrics: Vec<String>,
 }
 
+/// The most pairs one A/B may plan (`max_pairs`, `ab --max-pairs`). Each look spends
+/// `alpha / max_pairs`: at 1000 looks that is 1e-5 a look, whose interval is too wide to decide
+/// anything a shorter sequence could not, and 1000 pairs of a one-minute job are 33 GPU-hours.
+pub const MAX_PAIRS: u32 = 1000;
+
 /// Built-in defaults, chosen by the resampling study (docs/results/ab-study.md).
 impl Default for AbSettings {
     fn default() -> AbSettings {
@@ -92,9 +97,9 @@ impl RawAb {
         let base = AbSettings::default();
         let max_pairs = self.max_pairs.unwrap_or(base.max_pairs);
         let min_pairs = self.min_pairs.unwrap_or(base.min_pairs);
-        if max_pairs == 0 || min_pairs == 0 || min_pairs > max_pairs {
+        if max_pairs == 0 || min_pairs == 0 || min_pairs > max_pairs || max_pairs > MAX_PAIRS {
             return Err(format!(
-                "ab: min_pairs ({min_pairs}) and max_pairs ({max_pairs}) must be 1 or more, min_pairs at most max_pairs"
+                "ab: min_pairs ({min_pairs}) and max_pairs ({max_pairs}) must be 1 or more, min_pairs at most max_pairs, max_pairs at most {MAX_PAIRS}"
             ));
         }
         let spread = self.spread.map_or(base.spread, |s| s.0);

@@ -30,7 +30,7 @@
 //! tight needs no statistics; B's value is judged against A's under the metric's own rule
 //! ([`judge_exact`]), and against the goldens by the ordinary comparison.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::judge::{self, Series};
 use super::stats::{self, Tolerance};
@@ -41,7 +41,7 @@ use crate::metrics::RunRecord;
 use crate::rules::{Direction, Rule, RuleSet};
 
 /// The sequential test's parameters for one platform.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Sequential {
     /// False-alarm rate of a metric's whole sequence (one-sided).
     pub alpha: f64,
@@ -157,7 +157,7 @@ pub fn estimate(pairs: &[Pair], seq: &Sequential) -> Result<AbEstimate, Unusable
 }
 
 /// A metric's verdict in an A/B comparison.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum AbVerdict {
     Pass,
@@ -221,14 +221,22 @@ pub fn job_summary(rule: &Rule, record: &RunRecord, metric: &str) -> Option<f64>
     judge::reduce(rule, series, last).map(|(v, _)| v)
 }
 
+/// How a metric of an A/B comparison is judged.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AbTest {
+    /// Timing: B/A with its interval, pair by pair.
+    Sequential,
+    /// B against A under the metric's own rule, no statistics (loss, counters, memory).
+    Rule,
+}
+
 /// How one metric of an A/B comparison came out.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct AbMetric {
     pub metric: String,
     pub unit: Unit,
-    /// `sequential` (timing, B/A with its interval) or `rule` (B against A under the metric's
-    /// own rule, no statistics).
-    pub test: &'static str,
+    pub test: AbTest,
     pub verdict: AbVerdict,
     /// A's and B's value (geometric means over pairs, or medians over jobs for `rule`).
     pub a: Option<f64>,
@@ -258,7 +266,7 @@ pub fn judge_sequential(
     let mut out = AbMetric {
         metric: metric.to_owned(),
         unit: Unit::of_metric(metric),
-        test: "sequential",
+        test: AbTest::Sequential,
         verdict: AbVerdict::Undecided,
         a: None,
         b: None,
@@ -344,7 +352,7 @@ pub fn judge_exact(
     let mut out = AbMetric {
         metric: metric.to_owned(),
         unit: Unit::of_metric(metric),
-        test: "rule",
+        test: AbTest::Rule,
         verdict: AbVerdict::Pass,
         a: ma,
         b: mb,

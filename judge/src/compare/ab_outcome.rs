@@ -11,17 +11,38 @@
 //! is a note, never an exit code: B's untimed metrics are still judged against A's, the
 //! reference an A/B run brings with it (`bless` B's jobs to add the goldens).
 
-use serde::Serialize;
+use std::path::Path;
 
-use super::ab::{AbMetric, AbVerdict, Sequential};
+use serde::{Deserialize, Serialize};
+
+use super::ab::{AbMetric, AbTest, AbVerdict, Sequential};
+use super::error::CompareError;
 use super::verdict::{MetricResult, Verdict};
 use crate::exit::Exit;
 
 /// `ab.json`'s version.
 pub const AB_SCHEMA_VERSION: u32 = 1;
 
+/// How the arms were put side by side.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AbMode {
+    /// Whole jobs, one arm each, paired in ABBA/BAAB blocks.
+    #[default]
+    JobLevel,
+}
+
+impl AbMode {
+    /// The kebab-case label every report uses.
+    pub fn label(self) -> &'static str {
+        match self {
+            AbMode::JobLevel => "job-level",
+        }
+    }
+}
+
 /// How one arm differs from the case as it is.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ArmSpec {
     /// `a` or `b`.
     pub arm: String,
@@ -50,7 +71,7 @@ impl ArmSpec {
 }
 
 /// One job of the sequence.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct AbJob {
     /// 1-based position in the order (warm-up jobs first).
     pub index: u32,
@@ -66,15 +87,21 @@ pub struct AbJob {
     /// `passed`, `failed (exit 1)`, ... once it ran.
     pub outcome: Option<String>,
     pub wall_seconds: Option<f64>,
+    /// What failed, for a job that did not pass (`failed to launch: torchrun: not found`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure: Option<String>,
 }
 
 /// One `goldgate ab` run.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct AbReport {
     pub schema_version: u32,
     pub id: String,
     pub case: String,
     pub platform: String,
+    /// How the arms were put side by side.
+    #[serde(default)]
+    pub mode: AbMode,
     /// The seed of the block order (ABBA or BAAB per block).
     pub seed: u64,
     pub sequential: Sequential,
@@ -147,6 +174,49 @@ impl AbReport {
         exit
     }
 
+    /// The timing metrics the A/B judged with an interval: where it ran, these are gated by it,
+    /// not by the goldens.
+    pub fn timed(&self) -> impl Iterator<Item = &str> {
+        self.metrics
+            .iter()
+            .filter(|m| m.test == AbTest::Sequential)
+            .map(|m| m.metric.as_str())
+    }
+
+    /// Reads back a saved A/B result (`ab --json FILE`, `ab.json`); another schema version is
+    /// refused, naming both.
+    pub fn parse(path: &Path, text: &str) -> Result<AbReport, CompareError> {
+        let invalid = |message: String| CompareError::SavedAb {
+            path: path.to_path_buf(),
+            message,
+        };
+        let value: serde_json::Value =
+            serde_json::from_str(text).map_err(|e| invalid(format!("invalid JSON: {e}")))?;
+        match value
+            .get("schema_version")
+            .and_then(serde_json::Value::as_u64)
+        {
+            Some(v) if v == u64::from(AB_SCHEMA_VERSION) => {}
+            Some(v) => {
+                return Err(invalid(format!(
+                    "schema_version {v}, but this goldgate reads {AB_SCHEMA_VERSION}"
+                )));
+            }
+            None => {
+                return Err(invalid(
+                    "no schema_version: not a goldgate A/B result".into(),
+                ));
+            }
+        }
+        let report: AbReport = serde_json::from_value(value).map_err(|e| invalid(e.to_string()))?;
+        if !report.finished {
+            return Err(invalid(
+                "the A/B sequence did not finish (its jobs were still running)".into(),
+            ));
+        }
+        Ok(report)
+    }
+
     /// Metrics that ended `inconclusive` (for the loud warning).
     pub fn inconclusive(&self) -> Vec<&str> {
         self.metrics
@@ -166,7 +236,7 @@ mod tests {
         AbMetric {
             metric: "checkpoint-blocking-time".into(),
             unit: Unit::Seconds,
-            test: "sequential",
+            test: AbTest::Sequential,
             verdict,
             a: Some(1.0),
             b: Some(1.1),
@@ -184,6 +254,7 @@ mod tests {
             id: "x".into(),
             case: "m/c".into(),
             platform: "p".into(),
+            mode: AbMode::JobLevel,
             seed: 1,
             sequential: Sequential::from_settings(&crate::config::AbSettings::default(), "p"),
             arms: Default::default(),
@@ -231,6 +302,7 @@ mod tests {
             results: String::new(),
             outcome: Some("failed (exit 1)".into()),
             wall_seconds: None,
+            failure: None,
         });
         assert_eq!(r.exit(false, false), Exit::Failure);
         assert_eq!(r.verdict(), AbVerdict::Regression);

@@ -3,8 +3,8 @@
 //! (`--a-env`/`--b-env`) and workload folder (`--a-dir`/`--b-dir`: where the case's relative
 //! entry resolves, e.g. checkouts of the merge base and the PR head). After `--warmup N`
 //! discarded jobs (alternating arms) the jobs run one at a time in ABBA/BAAB blocks, in a
-//! seeded random order; each job is one run of the run stage (`OUT/<id>/<NN>-<arm>/`, with its
-//! `run.json` and `results.json`, exactly as `goldgate run` records it). After every pair the
+//! seeded random order; each job is one run of the run stage (`OUT/<id>/<id>-<NN>-<arm>/`, with
+//! its `run.json` and `results.json` as `goldgate run` records them, marked as an A/B arm). After every pair the
 //! timing metrics are judged sequentially (`compare::ab`) and the sequence stops once they are
 //! decided or at `--max-pairs`; then B's other metrics are judged against the goldens, the
 //! reports are written and the exit code follows `compare::ab_outcome`'s rule. `ab.json` in the
@@ -18,12 +18,16 @@ use super::error::{AppError, CmdError};
 use super::output::{err, errln, out, stderr_color};
 use super::select::{Selection, plan_selection};
 use crate::compare::ab::{self, AbMetric, Sequential};
-use crate::compare::ab_outcome::{AB_SCHEMA_VERSION, AbJob, AbReport, ArmSpec};
+use crate::compare::ab_outcome::{AB_SCHEMA_VERSION, AbJob, AbMode, AbReport, ArmSpec};
 use crate::config::{Config, ExecutorChoice};
 use crate::exit::Exit;
 use crate::metrics::RunRecord;
 use crate::plan::{Job, Output};
 use crate::run::{Progress, ResultsWriter, RunOptions};
+
+/// Where `ab` writes without `--out`: not `run`'s `results/`, so `compare`, `bless` and
+/// `report` of `results/` never meet an A/B's jobs (they leave them out wherever they are).
+pub const DEFAULT_OUT: &str = "ab-results";
 
 /// Arguments of `goldgate ab`.
 #[derive(clap::Args, Debug)]
@@ -54,9 +58,9 @@ pub struct Args {
     /// Discarded warm-up jobs before the first block, alternating A and B.
     #[arg(long, default_value_t = 0, value_name = "N")]
     pub warmup: u32,
-    /// Most pairs (default: goldgate.yaml's `ab.max_pairs`); the last look ends
+    /// Most pairs, 1 to 1000 (default: goldgate.yaml's `ab.max_pairs`); the last look ends
     /// `inconclusive` if undecided. Looks are Bonferroni-corrected over this many.
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=i64::from(crate::config::MAX_PAIRS)))]
     pub max_pairs: Option<u32>,
     /// The change that counts (default `ab.min_effect`; 0.05 = 5 %).
     #[arg(long)]
@@ -72,7 +76,8 @@ pub struct Args {
     /// Seed of the block order (default: from the clock; recorded in `ab.json`).
     #[arg(long)]
     pub seed: Option<u64>,
-    /// Where the A/B folder goes: `OUT/<id>/` (default `results`).
+    /// Where the A/B folder goes: `OUT/<id>/` (default `ab-results`, apart from `run`'s
+    /// `results`: an A/B's jobs are arms of a comparison, not runs to gate or bless).
     #[arg(long)]
     pub out: Option<PathBuf>,
     #[command(flatten)]
@@ -114,6 +119,9 @@ impl Arm {
         let mut select = args.select.clone();
         select.variants.extend(variants.iter().cloned());
         let dir = dir.as_deref().map(super::select::absolute).transpose()?;
+        if let Some(dir) = &dir {
+            check_folder(&format!("--{name}-dir"), dir)?;
+        }
         Ok(Arm {
             name,
             select,
@@ -138,6 +146,23 @@ impl Arm {
             dir: self.dir.as_ref().map(|d| d.display().to_string()),
         }
     }
+}
+
+/// An arm's workload folder must be a folder before any job runs: found after the first
+/// jobs, a typo would cost their GPU time and read as a job failure.
+fn check_folder(flag: &str, dir: &Path) -> Result<(), AppError> {
+    let problem = match std::fs::metadata(dir) {
+        Ok(m) if m.is_dir() => return Ok(()),
+        Ok(_) => "is not a folder".to_owned(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => "does not exist".to_owned(),
+        Err(e) => format!("cannot be read: {e}"),
+    };
+    Err(CmdError::NotAFolder {
+        flag: flag.to_owned(),
+        path: dir.to_path_buf(),
+        problem,
+    }
+    .into())
 }
 
 /// Everything a job of the sequence is planned and run with.
@@ -189,7 +214,10 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
     );
     let seed = args.seed.unwrap_or_else(clock_seed);
     let mut report = bench.report(&platform, seed, seq);
-    bench.sequence(&mut report)?;
+    let out_of_time = bench.sequence(&mut report)?;
+    if out_of_time && report.pairs == 0 && !report.job_failed() {
+        return bench.fits_no_pair(report);
+    }
     bench.finish(report)
 }
 
@@ -198,7 +226,7 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
 fn options(args: &Args, config: &Config) -> Result<(RunOptions, String, ExecutorChoice), AppError> {
     let mut opts = args
         .exec
-        .options(args.out.as_deref().unwrap_or(Path::new("results")))?;
+        .options(args.out.as_deref().unwrap_or(Path::new(DEFAULT_OUT)))?;
     crate::launch::check_settle(opts.settle)?;
     opts.workers = 1;
     let (platform, choice) = args.select.executor(config)?;
@@ -245,6 +273,7 @@ impl Bench<'_> {
             id: self.opts.run_id.clone(),
             case: self.args.case.clone(),
             platform: platform.to_owned(),
+            mode: AbMode::JobLevel,
             seed,
             sequential: seq,
             arms: [self.arms[0].spec(), self.arms[1].spec()],
@@ -260,16 +289,18 @@ impl Bench<'_> {
         }
     }
 
-    /// The warm-up jobs, then blocks until the timing metrics are decided or `max_pairs`.
-    fn sequence(&self, report: &mut AbReport) -> Result<(), AppError> {
+    /// The warm-up jobs, then blocks until the timing metrics are decided or `max_pairs`;
+    /// whether `--budget` ended it.
+    fn sequence(&self, report: &mut AbReport) -> Result<bool, AppError> {
         let seq = report.sequential;
         for i in 0..self.args.warmup {
             let arm = (i % 2) as usize;
             self.one_job(report, arm, 0, 0, true)?;
             if self.halted(report) {
-                return Ok(());
+                return Ok(false);
             }
         }
+        let mut out_of_time = false;
         let order = ab::block_order(seq.max_pairs.div_ceil(2), report.seed);
         let (mut a, mut b): (Vec<RunRecord>, Vec<RunRecord>) = (Vec::new(), Vec::new());
         let mut blocks = Vec::new();
@@ -278,11 +309,12 @@ impl Bench<'_> {
             let pair = (a.len().max(b.len()) + usize::from(a.len() == b.len())) as u32;
             // A pair's first job starts only if its partner fits too.
             if self.out_of_time(report, if a.len() == b.len() { 2 } else { 1 }) {
+                out_of_time = true;
                 break;
             }
             let record = self.one_job(report, usize::from(*is_b), block, pair, false)?;
             if self.halted(report) {
-                return Ok(());
+                return Ok(false);
             }
             match is_b {
                 true => b.extend(record),
@@ -301,7 +333,25 @@ impl Bench<'_> {
         }
         ab::close(&mut report.metrics);
         report.finished = true;
-        Ok(())
+        Ok(out_of_time)
+    }
+
+    /// `--budget` ended the sequence before one pair: the budget was the mistake, not the
+    /// change (an `inconclusive` of 0 pairs would pass the gate on nothing). `ab.json` keeps
+    /// the jobs that ran.
+    fn fits_no_pair(&self, mut report: AbReport) -> Result<Exit, AppError> {
+        report.exit_code = Some(i32::from(Exit::Usage.code()));
+        self.write_json(&report)?;
+        let slowest = report
+            .jobs
+            .iter()
+            .filter_map(|j| j.wall_seconds)
+            .fold(0.0, f64::max);
+        Err(CmdError::BudgetFitsNoPair {
+            budget: self.args.budget.unwrap_or_default().as_secs_f64(),
+            job_seconds: slowest,
+        }
+        .into())
     }
 
     /// Whether `jobs` more jobs, at the slowest job's time so far (plus a fifth), would end
@@ -373,9 +423,11 @@ impl Bench<'_> {
     ) -> Result<Option<RunRecord>, AppError> {
         let index = report.jobs.len() as u32 + 1;
         let name = self.arms[arm].name;
+        // The A/B's id leads: every job folder's run id is unique across `ab` runs, so no
+        // store or selection mistakes one A/B's `01-a` for another's.
         let run_id = match warmup {
-            true => format!("{index:02}-{name}-warmup"),
-            false => format!("{index:02}-{name}"),
+            true => format!("{}-{index:02}-{name}-warmup", report.id),
+            false => format!("{}-{index:02}-{name}", report.id),
         };
         let job = self.plan(arm, &run_id, block, pair, warmup)?;
         let results = job.dirs.job.join("results.json");
@@ -389,6 +441,7 @@ impl Bench<'_> {
             results: relative(&results, &self.ab_dir),
             outcome: None,
             wall_seconds: None,
+            failure: None,
         });
         self.save(report);
         errln!("goldgate ab: job {index} ({run_id}, block {block}, pair {pair})");
@@ -396,6 +449,9 @@ impl Bench<'_> {
         if let (Some(entry), Some(r)) = (report.jobs.last_mut(), &record) {
             entry.outcome = Some(r.outcome.label());
             entry.wall_seconds = Some(r.wall_seconds);
+            entry.failure = (!r.outcome.passed())
+                .then(|| r.attempts.last().and_then(|a| a.failure_line.clone()))
+                .flatten();
             report.job_seconds += r.wall_seconds;
         }
         self.save(report);
@@ -435,12 +491,18 @@ impl Bench<'_> {
         }
         let mut job = jobs.remove(0);
         job.warmup = warmup;
+        job.ab = Some(goldgate_schema::AbMember {
+            ab_id: self.opts.run_id.clone(),
+            arm: arm.name.to_owned(),
+            block,
+            pair,
+        });
         if !self.opts.scripts {
             job.before_script = None;
             job.after_script = None;
         }
         let marks = [
-            ("GOLDGATE_AB_ARM", arm.name.to_owned()),
+            (goldgate_schema::AB_ARM_VARIABLE, arm.name.to_owned()),
             ("GOLDGATE_AB_BLOCK", block.to_string()),
             ("GOLDGATE_AB_PAIR", pair.to_string()),
         ];

@@ -279,6 +279,8 @@ fn compare(e: &CompareError) -> Exit {
         | CompareError::ConfigEdit { .. }
         | CompareError::Read { .. }
         | CompareError::SavedComparison { .. }
+        | CompareError::SavedAb { .. }
+        | CompareError::OnlyAbJobs { .. }
         | CompareError::UnsafeName { .. }
         | CompareError::TensorboardGolden { .. }
         | CompareError::NoComparison => Exit::Usage,
@@ -344,6 +346,8 @@ fn cmd(e: &CmdError) -> Exit {
         | CmdError::NothingToRun
         | CmdError::NotOneJob { .. }
         | CmdError::BadValue { .. }
+        | CmdError::NotAFolder { .. }
+        | CmdError::BudgetFitsNoPair { .. }
         | CmdError::NothingToJudge { .. } => Exit::Usage,
         CmdError::Cwd { .. }
         | CmdError::Write { .. }
@@ -397,6 +401,24 @@ pub enum CmdError {
     /// A flag's value is out of its range.
     #[error("{message}")]
     BadValue { message: &'static str },
+
+    /// A flag that names a folder names something else.
+    #[error("{flag} {}: {problem}", path.display())]
+    #[diagnostic(help("give the folder the case's relative entry words resolve in (a checkout)"))]
+    NotAFolder {
+        flag: String,
+        path: PathBuf,
+        problem: String,
+    },
+
+    /// `ab --budget` left no time for one pair.
+    #[error(
+        "--budget {budget:.1} s fits no pair: one job took {job_seconds:.1} s, and a pair is two"
+    )]
+    #[diagnostic(help(
+        "give --budget at least three jobs' time (two for the pair and a fifth of margin each), or leave it out"
+    ))]
+    BudgetFitsNoPair { budget: f64, job_seconds: f64 },
 
     /// `power` found nothing it can judge over repeats.
     #[error(
