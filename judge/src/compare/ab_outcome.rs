@@ -17,8 +17,8 @@ use serde::{Deserialize, Serialize};
 
 use super::ab::{AbMetric, AbTest, AbVerdict, Sequential};
 use super::error::CompareError;
-use super::verdict::{MetricResult, Verdict};
-use crate::exit::Exit;
+use goldgate_schema::Exit;
+use goldgate_schema::{MetricResult, Verdict};
 
 /// `ab.json`'s version.
 pub const AB_SCHEMA_VERSION: u32 = 1;
@@ -230,7 +230,7 @@ impl AbReport {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compare::verdict::Unit;
+    use goldgate_schema::Unit;
 
     fn metric(verdict: AbVerdict) -> AbMetric {
         AbMetric {
@@ -256,7 +256,10 @@ mod tests {
             platform: "p".into(),
             mode: AbMode::JobLevel,
             seed: 1,
-            sequential: Sequential::from_settings(&crate::config::AbSettings::default(), "p"),
+            sequential: Sequential::from_settings(
+                &goldgate_core::config::AbSettings::default(),
+                "p",
+            ),
             arms: Default::default(),
             jobs: Vec::new(),
             pairs: 4,

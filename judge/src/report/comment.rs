@@ -10,9 +10,9 @@
 use std::collections::BTreeSet;
 
 use crate::compare::ab_outcome::AbReport;
-use crate::compare::{Comparison, Counts, JobComparison, MetricResult, Verdict};
 use crate::report::markdown::{self, HEADER, escape_md};
 use crate::report::table::counts_line;
+use goldgate_schema::{Comparison, Counts, JobComparison, MetricResult, Verdict};
 
 /// The comment's report for `comparison` (if a check compared goldens) and the A/B results
 /// `abs` of the same platform.

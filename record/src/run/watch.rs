@@ -9,9 +9,12 @@ use std::time::Instant;
 
 use super::event::ExecEvent;
 use crate::launch::FailureSigns;
-use crate::observe::log::{
-    FailureKind, LineCleaner, LogEvent, LogParser, LogSummary, LogTail, Redactor, SummaryBuilder,
-    TailSummary,
+use goldgate_core::{
+    observe::log::{
+        FailureKind, LineCleaner, LogEvent, LogParser, LogSummary, LogTail, SummaryBuilder,
+        TailSummary,
+    },
+    redact::Redactor,
 };
 
 /// Checkpoint saves on the memory timeline: (start s, end s, iteration).
@@ -75,7 +78,7 @@ impl LogWatch {
         let line = self.redactor.redact(line);
         if self.echo {
             let text = String::from_utf8_lossy(&line);
-            let shown = crate::printable::terminal(&text, false);
+            let shown = goldgate_core::printable::terminal(&text, false);
             let mut err = std::io::stderr().lock();
             let _ = err
                 .write_all(shown.as_bytes())

@@ -11,12 +11,13 @@ use std::path::{Path, PathBuf};
 
 use super::error::AppError;
 use super::output::{errln, out};
-use crate::compare::ab_outcome::AbReport;
-use crate::compare::saved::{merge, parse_saved};
-use crate::compare::{CompareError, CompareOptions, Comparison};
-use crate::exit::Exit;
-use crate::github::{self, Action, Client, RetryPolicy, context};
-use crate::report;
+use goldgate_judge::compare::ab_outcome::AbReport;
+use goldgate_judge::compare::saved::{merge, parse_saved};
+use goldgate_judge::compare::{CompareError, CompareOptions};
+use goldgate_judge::github::{self, Action, Client, RetryPolicy, context};
+use goldgate_judge::report;
+use goldgate_schema::Comparison;
+use goldgate_schema::Exit;
 
 /// Arguments of `goldgate comment`.
 #[derive(clap::Args, Debug)]
@@ -141,11 +142,12 @@ fn comparison(args: &Args) -> Result<Option<Comparison>, AppError> {
 fn read_abs(paths: &[PathBuf]) -> Result<Vec<AbReport>, CompareError> {
     let mut out = Vec::new();
     for path in paths {
-        let limit = crate::metrics::record::MAX_RECORD_BYTES;
-        let text = crate::fsio::read_text(path, limit).map_err(|source| CompareError::Read {
-            path: path.clone(),
-            source,
-        })?;
+        let limit = goldgate_core::metrics::record::MAX_RECORD_BYTES;
+        let text =
+            goldgate_core::fsio::read_text(path, limit).map_err(|source| CompareError::Read {
+                path: path.clone(),
+                source,
+            })?;
         out.push(AbReport::parse(path, &text)?);
     }
     Ok(out)
@@ -181,11 +183,12 @@ fn same_platform(
 fn read_saved(paths: &[PathBuf]) -> Result<Comparison, CompareError> {
     let mut parts = Vec::new();
     for path in paths {
-        let limit = crate::metrics::record::MAX_RECORD_BYTES;
-        let text = crate::fsio::read_text(path, limit).map_err(|source| CompareError::Read {
-            path: path.clone(),
-            source,
-        })?;
+        let limit = goldgate_core::metrics::record::MAX_RECORD_BYTES;
+        let text =
+            goldgate_core::fsio::read_text(path, limit).map_err(|source| CompareError::Read {
+                path: path.clone(),
+                source,
+            })?;
         parts.push((path.clone(), parse_saved(Path::new(path), &text)?));
     }
     merge(parts)

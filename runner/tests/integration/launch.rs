@@ -10,11 +10,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use goldgate::launch::{
+use goldgate_record::launch::{
     LaunchError, LaunchEvent, LaunchReport, LaunchSpec, ProcessOutcome, StopFlag, Termination,
     group_alive, install_signal_handlers, launch,
 };
-use goldgate::observe::sample::{Sampler, SamplerConfig};
+use goldgate_record::observe::sample::{Sampler, SamplerConfig};
 use rustix::process::{Pid, Signal};
 
 use crate::common;
@@ -249,8 +249,8 @@ fn streams_stdout_and_stderr_in_order_to_callback_and_log() {
     assert_eq!(run.report.termination, Termination::Exited(3));
     let start = run.lines.iter().position(|l| l == "out 1").unwrap();
     let ours: Vec<&str> = run.lines[start..].iter().map(String::as_str).collect();
-    let long = "x".repeat(goldgate::launch::MAX_LINE);
-    let rest = "x".repeat(70_000 - goldgate::launch::MAX_LINE);
+    let long = "x".repeat(goldgate_record::launch::MAX_LINE);
+    let rest = "x".repeat(70_000 - goldgate_record::launch::MAX_LINE);
     let want = [
         "out 1",
         "err 2",

@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use goldgate::metrics::{Outcome, RunIndex, RunRecord};
+use goldgate_schema::{Outcome, RunIndex, RunRecord};
 
 use crate::common;
 
@@ -205,7 +205,7 @@ impl Tree {
 
     /// The `run.json` of every run under `out`.
     fn indexes(&self) -> Vec<RunIndex> {
-        goldgate::metrics::record::load_indexes(&self.path().join("out"))
+        goldgate_core::metrics::record::load_indexes(&self.path().join("out"))
             .unwrap()
             .into_iter()
             .map(|(_, i)| i)

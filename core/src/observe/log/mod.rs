@@ -13,7 +13,6 @@ mod series;
 mod summary;
 mod tail;
 
-pub use crate::redact::{MIN_SECRET_LEN, Redactor, scrub};
 pub use clean::{LineCleaner, one_line, strip_ansi};
 pub use collect::{
     LogCollector, summarize_file, summarize_file_with_tail, summarize_reader,

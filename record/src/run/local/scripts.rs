@@ -9,7 +9,7 @@
 use std::path::PathBuf;
 
 use crate::launch::{self, LaunchSpec, StopFlag};
-use crate::metrics::Outcome;
+use goldgate_schema::Outcome;
 
 /// Which script.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
