@@ -94,6 +94,10 @@ pub struct Output {
     /// Where relative entry words resolve (default: the current folder); `goldgate ab`'s
     /// `--a-dir`/`--b-dir` (a checkout of the workload per arm).
     pub base_dir: Option<PathBuf>,
+    /// Variables set for these jobs on top of the caller's environment (`goldgate ab`'s
+    /// `--a-env`/`--b-env`, `goldgate repro --env`): placeholders take them as they take the
+    /// caller's, so `--a-env MEGATRON_LM_DIR=../base` moves arm A's training script there.
+    pub env: Vec<(String, String)>,
 }
 
 /// A case that could not be loaded or planned, and why (an error of its own).
@@ -161,7 +165,10 @@ pub fn plan_selection(
         selection,
         request: VariantRequest::parse(config, &selection.variants, &selection.matrix)?,
         base_dir: base_dir(output)?,
-        caller_env: caller_env(),
+        caller_env: caller_env()
+            .into_iter()
+            .chain(output.env.iter().cloned())
+            .collect(),
         rows: &rows,
         output,
         repeat,

@@ -471,6 +471,7 @@ impl Bench<'_> {
             out_dir: self.ab_dir.clone(),
             run_id: run_id.to_owned(),
             base_dir: arm.dir.clone(),
+            env: arm.env.clone(),
         };
         let filter = goldgate_record::plan::CaseFilter::new(
             std::slice::from_ref(&self.args.case),

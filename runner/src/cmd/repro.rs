@@ -53,6 +53,7 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
             .as_deref()
             .map(super::select::absolute)
             .transpose()?,
+        env: args.env.clone(),
     };
     let filter =
         goldgate_record::plan::CaseFilter::new(std::slice::from_ref(&args.case), None, None)?;

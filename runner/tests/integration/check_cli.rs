@@ -286,22 +286,38 @@ fn check_passes_a_clean_tree_with_goldens_under_the_golden_root() {
 }
 
 #[test]
-fn version_names_the_commit_it_was_built_from() {
+fn version_names_the_release_tag_and_the_commit_it_was_built_from() {
     let out = goldgate(FIXTURES, &["--version"]);
     assert_eq!(out.status.code(), Some(0));
     let line = text(&out.stdout);
-    let commit = line
-        .strip_prefix(concat!("goldgate ", env!("CARGO_PKG_VERSION"), " (commit "))
+    let inside = line
+        .strip_prefix(concat!("goldgate ", env!("CARGO_PKG_VERSION"), " ("))
         .and_then(|rest| rest.strip_suffix(")\n"))
         .unwrap_or_else(|| panic!("{line}"));
+    // `v0.2.0, commit …` when built at a release tag (or with GOLDGATE_RELEASE), else `commit …`.
+    let (tag, commit) = match inside.split_once(", ") {
+        Some((tag, rest)) => (Some(tag), rest),
+        None => (None, inside),
+    };
+    let commit = commit
+        .strip_prefix("commit ")
+        .unwrap_or_else(|| panic!("{line}"));
+    let git = |args: &[&str]| {
+        std::process::Command::new("git")
+            .args(["-C", FIXTURES])
+            .args(args)
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+    };
     // Built in a git checkout: the short hash, never `unknown`.
-    let in_git = std::process::Command::new("git")
-        .args(["-C", FIXTURES, "rev-parse", "HEAD"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if in_git {
+    if git(&["rev-parse", "HEAD"]).is_some() {
         assert_eq!(commit.len(), 12, "{line}");
         assert!(commit.chars().all(|c| c.is_ascii_hexdigit()), "{line}");
+    }
+    if let Some(tag) = tag {
+        assert!(tag.starts_with('v'), "{line}");
     }
 }
 
