@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 use super::error::SelectError;
 use super::{CaseFilter, Job, PlanInputs, Planned, Unset, VariantRequest, plan_case};
 use goldgate_core::case::{
-    CaseRecipe, RecipeFilter, RecipeRow, Runner, TestCase, discover, for_case, load_case,
-    load_recipes, select,
+    CaseRecipe, RecipeFilter, RecipeRow, Runner, TestCase, discover, for_case,
+    load_case_noting_duplicates, load_recipes, select,
 };
 use goldgate_core::config::{Config, ExecutorChoice, Platform};
 
@@ -117,6 +117,9 @@ pub struct Selected {
     /// Recipe rows of the selection that Megatron runs by other means (unit tests, perf
     /// scripts) or whose case folder is missing: `(row name, why)`.
     pub skipped: Vec<(String, String)>,
+    /// What the case files hold that a reader would misread (a key written twice), as
+    /// `path:line:column: message`.
+    pub warnings: Vec<String>,
 }
 
 /// One case on one platform, with what its recipes say.
@@ -180,7 +183,11 @@ pub fn plan_selection(
             continue;
         };
         let case = cases.entry(target.name.clone()).or_insert_with(|| {
-            load_case(&selection.root, &case_ref.config_path).map_err(|e| e.to_string())
+            let loaded = load_case_noting_duplicates(&selection.root, &case_ref.config_path);
+            loaded.map_err(|e| e.to_string()).map(|(case, duplicates)| {
+                (selected.warnings).extend(duplicates.iter().map(ToString::to_string));
+                case
+            })
         });
         let planned = match case {
             Ok(case) => planner.plan(&target, case),
@@ -268,8 +275,9 @@ impl Selected {
             Ok(planned) => {
                 self.jobs.extend(planned.jobs);
                 for u in planned.unset {
-                    if !self.unset.iter().any(|s| s.name == u.name) {
-                        self.unset.push(u);
+                    match self.unset.iter_mut().find(|s| s.name == u.name) {
+                        Some(seen) => seen.cases += 1,
+                        None => self.unset.push(u),
                     }
                 }
             }
@@ -288,12 +296,19 @@ impl Selected {
         for (row, why) in &self.skipped {
             s.push_str(&format!("note: skipped {row}: {why}\n"));
         }
+        for w in &self.warnings {
+            s.push_str(&format!("warning: {w}\n"));
+        }
         let level = if strict { "error" } else { "warning" };
         for u in &self.unset {
             let what = if strict { "" } else { "; left as written" };
+            let cases = match u.cases {
+                0 | 1 => format!("case {}", u.case),
+                n => format!("{n} cases: {} and {} more", u.case, n - 1),
+            };
             s.push_str(&format!(
-                "{level}: {}: `${{{}}}` is set by nothing (the environment, the platform, the case's ENV_VARS){what} (case {})\n",
-                u.place, u.name, u.case
+                "{level}: {}: `${{{}}}` is set by nothing (the environment, the platform, the case's ENV_VARS){what} ({cases})\n",
+                u.place, u.name
             ));
         }
         for f in &self.failures {
