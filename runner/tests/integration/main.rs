@@ -19,6 +19,7 @@ mod extract_cli;
 mod extract_h200;
 mod faults;
 mod github_mock;
+mod history_cli;
 mod history_site;
 mod history_store;
 mod launch;
