@@ -227,6 +227,8 @@ pub fn job_summary(rule: &Rule, record: &RunRecord, metric: &str) -> Option<f64>
 pub enum AbTest {
     /// Timing: B/A with its interval, pair by pair.
     Sequential,
+    /// Timing within one job: a signed-rank test on save pairs (`compare::ab_in_job`).
+    SignedRank,
     /// B against A under the metric's own rule, no statistics (loss, counters, memory).
     Rule,
 }

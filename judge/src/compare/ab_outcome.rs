@@ -16,6 +16,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use super::ab::{AbMetric, AbTest, AbVerdict, Sequential};
+use super::ab_in_job::InJobTest;
 use super::error::CompareError;
 use goldgate_schema::Exit;
 use goldgate_schema::{MetricResult, Verdict};
@@ -24,24 +25,6 @@ use goldgate_schema::{MetricResult, Verdict};
 pub const AB_SCHEMA_VERSION: u32 = 1;
 
 /// How the arms were put side by side.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum AbMode {
-    /// Whole jobs, one arm each, paired in ABBA/BAAB blocks.
-    #[default]
-    JobLevel,
-}
-
-impl AbMode {
-    /// The kebab-case label every report uses.
-    pub fn label(self) -> &'static str {
-        match self {
-            AbMode::JobLevel => "job-level",
-        }
-    }
-}
-
-/// How one arm differs from the case as it is.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ArmSpec {
     /// `a` or `b`.
@@ -52,13 +35,16 @@ pub struct ArmSpec {
     pub env: Vec<String>,
     /// The folder the case's relative entry words resolve in, if not the current one.
     pub dir: Option<String>,
+    /// Settings the probe switches while the job runs (`save-delay=0.04`; within-job only).
+    pub switches: Vec<String>,
 }
 
 impl ArmSpec {
-    /// `empty_cache=level2, GOLDGATE_PLANT_SAVE_DELAY_S=0.04`, or `the case as is`.
+    /// `empty_cache=level2, GOLDGATE_PLANT_SAVE_DELAY_S=0.04, save-delay=0.04`, or `the case as is`.
     pub fn describe(&self) -> String {
         let mut parts: Vec<String> = self.variants.clone();
         parts.extend(self.env.iter().cloned());
+        parts.extend(self.switches.iter().cloned());
         if let Some(dir) = &self.dir {
             parts.push(format!("entry under {dir}"));
         }
@@ -68,6 +54,34 @@ impl ArmSpec {
             parts.join(", ")
         }
     }
+}
+
+/// How an A/B run compared its arms.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AbModeKind {
+    /// Each job runs one arm; jobs pair up in ABBA/BAAB blocks (`compare::ab`).
+    Job,
+    /// Every job runs both arms, switched by the probe save by save (`compare::ab_in_job`).
+    WithinJob,
+}
+
+impl AbModeKind {
+    /// `job` or `within-job`, as every report writes it.
+    pub fn label(self) -> &'static str {
+        match self {
+            AbModeKind::Job => "job",
+            AbModeKind::WithinJob => "within-job",
+        }
+    }
+}
+
+/// The mode an A/B run used, and why.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AbMode {
+    pub kind: AbModeKind,
+    /// Why this mode (e.g. the arms differ in a variant, fixed when the process starts).
+    pub reason: String,
 }
 
 /// One job of the sequence.
@@ -99,12 +113,14 @@ pub struct AbReport {
     pub id: String,
     pub case: String,
     pub platform: String,
-    /// How the arms were put side by side.
-    #[serde(default)]
+    /// Job-level or within-job, and why.
     pub mode: AbMode,
     /// The seed of the block order (ABBA or BAAB per block).
     pub seed: u64,
+    /// Job-level's test (its `max_pairs` are looks of job pairs).
     pub sequential: Sequential,
+    /// Within-job's test (its looks are jobs), when that mode ran.
+    pub within_job: Option<InJobTest>,
     pub arms: [ArmSpec; 2],
     pub jobs: Vec<AbJob>,
     /// Complete pairs judged.
@@ -179,7 +195,7 @@ impl AbReport {
     pub fn timed(&self) -> impl Iterator<Item = &str> {
         self.metrics
             .iter()
-            .filter(|m| m.test == AbTest::Sequential)
+            .filter(|m| matches!(m.test, AbTest::Sequential | AbTest::SignedRank))
             .map(|m| m.metric.as_str())
     }
 
@@ -254,12 +270,16 @@ mod tests {
             id: "x".into(),
             case: "m/c".into(),
             platform: "p".into(),
-            mode: AbMode::JobLevel,
+            mode: AbMode {
+                kind: AbModeKind::Job,
+                reason: "test".into(),
+            },
             seed: 1,
             sequential: Sequential::from_settings(
                 &goldgate_core::config::AbSettings::default(),
                 "p",
             ),
+            within_job: None,
             arms: Default::default(),
             jobs: Vec::new(),
             pairs: 4,

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 use crate::compare::ab::{AbMetric, AbTest, AbVerdict, Sequential};
-use crate::compare::ab_outcome::{AB_SCHEMA_VERSION, AbJob, AbMode, AbReport, ArmSpec};
+use crate::compare::ab_outcome::{AB_SCHEMA_VERSION, AbJob, AbMode, AbModeKind, AbReport, ArmSpec};
 use goldgate_schema::{
     CheckpointRecord, Fingerprint, GpuDevicePeak, GpuMemory, MemAvailableRecord, MemoryRecord,
     Outcome, RunRecord, StepValues, Timeline, VariantRecord,
@@ -138,6 +138,7 @@ pub fn record(v: VariantRecord, repeat: u32, shape: Shape, jitter: f64) -> RunRe
                 overlapped_by_next: shape.async_latency_s.is_some() && i == 0,
                 memory_before_bytes: Some((40.0 * GIB) as u64),
                 memory_after_bytes: Some((40.0 * GIB) as u64),
+                probe: None,
             }
         })
         .collect();
@@ -522,9 +523,15 @@ pub fn ab_report() -> AbReport {
         id: "20261201-160000-abcd".into(),
         case: "gpt/h200-ckpt-power".into(),
         platform: "h200".into(),
-        mode: AbMode::JobLevel,
+        mode: AbMode {
+            kind: AbModeKind::Job,
+            reason:
+                "the arms differ in a variant (empty_cache=level2), fixed when the process starts"
+                    .into(),
+        },
         seed: 7,
         sequential: seq,
+        within_job: None,
         arms: [
             ArmSpec {
                 arm: "a".into(),
@@ -535,6 +542,7 @@ pub fn ab_report() -> AbReport {
                 variants: vec!["empty_cache=level2".into()],
                 env: vec!["GOLDGATE_PLANT_SAVE_DELAY_S=0.04".into()],
                 dir: None,
+                switches: Vec::new(),
             },
         ],
         jobs: vec![

@@ -348,11 +348,13 @@ fn cmd(e: &CmdError) -> Exit {
         | CmdError::BadValue { .. }
         | CmdError::NotAFolder { .. }
         | CmdError::BudgetFitsNoPair { .. }
+        | CmdError::NotSwitchable { .. }
         | CmdError::NothingToJudge { .. } => Exit::Usage,
         CmdError::Cwd { .. }
         | CmdError::Write { .. }
         | CmdError::Encode { .. }
-        | CmdError::Runtime { .. } => Exit::Failure,
+        | CmdError::Runtime { .. }
+        | CmdError::InJob { .. } => Exit::Failure,
     }
 }
 
@@ -419,6 +421,17 @@ pub enum CmdError {
         "give --budget at least three jobs' time (two for the pair and a fifth of margin each), or leave it out"
     ))]
     BudgetFitsNoPair { budget: f64, job_seconds: f64 },
+    /// `ab --within-job` was asked to switch what a running job cannot switch.
+    #[error("{message}")]
+    #[diagnostic(help(
+        "drop --within-job (and the switches) to compare this with job-level `goldgate ab`"
+    ))]
+    NotSwitchable { message: String },
+
+    /// `ab --within-job`: a job's records cannot be judged within the job.
+    #[error("within-job A/B: {message}")]
+    #[diagnostic(help("the job's folder holds its probe files (probe/) and results.json"))]
+    InJob { message: String },
 
     /// `power` found nothing it can judge over repeats.
     #[error(

@@ -1244,7 +1244,7 @@ mod end_to_end {
             "{body}"
         );
         assert!(body.contains("; timing (A/B): regression"), "{body}");
-        assert!(body.contains("Mode: job-level."), "{body}");
+        assert!(body.contains("; mode: job ("), "{body}");
         let timing = &body[at("### goldgate A/B: fake/quick")..];
         assert!(timing.contains("| checkpoint-blocking-time |"), "{body}");
         assert!(

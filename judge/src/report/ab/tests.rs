@@ -1,9 +1,142 @@
 // Snapshots of every form of an A/B report (what a user reads), from one fixed report.
 
 use super::*;
+use crate::compare::ab::Sequential;
+use crate::compare::ab_outcome::{AB_SCHEMA_VERSION, AbJob, AbMode, AbModeKind, ArmSpec};
+use goldgate_schema::{MetricResult, Unit, Verdict};
+
+fn metric(
+    name: &str,
+    verdict: AbVerdict,
+    a: f64,
+    b: f64,
+    ci: Option<(f64, f64)>,
+    pairs: usize,
+) -> AbMetric {
+    AbMetric {
+        metric: name.into(),
+        unit: Unit::of_metric(name),
+        test: if ci.is_some() {
+            AbTest::Sequential
+        } else {
+            AbTest::Rule
+        },
+        verdict,
+        a: Some(a),
+        b: Some(b),
+        change: (a != 0.0).then(|| b / a - 1.0),
+        interval: ci,
+        level: ci.map(|_| 0.99833),
+        pairs,
+        detail: "per-job spread used 5.0 %".into(),
+    }
+}
+
+fn job(index: u32, arm: &str, outcome: &str) -> AbJob {
+    AbJob {
+        index,
+        run_id: format!("{index:02}-{arm}"),
+        arm: arm.into(),
+        block: 1,
+        pair: index.div_ceil(2),
+        warmup: false,
+        results: format!("{index:02}-{arm}/gpt/c/default/1/results.json"),
+        outcome: Some(outcome.into()),
+        wall_seconds: Some(31.5),
+        failure: None,
+    }
+}
 
 fn report() -> AbReport {
-    crate::report::fixtures::ab_report()
+    let seq = Sequential {
+        alpha: 0.01,
+        min_effect: 0.05,
+        max_pairs: 12,
+        min_pairs: 1,
+        spread: 0.05,
+        spread_df: 8,
+    };
+    AbReport {
+        schema_version: AB_SCHEMA_VERSION,
+        id: "20261201-160000-abcd".into(),
+        case: "gpt/h200-ckpt-power".into(),
+        platform: "h200".into(),
+        mode: AbMode {
+            kind: AbModeKind::Job,
+            reason:
+                "the arms differ in a variant (empty_cache=level2), fixed when the process starts"
+                    .into(),
+        },
+        seed: 7,
+        sequential: seq,
+        within_job: None,
+        arms: [
+            ArmSpec {
+                arm: "a".into(),
+                ..ArmSpec::default()
+            },
+            ArmSpec {
+                arm: "b".into(),
+                variants: vec!["empty_cache=level2".into()],
+                env: vec!["GOLDGATE_PLANT_SAVE_DELAY_S=0.04".into()],
+                dir: None,
+                switches: Vec::new(),
+            },
+        ],
+        jobs: vec![
+            job(1, "a", "passed"),
+            job(2, "b", "passed"),
+            job(3, "b", "passed"),
+            job(4, "a", "passed"),
+        ],
+        pairs: 4,
+        metrics: vec![
+            metric(
+                "checkpoint-blocking-time",
+                AbVerdict::Regression,
+                2.41,
+                2.68,
+                Some((0.079, 0.146)),
+                4,
+            ),
+            metric(
+                "iteration-time",
+                AbVerdict::Inconclusive,
+                0.231,
+                0.236,
+                Some((-0.03, 0.07)),
+                4,
+            ),
+            metric(
+                "empty-cache-calls",
+                AbVerdict::Regression,
+                0.0,
+                11.0,
+                None,
+                4,
+            ),
+            metric("lm loss", AbVerdict::Pass, 2.7665, 2.7665, None, 4),
+        ],
+        goldens: vec![MetricResult {
+            metric: "lm loss".into(),
+            verdict: Verdict::Pass,
+            golden: Some(2.7665),
+            now: Some(2.7665),
+            delta_pct: Some(0.0),
+            interval: None,
+            tolerance: "exact + rtol 5%".into(),
+            unit: Unit::Plain,
+            repeats: 2,
+            detail: String::new(),
+            band: None,
+            pass_reason: None,
+        }],
+        golden_note: None,
+        warnings: Vec::new(),
+        finished: true,
+        job_seconds: 126.0,
+        exit_code: Some(1),
+    }
 }
 
 #[test]
