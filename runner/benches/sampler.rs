@@ -122,7 +122,6 @@ fn sleep_spec(dir: &Path, seconds: u64) -> LaunchSpec {
     LaunchSpec::new(
         vec!["sleep".to_owned(), seconds.to_string()],
         dir.to_path_buf(),
-        dir.join("job.log"),
     )
 }
 
@@ -325,7 +324,6 @@ fn overhead(runs: usize) {
     let spec = LaunchSpec::new(
         vec!["/bin/true".to_owned()],
         dir.path().to_path_buf(),
-        dir.path().join("job.log"),
     );
     let stop = StopFlag::new();
     let (mut bare, mut ours) = (Vec::new(), Vec::new());
@@ -354,7 +352,6 @@ fn job(argv: Vec<String>, interval: Duration, query: MemoryQuery) {
     let spec = LaunchSpec::new(
         argv,
         std::env::current_dir().unwrap(),
-        dir.path().join("job.log"),
     );
     let config = SamplerConfig {
         interval,
@@ -365,7 +362,7 @@ fn job(argv: Vec<String>, interval: Duration, query: MemoryQuery) {
     let sampler = Sampler::start(&config).unwrap();
     let report = launch(&spec, &StopFlag::new(), |event| match event {
         LaunchEvent::Spawned { pgid, .. } => sampler.attach(pgid),
-        LaunchEvent::Line(line) => println!("  | {}", String::from_utf8_lossy(line)),
+        LaunchEvent::Output(bytes) => print!("{}", String::from_utf8_lossy(bytes)),
     })
     .unwrap();
     let s = sampler.stop();

@@ -229,7 +229,8 @@ fn variant_record(job: &Job) -> VariantRecord {
 }
 
 /// What the record warns about: each node's sampling problems, overlapping checkpoint saves,
-/// and a log of a job that ran without a single iteration line.
+/// lines of the log cut at the line cap, and a log of a job that ran without a single
+/// iteration line.
 fn job_warnings(
     nodes: Vec<Sampled>,
     summary: &LogSummary,
@@ -238,6 +239,14 @@ fn job_warnings(
 ) -> Vec<String> {
     let mut warnings: Vec<String> = nodes.into_iter().flat_map(|n| n.warnings).collect();
     warnings.extend(overlap_warning(checkpoints));
+    if summary.long_lines > 0 {
+        warnings.push(format!(
+            "{} line(s) of the log were longer than {} KiB: each was kept and parsed up to \
+             there, the rest dropped",
+            summary.long_lines,
+            crate::observe::log::MAX_LINE / 1024
+        ));
+    }
     if ran && summary.steps_seen == 0 {
         warnings.push(format!(
             "the log has no iteration lines (`iteration N/M | ...`) in {} line(s): no per-step \

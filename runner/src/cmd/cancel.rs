@@ -1,11 +1,14 @@
-//! `goldgate cancel`: cancels what a run left in Slurm's queue — every batch job its
-//! `run.json` records and every job whose comment names the run — after goldgate was killed
-//! (an OOM kill, a runner that died) or gave a job up while Slurm's controller was away.
-//! `goldgate run` does the same first on a results folder whose last run died.
+//! `goldgate cancel`: cancels what a run left in Slurm's queue — this user's jobs whose
+//! comment names the run — after goldgate was killed (an OOM kill, a runner that died) or
+//! gave a job up while Slurm's controller was away. The run is the folder's: a `run.json`
+//! whose run id is not its folder's is refused, and so, without `--force`, is a run whose
+//! goldgate may still be running it. `goldgate run` does the same first on a results folder
+//! whose last run died.
 
 use std::path::{Path, PathBuf};
 
 use super::error::{AppError, CmdError};
+use crate::metrics::RunIndex;
 use super::output::{errln, outln};
 use crate::exit::Exit;
 
@@ -18,6 +21,10 @@ pub struct Args {
     /// The run whose jobs to cancel (default: the newest run under `--out`).
     #[arg(long, value_name = "RUN_ID")]
     pub run: Option<String>,
+    /// Cancel the run's jobs even though its goldgate may still be running it (its process
+    /// is alive on this host, or the run never finished on another host).
+    #[arg(long)]
+    pub force: bool,
 }
 
 /// Runs the command: exit 0 whether or not anything was left.
@@ -37,9 +44,35 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
         }
         None => crate::compare::runs::newest_run(&args.out).ok_or_else(missing)?,
     };
+    check_folder(&args.out, args.run.as_deref(), &index)?;
+    if !args.force
+        && let Some(why) = crate::run::slurm::still_running(&index)
+    {
+        return Err(CmdError::LiveRun {
+            run: index.run_id.clone(),
+            why,
+        }
+        .into());
+    }
     let ids = crate::run::slurm::cancel_left(&index).map_err(crate::run::RunError::from)?;
     outln!("{}", cancelled_line(&index.run_id, &ids));
     Ok(Exit::Pass)
+}
+
+/// The run's identity is its folder: `run.json` under `OUT/<id>/` must say run `<id>`.
+/// Jobs are found by the run id (their Slurm comment), so a `run.json` that names another run
+/// would cancel that run's jobs.
+fn check_folder(out: &Path, asked: Option<&str>, index: &RunIndex) -> Result<(), CmdError> {
+    let folder = asked.unwrap_or(&index.run_id);
+    let path = out.join(folder).join("run.json");
+    let named = crate::metrics::record::load_index(&path).map(|i| i.run_id);
+    match named {
+        Ok(id) if id == folder && id == index.run_id => Ok(()),
+        _ => Err(CmdError::ForeignRunId {
+            path,
+            found: index.run_id.clone(),
+        }),
+    }
 }
 
 /// Before submitting anything: the newest earlier run under `out`, when its goldgate died
