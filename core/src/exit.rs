@@ -1,8 +1,8 @@
-//! Exit codes: the documented outcomes of a goldgate command, defined in the schema crate
-//! (`goldgate_schema::exit`) and re-exported here under their old path. Errors get theirs in
-//! one place, `cmd::error::AppError::exit`.
+//! Exit codes: what each documented outcome of a goldgate command means, for `--help` and the
+//! man pages. The codes themselves are the schema crate's (`goldgate_schema::Exit`); errors get
+//! theirs in one place, `cmd::error::AppError::exit`.
 
-pub use goldgate_schema::exit::Exit;
+use goldgate_schema::Exit;
 
 /// Every exit code with what it means, as `--help`'s and the man pages' EXIT STATUS say it
 /// (the same words as the book's exit-code table).

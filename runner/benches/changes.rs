@@ -7,7 +7,7 @@
 #![allow(clippy::unwrap_used, clippy::print_stdout)] // a benchmark harness, not product code
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use goldgate::history::changes::{Options, detect};
+use goldgate_judge::history::changes::{Options, detect};
 
 /// 100 + steps + N(0, 1) noise (a seeded generator and Box-Muller), steps of ±5 %.
 fn series(n: usize) -> Vec<f64> {

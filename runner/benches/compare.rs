@@ -11,10 +11,12 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use goldgate::compare::engine::{CompareOptions, judge_against, skeleton};
-use goldgate::compare::{RuleSet, Verdict, platform};
-use goldgate::golden;
-use goldgate::metrics::{Fingerprint, RunRecord, StepValues, VariantRecord};
+use goldgate_core::golden;
+use goldgate_core::rules::RuleSet;
+use goldgate_judge::compare::engine::{CompareOptions, judge_against, skeleton};
+use goldgate_judge::compare::platform;
+use goldgate_schema::Verdict;
+use goldgate_schema::{Fingerprint, RunRecord, StepValues, VariantRecord};
 
 // The tests' corpus lookup: `$GOLDGATE_MEGATRON_CORPUS`, else `../shared/megatron_corpus`.
 #[allow(dead_code)] // the bench needs only the corpus root, not the case root

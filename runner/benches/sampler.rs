@@ -29,8 +29,8 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use goldgate::launch::{LaunchEvent, LaunchSpec, StopFlag, launch};
-use goldgate::observe::sample::{MemoryQuery, SampleSummary, Sampler, SamplerConfig};
+use goldgate_record::launch::{LaunchEvent, LaunchSpec, StopFlag, launch};
+use goldgate_record::observe::sample::{MemoryQuery, SampleSummary, Sampler, SamplerConfig};
 
 const USAGE: &str = "usage: sampler cost [--seconds 60] [--interval 10ms[,20ms...]] [--repeat 1] \
 [--rows none,host,nvml,nvml-v2,host+nvml]

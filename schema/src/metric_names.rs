@@ -1,6 +1,6 @@
 //! The names of the metrics goldgate reads, writes or treats specially.
 //! Megatron's golden names (`lm loss`, `num-zeros`, `iteration-time`) and goldgate's own keys
-//! (also written to golden files; see `docs/architecture.md`). Code names a metric through
+//! (also written to golden files; see `docs/book/src/reference/architecture.md`). Code names a metric through
 //! these constants only, so a rename is one edit.
 
 /// Megatron's language-model loss, per step.

@@ -1,7 +1,7 @@
-//! `docs/architecture.md` lists the fields of goldgate's boundary types in `rust` blocks. For
-//! every `pub struct` written there that is a type of this crate, its fields must be the type's
-//! fields, neither more nor fewer: read from the type's JSON Schema, so a field added here and
-//! not there (or the reverse) fails.
+//! The book's architecture page (`docs/book/src/reference/architecture.md`) lists the fields
+//! of goldgate's boundary types in `rust` blocks. For every `pub struct` written there that is
+//! a type of this crate, its fields must be the type's fields, neither more nor fewer: read
+//! from the type's JSON Schema, so a field added here and not there (or the reverse) fails.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -97,8 +97,9 @@ fn schema_structs() -> BTreeMap<String, BTreeSet<String>> {
 
 #[test]
 fn the_architecture_pages_type_tables_name_every_field_of_the_schema_types() {
-    let page = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/architecture.md");
-    let page = std::fs::read_to_string(&page).expect("docs/architecture.md");
+    let page =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/book/src/reference/architecture.md");
+    let page = std::fs::read_to_string(&page).expect("docs/book/src/reference/architecture.md");
     let documented = documented_structs(&page);
     let schema = schema_structs();
     let mut checked = Vec::new();
@@ -118,7 +119,7 @@ fn the_architecture_pages_type_tables_name_every_field_of_the_schema_types() {
     }
     assert!(
         wrong.is_empty(),
-        "docs/architecture.md:\n{}",
+        "docs/book/src/reference/architecture.md:\n{}",
         wrong.join("\n")
     );
     for must in [

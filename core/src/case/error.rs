@@ -10,7 +10,7 @@ use super::types::Span;
 pub enum CaseError {
     /// The file or folder could not be read.
     #[error("{}: cannot read: {source}", path.display())]
-    #[diagnostic(code(goldgate::case::read))]
+    #[diagnostic(code(crate::case::read))]
     Read {
         /// The file or folder.
         path: PathBuf,
@@ -21,7 +21,7 @@ pub enum CaseError {
     /// The file is empty (0 bytes).
     #[error("{}: empty file", path.display())]
     #[diagnostic(
-        code(goldgate::case::empty),
+        code(crate::case::empty),
         help("a model_config.yaml needs at least TEST_TYPE and MODEL_ARGS")
     )]
     Empty {
@@ -30,7 +30,7 @@ pub enum CaseError {
     },
     /// The file is larger than goldgate reads.
     #[error("{}: file is {bytes} bytes, more than the {limit} bytes goldgate reads", path.display())]
-    #[diagnostic(code(goldgate::case::too_large))]
+    #[diagnostic(code(crate::case::too_large))]
     TooLarge {
         /// The file.
         path: PathBuf,
@@ -41,7 +41,7 @@ pub enum CaseError {
     },
     /// The bytes are not UTF-8.
     #[error("{}:{at}: not UTF-8 text (invalid byte sequence)", path.display())]
-    #[diagnostic(code(goldgate::case::not_utf8), help("save the file as UTF-8"))]
+    #[diagnostic(code(crate::case::not_utf8), help("save the file as UTF-8"))]
     NotUtf8 {
         /// The file.
         path: PathBuf,
@@ -50,7 +50,7 @@ pub enum CaseError {
     },
     /// YAML syntax error.
     #[error("{}:{at}: invalid YAML: {message}", path.display())]
-    #[diagnostic(code(goldgate::case::yaml))]
+    #[diagnostic(code(crate::case::yaml))]
     Syntax {
         /// The file.
         path: PathBuf,
@@ -62,7 +62,7 @@ pub enum CaseError {
     /// A resource limit was hit (nesting depth, alias expansion).
     #[error("{}:{at}: {message}", path.display())]
     #[diagnostic(
-        code(goldgate::case::limit),
+        code(crate::case::limit),
         help("model_config.yaml files are small; this looks malformed or hostile")
     )]
     Limit {
@@ -75,7 +75,7 @@ pub enum CaseError {
     },
     /// A key holds the wrong kind of value.
     #[error("{}:{at}: `{key}` must be {expected}, found {found}", path.display())]
-    #[diagnostic(code(goldgate::case::wrong_type))]
+    #[diagnostic(code(crate::case::wrong_type))]
     WrongType {
         /// The file.
         path: PathBuf,
@@ -90,10 +90,7 @@ pub enum CaseError {
     },
     /// A key holds a value outside its allowed set.
     #[error("{}:{at}: unknown {key} `{value}`", path.display())]
-    #[diagnostic(
-        code(goldgate::case::unknown_value),
-        help("{key} is one of: {allowed}")
-    )]
+    #[diagnostic(code(crate::case::unknown_value), help("{key} is one of: {allowed}"))]
     UnknownValue {
         /// The file.
         path: PathBuf,
@@ -108,7 +105,7 @@ pub enum CaseError {
     },
     /// A required key is missing.
     #[error("{}: missing `{key}`", path.display())]
-    #[diagnostic(code(goldgate::case::missing))]
+    #[diagnostic(code(crate::case::missing))]
     Missing {
         /// The file.
         path: PathBuf,
@@ -118,7 +115,7 @@ pub enum CaseError {
     /// The root given to `discover` is not a folder.
     #[error("{}: not a folder of test cases", path.display())]
     #[diagnostic(
-        code(goldgate::case::root),
+        code(crate::case::root),
         help("pass --root pointing at Megatron's tests/functional_tests/test_cases")
     )]
     NotADirectory {

@@ -263,5 +263,7 @@ pub struct CaseRef {
 }
 
 /// The metrics Megatron compares when `METRICS` is absent.
-pub const DEFAULT_METRICS: [&str; 2] =
-    [crate::metric_names::LM_LOSS, crate::metric_names::NUM_ZEROS];
+pub const DEFAULT_METRICS: [&str; 2] = [
+    goldgate_schema::metric_names::LM_LOSS,
+    goldgate_schema::metric_names::NUM_ZEROS,
+];

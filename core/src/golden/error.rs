@@ -9,7 +9,7 @@ use crate::case::Span;
 pub enum GoldenError {
     /// The file could not be read.
     #[error("{}: cannot read: {source}", path.display())]
-    #[diagnostic(code(goldgate::golden::read))]
+    #[diagnostic(code(crate::golden::read))]
     Read {
         /// The file.
         path: PathBuf,
@@ -20,7 +20,7 @@ pub enum GoldenError {
     /// The file is 0 bytes.
     #[error("{}: empty golden file (0 bytes)", path.display())]
     #[diagnostic(
-        code(goldgate::golden::empty),
+        code(crate::golden::empty),
         help(
             "regenerate it with `goldgate bless` or download it again from CI; a golden file holds at least one metric"
         )
@@ -35,7 +35,7 @@ pub enum GoldenError {
          about 11 times its size in memory; the limit bounds that)",
         path.display()
     )]
-    #[diagnostic(code(goldgate::golden::too_large))]
+    #[diagnostic(code(crate::golden::too_large))]
     TooLarge {
         /// The file.
         path: PathBuf,
@@ -46,7 +46,7 @@ pub enum GoldenError {
     },
     /// The bytes are not UTF-8.
     #[error("{}:{at}: not UTF-8 text (invalid byte sequence)", path.display())]
-    #[diagnostic(code(goldgate::golden::not_utf8))]
+    #[diagnostic(code(crate::golden::not_utf8))]
     NotUtf8 {
         /// The file.
         path: PathBuf,
@@ -55,7 +55,7 @@ pub enum GoldenError {
     },
     /// Not valid JSON.
     #[error("{}:{at}: invalid JSON: {message}", path.display())]
-    #[diagnostic(code(goldgate::golden::json))]
+    #[diagnostic(code(crate::golden::json))]
     Json {
         /// The file.
         path: PathBuf,
@@ -67,7 +67,7 @@ pub enum GoldenError {
     /// Valid JSON, but not a golden file's shape.
     #[error("{}: {location}: {message}", path.display())]
     #[diagnostic(
-        code(goldgate::golden::shape),
+        code(crate::golden::shape),
         help(
             "a metric looks like {{\"start_step\": 1, \"end_step\": 50, \"step_interval\": 1, \"values\": {{\"1\": 10.9}}}}"
         )
@@ -83,7 +83,7 @@ pub enum GoldenError {
     /// An inference golden (keyed by request id): goldgate compares training metrics only.
     #[error("{}: unsupported: inference golden (keyed by request id, not a metric series)", path.display())]
     #[diagnostic(
-        code(goldgate::golden::inference),
+        code(crate::golden::inference),
         help("goldgate gates training metrics; Megatron's inference goldens are skipped")
     )]
     Inference {
@@ -92,7 +92,7 @@ pub enum GoldenError {
     },
     /// Writing a golden file failed.
     #[error("{}: cannot write golden file: {source}", path.display())]
-    #[diagnostic(code(goldgate::golden::write))]
+    #[diagnostic(code(crate::golden::write))]
     Write {
         /// The file.
         path: PathBuf,

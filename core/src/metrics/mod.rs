@@ -6,9 +6,3 @@
 pub mod downsample;
 pub mod record;
 pub mod tensorboard;
-
-pub use record::{
-    Attempt, CheckpointRecord, Fingerprint, GoldenKey, GpuDevicePeak, GpuMemory, JobEntry, Judging,
-    MemAvailableRecord, MemoryRecord, NodeMemory, Outcome, ResumedRun, RulesRef, RunIndex,
-    RunRecord, Runner, SCHEMA_VERSION, StepValues, TensorboardRecord, Timeline, VariantRecord,
-};

@@ -1,16 +1,10 @@
 //! Stage "metrics": loading the versioned `results.json` (one [`RunRecord`] per job) and the
 //! `run.json` index of a run ([`RunIndex`]), naming the file on any error. The types are the
-//! schema crate's (`goldgate-schema`), re-exported here under their old paths.
+//! schema crate's (`goldgate_schema::RunRecord`, `goldgate_schema::RunIndex`).
 
 use std::path::{Path, PathBuf};
 
-pub use goldgate_schema::record::{
-    Attempt, CheckpointRecord, Fingerprint, GoldenKey, GpuDevicePeak, GpuMemory, Judging,
-    MemAvailableRecord, MemoryRecord, NodeIo, NodeMemory, READABLE_SCHEMA_VERSIONS, ResumedRun,
-    RulesRef, RunRecord, SCHEMA_VERSION, SourceDisagreement, TensorboardRecord, Timeline,
-    VariantRecord,
-};
-pub use goldgate_schema::{JobEntry, Outcome, RunIndex, Runner, StepValues};
+use goldgate_schema::{READABLE_SCHEMA_VERSIONS, RunIndex, RunRecord};
 
 /// Reading recorded results back.
 #[derive(Debug, thiserror::Error, miette::Diagnostic)]
@@ -31,7 +25,7 @@ pub enum RecordError {
         message: String,
     },
     /// A file has a schema version this goldgate does not read.
-    #[error("{}: schema_version {found} is not supported (this goldgate reads 1 and {SCHEMA_VERSION})", path.display())]
+    #[error("{}: schema_version {found} is not supported (this goldgate reads {} to {})", path.display(), READABLE_SCHEMA_VERSIONS[0], READABLE_SCHEMA_VERSIONS[READABLE_SCHEMA_VERSIONS.len() - 1])]
     #[diagnostic(help("re-record with this goldgate version, or use the version that wrote it"))]
     Version { path: PathBuf, found: u64 },
     /// A name in a file cannot be part of a path (`"case": "../../x"`).
@@ -121,7 +115,7 @@ pub fn load_record(path: &Path) -> Result<RunRecord, RecordError> {
 /// and PR comment is rendered from loaded records.
 fn scrub_output(record: &mut RunRecord) {
     let scrub = |t: &mut String| {
-        if let std::borrow::Cow::Owned(clean) = crate::observe::log::scrub(t) {
+        if let std::borrow::Cow::Owned(clean) = crate::redact::scrub(t) {
             *t = clean;
         }
     };
@@ -243,7 +237,7 @@ fn collect(dir: &Path, out: &mut Vec<PathBuf>, depth: usize) -> Result<(), Recor
 pub mod fixtures {
     use std::collections::BTreeMap;
 
-    use super::{Outcome, RunRecord, StepValues, VariantRecord};
+    use goldgate_schema::{Outcome, RunRecord, StepValues, VariantRecord};
 
     /// The record.
     pub fn sample() -> RunRecord {

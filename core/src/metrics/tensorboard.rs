@@ -11,9 +11,9 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use super::downsample::downsample;
-use super::record::{SourceDisagreement, StepValues, TensorboardRecord};
-use crate::metric_names::MEGATRON_TENSORBOARD_METRICS;
 use crate::observe::tensorboard::JobScalars;
+use goldgate_schema::metric_names::MEGATRON_TENSORBOARD_METRICS;
+use goldgate_schema::{SourceDisagreement, StepValues, TensorboardRecord};
 
 const RELATIVE: f64 = 1e-3;
 const ABSOLUTE: f64 = 1e-4;

@@ -7,7 +7,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::metric_names as names;
+use goldgate_schema::metric_names as names;
 
 /// How a metric's values are keyed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -35,10 +35,10 @@ use serde::Serialize;
 use super::judge::{self, Series};
 use super::stats::{self, Tolerance};
 use super::twosample::t_quantile;
-use super::verdict::Unit;
-use crate::config::AbSettings;
-use crate::metrics::RunRecord;
-use crate::rules::{Direction, Rule, RuleSet};
+use goldgate_core::config::AbSettings;
+use goldgate_core::rules::{Direction, Rule, RuleSet};
+use goldgate_schema::RunRecord;
+use goldgate_schema::Unit;
 
 /// The sequential test's parameters for one platform.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]

@@ -14,8 +14,8 @@
 use serde::Serialize;
 
 use super::ab::{AbMetric, AbVerdict, Sequential};
-use super::verdict::{MetricResult, Verdict};
-use crate::exit::Exit;
+use goldgate_schema::Exit;
+use goldgate_schema::{MetricResult, Verdict};
 
 /// `ab.json`'s version.
 pub const AB_SCHEMA_VERSION: u32 = 1;
@@ -160,7 +160,7 @@ impl AbReport {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compare::verdict::Unit;
+    use goldgate_schema::Unit;
 
     fn metric(verdict: AbVerdict) -> AbMetric {
         AbMetric {
@@ -185,7 +185,10 @@ mod tests {
             case: "m/c".into(),
             platform: "p".into(),
             seed: 1,
-            sequential: Sequential::from_settings(&crate::config::AbSettings::default(), "p"),
+            sequential: Sequential::from_settings(
+                &goldgate_core::config::AbSettings::default(),
+                "p",
+            ),
             arms: Default::default(),
             jobs: Vec::new(),
             pairs: 4,

@@ -23,7 +23,7 @@ use serde::Serialize;
 use super::ab::{self, AbVerdict, Pair, Sequential};
 use super::stats::{self, SplitMix64};
 use super::twosample;
-use crate::rules::Direction;
+use goldgate_core::rules::Direction;
 
 /// One session's unchanged jobs: each job's counted save times (seconds) and wall time.
 #[derive(Clone, Debug, PartialEq)]

@@ -21,9 +21,9 @@ use super::golden_io;
 use super::golden_samples::GoldenSamples;
 use super::judge::{Series, reduce, representative};
 use super::stats;
-use super::verdict::Unit;
-use crate::metrics::RunRecord;
-use crate::rules::RuleSet;
+use goldgate_core::rules::RuleSet;
+use goldgate_schema::RunRecord;
+use goldgate_schema::Unit;
 
 /// One golden file bless would write.
 #[derive(Clone, Debug, PartialEq)]
@@ -94,15 +94,16 @@ fn bless_group(
     let first = &g[0].1;
     let platform = platform.unwrap_or(&first.platform);
     // The names come from results.json and the command line: neither may lead out of the root.
-    crate::fsio::check_relative("case", &first.case)
-        .and_then(|()| crate::fsio::check_component("platform", platform))
+    goldgate_core::fsio::check_relative("case", &first.case)
+        .and_then(|()| goldgate_core::fsio::check_component("platform", platform))
         .map_err(|message| CompareError::UnsafeName {
             case: first.case.clone(),
             message,
         })?;
-    let path = crate::golden::golden_dir(golden_root, &first.case, variant)
-        .join(crate::golden::golden_file_name("dev", platform));
-    let old = crate::fsio::exists(&path).then(|| read_golden(&path).map_err(|e| e.to_string()));
+    let path = goldgate_core::golden::golden_dir(golden_root, &first.case, variant)
+        .join(goldgate_core::golden::golden_file_name("dev", platform));
+    let old =
+        goldgate_core::fsio::exists(&path).then(|| read_golden(&path).map_err(|e| e.to_string()));
     Ok(BlessFile {
         case: first.case.clone(),
         path,
@@ -193,7 +194,7 @@ fn median_series(g: &Group) -> BTreeMap<String, Series> {
 pub fn write(files: &[BlessFile], golden_root: &Path) -> Result<(), CompareError> {
     for f in files {
         let file = golden_io::to_golden_file_with_samples(&f.metrics, &f.samples);
-        crate::golden::write_golden(golden_root, &f.path, &file)?;
+        goldgate_core::golden::write_golden(golden_root, &f.path, &file)?;
     }
     Ok(())
 }
@@ -289,16 +290,17 @@ fn short(v: f64, unit: Unit) -> String {
     const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
     match unit {
         Unit::Bytes => format!("{:.3} GiB", v / GIB),
-        Unit::Seconds => format!("{} s", crate::golden::round5(v)),
-        Unit::Count | Unit::Plain => format!("{}", crate::golden::round5(v)),
+        Unit::Seconds => format!("{} s", goldgate_core::golden::round5(v)),
+        Unit::Count | Unit::Plain => format!("{}", goldgate_core::golden::round5(v)),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compare::{CompareOptions, Verdict, compare_records};
-    use crate::metric_names::{CHECKPOINT_ASYNC_LATENCY, CHECKPOINT_BLOCKING, HOST_PEAK};
+    use crate::compare::{CompareOptions, compare_records};
+    use goldgate_schema::Verdict;
+    use goldgate_schema::metric_names::{CHECKPOINT_ASYNC_LATENCY, CHECKPOINT_BLOCKING, HOST_PEAK};
 
     /// Repeat `k` of a 20-step job whose per-step times, per-save latencies and peak differ
     /// between repeats so that "median per step, then the window" and "each repeat's window,

@@ -20,9 +20,9 @@ use std::path::PathBuf;
 use super::engine::{Group, group};
 use super::judge::{self, Series, reduce};
 use super::stats::{self, SplitMix64};
-use super::verdict::{Unit, Verdict};
-use crate::metrics::RunRecord;
-use crate::rules::{Rule, RuleSet};
+use goldgate_core::rules::{Rule, RuleSet};
+use goldgate_schema::RunRecord;
+use goldgate_schema::{Unit, Verdict};
 
 /// Target false-alarm rate.
 const ALARM_RATE: f64 = 0.01;
@@ -321,7 +321,7 @@ fn fmt(v: f64, unit: Unit) -> String {
         Unit::Bytes => format!("{:.3} GiB", v / (1024.0 * 1024.0 * 1024.0)),
         Unit::Seconds if v.abs() < 1.0 => format!("{:.1} ms", v * 1000.0),
         Unit::Seconds => format!("{v:.3} s"),
-        Unit::Count | Unit::Plain => format!("{}", crate::golden::round5(v)),
+        Unit::Count | Unit::Plain => format!("{}", goldgate_core::golden::round5(v)),
     }
 }
 
@@ -374,12 +374,12 @@ mod tests {
         let times = [2.0, 2.1, 1.9, 2.3, 2.05, 1.8];
         let c = calibrate(saves(&times), &rules, 1);
         let suggested = metric(&c, "checkpoint-blocking-time").suggested_rtol;
-        let raised = crate::rules::RuleOverride {
-            rtol: Some(crate::rules::Tolerance(suggested)),
+        let raised = goldgate_core::rules::RuleOverride {
+            rtol: Some(goldgate_core::rules::Tolerance(suggested)),
             ..Default::default()
         };
         let rules = RuleSet::from_config(
-            &crate::rules::Rules::default()
+            &goldgate_core::rules::Rules::default()
                 .with_file_rules(vec![("checkpoint-blocking-time".into(), raised)]),
         );
         let again = calibrate(saves(&times), &rules, 1);

@@ -12,10 +12,10 @@ use super::golden_io;
 use super::judge::{self, Series};
 use super::judge_two_sample;
 use super::platform;
-use super::verdict::{Comparison, JobComparison, MetricResult, Verdict};
-use crate::metric_names::{CHECKPOINT_ASYNC_LATENCY, GOLDGATE_METRICS};
-use crate::metrics::RunRecord;
-use crate::rules::RuleSet;
+use goldgate_core::rules::RuleSet;
+use goldgate_schema::RunRecord;
+use goldgate_schema::metric_names::{CHECKPOINT_ASYNC_LATENCY, GOLDGATE_METRICS};
+use goldgate_schema::{Comparison, JobComparison, MetricResult, Verdict};
 
 /// Where to look and how to judge.
 #[derive(Clone, Debug)]
@@ -43,7 +43,7 @@ pub struct CompareOptions {
 impl CompareOptions {
     /// Options with the rules and variant axes of `config`.
     pub fn from_config(
-        config: &crate::config::Config,
+        config: &goldgate_core::config::Config,
         golden_root: PathBuf,
         root: PathBuf,
         platform: Option<String>,
@@ -67,7 +67,7 @@ pub fn is_default_variant(r: &RunRecord, axis_defaults: &BTreeMap<String, String
     golden_variant(r, axis_defaults).is_none()
 }
 
-/// The folder name of a record's variant golden files ([`crate::golden::variant_key`]): the
+/// The folder name of a record's variant golden files ([`goldgate_core::golden::variant_key`]): the
 /// key the run recorded (`judging.golden.variant`), else its non-default choices under
 /// `axis_defaults`; `None` for the default variant, whose golden is the case's own file.
 pub fn golden_variant(r: &RunRecord, axis_defaults: &BTreeMap<String, String>) -> Option<String> {
@@ -75,7 +75,7 @@ pub fn golden_variant(r: &RunRecord, axis_defaults: &BTreeMap<String, String>) -
         return judging.golden.variant.clone();
     }
     let choices = r.variant.choices.iter();
-    crate::golden::variant_key(
+    goldgate_core::golden::variant_key(
         choices.map(|(a, v)| (a.as_str(), v.as_str())),
         axis_defaults,
     )
@@ -168,7 +168,7 @@ pub(crate) fn compare_job(
     let first = &group[0].1;
     let platform = opts.platform.as_deref().unwrap_or(&first.platform);
     let variant = golden_variant(first, &opts.axis_defaults);
-    let Some(path) = crate::golden::find_golden(
+    let Some(path) = goldgate_core::golden::find_golden(
         &opts.golden_root,
         &opts.root,
         &first.case,
@@ -254,7 +254,7 @@ pub fn judge_against(
     job.golden_path = Some(path.to_path_buf());
     // One read gives the series, the per-job samples (two-sample test) and the metrics of a
     // shape goldgate cannot compare.
-    let file = crate::golden::read_golden(path)?;
+    let file = goldgate_core::golden::read_golden(path)?;
     for d in &file.duplicates {
         warnings.push(format!("{}:{}: {}", path.display(), d.line, d.describe()));
     }
@@ -383,7 +383,7 @@ fn check_platform(
     warnings: &mut Vec<String>,
 ) -> Result<(), CompareError> {
     let golden_platform =
-        crate::golden::platform_of(golden).unwrap_or_else(|| platform.to_string());
+        goldgate_core::golden::platform_of(golden).unwrap_or_else(|| platform.to_string());
     for (_, r) in group {
         if let Err(problem) = platform::check(&golden_platform, &r.fingerprint) {
             if !allow {

@@ -1,10 +1,10 @@
 //! Stage "compare": errors of comparing, blessing and calibrating. A regression is not an
-//! error (it is a [`super::Verdict`]); these are the cases where no honest verdict exists.
+//! error (it is a [`goldgate_schema::Verdict`]); these are the cases where no honest verdict exists.
 
 use std::path::PathBuf;
 
-use crate::golden::GoldenError;
-use crate::metrics::record::RecordError;
+use goldgate_core::golden::GoldenError;
+use goldgate_core::metrics::record::RecordError;
 
 /// Comparing, blessing or calibrating failed.
 #[derive(Debug, thiserror::Error, miette::Diagnostic)]
@@ -20,7 +20,7 @@ pub enum CompareError {
     /// The case's `model_config.yaml` (for its `METRICS`) cannot be read.
     #[error(transparent)]
     #[diagnostic(transparent)]
-    Case(#[from] crate::case::CaseError),
+    Case(#[from] goldgate_core::case::CaseError),
     /// The job ran on hardware the golden platform does not describe.
     #[error("{job}: {problem} ({})", golden.display())]
     #[diagnostic(help(
@@ -114,7 +114,7 @@ pub enum CompareError {
     /// TensorBoard event files could not be read.
     #[error(transparent)]
     #[diagnostic(transparent)]
-    Tensorboard(#[from] crate::observe::tensorboard::TensorboardError),
+    Tensorboard(#[from] goldgate_core::observe::tensorboard::TensorboardError),
     /// Megatron's golden script would write no golden file from these event files.
     #[error("{}: {message}", dir.display())]
     #[diagnostic(help(

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 use super::engine::CompareOptions;
 use super::error::CompareError;
-use crate::metrics::{Judging, Outcome, RunRecord};
+use goldgate_schema::{Judging, Outcome, RunRecord};
 
 /// What a job's case says about its evaluation.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -61,7 +61,7 @@ pub(crate) fn evaluation(
             note_changes(first, judging, opts, config, warnings);
             // Not an input of the judgement: a reviewer's warning about the file as it is.
             if let Some(Ok((_, found))) =
-                config.map(|c| crate::case::load_case_checked(&opts.root, c))
+                config.map(|c| goldgate_core::case::load_case_checked(&opts.root, c))
             {
                 duplicate_keys(&found, warnings);
             }
@@ -100,7 +100,7 @@ fn from_case_file(
     let Some(config) = config else {
         return Ok(Evaluation::default());
     };
-    let (case, found) = crate::case::load_case_checked(root, config)?;
+    let (case, found) = goldgate_core::case::load_case_checked(root, config)?;
     duplicate_keys(&found, warnings);
     warnings.push(format!(
         "{} ({}): METRICS, TEST_EVALUATION and MODE read from today's {} ({why})",
@@ -111,7 +111,7 @@ fn from_case_file(
     Ok(Evaluation {
         skip_checks: false,
         expect_failure: (case.test_evaluation.as_ref()).is_some_and(|t| t.text.trim() == "xpass"),
-        inference: case.mode == crate::case::Mode::Inference,
+        inference: case.mode == goldgate_core::case::Mode::Inference,
         metrics: Some(case.metrics),
     })
 }
@@ -125,7 +125,11 @@ fn note_changes(
     config: Option<&Path>,
     warnings: &mut Vec<String>,
 ) {
-    let today = config.and_then(|c| crate::case::case_file_sha256(c).ok().map(|h| (c, h)));
+    let today = config.and_then(|c| {
+        goldgate_core::case::case_file_sha256(c)
+            .ok()
+            .map(|h| (c, h))
+    });
     if let Some((config, hash)) = today.filter(|(_, h)| *h != judging.case_sha256) {
         warnings.push(format!(
             "{} ({}): {} changed since the run (sha256 {} then, {} now): judged with the \
@@ -156,7 +160,7 @@ fn note_changes(
 
 /// A warning naming the line of every key the case file holds twice (the last value counts, as
 /// in Megatron's reader, but a reviewer sees the first).
-fn duplicate_keys(found: &[crate::case::CaseWarning], warnings: &mut Vec<String>) {
+fn duplicate_keys(found: &[goldgate_core::case::CaseWarning], warnings: &mut Vec<String>) {
     let dupes = found
         .iter()
         .filter(|w| w.message.starts_with("duplicate key"));
@@ -174,9 +178,11 @@ fn short(hash: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compare::{RuleSet, Verdict, compare_records};
-    use crate::exit::Exit;
-    use crate::metrics::{GoldenKey, RulesRef};
+    use crate::compare::compare_records;
+    use goldgate_core::rules::RuleSet;
+    use goldgate_schema::Exit;
+    use goldgate_schema::Verdict;
+    use goldgate_schema::{GoldenKey, RulesRef};
 
     fn opts(root: &Path, current_case: bool) -> CompareOptions {
         CompareOptions {
@@ -194,7 +200,7 @@ mod tests {
     /// A case file at `<root>/m/c/model_config.yaml` and its path.
     fn case_file(root: &Path, yaml: &str) -> PathBuf {
         let path = root.join("m/c/model_config.yaml");
-        crate::fsio::write_atomic(&path, yaml.as_bytes()).unwrap();
+        goldgate_core::fsio::write_atomic(&path, yaml.as_bytes()).unwrap();
         path
     }
 
@@ -244,7 +250,7 @@ mod tests {
             "{warnings:?}"
         );
         // Unchanged: nothing to say.
-        let same = crate::case::sha256_hex(TODAY.as_bytes());
+        let same = goldgate_core::case::sha256_hex(TODAY.as_bytes());
         let (_, warnings) = judged(recorded_record(same), dir.path(), false);
         assert!(warnings.is_empty(), "{warnings:?}");
     }

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use crate::metrics::{RunRecord, StepValues, VariantRecord};
+use goldgate_schema::{RunRecord, StepValues, VariantRecord};
 
 /// A passed job of `case` (default variant) with the given metrics.
 pub(crate) fn record(

@@ -7,7 +7,7 @@ use std::path::Path;
 
 use super::golden_samples::{self, GoldenSamples};
 use super::judge::Series;
-use crate::golden::{self, GoldenError, GoldenFile, GoldenStyle, Value};
+use goldgate_core::golden::{self, GoldenError, GoldenFile, GoldenStyle, Value};
 
 /// Reads a golden file into metric → series (`"nan"` as NaN). Errors name the file.
 pub(crate) fn load(path: &Path) -> Result<BTreeMap<String, Series>, GoldenError> {

@@ -25,7 +25,7 @@ use std::path::Path;
 use serde_json::{Map, Value as Json};
 
 use super::judge::Series;
-use crate::golden::{GoldenError, GoldenFile, round5};
+use goldgate_core::golden::{GoldenError, GoldenFile, round5};
 
 /// The top-level key.
 pub(crate) const SAMPLES_KEY: &str = "goldgate-samples";
@@ -141,7 +141,7 @@ fn parse_series(value: &Json) -> Option<Series> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::golden::{parse_golden, render_golden};
+    use goldgate_core::golden::{parse_golden, render_golden};
 
     fn samples() -> GoldenSamples {
         GoldenSamples {

@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use super::error::CompareError;
-use super::verdict::{MetricResult, Unit, Verdict};
-use crate::metrics::RunRecord;
+use goldgate_schema::RunRecord;
+use goldgate_schema::{MetricResult, Unit, Verdict};
 
 /// Keys of the top level that are not requests.
 const NOT_REQUESTS: [&str; 5] = [
@@ -36,10 +36,11 @@ const REQUEST_CHECKS: [(&str, &str); 3] = [
 /// A JSON document (one that Megatron wrote as a JSON string is unwrapped); `Null` when the
 /// text does not parse.
 pub(crate) fn read_json(path: &Path) -> Result<Value, CompareError> {
-    let text = crate::fsio::read_text(path, MAX_BYTES).map_err(|source| CompareError::Read {
-        path: path.to_path_buf(),
-        source,
-    })?;
+    let text =
+        goldgate_core::fsio::read_text(path, MAX_BYTES).map_err(|source| CompareError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
     // Some of Megatron's files hold the JSON document as a JSON string.
     let value: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
     Ok(match value {

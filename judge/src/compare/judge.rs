@@ -13,9 +13,9 @@ use std::collections::BTreeMap;
 
 use super::stats::collapse;
 use super::stats::{self, Tolerance};
-use super::verdict::{MetricResult, Verdict};
-use crate::rules::MetricKind;
-use crate::rules::{Direction, Rule, Statistic};
+use goldgate_core::rules::MetricKind;
+use goldgate_core::rules::{Direction, Rule, Statistic};
+use goldgate_schema::{MetricResult, Verdict};
 
 /// Per-step values of one metric (NaN for a `"nan"` golden entry).
 pub(crate) type Series = BTreeMap<u64, f64>;
@@ -106,7 +106,8 @@ fn judge_steps(
         n += 1;
         let a = median_at(&mut cursors, step);
         if exact
-            && crate::golden::round5(a).to_bits() != crate::golden::round5(g).to_bits()
+            && goldgate_core::golden::round5(a).to_bits()
+                != goldgate_core::golden::round5(g).to_bits()
             && (a.is_finite() || g.is_finite())
         {
             differ.push(step);
@@ -195,8 +196,8 @@ fn list(steps: &[u64]) -> String {
 }
 
 /// A band edge for a detail line, in the metric's unit.
-fn number(v: f64, unit: super::verdict::Unit) -> String {
-    use super::verdict::Unit;
+fn number(v: f64, unit: goldgate_schema::Unit) -> String {
+    use goldgate_schema::Unit;
     match unit {
         Unit::Bytes => format!("{:.3} GiB", v / (1024.0 * 1024.0 * 1024.0)),
         Unit::Seconds => format!("{v:.4} s"),
@@ -420,7 +421,7 @@ fn judge_distribution(rule: &Rule, golden: &Series, repeats: &[&Series], out: &m
 /// an obvious pass.
 fn pass_reason(
     tol: Tolerance,
-    unit: super::verdict::Unit,
+    unit: goldgate_schema::Unit,
     golden: f64,
     now: f64,
     band: (f64, f64),
@@ -511,7 +512,7 @@ fn decide_by_interval(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rules::RuleSet;
+    use goldgate_core::rules::RuleSet;
 
     fn s(pairs: &[(u64, f64)]) -> Series {
         pairs.iter().copied().collect()

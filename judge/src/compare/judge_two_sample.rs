@@ -10,10 +10,10 @@
 use super::golden_samples::GoldenSamples;
 use super::judge::{self, Series, reduce};
 use super::twosample::{self, Estimate, Scale};
-use super::verdict::MetricResult;
+use goldgate_core::rules::Rule;
+use goldgate_schema::MetricResult;
 #[cfg(test)]
-use super::verdict::Verdict;
-use crate::rules::Rule;
+use goldgate_schema::Verdict;
 
 /// Judges `metric` under a two-sample rule. `golden` is Megatron's series of the golden file
 /// (the band's fallback), `samples` the file's per-job samples.
@@ -142,7 +142,7 @@ fn used_the_test(r: &MetricResult) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rules::{RuleSet, TestKind};
+    use goldgate_core::rules::{RuleSet, TestKind};
 
     fn rule() -> Rule {
         RuleSet::megatron()

@@ -1,4 +1,4 @@
-//! Stage "compare": statistics and verdicts under the rules (`crate::rules`); `bless` and
+//! Stage "compare": statistics and verdicts under the rules (`goldgate_core::rules`); `bless` and
 //! `calibrate`.
 
 pub mod ab;
@@ -25,16 +25,10 @@ pub mod saved;
 pub mod stats;
 pub mod tensorboard;
 pub(crate) mod twosample;
-pub(crate) mod verdict;
 
-pub use crate::rules::{Direction, Rule, RuleSet};
 pub use engine::{
     CompareOptions, compare_dir, compare_records, golden_variant, is_default_variant,
 };
 pub use error::CompareError;
 pub use evaluation::{failed_as_expected, record_failed_as_expected};
 pub use runs::{Records, RunSelection, load_runs, select_runs};
-pub use verdict::{
-    COMPARISON_SCHEMA_VERSION, Comparison, Counts, GateDecision, JobComparison, MetricResult, Unit,
-    Verdict,
-};

@@ -10,8 +10,8 @@
 use super::judge::{Series, samples};
 use super::stats;
 use super::twosample;
-use crate::metrics::RunRecord;
-use crate::rules::Rule;
+use goldgate_core::rules::Rule;
+use goldgate_schema::RunRecord;
 
 /// The noise of one metric over unchanged jobs.
 #[derive(Clone, Debug, PartialEq)]

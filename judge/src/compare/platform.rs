@@ -6,7 +6,7 @@
 //! against it. Platform names the table does not know (`dev_cpu`) expect no GPU. The driver
 //! version is recorded in results but not checked: a golden file has nowhere to keep it.
 
-use crate::metrics::Fingerprint;
+use goldgate_schema::Fingerprint;
 
 /// Platform-name fragment (lower case) → fragment of the NVML GPU model name.
 /// Legacy Megatron cluster names (`dgxa100_dracooci`, `dgxh100_dgxc`) match by fragment too.

@@ -23,9 +23,9 @@ use super::judge_two_sample;
 use super::noise::{self, Noise};
 use super::stats::{self, SplitMix64};
 use super::twosample;
-use super::verdict::{Unit, Verdict};
-use crate::metrics::RunRecord;
-use crate::rules::{Rule, TestKind};
+use goldgate_core::rules::{Rule, TestKind};
+use goldgate_schema::RunRecord;
+use goldgate_schema::{Unit, Verdict};
 
 /// Comparisons judged per rule and repeat count at most.
 const MAX_SPLITS: usize = 500;
@@ -443,7 +443,7 @@ pub(crate) fn metric_power(
 pub fn power(
     unchanged: Vec<(std::path::PathBuf, RunRecord)>,
     planted: &[(String, Vec<(std::path::PathBuf, RunRecord)>)],
-    rules: &crate::rules::RuleSet,
+    rules: &goldgate_core::rules::RuleSet,
     only: &[String],
     opts: &PowerOptions,
 ) -> PowerReport {
@@ -553,7 +553,7 @@ fn warmup_lines(
 mod tests {
     use super::*;
     use crate::compare::fixtures::record;
-    use crate::rules::RuleSet;
+    use goldgate_core::rules::RuleSet;
 
     /// Unchanged jobs with saves after the first at `t` (±2 % within each job).
     fn jobs(times: &[f64]) -> Vec<(std::path::PathBuf, RunRecord)> {

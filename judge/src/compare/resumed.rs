@@ -9,10 +9,10 @@
 use std::path::PathBuf;
 
 use super::judge::{self, Series};
-use super::verdict::{MetricResult, Verdict};
-use crate::metric_names::GOLDGATE_METRICS;
-use crate::metrics::RunRecord;
-use crate::rules::RuleSet;
+use goldgate_core::rules::RuleSet;
+use goldgate_schema::RunRecord;
+use goldgate_schema::metric_names::GOLDGATE_METRICS;
+use goldgate_schema::{MetricResult, Verdict};
 
 /// Megatron's checks when a case names no `METRICS`.
 const DEFAULT_CHECKS: [&str; 2] = ["lm loss", "num-zeros"];
@@ -58,7 +58,7 @@ pub(crate) fn judge_resumed(
 /// The second run of one repeat against its own first run.
 fn one_repeat(
     metric: &str,
-    rule: &crate::rules::Rule,
+    rule: &goldgate_core::rules::Rule,
     record: &RunRecord,
     nondeterministic: bool,
 ) -> MetricResult {
@@ -103,7 +103,7 @@ fn one_repeat(
     result
 }
 
-fn missing(name: &str, rule: &crate::rules::Rule, detail: String) -> MetricResult {
+fn missing(name: &str, rule: &goldgate_core::rules::Rule, detail: String) -> MetricResult {
     MetricResult {
         metric: name.to_owned(),
         verdict: Verdict::MissingMetric,
@@ -132,7 +132,7 @@ fn worst(rows: Vec<MetricResult>) -> Option<MetricResult> {
 mod tests {
     use super::*;
     use crate::compare::fixtures::record;
-    use crate::metrics::{ResumedRun, StepValues};
+    use goldgate_schema::{ResumedRun, StepValues};
 
     fn resume_job(second: &[(u64, f64)], first_step: Option<u64>) -> Vec<(PathBuf, RunRecord)> {
         let first: Vec<(u64, f64)> = (1..=20).map(|s| (s, 10.0 - s as f64 * 0.1)).collect();

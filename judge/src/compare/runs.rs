@@ -12,8 +12,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use super::error::CompareError;
-use crate::metrics::record::{self, RecordError};
-use crate::metrics::{RunIndex, RunRecord};
+use goldgate_core::metrics::record::{self, RecordError};
+use goldgate_schema::{RunIndex, RunRecord};
 
 /// Which runs of a results folder to judge.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -273,12 +273,12 @@ fn newness(run_id: &str, started: Option<jiff::Timestamp>) -> (Option<jiff::Time
 }
 
 /// The `run.json` of the newest run under `out` (by its start time), if there is one.
-pub fn newest_run(out: &Path) -> Option<crate::metrics::RunIndex> {
+pub fn newest_run(out: &Path) -> Option<goldgate_schema::RunIndex> {
     std::fs::read_dir(out)
         .into_iter()
         .flatten()
         .flatten()
-        .filter_map(|e| crate::metrics::record::load_index(&e.path().join("run.json")).ok())
+        .filter_map(|e| goldgate_core::metrics::record::load_index(&e.path().join("run.json")).ok())
         .max_by(|a, b| {
             let key = |i: &RunIndex| {
                 (

@@ -8,8 +8,8 @@
 use std::path::{Path, PathBuf};
 
 use super::error::CompareError;
-use super::verdict::{COMPARISON_SCHEMA_VERSION, Comparison, GateDecision};
-use crate::exit::Exit;
+use goldgate_schema::Exit;
+use goldgate_schema::{COMPARISON_SCHEMA_VERSION, Comparison, GateDecision};
 
 /// Parses a saved comparison; a file from another schema version is refused, naming both.
 pub fn parse_saved(path: &Path, text: &str) -> Result<Comparison, CompareError> {
@@ -134,7 +134,7 @@ mod tests {
     fn shards_merge_into_one_sorted_comparison_with_the_worst_gate() {
         let all = fixtures::comparison();
         let (first, second) = all.jobs.split_at(all.jobs.len() / 2);
-        let part = |jobs: &[crate::compare::JobComparison], strict| {
+        let part = |jobs: &[goldgate_schema::JobComparison], strict| {
             Comparison::new(all.platform.clone(), jobs.to_vec(), vec![]).gated(strict, false)
         };
         let (a, b) = (part(second, false), part(first, true));

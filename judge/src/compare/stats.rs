@@ -4,7 +4,7 @@
 //! The bootstrap uses its own small PRNG (SplitMix64) with a fixed seed, so the same numbers
 //! always give the same interval and the gate is reproducible run to run.
 
-use crate::rules::{Rule, Statistic};
+use goldgate_core::rules::{Rule, Statistic};
 
 /// Resamples drawn by [`bootstrap_median_ci`]: enough that the 2.5 % / 97.5 % percentiles move
 /// by less than one order statistic between seeds for the small n (2-20) the gate sees.

@@ -13,9 +13,9 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use super::error::CompareError;
-use crate::golden::{self, GoldenFile, GoldenStyle, Series, Value};
-use crate::metric_names::MEGATRON_TENSORBOARD_METRICS;
-use crate::observe::tensorboard::Accumulated;
+use goldgate_core::golden::{self, GoldenFile, GoldenStyle, Series, Value};
+use goldgate_core::observe::tensorboard::Accumulated;
+use goldgate_schema::metric_names::MEGATRON_TENSORBOARD_METRICS;
 
 /// The script's options: `--train-iters`, `--step-size`, `--is-convergence-test`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -132,7 +132,7 @@ fn gcd(a: u64, b: u64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::observe::tensorboard::TagSeries;
+    use goldgate_core::observe::tensorboard::TagSeries;
 
     fn acc(series: &[(&str, &[(i64, f64)])]) -> Accumulated {
         Accumulated {

@@ -34,8 +34,8 @@ use std::collections::HashMap;
 
 use statrs::distribution::{ContinuousCDF, StudentsT};
 
-use super::verdict::Verdict;
-use crate::rules::Direction;
+use goldgate_core::rules::Direction;
+use goldgate_schema::Verdict;
 
 /// The scale the test works on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -131,9 +131,11 @@ pub fn pr_number(
 /// `workflow_run.pull_requests[0].number`.
 fn pr_from_event_file(path: &Path) -> Result<u64, GithubError> {
     // GitHub's event payloads are at most a few MiB.
-    let text = crate::fsio::read_text(path, 64 << 20).map_err(|source| GithubError::EventRead {
-        path: path.to_path_buf(),
-        source,
+    let text = goldgate_core::fsio::read_text(path, 64 << 20).map_err(|source| {
+        GithubError::EventRead {
+            path: path.to_path_buf(),
+            source,
+        }
     })?;
     let event: serde_json::Value =
         serde_json::from_str(&text).map_err(|e| GithubError::EventJson {

@@ -3,7 +3,7 @@
 //! values, the first one left out when there are three or more (the first save or logged
 //! step is a warm-up); a metric with one value (peak memory) is that value.
 
-use crate::metrics::{RunRecord, StepValues};
+use goldgate_schema::{RunRecord, StepValues};
 
 /// Who ran it: what the record itself does not say.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -177,7 +177,7 @@ pub fn median(values: &[f64]) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::metrics::VariantRecord;
+    use goldgate_schema::VariantRecord;
 
     fn steps(values: &[f64]) -> StepValues {
         StepValues(

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use super::error::HistoryError;
 use super::series::SeriesKey;
 use super::store::Store;
-use crate::metrics::{RunRecord, StepValues, VariantRecord};
+use goldgate_schema::{RunRecord, StepValues, VariantRecord};
 
 /// The variant record of a stored variant name (`default`, `allocator=gc80,checkpoint=async`).
 pub fn variant_record(name: &str) -> VariantRecord {

@@ -5,8 +5,8 @@
 //! Escaping follows GitHub's workflow-command rules: `%`, `\r`, `\n` in the message; those
 //! plus `:` and `,` in property values.
 
-use crate::compare::{Comparison, JobComparison, MetricResult, Verdict};
 use crate::report::units;
+use goldgate_schema::{Comparison, JobComparison, MetricResult, Verdict};
 
 /// GitHub's escapes, then every other control character (ESC, `\x01`) as its escape, so no
 /// raw control byte reaches a CI log through an annotation.
@@ -15,7 +15,7 @@ fn escape_data(s: &str) -> String {
         .replace('%', "%25")
         .replace('\r', "%0D")
         .replace('\n', "%0A");
-    crate::observe::log::one_line(&s)
+    goldgate_core::observe::log::one_line(&s)
 }
 
 fn escape_property(s: &str) -> String {

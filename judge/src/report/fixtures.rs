@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::metrics::{
+use goldgate_schema::{
     CheckpointRecord, Fingerprint, GpuDevicePeak, GpuMemory, MemAvailableRecord, MemoryRecord,
     Outcome, RunRecord, StepValues, Timeline, VariantRecord,
 };
@@ -107,7 +107,7 @@ pub fn record(v: VariantRecord, repeat: u32, shape: Shape, jitter: f64) -> RunRe
         scalar((shape.gpu_peak_gib * j * GIB).round()),
     );
     metrics.insert(
-        crate::metric_names::HOST_PEAK.into(),
+        goldgate_schema::metric_names::HOST_PEAK.into(),
         scalar((shape.host_peak_gib * j * GIB).round()),
     );
     metrics.insert(
@@ -268,14 +268,14 @@ pub fn variant_sweep() -> Vec<RunRecord> {
 
 fn metric(
     name: &str,
-    verdict: crate::compare::Verdict,
-    unit: crate::compare::Unit,
+    verdict: goldgate_schema::Verdict,
+    unit: goldgate_schema::Unit,
     (golden, now): (f64, f64),
     interval: Option<(f64, f64)>,
     tolerance: &str,
     detail: &str,
-) -> crate::compare::MetricResult {
-    crate::compare::MetricResult {
+) -> goldgate_schema::MetricResult {
+    goldgate_schema::MetricResult {
         metric: name.into(),
         verdict,
         golden: Some(golden),
@@ -294,11 +294,11 @@ fn metric(
 fn job(
     case: &str,
     v: &VariantRecord,
-    verdict: crate::compare::Verdict,
-    metrics: Vec<crate::compare::MetricResult>,
-) -> crate::compare::JobComparison {
+    verdict: goldgate_schema::Verdict,
+    metrics: Vec<goldgate_schema::MetricResult>,
+) -> goldgate_schema::JobComparison {
     let model_case = case.split_once('/').map_or(case, |(_, c)| c);
-    crate::compare::JobComparison {
+    goldgate_schema::JobComparison {
         case: case.into(),
         variant: v.name.clone(),
         variant_slug: v.slug.clone(),
@@ -330,8 +330,8 @@ fn job(
 
 /// A comparison with one job of every interesting verdict, and hostile text in a case name
 /// and a failure line.
-pub fn comparison() -> crate::compare::Comparison {
-    use crate::compare::{Unit, Verdict::*};
+pub fn comparison() -> goldgate_schema::Comparison {
+    use goldgate_schema::{Unit, Verdict::*};
     let loss = |v| {
         metric(
             "lm loss",
@@ -455,7 +455,7 @@ pub fn comparison() -> crate::compare::Comparison {
         "results/20261130-062900-abcd/moe/mixtral_8x7b_tp4_ep8/default/1/logs/console.log".into(),
     );
     jobs[5].svg = None;
-    crate::compare::Comparison::new(
+    goldgate_schema::Comparison::new(
         "dgx_h100".into(),
         jobs,
         vec!["iteration-time of gpt/gpt3_mcore_te_tp4_pp1_*dist*|opt@default is unstable (cv 31% > max_cv 20%)".into()],

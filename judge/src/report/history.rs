@@ -4,10 +4,10 @@
 
 use tabled::settings::Style as TableStyle;
 
-use crate::compare::Unit;
 use crate::history::SeriesKey;
 use crate::history::series::{Annotation, Point};
 use crate::report::units::value;
+use goldgate_schema::Unit;
 
 /// The table of `points` (oldest first); `changes` are the indices where a change point
 /// starts a new segment.

@@ -1,9 +1,9 @@
 //! Stage "report": the comparison as versioned JSON (`schema_version` inside, see
-//! [`crate::compare::COMPARISON_SCHEMA_VERSION`]) for other tools. Non-finite numbers (a
+//! [`goldgate_schema::COMPARISON_SCHEMA_VERSION`]) for other tools. Non-finite numbers (a
 //! golden `nan`) are written as `null`, since JSON has no NaN.
 
-use crate::compare::Comparison;
 use crate::report::error::ReportError;
+use goldgate_schema::Comparison;
 
 /// Pretty-printed JSON with a trailing newline.
 pub fn render(c: &Comparison) -> Result<String, ReportError> {
@@ -48,8 +48,8 @@ mod tests {
     fn snapshot_of_one_job() {
         let mut c = fixtures::comparison();
         c.jobs
-            .retain(|j| j.verdict == crate::compare::Verdict::Regression);
-        c.counts = crate::compare::Counts::of(&c.jobs);
+            .retain(|j| j.verdict == goldgate_schema::Verdict::Regression);
+        c.counts = goldgate_schema::Counts::of(&c.jobs);
         insta::assert_snapshot!(render(&c).unwrap());
     }
 }

@@ -7,9 +7,9 @@
 
 use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
 
-use crate::compare::{Comparison, JobComparison, MetricResult, Verdict};
 use crate::report::error::ReportError;
 use crate::report::units;
+use goldgate_schema::{Comparison, JobComparison, MetricResult, Verdict};
 
 fn metric_case(job: &JobComparison, m: &MetricResult) -> TestCase {
     let [golden, now, delta, interval] = units::metric_cells(m);

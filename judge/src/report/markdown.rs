@@ -25,9 +25,9 @@ pub fn escape_md(text: &str) -> String {
     out
 }
 
-use crate::compare::{Comparison, JobComparison, MetricResult, Verdict};
 use crate::report::table::counts_line;
 use crate::report::units;
+use goldgate_schema::{Comparison, JobComparison, MetricResult, Verdict};
 
 const HEADER: &str = "| case | variant | metric | golden | now | Δ % | interval | verdict |\n\
                       |---|---|---|---|---|---|---|---|\n";
@@ -275,7 +275,7 @@ mod tests {
         m.pass_reason =
             Some("|Δ| 0.0420 s is beyond rtol 10% (0.0042 s) but within atol 0.0500 s".into());
         c.jobs[0].metrics.truncate(2);
-        c.counts = crate::compare::Counts::of(&c.jobs);
+        c.counts = goldgate_schema::Counts::of(&c.jobs);
         c.warnings.clear();
         insta::assert_snapshot!(render(&c));
     }
@@ -284,7 +284,7 @@ mod tests {
     fn the_headline_says_what_the_gate_said() {
         let mut c = fixtures::comparison();
         c.jobs.retain(|j| j.verdict <= Verdict::Unstable);
-        c.counts = crate::compare::Counts::of(&c.jobs);
+        c.counts = goldgate_schema::Counts::of(&c.jobs);
         let headline = |c: &Comparison| render(c).lines().next().unwrap_or("").to_owned();
         assert_eq!(headline(&c), "## ⚠️ goldgate: pass, with unstable metrics");
         let strict = c.clone().gated(true, false);
@@ -293,7 +293,7 @@ mod tests {
             "## ❌ goldgate: unstable metrics fail under --strict"
         );
         c.jobs.retain(|j| j.verdict <= Verdict::Improvement);
-        c.counts = crate::compare::Counts::of(&c.jobs);
+        c.counts = goldgate_schema::Counts::of(&c.jobs);
         let gated = c.clone().gated(false, false);
         assert_eq!(headline(&gated), "## ✅ goldgate: pass, with improvements");
         let foi = c.gated(false, true);
@@ -330,7 +330,7 @@ mod tests {
     fn all_pass_has_a_pass_headline_and_no_failure_section() {
         let mut c = fixtures::comparison();
         c.jobs.truncate(1);
-        c.counts = crate::compare::Counts::of(&c.jobs);
+        c.counts = goldgate_schema::Counts::of(&c.jobs);
         let md = render(&c);
         assert!(md.starts_with("## ✅ goldgate: pass\n"), "{md}");
         assert!(!md.contains("### "), "{md}");

@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::compare::{Comparison, JobComparison, Verdict};
+use goldgate_schema::{Comparison, JobComparison, Verdict};
 
 /// Whether a job gets a `repro` line: it failed, regressed or lost a metric.
 fn reproducible(v: Verdict) -> bool {

@@ -283,9 +283,9 @@ smallest: the first of +1, 2, 3, 5, 7.5, 10, 15, 20, 30, 40, 50, 75, 100, 150, 2
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compare::Unit;
     use crate::compare::noise::Noise;
     use crate::compare::power::Which;
+    use goldgate_schema::Unit;
 
     fn report() -> PowerReport {
         let row = |which, k, alarms, n, det: [f64; 3], smallest| RulePower {

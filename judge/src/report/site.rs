@@ -6,11 +6,11 @@
 
 use std::fmt::Write as _;
 
-use crate::compare::Unit;
 use crate::history::SeriesKey;
 use crate::history::changes::ChangePoint;
 use crate::history::series::{Annotation, Point};
 use crate::report::units::value;
+use goldgate_schema::Unit;
 
 /// One plot: a series, its points and change points.
 #[derive(Clone, Debug, PartialEq)]

@@ -2,10 +2,11 @@
 //! per-job summary (outcome, wall time, memory peaks, checkpoint saves, link to the memory
 //! timeline). Renders recorded runs without judging them.
 
-use crate::metrics::{CheckpointRecord, RunRecord};
 use crate::report::markdown::escape_md;
-use crate::report::units::{self, Unit};
+use crate::report::units;
 use crate::report::{svg, variants};
+use goldgate_schema::Unit;
+use goldgate_schema::{CheckpointRecord, RunRecord};
 
 /// Longest failure line shown (characters).
 const MAX_LINE: usize = 300;
@@ -99,11 +100,11 @@ fn jobs_markdown(records: &[&RunRecord], svg_dir: Option<&str>) -> String {
             units::value(Unit::Seconds, r.wall_seconds),
             peak(gpu_peak(r)),
             peak(
-                r.last_value(crate::metric_names::HOST_PEAK)
+                r.last_value(goldgate_schema::metric_names::HOST_PEAK)
                     .or(r.memory.host_peak_pss_bytes.map(|b| b as f64))
             ),
             peak(
-                r.last_value(crate::metric_names::SHM_PEAK)
+                r.last_value(goldgate_schema::metric_names::SHM_PEAK)
                     .or(r.memory.shm_peak_bytes.map(|b| b as f64))
             ),
             saves(r),
@@ -129,8 +130,8 @@ pub fn render(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::metrics::{Attempt, Outcome};
     use crate::report::fixtures;
+    use goldgate_schema::{Attempt, Outcome};
 
     fn sweep() -> Vec<RunRecord> {
         let mut records = fixtures::variant_sweep();

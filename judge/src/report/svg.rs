@@ -9,8 +9,8 @@
 
 use plotters::prelude::*;
 
-use crate::metrics::{RunRecord, Timeline};
 use crate::report::error::ReportError;
+use goldgate_schema::{RunRecord, Timeline};
 
 const WIDTH: u32 = 960;
 const HEIGHT: u32 = 440;
@@ -61,7 +61,7 @@ fn bounded(stem: &str) -> String {
     if stem.len() <= MAX_STEM {
         return stem.to_owned();
     }
-    let hash = crate::hash::fnv1a(stem.as_bytes());
+    let hash = goldgate_core::hash::fnv1a(stem.as_bytes());
     format!("{}-{hash:016x}", &stem[..MAX_STEM - 17])
 }
 
@@ -127,7 +127,10 @@ fn all_series(r: &RunRecord, scale: f64) -> Vec<(String, RGBColor, Segments)> {
             } else {
                 ("host RSS", some(&tl.host_rss_bytes))
             };
-            let label = format!("{} {what}", crate::observe::log::one_line(&node.host));
+            let label = format!(
+                "{} {what}",
+                goldgate_core::observe::log::one_line(&node.host)
+            );
             let segs = segments(&tl.t_seconds, &values, scale);
             (label, NODES[i % NODES.len()], segs)
         })
@@ -157,7 +160,7 @@ fn series(tl: &Timeline, scale: f64) -> Vec<(&'static str, RGBColor, Segments)> 
 
 /// The chart's title; names on one line, without the control characters XML cannot hold.
 fn title(r: &RunRecord) -> String {
-    use crate::observe::log::one_line;
+    use goldgate_core::observe::log::one_line;
     format!(
         "{} @ {} #{} — {}",
         one_line(&r.case),
@@ -509,10 +512,10 @@ mod tests {
         // Host names are cut to fit the legend.
         let mut nodes = async_record();
         nodes.nodes = vec![
-            crate::metrics::NodeMemory {
+            goldgate_schema::NodeMemory {
                 host: "a-very-long-compute-node-name.cluster.example".to_owned(),
                 timeline: nodes.memory.timeline.clone(),
-                ..crate::metrics::NodeMemory::default()
+                ..goldgate_schema::NodeMemory::default()
             };
             2
         ];
@@ -550,7 +553,7 @@ mod tests {
     #[test]
     fn a_job_of_several_nodes_draws_one_line_per_node() {
         let mut r = async_record();
-        let node = |host: &str, factor: u64| crate::metrics::NodeMemory {
+        let node = |host: &str, factor: u64| goldgate_schema::NodeMemory {
             host: host.to_owned(),
             timeline: Timeline {
                 gpu_used_bytes: vec![None; r.memory.timeline.t_seconds.len()],
@@ -563,7 +566,7 @@ mod tests {
                     .collect(),
                 ..r.memory.timeline.clone()
             },
-            ..crate::metrics::NodeMemory::default()
+            ..goldgate_schema::NodeMemory::default()
         };
         r.nodes = vec![node("n1", 1), node("n2", 2)];
         let svg = render(&r).unwrap();

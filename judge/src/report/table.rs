@@ -3,12 +3,12 @@
 //! verdict counts. Colour only when the caller asks (`cmd::output::color` decides: `--color`, `NO_COLOR`,
 //! `CLICOLOR_FORCE`, a terminal).
 
-use crate::observe::log::one_line;
+use goldgate_core::observe::log::one_line;
 use tabled::settings::object::Cell;
 use tabled::settings::{Color, Style as TableStyle};
 
-use crate::compare::{Comparison, JobComparison, Verdict};
 use crate::report::units;
+use goldgate_schema::{Comparison, JobComparison, Verdict};
 
 /// How to draw the table.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -266,7 +266,7 @@ mod tests {
 
     #[test]
     fn an_empty_comparison_says_so() {
-        let c = crate::compare::Comparison::new("dev_cpu".into(), vec![], vec![]);
+        let c = goldgate_schema::Comparison::new("dev_cpu".into(), vec![], vec![]);
         assert_eq!(counts_line(&c), "0 jobs on dev_cpu");
         assert!(render(&c, Style::default()).ends_with("0 jobs on dev_cpu\n"));
     }
@@ -296,7 +296,7 @@ mod tests {
         let mut one = c.clone();
         one.jobs.retain(|j| j.verdict == Verdict::Pass);
         one.jobs[0].job_ids = (1..=3).map(|r| format!("x@default#{r}")).collect();
-        one.counts = crate::compare::Counts::of(&one.jobs);
+        one.counts = goldgate_schema::Counts::of(&one.jobs);
         let passed = one.gated(false, false);
         assert_eq!(
             closing_line(&passed, None),

@@ -1,10 +1,10 @@
 //! Stage "report": number formatting shared by every renderer (bytes in binary units, seconds
 //! scaled to ms/µs, signed deltas), so the terminal, markdown and JUnit show the same figures.
 
-pub(crate) use crate::compare::Unit;
+use goldgate_schema::Unit;
 
 /// The golden, now, Δ % and interval cells of a metric result, `—` where absent.
-pub(crate) fn metric_cells(m: &crate::compare::MetricResult) -> [String; 4] {
+pub(crate) fn metric_cells(m: &goldgate_schema::MetricResult) -> [String; 4] {
     let kind = m.unit;
     let opt = |v: Option<f64>| v.map_or_else(|| "—".to_string(), |v| value(kind, v));
     [
@@ -18,10 +18,10 @@ pub(crate) fn metric_cells(m: &crate::compare::MetricResult) -> [String; 4] {
 
 /// `<case> @ <variant>: <metric> <verdict>`: how every renderer names a metric's result.
 pub(crate) fn metric_label(
-    job: &crate::compare::JobComparison,
-    m: &crate::compare::MetricResult,
+    job: &goldgate_schema::JobComparison,
+    m: &goldgate_schema::MetricResult,
 ) -> String {
-    use crate::observe::log::one_line;
+    use goldgate_core::observe::log::one_line;
     format!(
         "{} @ {}: {} {}",
         one_line(&job.case),

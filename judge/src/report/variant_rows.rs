@@ -5,10 +5,10 @@
 use std::collections::BTreeSet;
 
 use crate::compare::stats::{collapse, median};
-use crate::metric_names as names;
-use crate::metrics::{CheckpointRecord, RunRecord};
-use crate::report::units::Unit;
-use crate::rules::{Statistic, Window};
+use goldgate_core::rules::{Statistic, Window};
+use goldgate_schema::Unit;
+use goldgate_schema::metric_names as names;
+use goldgate_schema::{CheckpointRecord, RunRecord};
 
 /// Metric keys that have their own rows; every other key in `RunRecord.metrics` gets a row
 /// of its final value.

@@ -12,17 +12,18 @@
 //! them, so their differences are mostly noise. They come last, under their own heading, and
 //! without a Δ, so they never read as the loudest result.
 
-use crate::observe::log::one_line;
+use goldgate_core::observe::log::one_line;
 use std::collections::BTreeMap;
 
 use super::variant_rows::{FIXED, Role, extra_metric_keys, is_gated};
 use crate::compare::stats::median_sorted;
-use crate::config::Config;
-use crate::metric_names as names;
-use crate::metrics::RunRecord;
 use crate::report::markdown::escape_md;
-use crate::report::units::{self, Unit};
-use crate::rules::{Rules, Window};
+use crate::report::units;
+use goldgate_core::config::Config;
+use goldgate_core::rules::{Rules, Window};
+use goldgate_schema::RunRecord;
+use goldgate_schema::Unit;
+use goldgate_schema::metric_names as names;
 
 /// All cases of a results folder, each with its variants side by side.
 #[derive(Clone, Debug, PartialEq)]

@@ -19,4 +19,4 @@ pub use process::{
 pub use settle::{Settle, SettleError, check as check_settle, settle};
 pub use signals::{StopFlag, install_signal_handlers};
 pub use slice::{gpu_slices, visible_gpus};
-pub use spec::{DEFAULT_GRACE, LaunchSpec, Launcher, command_line, free_port, resolve_program};
+pub use spec::{DEFAULT_GRACE, LaunchSpec, command_line, free_port, resolve_program};

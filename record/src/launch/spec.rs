@@ -53,7 +53,7 @@ impl LaunchSpec {
 }
 
 /// How the entry program is started: the plan's launcher (`torchrun`, `ft_launcher`, direct).
-pub use crate::plan::Launcher;
+use crate::plan::Launcher;
 
 /// The command line the local executor starts for one run: [`RunSpec::argv`] (the one
 /// launcher-line builder), with a program entry resolved here first (torchrun would only

@@ -5,18 +5,18 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use super::record::{
+use super::sampled::Sampled;
+use crate::observe::probe::read::ProbeSummary;
+use crate::plan::Job;
+use goldgate_core::observe::log::LogSummary;
+use goldgate_core::observe::tensorboard::JobScalars;
+use goldgate_schema::metric_names::{
+    CHECKPOINT_ASYNC_LATENCY, CHECKPOINT_BLOCKING, CKPT_FOLDER_BYTES, GPU_PEAK, HOST_PEAK, SHM_PEAK,
+};
+use goldgate_schema::{
     Attempt, CheckpointRecord, Fingerprint, GoldenKey, Judging, MemoryRecord, Outcome, ResumedRun,
     RunRecord, SCHEMA_VERSION, StepValues, TensorboardRecord, VariantRecord,
 };
-use super::sampled::Sampled;
-use crate::metric_names::{
-    CHECKPOINT_ASYNC_LATENCY, CHECKPOINT_BLOCKING, CKPT_FOLDER_BYTES, GPU_PEAK, HOST_PEAK, SHM_PEAK,
-};
-use crate::observe::log::LogSummary;
-use crate::observe::probe::read::ProbeSummary;
-use crate::observe::tensorboard::JobScalars;
-use crate::plan::Job;
 
 /// Memory peaks measured by the samplers, in bytes (`None` when not measured).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -76,7 +76,7 @@ pub(crate) fn metrics(
         .metrics
         .iter()
         .map(|(name, values)| {
-            let thinned = super::downsample::downsample(values.iter());
+            let thinned = goldgate_core::metrics::downsample::downsample(values.iter());
             (name.clone(), StepValues(thinned))
         })
         .collect();
@@ -188,8 +188,8 @@ fn merge_folder(
     keep: impl Fn(u64) -> bool,
 ) -> TensorboardRecord {
     match &read.1 {
-        Ok(scalars) => super::tensorboard::merge(metrics, scalars, job_dir, keep),
-        Err(e) => super::tensorboard::unreadable(&read.0, job_dir, e.clone()),
+        Ok(scalars) => goldgate_core::metrics::tensorboard::merge(metrics, scalars, job_dir, keep),
+        Err(e) => goldgate_core::metrics::tensorboard::unreadable(&read.0, job_dir, e.clone()),
     }
 }
 
@@ -213,7 +213,7 @@ fn node0_views(observed: &Observed) -> (MemoryRecord, Fingerprint) {
 
 /// Each node's peaks and timeline for a job of several nodes; nothing for one node (its
 /// figures are `memory`).
-fn node_memories(observed: &Observed) -> Vec<crate::metrics::NodeMemory> {
+fn node_memories(observed: &Observed) -> Vec<goldgate_schema::NodeMemory> {
     match observed.nodes.len() {
         0 | 1 => Vec::new(),
         _ => observed.nodes.iter().map(Sampled::node_memory).collect(),
@@ -244,7 +244,7 @@ fn job_warnings(
             "{} line(s) of the log were longer than {} KiB: each was kept and parsed up to \
              there, the rest dropped",
             summary.long_lines,
-            crate::observe::log::MAX_LINE / 1024
+            goldgate_core::observe::log::MAX_LINE / 1024
         ));
     }
     if ran && summary.steps_seen == 0 {
@@ -371,8 +371,8 @@ fn judging(job: &Job) -> Judging {
 }
 
 /// `MODE` as `model_config.yaml` spells it.
-fn mode_name(mode: crate::case::Mode) -> &'static str {
-    (crate::case::Mode::ALL.iter())
+fn mode_name(mode: goldgate_core::case::Mode) -> &'static str {
+    (goldgate_core::case::Mode::ALL.iter())
         .find(|(m, _)| *m == mode)
         .map_or("pretraining", |(_, name)| name)
 }
@@ -392,7 +392,7 @@ fn resumed_run(job: &Job, summary: &LogSummary) -> ResumedRun {
             let after = values.iter().filter(|(step, _)| *step > from_step);
             (
                 name.clone(),
-                StepValues(super::downsample::downsample(after)),
+                StepValues(goldgate_core::metrics::downsample::downsample(after)),
             )
         })
         .filter(|(_, v)| !v.0.is_empty())
@@ -515,7 +515,7 @@ fn nondeterministic(job: &Job) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::observe::log::summarize_file;
+    use goldgate_core::observe::log::summarize_file;
     use std::path::Path;
 
     fn fixture(name: &str) -> LogSummary {

@@ -2,11 +2,11 @@
 //! `memory` and `fingerprint` parts of `results.json` (peaks, per-device figures, one timeline
 //! on a common time axis). Pure functions; the samplers themselves run in `run::local`.
 
-use super::record::{
+use crate::observe::sample::{Point, SampleSummary};
+use goldgate_schema::{
     Fingerprint, GpuDevicePeak, GpuMemory, MemAvailableRecord, MemoryRecord, NodeIo, NodeMemory,
     Timeline,
 };
-use crate::observe::sample::{Point, SampleSummary};
 
 /// What the samplers recorded on one node (or why they could not): the observation the
 /// record builder turns into the `memory` section and the fingerprint. An executor returns one

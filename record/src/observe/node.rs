@@ -21,7 +21,7 @@ pub(crate) const EVERY: Duration = Duration::from_millis(100);
 
 /// The node's I/O state around one job: the schema crate's type (`results.json` keeps it in
 /// the fingerprint).
-pub(crate) use goldgate_schema::NodeIo;
+use goldgate_schema::NodeIo;
 
 /// Counters read at the start and the end of a job.
 #[derive(Clone, Debug, Default, PartialEq)]

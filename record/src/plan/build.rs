@@ -15,11 +15,11 @@ use super::megatron::{
 use super::placeholder::{FromCaller, Names, resolve};
 use super::ranks::Layout;
 use super::variant::{Variant, VariantRequest, applied_values, check_case_variants, expand};
-use crate::case::{
+use goldgate_core::case::{
     CaseRecipe, LauncherKind, Lookups, ModelArgs, Scalar, ScalarKind, Span, TestCase, TestType,
     model_argv,
 };
-use crate::config::{AxisValue, Config, LauncherChoice, Platform};
+use goldgate_core::config::{AxisValue, Config, LauncherChoice, Platform};
 
 /// Everything a plan needs besides the case: configuration, platform, where outputs go, the
 /// recipes, and the caller's environment (passed in, so planning is a pure function).
@@ -302,7 +302,7 @@ fn golden_variant(inputs: &PlanInputs<'_>, variant: &Variant) -> Option<String> 
         .map(|(a, v)| (a.as_str(), v.as_str()))
         .collect();
     choices.sort();
-    crate::golden::variant_key(choices, &inputs.config.axis_defaults())
+    goldgate_core::golden::variant_key(choices, &inputs.config.axis_defaults())
 }
 
 /// The variant's and Megatron CI's edits, the entry, and the job's size.
@@ -710,7 +710,7 @@ fn variant_scalar(text: &str) -> Scalar {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::case::case_from_yaml as load;
+    use goldgate_core::case::case_from_yaml as load;
 
     const CONFIG: &str = r#"platforms:
   plain: {gpus_per_node: 4, env: {SHARED: platform, ONLY_PLATFORM: p}}

@@ -10,8 +10,8 @@ use super::build::Place;
 use super::error::PlanError;
 use super::megatron::NCCL_DEFAULTS;
 use super::placeholder::{FromCaller, Names, is_name, resolve};
-use crate::case::{Scalar, ScalarKind, TestCase, TestType};
-use crate::config::{AxisValue, Platform};
+use goldgate_core::case::{Scalar, ScalarKind, TestCase, TestType};
+use goldgate_core::config::{AxisValue, Platform};
 
 /// The environment of a job and the one its first placeholder pass sees.
 pub(crate) struct JobEnv {

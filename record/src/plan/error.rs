@@ -4,8 +4,8 @@
 use std::path::PathBuf;
 
 use super::FilterError;
-use crate::case::{CaseError, RecipeError};
-use crate::config::ConfigError;
+use goldgate_core::case::{CaseError, RecipeError};
+use goldgate_core::config::ConfigError;
 
 /// Why a case could not be planned.
 #[derive(Debug, thiserror::Error, miette::Diagnostic)]

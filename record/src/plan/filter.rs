@@ -10,9 +10,9 @@
 use std::fmt;
 use std::str::FromStr;
 
-use crate::case::CaseRef;
-use crate::hash::fnv1a;
-use crate::rules::glob_match;
+use goldgate_core::case::CaseRef;
+use goldgate_core::hash::fnv1a;
+use goldgate_core::rules::glob_match;
 
 /// One share of the cases: the `k`-th (1-based) of `n`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

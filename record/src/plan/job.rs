@@ -7,8 +7,8 @@ use serde::Serialize;
 
 use super::placeholder::FromCaller;
 use super::variant::Variant;
-use crate::case::{LauncherKind, Mode, TestType};
-use crate::redact::{REDACTED, is_secret_name};
+use goldgate_core::case::{LauncherKind, Mode, TestType};
+use goldgate_core::redact::{REDACTED, is_secret_name};
 
 /// How a job's ranks are started. Launcher words are kept apart from the entry so that
 /// `launch` can fill in a free port and `repro` can write `${MASTER_PORT}`.
@@ -318,7 +318,7 @@ pub struct Job {
     /// --timeout` overrides both); `None` = no limit.
     #[serde(
         rename = "timeout_seconds",
-        serialize_with = "crate::duration::seconds::serialize"
+        serialize_with = "goldgate_core::duration::seconds::serialize"
     )]
     pub timeout: Option<std::time::Duration>,
 }

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use crate::case::{Mode, ModelArgs, Scalar, ScalarKind, TestCase, TestType};
+use goldgate_core::case::{Mode, ModelArgs, Scalar, ScalarKind, TestCase, TestType};
 
 /// Variables `_run_training.sh` exports unless the environment already sets them.
 pub const NCCL_DEFAULTS: [(&str, &str); 7] = [
@@ -254,7 +254,7 @@ pub(super) fn n_repeat(case: &TestCase, lightweight: bool, launcher_repeat: u32)
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::case::case_from_yaml as case;
+    use goldgate_core::case::case_from_yaml as case;
 
     fn flags(edits: &CiEdits) -> Vec<String> {
         edits.model_args[0]

@@ -16,7 +16,6 @@ mod shell;
 mod slurm;
 mod variant;
 
-pub use crate::redact::{REDACTED, is_secret_name};
 pub use build::{DEFAULT_ENTRY, Place, PlanInputs, Planned, Unset, plan_case};
 pub use error::{PlanError, SelectError};
 pub use filter::{CaseFilter, FilterError, Partition};

@@ -10,7 +10,7 @@
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 
-use crate::case::placeholders;
+use goldgate_core::case::placeholders;
 
 /// A placeholder that resolved from the caller's environment (repro refers to secrets by name).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -58,7 +58,7 @@ pub(crate) struct Resolved {
     pub(crate) missing: Vec<String>,
 }
 
-/// `envsubst`: replaces every placeholder of `text` (found by [`crate::case::placeholders`])
+/// `envsubst`: replaces every placeholder of `text` (found by [`goldgate_core::case::placeholders`])
 /// whose name `names` knows; the others stay as written and are listed in `missing`.
 pub(crate) fn resolve(text: &str, names: &Names<'_>) -> Resolved {
     let mut out = Resolved::default();

@@ -12,7 +12,7 @@ use super::job::RunAction;
 use super::job::{Job, Launcher, RunSpec, Site};
 use super::render::action_text;
 use super::shell::{quote_with_secrets, required_ref, shell_quote};
-use crate::redact::is_secret_name;
+use goldgate_core::redact::is_secret_name;
 
 /// The port a repro script uses when `MASTER_PORT` is not set (torchrun's own default).
 pub const REPRO_DEFAULT_PORT: u16 = 29500;

@@ -8,11 +8,11 @@ use std::path::{Path, PathBuf};
 
 use super::error::SelectError;
 use super::{CaseFilter, Job, PlanInputs, Planned, Unset, VariantRequest, plan_case};
-use crate::case::{
+use goldgate_core::case::{
     CaseRecipe, RecipeFilter, RecipeRow, Runner, TestCase, discover, for_case, load_case,
     load_recipes, select,
 };
-use crate::config::{Config, ExecutorChoice, Platform};
+use goldgate_core::config::{Config, ExecutorChoice, Platform};
 
 /// Where the cases are and which jobs to make of them (the command line's selection flags).
 #[derive(Clone, Debug, Default)]
@@ -197,7 +197,7 @@ fn base_dir(output: &Output) -> Result<PathBuf, SelectError> {
 /// The names of the discovered cases `filter` picks.
 fn picked_names(
     filter: &CaseFilter,
-    found: &[crate::case::CaseRef],
+    found: &[goldgate_core::case::CaseRef],
     root: &Path,
 ) -> Result<Vec<String>, SelectError> {
     Ok(filter
@@ -290,7 +290,7 @@ impl Selected {
             ));
         }
         for f in &self.failures {
-            s.push_str(&crate::printable::error_text(
+            s.push_str(&goldgate_core::printable::error_text(
                 &f.error,
                 Some(&f.case),
                 color,
@@ -330,7 +330,7 @@ fn scope_targets<'a>(
     selection: &Selection,
     picked: &[String],
     rows: &'a [RecipeRow],
-    found: &[crate::case::CaseRef],
+    found: &[goldgate_core::case::CaseRef],
     case_filter: &CaseFilter,
     skipped: &mut Vec<(String, String)>,
 ) -> Vec<Target<'a>> {
@@ -376,7 +376,7 @@ fn scope_targets<'a>(
 /// `list --scope` and `plan`/`run --scope` give the same reasons.
 pub fn not_run_reason(
     row: &RecipeRow,
-    found: &[crate::case::CaseRef],
+    found: &[goldgate_core::case::CaseRef],
     root: &Path,
 ) -> Option<String> {
     if let Ok(Runner::Other(what)) = row.script.as_ref().map(|s| s.runner.clone()) {
@@ -388,7 +388,7 @@ pub fn not_run_reason(
     Some(if root.join(&row.case).is_dir() {
         format!(
             "no {} in its case folder {}",
-            crate::case::CONFIG_FILE,
+            goldgate_core::case::CONFIG_FILE,
             row.case
         )
     } else {

@@ -13,7 +13,7 @@ use std::time::Duration;
 use super::job::{Job, Site};
 use super::repro::{PORT_REF, mkdirs, provenance, render_node_body};
 use super::shell::shell_quote;
-use crate::config::SlurmConfig;
+use goldgate_core::config::SlurmConfig;
 
 /// Launcher words of a batch job's node: Slurm's node count and node id, the first node.
 pub(super) const SLURM_NNODES_REF: &str = "${SLURM_NNODES}";

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use super::error::PlanError;
-use crate::config::{Axis, AxisValue, Config};
+use goldgate_core::config::{Axis, AxisValue, Config};
 
 /// One value per chosen axis, in the axis order of `goldgate.yaml`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize)]

@@ -17,7 +17,7 @@ pub fn apply(action: &RunAction) -> Result<(), String> {
         }
         RunAction::WriteLatestIteration { dir, iteration } => {
             let path = dir.join("latest_checkpointed_iteration.txt");
-            crate::fsio::write_atomic(&path, format!("{iteration}\n").as_bytes())
+            goldgate_core::fsio::write_atomic(&path, format!("{iteration}\n").as_bytes())
                 .map_err(|e| format!("cannot write {}: {e}", path.display()))
         }
     }

@@ -3,8 +3,8 @@
 //! writer); an executor reports [`ExecEvent`]s of the attempt it runs, which the scheduler
 //! forwards inside [`RunEvent::Exec`].
 
-use crate::metrics::{Attempt, RunRecord};
 use crate::plan::Job;
+use goldgate_schema::{Attempt, RunRecord};
 
 /// What an executor reports while one attempt of one job runs.
 #[derive(Clone, Debug, PartialEq)]

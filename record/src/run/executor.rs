@@ -10,8 +10,9 @@ use std::time::Duration;
 
 use super::event::ExecEvent;
 use crate::launch::{FailureSigns, StopFlag};
-use crate::metrics::{Observed, Outcome};
+use crate::metrics::Observed;
 use crate::plan::Job;
+use goldgate_schema::Outcome;
 
 /// Why an executor will not run a job (said before any job starts).
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -14,8 +14,8 @@ use std::time::{Duration, Instant};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use super::event::{ExecEvent, RunEvent};
-use crate::metrics::{Attempt, RunRecord};
-use crate::observe::log::one_line;
+use goldgate_core::observe::log::one_line;
+use goldgate_schema::{Attempt, RunRecord};
 
 /// Where progress goes.
 enum Sink {
@@ -109,7 +109,7 @@ impl Progress {
                 Some(reason) => pending_line(&job.job_id, since, reason),
                 None => heartbeat_line(&job.job_id, since, job.step),
             };
-            let _ = writeln!(out, "{}", crate::printable::terminal(&line, false));
+            let _ = writeln!(out, "{}", goldgate_core::printable::terminal(&line, false));
         }
     }
 
@@ -206,7 +206,7 @@ impl Progress {
                     .collect();
                 let mut line = finish_line(&job.id, self.done, self.total, record, &new);
                 line.push_str(&failure_lines(record, &job.dirs.job));
-                let line = crate::printable::terminal(&line, false).into_owned();
+                let line = goldgate_core::printable::terminal(&line, false).into_owned();
                 match &mut self.sink {
                     Sink::Bar(bar) => {
                         bar.inc(1);
@@ -228,9 +228,9 @@ impl Progress {
     /// A line in plain mode; the bar's message on a terminal.
     fn say(&mut self, job_id: &str, line: &str) {
         match &mut self.sink {
-            Sink::Bar(bar) => bar.set_message(crate::observe::log::one_line(job_id)),
+            Sink::Bar(bar) => bar.set_message(goldgate_core::observe::log::one_line(job_id)),
             Sink::Lines(out) => {
-                let _ = writeln!(out, "{}", crate::printable::terminal(line, false));
+                let _ = writeln!(out, "{}", goldgate_core::printable::terminal(line, false));
             }
         }
     }
@@ -511,7 +511,7 @@ mod tests {
             job: &jobs[1],
             event,
         });
-        let record = crate::metrics::record::fixtures::sample();
+        let record = goldgate_core::metrics::record::fixtures::sample();
         progress.event(&RunEvent::JobFinished {
             index: 0,
             job: &jobs[0],
@@ -544,7 +544,7 @@ mod tests {
             jobs: &jobs,
         });
         for (index, escaped) in [(0, "pid 7 (sleep)"), (1, "pid 9 (sleep)")] {
-            let mut record = crate::metrics::record::fixtures::sample();
+            let mut record = goldgate_core::metrics::record::fixtures::sample();
             record.warnings = vec!["no GPU driver".into(), format!("escaped: {escaped}")];
             progress.event(&RunEvent::JobFinished {
                 index,

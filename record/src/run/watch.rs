@@ -14,9 +14,10 @@ use std::time::Instant;
 
 use super::event::ExecEvent;
 use crate::launch::FailureSigns;
-use crate::observe::log::{
-    FailureKind, LogEvent, LogLine, LogSink, LogStream, LogSummary, Redactor, TailSummary,
+use goldgate_core::observe::log::{
+    FailureKind, LogEvent, LogLine, LogSink, LogStream, LogSummary, TailSummary,
 };
+use goldgate_core::redact::Redactor;
 
 /// Checkpoint saves on the memory timeline: (start s, end s, iteration).
 pub(super) type Marks = Vec<(f64, Option<f64>, u64)>;
@@ -189,7 +190,7 @@ impl LogSink for WatchSink<'_> {
         }
         if self.echo {
             let text = String::from_utf8_lossy(line);
-            let shown = crate::printable::terminal(&text, false);
+            let shown = goldgate_core::printable::terminal(&text, false);
             let mut err = std::io::stderr().lock();
             let _ = err
                 .write_all(shown.as_bytes())
@@ -299,7 +300,7 @@ impl SaveMarks {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::observe::log::LogParser;
+    use goldgate_core::observe::log::LogParser;
 
     const SAVING_10: &[u8] = b"[2026-11-29 20:16:15.068999] saving checkpoint at iteration      10 to /c in torch_dist format";
     const SAVED_10: &[u8] = b"  [2026-11-29 20:16:18.552401] successfully saved checkpoint from iteration      10 to /c [ t 1/1, gtp_remat 1/1, p 1/1 ]";

@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 
 use super::error::RunError;
 use super::event::{ExecEvent, RunEvent};
-use crate::metrics::{JobEntry, RunIndex, Runner, SCHEMA_VERSION};
 use crate::plan::Job;
+use goldgate_schema::{JobEntry, RunIndex, Runner, SCHEMA_VERSION};
 
 /// Writes a run's files as its events arrive.
 pub struct ResultsWriter {
@@ -100,12 +100,12 @@ impl ResultsWriter {
             .and_then(|text| {
                 // A job writes into its own folder: a link it leaves where results.json goes is
                 // refused, never followed.
-                crate::fsio::write_under(&self.run_dir, path, text.as_bytes()).map_err(|source| {
-                    RunError::Write {
+                goldgate_core::fsio::write_under(&self.run_dir, path, text.as_bytes()).map_err(
+                    |source| RunError::Write {
                         path: path.to_path_buf(),
                         source,
-                    }
-                })
+                    },
+                )
             });
         if let Err(e) = result {
             self.errors.push(e);

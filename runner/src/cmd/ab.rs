@@ -17,13 +17,13 @@ use super::args::{ExecArgs, GateArgs};
 use super::error::{AppError, CmdError};
 use super::output::{err, errln, out, stderr_color};
 use super::select::{Selection, plan_selection};
-use crate::compare::ab::{self, AbMetric, Sequential};
-use crate::compare::ab_outcome::{AB_SCHEMA_VERSION, AbJob, AbReport, ArmSpec};
-use crate::config::{Config, ExecutorChoice};
-use crate::exit::Exit;
-use crate::metrics::RunRecord;
-use crate::plan::{Job, Output};
-use crate::run::{Progress, ResultsWriter, RunOptions};
+use goldgate_core::config::{Config, ExecutorChoice};
+use goldgate_judge::compare::ab::{self, AbMetric, Sequential};
+use goldgate_judge::compare::ab_outcome::{AB_SCHEMA_VERSION, AbJob, AbReport, ArmSpec};
+use goldgate_record::plan::{Job, Output};
+use goldgate_record::run::{Progress, ResultsWriter, RunOptions};
+use goldgate_schema::Exit;
+use goldgate_schema::RunRecord;
 
 /// Arguments of `goldgate ab`.
 #[derive(clap::Args, Debug)]
@@ -67,7 +67,7 @@ pub struct Args {
     pub spread: Option<f64>,
     /// Time limit of the whole sequence (e.g. `500s`): no pair starts that would not end
     /// before it, by the slowest job so far; undecided metrics are then `inconclusive`.
-    #[arg(long, value_parser = super::args::parse_duration)]
+    #[arg(long, value_parser = goldgate_core::duration::parse_duration)]
     pub budget: Option<std::time::Duration>,
     /// Seed of the block order (default: from the clock; recorded in `ab.json`).
     #[arg(long)]
@@ -124,8 +124,8 @@ impl Arm {
 
     fn spec(&self) -> ArmSpec {
         let shown = |(k, v): &(String, String)| {
-            let v = if crate::plan::is_secret_name(k) {
-                crate::plan::REDACTED
+            let v = if goldgate_core::redact::is_secret_name(k) {
+                goldgate_core::redact::REDACTED
             } else {
                 v
             };
@@ -147,7 +147,7 @@ struct Bench<'a> {
     opts: RunOptions,
     ab_dir: PathBuf,
     arms: [Arm; 2],
-    stop: &'a crate::launch::StopFlag,
+    stop: &'a goldgate_record::launch::StopFlag,
     command: Vec<String>,
     /// The case's METRICS (from the plan).
     metrics: Vec<String>,
@@ -157,7 +157,7 @@ struct Bench<'a> {
 
 /// Runs the command.
 pub fn run(args: Args) -> Result<Exit, AppError> {
-    let stop = crate::launch::install_signal_handlers()?;
+    let stop = goldgate_record::launch::install_signal_handlers()?;
     args.gate.check()?;
     if !args.select.matrix.is_empty() {
         return Err(CmdError::BadValue {
@@ -185,7 +185,7 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
     let b = bench.plan(1, "00-plan", 0, 0, false)?;
     err!(
         "{}",
-        super::run::scripts_notice(&[b], bench.opts.scripts, choice)
+        super::run_notes::scripts_notice(&[b], bench.opts.scripts, choice)
     );
     let seed = args.seed.unwrap_or_else(clock_seed);
     let mut report = bench.report(&platform, seed, seq);
@@ -199,7 +199,7 @@ fn options(args: &Args, config: &Config) -> Result<(RunOptions, String, Executor
     let mut opts = args
         .exec
         .options(args.out.as_deref().unwrap_or(Path::new("results")))?;
-    crate::launch::check_settle(opts.settle)?;
+    goldgate_record::launch::check_settle(opts.settle)?;
     opts.workers = 1;
     let (platform, choice) = args.select.executor(config)?;
     opts.scripts = args.exec.scripts_on(platform, choice);
@@ -341,7 +341,7 @@ impl Bench<'_> {
         blocks: &[u32],
         seq: &Sequential,
     ) -> Vec<AbMetric> {
-        let rules = crate::compare::RuleSet::from_config(&self.config.rules);
+        let rules = goldgate_core::rules::RuleSet::from_config(&self.config.rules);
         let mut names: Vec<String> = self.metrics.clone();
         let own_rule = |m: &str| rules.find(m).is_some_and(|r| r.pattern != "*");
         let recorded = a.iter().chain(b).flat_map(|r| r.metrics.keys());
@@ -416,8 +416,11 @@ impl Bench<'_> {
             run_id: run_id.to_owned(),
             base_dir: arm.dir.clone(),
         };
-        let filter =
-            crate::plan::CaseFilter::new(std::slice::from_ref(&self.args.case), None, None)?;
+        let filter = goldgate_record::plan::CaseFilter::new(
+            std::slice::from_ref(&self.args.case),
+            None,
+            None,
+        )?;
         let selected = plan_selection(self.config, &arm.select, &filter, Some(1), 0, &output)?;
         let strict = arm.select.strict_placeholders;
         err!("{}", selected.render_problems(strict, stderr_color()));
@@ -467,8 +470,8 @@ impl Bench<'_> {
             ResultsWriter::create(&opts.run_dir(), &opts.run_id, &jobs, self.command.clone())?;
         let progress =
             Mutex::new(Progress::stderr().with_heartbeat(super::args::heartbeat_interval()));
-        let summary = crate::run::beside_heartbeat(&progress, |progress| {
-            crate::run::run_jobs(&jobs, &*executor, &opts, self.stop, &mut |event| {
+        let summary = goldgate_record::run::beside_heartbeat(&progress, |progress| {
+            goldgate_record::run::run_jobs(&jobs, &*executor, &opts, self.stop, &mut |event| {
                 writer.event(&event);
                 progress
                     .lock()
@@ -489,9 +492,9 @@ impl Bench<'_> {
     }
 
     fn write_json(&self, report: &AbReport) -> Result<(), AppError> {
-        let text = crate::report::ab::render_json(report)?;
+        let text = goldgate_judge::report::ab::render_json(report)?;
         let path = self.ab_dir.join("ab.json");
-        crate::fsio::write_atomic(&path, text.as_bytes())
+        goldgate_core::fsio::write_atomic(&path, text.as_bytes())
             .map_err(|source| CmdError::Write { path, source })?;
         Ok(())
     }
@@ -543,20 +546,20 @@ impl Bench<'_> {
         let mut records = Vec::new();
         for job in report.jobs.iter().filter(|j| j.arm == "b" && !j.warmup) {
             let path = self.ab_dir.join(&job.results);
-            let record = crate::metrics::record::load_record(&path)?;
+            let record = goldgate_core::metrics::record::load_record(&path)?;
             records.push((path, record));
         }
-        let opts = crate::compare::CompareOptions::from_config(
+        let opts = goldgate_judge::compare::CompareOptions::from_config(
             self.config,
             self.args.golden_root.path.clone(),
             self.args.select.root.path.clone(),
             self.args.select.platform.clone(),
             self.args.gate.allow_env_mismatch,
         );
-        let comparison = crate::compare::compare_records(records, &opts)?;
+        let comparison = goldgate_judge::compare::compare_records(records, &opts)?;
         let timed = &self.config.ab.metrics;
         for job in comparison.jobs {
-            if job.verdict == crate::compare::Verdict::MissingGolden && job.metrics.is_empty() {
+            if job.verdict == goldgate_schema::Verdict::MissingGolden && job.metrics.is_empty() {
                 report.golden_note = Some(format!(
                     "no golden file for B ({} @ {}): its untimed metrics were judged against A only",
                     job.case, job.variant

@@ -8,8 +8,8 @@ use std::path::Path;
 use super::args::GateArgs;
 use super::error::{AppError, CmdError};
 use super::output::{err, out};
-use crate::compare::ab_outcome::AbReport;
-use crate::report::ab;
+use goldgate_judge::compare::ab_outcome::AbReport;
+use goldgate_judge::report::ab;
 
 /// Prints and writes every requested form of `report`.
 pub(crate) fn emit(report: &AbReport, gate: &GateArgs) -> Result<(), AppError> {
@@ -44,7 +44,7 @@ fn write(path: &Path, text: &str) -> Result<(), AppError> {
         out!("{text}");
         return Ok(());
     }
-    crate::fsio::write_atomic(path, text.as_bytes()).map_err(|source| {
+    goldgate_core::fsio::write_atomic(path, text.as_bytes()).map_err(|source| {
         CmdError::Write {
             path: path.to_path_buf(),
             source,

@@ -7,11 +7,11 @@ use std::path::PathBuf;
 
 use super::error::{AppError, CmdError};
 use super::output::out;
-use crate::compare::ab::Sequential;
-use crate::compare::ab_study::{self, Normal, Session, SessionModel, StudyOptions};
-use crate::compare::stats::SplitMix64;
-use crate::exit::Exit;
-use crate::metrics::RunRecord;
+use goldgate_judge::compare::ab::Sequential;
+use goldgate_judge::compare::ab_study::{self, Normal, Session, SessionModel, StudyOptions};
+use goldgate_judge::compare::stats::SplitMix64;
+use goldgate_schema::Exit;
+use goldgate_schema::RunRecord;
 
 /// Arguments of `goldgate ab-study`.
 #[derive(clap::Args, Debug)]
@@ -71,7 +71,7 @@ fn load(
     metric: &str,
     skip: usize,
 ) -> Result<Vec<(Vec<f64>, f64, String)>, AppError> {
-    let mut jobs: Vec<_> = crate::metrics::record::load_results(dir)?
+    let mut jobs: Vec<_> = goldgate_core::metrics::record::load_results(dir)?
         .iter()
         .filter_map(|(_, r)| saves(r, metric, skip))
         .collect();
@@ -104,12 +104,15 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
     }
     let rules = ab_study::todays_rules(&models, 0.55, &opts);
     let real = real_session(&args)?;
-    let text = crate::report::ab_study::render(&models, &designs, &rules, real.as_ref(), &opts);
+    let text =
+        goldgate_judge::report::ab_study::render(&models, &designs, &rules, real.as_ref(), &opts);
     out!("{text}");
     if let Some(path) = &args.markdown {
-        crate::fsio::write_atomic(path, text.as_bytes()).map_err(|source| CmdError::Write {
-            path: path.clone(),
-            source,
+        goldgate_core::fsio::write_atomic(path, text.as_bytes()).map_err(|source| {
+            CmdError::Write {
+                path: path.clone(),
+                source,
+            }
         })?;
     }
     Ok(Exit::Pass)
@@ -138,18 +141,20 @@ fn fit_models(args: &Args, rng: &mut Normal) -> Result<Vec<SessionModel>, AppErr
 
 /// `--real-a`/`--real-b`: their per-job medians and the estimate after each pair, with the
 /// shipped goldgate.yaml's `ab:` settings on the H200 (as `goldgate ab` uses them).
-fn real_session(args: &Args) -> Result<Option<crate::report::ab_study::RealPairs>, AppError> {
+fn real_session(
+    args: &Args,
+) -> Result<Option<goldgate_judge::report::ab_study::RealPairs>, AppError> {
     let (Some(a), Some(b)) = (&args.real_a, &args.real_b) else {
         return Ok(None);
     };
     let medians = |dir: &std::path::Path| -> Result<Vec<f64>, AppError> {
         Ok(load(dir, &args.metric, args.skip_saves)?
             .into_iter()
-            .filter_map(|(v, _, _)| crate::compare::stats::median(&v))
+            .filter_map(|(v, _, _)| goldgate_judge::compare::stats::median(&v))
             .collect())
     };
     let (a, b) = (medians(a)?, medians(b)?);
-    let shipped = crate::config::Config::builtin()?;
+    let shipped = goldgate_core::config::Config::builtin()?;
     let seq = Sequential::from_settings(&shipped.ab, "h200");
     let looks = ab_study::real_pairs(&a, &b, &seq);
     Ok(Some((a, b, looks)))

@@ -1,17 +1,17 @@
 //! Command-line argument groups shared by several subcommands (`#[command(flatten)]`), and the
 //! value parsers they use. Each flag and its default is written once here.
 
-pub use crate::duration::parse_duration;
+use goldgate_core::duration::parse_duration;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::error::AppError;
 use super::output::errln;
-use crate::config::{Config, ConfigSource, ExecutorChoice, Platform};
-use crate::launch::Settle;
-use crate::observe::probe::install::ProbeMode;
-use crate::run::{RunError, RunOptions};
+use goldgate_core::config::{Config, ConfigSource, ExecutorChoice, Platform};
+use goldgate_record::launch::Settle;
+use goldgate_record::observe::probe::install::ProbeMode;
+use goldgate_record::run::{RunError, RunOptions};
 
 /// `--root`: where the test cases are.
 #[derive(clap::Args, Debug, Clone)]
@@ -58,15 +58,19 @@ pub struct RunPick {
 
 impl RunPick {
     /// The runs these flags pick.
-    pub fn selection(&self) -> crate::compare::RunSelection {
-        crate::compare::RunSelection::from_flags(&self.runs, self.all_runs)
+    pub fn selection(&self) -> goldgate_judge::compare::RunSelection {
+        goldgate_judge::compare::RunSelection::from_flags(&self.runs, self.all_runs)
     }
 
     /// Loads the picked runs of `dir` (`compare::load_runs`: an incomplete run is an error)
     /// and, when other runs were left out, says which run it took on stderr:
     /// `goldgate: <verb> run …, the newest of 3 in this folder (…)`.
-    pub fn load(&self, dir: &Path, verb: &str) -> Result<crate::compare::Records, AppError> {
-        let (records, note) = crate::compare::load_runs(dir, &self.selection())?;
+    pub fn load(
+        &self,
+        dir: &Path,
+        verb: &str,
+    ) -> Result<goldgate_judge::compare::Records, AppError> {
+        let (records, note) = goldgate_judge::compare::load_runs(dir, &self.selection())?;
         if let Some(note) = note {
             errln!("goldgate: {verb} {note}");
         }
@@ -89,8 +93,8 @@ impl ConfigFile {
     pub fn source(&self) -> Result<ConfigSource, AppError> {
         let cwd =
             std::env::current_dir().map_err(|source| super::error::CmdError::Cwd { source })?;
-        let env = std::env::var_os(crate::config::CONFIG_ENV);
-        Ok(crate::config::discover(
+        let env = std::env::var_os(goldgate_core::config::CONFIG_ENV);
+        Ok(goldgate_core::config::discover(
             self.path.as_deref(),
             env.as_deref(),
             &cwd,
@@ -172,7 +176,7 @@ impl ExecArgs {
     /// The validated options of the run stage, with results under `out`.
     pub fn options(&self, out: &Path) -> Result<RunOptions, AppError> {
         Ok(RunOptions {
-            run_id: crate::run::new_run_id(),
+            run_id: goldgate_record::run::new_run_id(),
             out_dir: super::select::absolute(out)?,
             base_dir: std::env::current_dir().map_err(|source| RunError::Cwd { source })?,
             workers: self.workers(),
@@ -267,7 +271,7 @@ impl Default for TrendArgs {
 
 impl TrendArgs {
     /// The trend section for `c` (empty without `--trend-db`).
-    pub fn markdown(&self, c: &crate::compare::Comparison) -> Result<String, AppError> {
+    pub fn markdown(&self, c: &goldgate_schema::Comparison) -> Result<String, AppError> {
         match &self.trend_db {
             Some(db) => super::history_site::trend_markdown(db, self.trend_runs.max(1), c),
             None => Ok(String::new()),
@@ -301,13 +305,13 @@ pub(crate) fn is_stdout(path: &Path) -> bool {
 /// A platform name given on the command line: it becomes part of a golden file's name, so it
 /// must be one plain path component (`--platform '../..'` is refused).
 pub(crate) fn platform_name(text: &str) -> Result<String, String> {
-    crate::fsio::check_component("platform", text)?;
+    goldgate_core::fsio::check_component("platform", text)?;
     Ok(text.to_owned())
 }
 
 /// `--executor`: `local` or `slurm`.
-pub(crate) fn executor_name(text: &str) -> Result<crate::config::ExecutorChoice, String> {
-    use crate::config::ExecutorChoice;
+pub(crate) fn executor_name(text: &str) -> Result<goldgate_core::config::ExecutorChoice, String> {
+    use goldgate_core::config::ExecutorChoice;
     match text {
         "local" => Ok(ExecutorChoice::Local),
         "slurm" => Ok(ExecutorChoice::Slurm),
@@ -318,7 +322,7 @@ pub(crate) fn executor_name(text: &str) -> Result<crate::config::ExecutorChoice,
 /// An environment name (`dev`, `lts`) given on the command line: also part of a golden file's
 /// name.
 pub(crate) fn environment_name(text: &str) -> Result<String, String> {
-    crate::fsio::check_component("environment", text)?;
+    goldgate_core::fsio::check_component("environment", text)?;
     Ok(text.to_owned())
 }
 
@@ -329,13 +333,13 @@ const MAX_RETRIES: u32 = 100;
 /// `5s`; `0` for none). A value that does not parse is said and ignored.
 pub fn heartbeat_interval() -> Option<Duration> {
     let Some(text) = std::env::var_os("GOLDGATE_HEARTBEAT") else {
-        return Some(crate::run::DEFAULT_HEARTBEAT);
+        return Some(goldgate_record::run::DEFAULT_HEARTBEAT);
     };
     match parse_duration(&text.to_string_lossy()) {
         Ok(every) => Some(every),
         Err(e) => {
             errln!("warning: GOLDGATE_HEARTBEAT ignored: {e}");
-            Some(crate::run::DEFAULT_HEARTBEAT)
+            Some(goldgate_record::run::DEFAULT_HEARTBEAT)
         }
     }
 }
@@ -373,15 +377,15 @@ mod tests {
             .unwrap();
         let default = arg.get_default_values()[0].to_str().unwrap();
         assert_eq!(
-            super::parse_duration(default).unwrap(),
-            crate::observe::sample::DEFAULT_INTERVAL
+            goldgate_core::duration::parse_duration(default).unwrap(),
+            goldgate_record::observe::sample::DEFAULT_INTERVAL
         );
     }
 
     #[test]
     fn case_scripts_run_locally_only_when_asked_and_under_slurm_unless_refused() {
-        use crate::config::{Config, ExecutorChoice::*};
         use clap::{FromArgMatches as _, Parser};
+        use goldgate_core::config::{Config, ExecutorChoice::*};
         #[derive(Parser)]
         struct Cli {
             #[command(flatten)]

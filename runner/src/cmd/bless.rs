@@ -4,10 +4,11 @@
 
 use super::error::AppError;
 use super::output::{out, outln};
-use crate::compare::{RuleSet, bless};
-use crate::exit::Exit;
-use crate::history::{HistoryError, SeriesKey};
-use crate::metrics::RunRecord;
+use goldgate_core::rules::RuleSet;
+use goldgate_judge::compare::bless;
+use goldgate_judge::history::{HistoryError, SeriesKey};
+use goldgate_schema::Exit;
+use goldgate_schema::RunRecord;
 
 /// The records `--from-history N` blesses: for each case asked (every stored case when none
 /// is), each variant recorded on the platform, the jobs of its newest N passed runs.
@@ -53,7 +54,7 @@ fn from_history(
             metric: String::new(),
             branch: Some(args.history_branch.clone()),
         };
-        records.extend(crate::history::recent::recent_records(
+        records.extend(goldgate_judge::history::recent::recent_records(
             &mut store, &key, runs,
         )?);
     }
@@ -172,8 +173,8 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
 
 /// `--tensorboard DIR`: Megatron's golden file from the folder's event files.
 fn from_tensorboard(args: &Args) -> Result<Exit, AppError> {
-    use crate::compare::tensorboard::{MegatronGoldenOptions, megatron_golden};
-    use crate::observe::tensorboard::accumulate_folder;
+    use goldgate_core::observe::tensorboard::accumulate_folder;
+    use goldgate_judge::compare::tensorboard::{MegatronGoldenOptions, megatron_golden};
     let m = &args.megatron;
     let (Some(dir), Some(train_iters), Some(output)) =
         (&args.tensorboard, m.train_iters, &m.output)
@@ -209,7 +210,7 @@ fn from_tensorboard(args: &Args) -> Result<Exit, AppError> {
         // `--output` names the file: its folder is the root nothing is written past (a link
         // there is refused).
         let folder = output.parent().unwrap_or(std::path::Path::new(""));
-        crate::golden::write_golden(folder, output, &golden)?;
+        goldgate_core::golden::write_golden(folder, output, &golden)?;
     }
     Ok(Exit::Pass)
 }

@@ -2,9 +2,10 @@
 
 use super::error::AppError;
 use super::output::{out, outln};
-use crate::compare::{CompareError, RuleSet, calibrate};
-use crate::config::{BUILTIN_CONFIG, Config};
-use crate::exit::Exit;
+use goldgate_core::config::{BUILTIN_CONFIG, Config};
+use goldgate_core::rules::RuleSet;
+use goldgate_judge::compare::{CompareError, calibrate};
+use goldgate_schema::Exit;
 
 /// Arguments of `goldgate calibrate`.
 #[derive(clap::Args, Debug)]
@@ -43,7 +44,7 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
         // With no file anywhere, the working directory's goldgate.yaml is started.
         let path = source
             .path()
-            .unwrap_or(std::path::Path::new(crate::config::CONFIG_NAME));
+            .unwrap_or(std::path::Path::new(goldgate_core::config::CONFIG_NAME));
         write_rules(&args, path, &updates)?;
         outln!(
             "updated rtol of {} metric(s) in {}",
@@ -59,7 +60,7 @@ fn write_rules(
     path: &std::path::Path,
     updates: &std::collections::BTreeMap<String, f64>,
 ) -> Result<(), AppError> {
-    let text = match crate::fsio::read_text(path, crate::config::MAX_CONFIG_BYTES) {
+    let text = match goldgate_core::fsio::read_text(path, goldgate_core::config::MAX_CONFIG_BYTES) {
         Ok(t) => t,
         // No file yet: start from the shipped configuration, so the result is complete.
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => BUILTIN_CONFIG.to_string(),
@@ -77,17 +78,20 @@ fn write_rules(
         args.results.display(),
         args.repeats
     );
-    let edited =
-        crate::rules::set_rtols(&text, updates, &note).map_err(|e| CompareError::ConfigEdit {
+    let edited = goldgate_core::rules::set_rtols(&text, updates, &note).map_err(|e| {
+        CompareError::ConfigEdit {
             path: path.to_path_buf(),
             line: e.line,
             message: e.message,
-        })?;
+        }
+    })?;
     // Never write a file goldgate cannot read back.
     Config::parse(&edited, path)?;
-    crate::fsio::write_atomic(path, edited.as_bytes()).map_err(|source| CompareError::Write {
-        path: path.to_path_buf(),
-        source,
+    goldgate_core::fsio::write_atomic(path, edited.as_bytes()).map_err(|source| {
+        CompareError::Write {
+            path: path.to_path_buf(),
+            source,
+        }
     })?;
     Ok(())
 }

@@ -8,9 +8,8 @@
 use std::path::{Path, PathBuf};
 
 use super::error::{AppError, CmdError};
-use crate::metrics::RunIndex;
 use super::output::{errln, outln};
-use crate::exit::Exit;
+use goldgate_schema::{Exit, RunIndex};
 
 /// Arguments of `goldgate cancel`.
 #[derive(clap::Args, Debug)]
@@ -35,18 +34,18 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
     };
     let index = match &args.run {
         Some(id) => {
-            crate::fsio::check_component("run id", id).map_err(|_| missing())?;
+            goldgate_core::fsio::check_component("run id", id).map_err(|_| missing())?;
             let path = args.out.join(id).join("run.json");
-            if !crate::fsio::exists(&path) {
+            if !goldgate_core::fsio::exists(&path) {
                 return Err(missing().into());
             }
-            crate::metrics::record::load_index(&path)?
+            goldgate_core::metrics::record::load_index(&path)?
         }
-        None => crate::compare::runs::newest_run(&args.out).ok_or_else(missing)?,
+        None => goldgate_judge::compare::runs::newest_run(&args.out).ok_or_else(missing)?,
     };
     check_folder(&args.out, args.run.as_deref(), &index)?;
     if !args.force
-        && let Some(why) = crate::run::slurm::still_running(&index)
+        && let Some(why) = goldgate_record::run::slurm::still_running(&index)
     {
         return Err(CmdError::LiveRun {
             run: index.run_id.clone(),
@@ -54,7 +53,8 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
         }
         .into());
     }
-    let ids = crate::run::slurm::cancel_left(&index).map_err(crate::run::RunError::from)?;
+    let ids = goldgate_record::run::slurm::cancel_left(&index)
+        .map_err(goldgate_record::run::RunError::from)?;
     outln!("{}", cancelled_line(&index.run_id, &ids));
     Ok(Exit::Pass)
 }
@@ -65,7 +65,7 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
 fn check_folder(out: &Path, asked: Option<&str>, index: &RunIndex) -> Result<(), CmdError> {
     let folder = asked.unwrap_or(&index.run_id);
     let path = out.join(folder).join("run.json");
-    let named = crate::metrics::record::load_index(&path).map(|i| i.run_id);
+    let named = goldgate_core::metrics::record::load_index(&path).map(|i| i.run_id);
     match named {
         Ok(id) if id == folder && id == index.run_id => Ok(()),
         _ => Err(CmdError::ForeignRunId {
@@ -80,10 +80,10 @@ fn check_folder(out: &Path, asked: Option<&str>, index: &RunIndex) -> Result<(),
 /// that used Slurm is no longer running, may have left Slurm jobs in the queue; they are
 /// cancelled, and said so, so that the new jobs do not queue behind them.
 pub(crate) fn orphans_before_run(out: &Path, rerun_failed: bool) -> Result<(), AppError> {
-    let Some(index) = crate::compare::runs::newest_run(out) else {
+    let Some(index) = goldgate_judge::compare::runs::newest_run(out) else {
         return Ok(());
     };
-    let died = crate::run::slurm::died(&index);
+    let died = goldgate_record::run::slurm::died(&index);
     // A rerun (whatever its executor) asks Slurm only about a run that used it: one that
     // recorded Slurm job ids.
     let on_slurm = index.jobs.iter().any(|j| !j.scheduler_job_ids.is_empty());
@@ -94,7 +94,8 @@ pub(crate) fn orphans_before_run(out: &Path, rerun_failed: bool) -> Result<(), A
     if !due {
         return Ok(());
     }
-    let ids = crate::run::slurm::cancel_left(&index).map_err(crate::run::RunError::from)?;
+    let ids = goldgate_record::run::slurm::cancel_left(&index)
+        .map_err(goldgate_record::run::RunError::from)?;
     if !ids.is_empty() {
         errln!("{}", cancelled_line(&index.run_id, &ids));
     }

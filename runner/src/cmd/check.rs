@@ -15,10 +15,10 @@ use std::path::{Path, PathBuf};
 
 use super::error::AppError;
 use super::output::out;
-use crate::case::{self, Span};
-use crate::exit::Exit;
-use crate::golden::{self, GoldenError};
-use crate::rules::glob_match;
+use goldgate_core::case::{self, Span};
+use goldgate_core::golden::{self, GoldenError};
+use goldgate_core::rules::glob_match;
+use goldgate_schema::Exit;
 
 /// Arguments of `goldgate check`.
 #[derive(clap::Args, Debug)]
@@ -193,11 +193,14 @@ fn golden_files(mut dirs: Vec<PathBuf>) -> Vec<PathBuf> {
 /// What planning every case would say: a placeholder nothing sets and a parallel layout the
 /// platform's ranks do not fit are warnings (`plan` and `run` refuse the latter); a value
 /// Megatron's script cannot turn into arguments is an error, as in `plan`.
-fn plan_lints(args: &Args, config: &crate::config::Config) -> Result<Vec<Problem>, AppError> {
-    use crate::plan::{PlanInputs, VariantRequest, plan_case};
+fn plan_lints(
+    args: &Args,
+    config: &goldgate_core::config::Config,
+) -> Result<Vec<Problem>, AppError> {
+    use goldgate_record::plan::{PlanInputs, VariantRequest, plan_case};
     let chosen = config.platform(args.platform.as_deref())?;
-    let rows = crate::plan::load_rows(&args.recipes.query(), &args.root.path, config)?;
-    let caller = crate::plan::caller_env();
+    let rows = goldgate_record::plan::load_rows(&args.recipes.query(), &args.root.path, config)?;
+    let caller = goldgate_record::plan::caller_env();
     let environment = args
         .recipes
         .environment
@@ -247,9 +250,9 @@ fn plan_lints(args: &Args, config: &crate::config::Config) -> Result<Vec<Problem
 fn lints_of(
     config_path: &Path,
     platform: &str,
-    planned: Result<crate::plan::Planned, crate::plan::PlanError>,
+    planned: Result<goldgate_record::plan::Planned, goldgate_record::plan::PlanError>,
 ) -> Vec<Problem> {
-    use crate::plan::PlanError;
+    use goldgate_record::plan::PlanError;
     match planned {
         // Names used outside the case file (the default entry's `MEGATRON_LM_DIR`) are the
         // environment's business, not the case's: `plan` warns about them.
@@ -311,7 +314,7 @@ fn check_golden(path: &Path) -> Vec<Problem> {
             .duplicates
             .iter()
             .map(|d| Problem {
-                at: Some(crate::case::Span {
+                at: Some(goldgate_core::case::Span {
                     line: d.line,
                     column: 1,
                 }),

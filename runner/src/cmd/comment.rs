@@ -9,11 +9,12 @@ use std::path::{Path, PathBuf};
 
 use super::error::AppError;
 use super::output::{errln, out};
-use crate::compare::saved::{merge, parse_saved};
-use crate::compare::{CompareError, CompareOptions, Comparison, Verdict};
-use crate::exit::Exit;
-use crate::github::{self, Action, Client, RetryPolicy, context};
-use crate::report;
+use goldgate_judge::compare::saved::{merge, parse_saved};
+use goldgate_judge::compare::{CompareError, CompareOptions};
+use goldgate_judge::github::{self, Action, Client, RetryPolicy, context};
+use goldgate_judge::report;
+use goldgate_schema::Exit;
+use goldgate_schema::{Comparison, Verdict};
 
 /// Arguments of `goldgate comment`.
 #[derive(clap::Args, Debug)]
@@ -122,11 +123,12 @@ pub fn prepare(args: &Args, env: &dyn Fn(&str) -> Option<String>) -> Result<Prep
 fn read_saved(paths: &[PathBuf]) -> Result<Comparison, CompareError> {
     let mut parts = Vec::new();
     for path in paths {
-        let limit = crate::metrics::record::MAX_RECORD_BYTES;
-        let text = crate::fsio::read_text(path, limit).map_err(|source| CompareError::Read {
-            path: path.clone(),
-            source,
-        })?;
+        let limit = goldgate_core::metrics::record::MAX_RECORD_BYTES;
+        let text =
+            goldgate_core::fsio::read_text(path, limit).map_err(|source| CompareError::Read {
+                path: path.clone(),
+                source,
+            })?;
         parts.push((path.clone(), parse_saved(Path::new(path), &text)?));
     }
     merge(parts)

@@ -5,9 +5,10 @@ use std::path::{Path, PathBuf};
 
 use super::error::AppError;
 use super::output::{Stream, out};
-use crate::compare::{CompareError, CompareOptions, Comparison, compare_records};
-use crate::exit::Exit;
-use crate::report;
+use goldgate_judge::compare::{CompareError, CompareOptions, compare_records};
+use goldgate_judge::report;
+use goldgate_schema::Comparison;
+use goldgate_schema::Exit;
 
 /// Arguments of `goldgate compare`.
 #[derive(clap::Args, Debug)]
@@ -142,7 +143,7 @@ fn write_file(path: &Path, text: &str) -> Result<(), CompareError> {
         out!("{text}");
         return Ok(());
     }
-    crate::fsio::write_atomic(path, text.as_bytes()).map_err(|source| CompareError::Write {
+    goldgate_core::fsio::write_atomic(path, text.as_bytes()).map_err(|source| CompareError::Write {
         path: path.to_path_buf(),
         source,
     })

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use super::error::{AppError, CmdError};
 use super::output::{errln, out};
-use crate::exit::Exit;
+use goldgate_schema::Exit;
 
 /// Arguments of `goldgate completions`.
 #[derive(clap::Args, Debug)]
@@ -75,7 +75,7 @@ pub fn man(args: &ManArgs, command: clap::Command) -> Result<Exit, AppError> {
     let pages = man_pages(command)?;
     for (file, text) in &pages {
         let path = dir.join(file);
-        crate::fsio::write_atomic(&path, text.as_bytes())
+        goldgate_core::fsio::write_atomic(&path, text.as_bytes())
             .map_err(|source| CmdError::Write { path, source })?;
     }
     errln!("wrote {} man pages to {}", pages.len(), dir.display());
@@ -127,7 +127,7 @@ pub fn man_pages(command: clap::Command) -> Result<Vec<(String, String)>, AppErr
 /// `command` and each of its subcommands with the EXIT STATUS block after their help: what
 /// the parser, `--help`, completions and man pages are built from.
 pub fn with_exit_status(command: clap::Command) -> clap::Command {
-    let text = crate::exit::help_text();
+    let text = goldgate_core::exit::help_text();
     command
         .after_help(text.clone())
         .mut_subcommands(move |s| s.after_help(text.clone()))
@@ -165,7 +165,7 @@ pub fn render_man(command: clap::Command) -> Result<String, AppError> {
 /// The EXIT STATUS section in roff: one tagged paragraph per code.
 fn exit_status_roff() -> String {
     let mut s = String::from(".SH \"EXIT STATUS\"\n");
-    for (exit, meaning) in crate::exit::DOCUMENTED {
+    for (exit, meaning) in goldgate_core::exit::DOCUMENTED {
         let meaning = meaning.replace('-', "\\-");
         s.push_str(&format!(".TP\n{}\n{meaning}\n", exit.code()));
     }

@@ -7,20 +7,20 @@
 use std::fmt;
 use std::path::PathBuf;
 
-use crate::case::{CaseError, RecipeError};
-use crate::compare::CompareError;
-use crate::config::ConfigError;
-use crate::exit::Exit;
-use crate::github::GithubError;
-use crate::golden::GoldenError;
-use crate::history::HistoryError;
-use crate::launch::{LaunchError, SettleError};
-use crate::metrics::record::RecordError;
-use crate::observe::log::LogError;
-use crate::observe::tensorboard::TensorboardError;
-use crate::plan::{FilterError, PlanError, SelectError};
-use crate::report::error::ReportError;
-use crate::run::RunError;
+use goldgate_core::case::{CaseError, RecipeError};
+use goldgate_core::config::ConfigError;
+use goldgate_core::golden::GoldenError;
+use goldgate_core::metrics::record::RecordError;
+use goldgate_core::observe::log::LogError;
+use goldgate_core::observe::tensorboard::TensorboardError;
+use goldgate_judge::compare::CompareError;
+use goldgate_judge::github::GithubError;
+use goldgate_judge::history::HistoryError;
+use goldgate_judge::report::error::ReportError;
+use goldgate_record::launch::{LaunchError, SettleError};
+use goldgate_record::plan::{FilterError, PlanError, SelectError};
+use goldgate_record::run::RunError;
+use goldgate_schema::Exit;
 
 /// Every error a command can end with: each stage's own error, unchanged, or the command
 /// layer's. [`AppError::exit`] is the one place that decides its exit code.
@@ -466,7 +466,11 @@ mod tests {
 
     #[test]
     fn too_many_jobs_for_the_gpus_is_a_usage_error() {
-        let err = crate::launch::gpu_slices(&crate::launch::visible_gpus(4, None), 2, 3);
+        let err = goldgate_record::launch::gpu_slices(
+            &goldgate_record::launch::visible_gpus(4, None),
+            2,
+            3,
+        );
         assert_eq!(AppError::from(err.unwrap_err()).exit(), Exit::Usage);
     }
 

@@ -8,9 +8,9 @@ use std::path::PathBuf;
 
 use super::error::AppError;
 use super::output::{errln, out};
-use crate::exit::Exit;
-use crate::printable::escaped;
-use crate::observe::log::{CheckpointSave, LogSummary, summarize_file_with_tail};
+use goldgate_core::observe::log::{CheckpointSave, LogSummary, summarize_file_with_tail};
+use goldgate_core::printable::escaped;
+use goldgate_schema::Exit;
 
 /// Arguments of `goldgate extract`.
 #[derive(clap::Args, Debug)]
@@ -59,7 +59,8 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
         .tensorboard
         .iter()
         .map(|dir| {
-            crate::observe::tensorboard::job_scalars(dir).map(|s| tensorboard_extract(dir, s))
+            goldgate_core::observe::tensorboard::job_scalars(dir)
+                .map(|s| tensorboard_extract(dir, s))
         })
         .collect::<Result<Vec<_>, _>>()?;
     let text = match args.format {
@@ -92,7 +93,7 @@ pub struct TensorboardExtract {
 
 fn tensorboard_extract(
     dir: &std::path::Path,
-    s: crate::observe::tensorboard::JobScalars,
+    s: goldgate_core::observe::tensorboard::JobScalars,
 ) -> TensorboardExtract {
     let name = |p: &PathBuf| {
         p.file_name()
@@ -106,7 +107,7 @@ fn tensorboard_extract(
             .series
             .into_iter()
             .map(|(tag, values)| {
-                let steps = crate::metrics::StepValues(values);
+                let steps = goldgate_schema::StepValues(values);
                 (tag, serde_json::to_value(steps).unwrap_or_default())
             })
             .collect(),
@@ -249,12 +250,12 @@ fn final_losses(m: &LogSummary) -> String {
 fn iteration_time(m: &LogSummary) -> String {
     let mut t: Vec<f64> = m
         .metrics
-        .get(crate::metric_names::ITERATION_TIME)
+        .get(goldgate_schema::metric_names::ITERATION_TIME)
         .map(|s| s.values().collect())
         .unwrap_or_default();
     t.retain(|v| v.is_finite());
     let n = t.len();
-    let Some(median) = crate::compare::stats::median(&t) else {
+    let Some(median) = goldgate_judge::compare::stats::median(&t) else {
         return "-".to_owned();
     };
     format!("median {median:.4} s over {n} steps")

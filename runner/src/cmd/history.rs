@@ -8,13 +8,13 @@ use std::path::{Path, PathBuf};
 
 use super::error::AppError;
 use super::output::{out, outln};
-use crate::exit::Exit;
-use crate::history::ingest::{self, IngestContext, IngestCount};
-use crate::history::location::{DEFAULT_FILE, HISTORY_ENV};
-use crate::history::series::Annotation;
-use crate::history::{HistoryError, Location, SeriesKey, Store};
-use crate::metrics::RunRecord;
-use crate::metrics::record::{load_indexes, load_results};
+use goldgate_core::metrics::record::{load_indexes, load_results};
+use goldgate_judge::history::ingest::{self, IngestContext, IngestCount};
+use goldgate_judge::history::location::{DEFAULT_FILE, HISTORY_ENV};
+use goldgate_judge::history::series::Annotation;
+use goldgate_judge::history::{HistoryError, Location, SeriesKey, Store};
+use goldgate_schema::Exit;
+use goldgate_schema::RunRecord;
 
 /// Arguments of `goldgate history`.
 #[derive(clap::Args, Debug)]
@@ -206,7 +206,7 @@ pub fn location(args: &StoreArgs) -> Result<Location, AppError> {
     }
     let source = args.config.source()?;
     if let Some(path) = source.path() {
-        let config = crate::config::Config::load(path)?;
+        let config = goldgate_core::config::Config::load(path)?;
         if let Some(db) = &config.history_database {
             let base = path.parent().unwrap_or(Path::new("."));
             return Ok(Location::parse(db, base));
@@ -340,10 +340,10 @@ fn show(store: &mut Store, a: &ShowArgs) -> Result<Exit, AppError> {
         points.drain(..points.len().saturating_sub(n));
     }
     let notes = store.annotations(&key.case)?;
-    let changes = crate::history::changes::of_points(&points);
+    let changes = goldgate_judge::history::changes::of_points(&points);
     out!(
         "{}",
-        crate::report::history::series_table(&key, &points, &changes, &notes)
+        goldgate_judge::report::history::series_table(&key, &points, &changes, &notes)
     );
     Ok(Exit::Pass)
 }
@@ -377,7 +377,7 @@ fn annotate(store: &mut Store, a: &AnnotateArgs) -> Result<Exit, AppError> {
         "annotated {} ({}) at {}: {}",
         note.case,
         note.metric,
-        crate::report::history::short(&note.commit),
+        goldgate_judge::report::history::short(&note.commit),
         note.note
     );
     Ok(Exit::Pass)
@@ -386,7 +386,7 @@ fn annotate(store: &mut Store, a: &AnnotateArgs) -> Result<Exit, AppError> {
 /// The series of `--input`: one unnamed array, or named arrays in file order.
 fn input_series(path: &Path) -> Result<Vec<(String, Vec<f64>)>, AppError> {
     let bad = |message: String| HistoryError::Usage(format!("{}: {message}", path.display()));
-    let text = crate::fsio::read_text(path, 256 << 20).map_err(|e| bad(e.to_string()))?;
+    let text = goldgate_core::fsio::read_text(path, 256 << 20).map_err(|e| bad(e.to_string()))?;
     let json: serde_json::Value =
         serde_json::from_str(&text).map_err(|e| bad(format!("not JSON: {e}")))?;
     let numbers = |name: &str, v: &serde_json::Value| -> Result<Vec<f64>, HistoryError> {
@@ -437,7 +437,7 @@ fn changes(store: &mut Store, a: &ChangesArgs) -> Result<Exit, AppError> {
 
 /// One JSON line per series: its change points, the weak ones and the search's own time.
 fn print_changes(series: &[(String, Vec<f64>)], a: &ChangesArgs) -> Result<Exit, AppError> {
-    use crate::history::changes::{Options, detect};
+    use goldgate_judge::history::changes::{Options, detect};
     if a.window < 2 || !(0.0..=1.0).contains(&a.max_pvalue) || a.min_magnitude < 0.0 {
         return Err(HistoryError::Usage(
             "--window takes 2 or more, --max-pvalue 0 to 1, --min-magnitude 0 or more".into(),

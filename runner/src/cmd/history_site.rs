@@ -7,14 +7,14 @@ use std::path::Path;
 use super::error::AppError;
 use super::history::{SiteArgs, now};
 use super::output::outln;
-use crate::exit::Exit;
-use crate::history::ingest;
-use crate::history::{HistoryError, Location, SeriesKey, Store};
-use crate::report::site::{SiteCase, SiteOptions, SitePlot};
+use goldgate_judge::history::ingest;
+use goldgate_judge::history::{HistoryError, Location, SeriesKey, Store};
+use goldgate_judge::report::site::{SiteCase, SiteOptions, SitePlot};
+use goldgate_schema::Exit;
 
 /// Every series of the store, by case, as the site shows them.
 fn site_cases(store: &mut Store, a: &SiteArgs) -> Result<Vec<SiteCase>, AppError> {
-    use crate::history::changes::{Options, detect};
+    use goldgate_judge::history::changes::{Options, detect};
     let mut cases: Vec<SiteCase> = Vec::new();
     for (case, variant, platform, metric) in store.series_names()? {
         if !a.metrics.is_empty() && !a.metrics.contains(&metric) {
@@ -34,7 +34,10 @@ fn site_cases(store: &mut Store, a: &SiteArgs) -> Result<Vec<SiteCase>, AppError
         if let Some(n) = a.last {
             points.drain(..points.len().saturating_sub(n));
         }
-        let medians: Vec<f64> = points.iter().map(crate::history::Point::median).collect();
+        let medians: Vec<f64> = points
+            .iter()
+            .map(goldgate_judge::history::Point::median)
+            .collect();
         let changes = detect(&medians, &Options::default()).points;
         let plot = SitePlot {
             key,
@@ -57,7 +60,7 @@ fn site_cases(store: &mut Store, a: &SiteArgs) -> Result<Vec<SiteCase>, AppError
 }
 
 fn write_page(path: &Path, html: &str) -> Result<(), HistoryError> {
-    crate::fsio::write_atomic(path, html.as_bytes()).map_err(|source| HistoryError::Write {
+    goldgate_core::fsio::write_atomic(path, html.as_bytes()).map_err(|source| HistoryError::Write {
         path: path.to_path_buf(),
         source,
     })
@@ -65,7 +68,7 @@ fn write_page(path: &Path, html: &str) -> Result<(), HistoryError> {
 
 /// Writes the site (`goldgate history site`).
 pub(crate) fn site(store: &mut Store, a: &SiteArgs) -> Result<Exit, AppError> {
-    use crate::report::site::{case_file, render_case, render_index};
+    use goldgate_judge::report::site::{case_file, render_case, render_index};
     let cases = site_cases(store, a)?;
     if cases.is_empty() {
         return Err(
@@ -101,10 +104,10 @@ pub(crate) fn site(store: &mut Store, a: &SiteArgs) -> Result<Exit, AppError> {
 pub(crate) fn trend_markdown(
     db: &str,
     runs: usize,
-    c: &crate::compare::Comparison,
+    c: &goldgate_schema::Comparison,
 ) -> Result<String, AppError> {
-    use crate::compare::{Unit, Verdict};
-    use crate::history::changes::{Options, detect};
+    use goldgate_judge::history::changes::{Options, detect};
+    use goldgate_schema::{Unit, Verdict};
     let cwd = std::env::current_dir().map_err(|source| super::error::CmdError::Cwd { source })?;
     let mut store = Store::open(&Location::parse(db, &cwd), &now())?;
     let mut trends = Vec::new();
@@ -124,7 +127,10 @@ pub(crate) fn trend_markdown(
             let mut points = store.series(&key)?;
             points.drain(..points.len().saturating_sub(runs));
             let values: Vec<f64> = points.iter().flat_map(|p| p.values()).collect();
-            let medians: Vec<f64> = points.iter().map(crate::history::Point::median).collect();
+            let medians: Vec<f64> = points
+                .iter()
+                .map(goldgate_judge::history::Point::median)
+                .collect();
             let latest_change = detect(&medians, &Options::default())
                 .points
                 .last()
@@ -136,7 +142,7 @@ pub(crate) fn trend_markdown(
                         cp.stats.forward_change(),
                     )
                 });
-            trends.push(crate::report::history::Trend {
+            trends.push(goldgate_judge::report::history::Trend {
                 label: format!("{} @ {}: {}", job.case, job.variant, m.metric),
                 unit: Unit::of_metric(&m.metric),
                 runs: points.len(),
@@ -148,5 +154,5 @@ pub(crate) fn trend_markdown(
             });
         }
     }
-    Ok(crate::report::history::trend_section(&trends))
+    Ok(goldgate_judge::report::history::trend_section(&trends))
 }

@@ -7,9 +7,9 @@ use tabled::settings::{Style, Width};
 
 use super::error::AppError;
 use super::output::{errln, outln};
-use crate::case::{self, CaseError, CaseRef};
-use crate::exit::Exit;
-use crate::golden::{self, GoldenRef};
+use goldgate_core::case::{self, CaseError, CaseRef};
+use goldgate_core::golden::{self, GoldenRef};
+use goldgate_schema::Exit;
 
 /// Arguments of `goldgate list`.
 #[derive(clap::Args, Debug)]
@@ -207,7 +207,7 @@ pub fn render_json(rows: &[Row]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::golden::GoldenName;
+    use goldgate_core::golden::GoldenName;
 
     fn rows() -> Vec<Row> {
         let golden = |file: &str| GoldenRef {

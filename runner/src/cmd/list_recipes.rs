@@ -7,9 +7,9 @@ use tabled::settings::Style;
 use super::error::AppError;
 use super::output::outln;
 use super::select::RecipeArgs;
-use crate::case::{RecipeFilter, RecipeRow, select};
-use crate::exit::Exit;
-use crate::plan::{load_rows, not_run_reason};
+use goldgate_core::case::{RecipeFilter, RecipeRow, select};
+use goldgate_record::plan::{load_rows, not_run_reason};
+use goldgate_schema::Exit;
 
 /// One listed workload.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
@@ -60,12 +60,12 @@ pub(crate) fn run(
     recipes: &RecipeArgs,
     platform: Option<&str>,
     root: &std::path::Path,
-    config: &crate::config::Config,
+    config: &goldgate_core::config::Config,
     json: bool,
 ) -> Result<Exit, AppError> {
     let rows = load_rows(&recipes.query(), root, config)?;
     // Without a case tree every row is "no case folder", as `plan` would say.
-    let found = crate::case::discover(root).unwrap_or_default();
+    let found = goldgate_core::case::discover(root).unwrap_or_default();
     let filter = RecipeFilter {
         scope: recipes.scope.clone(),
         cadence: recipes.cadence.clone(),

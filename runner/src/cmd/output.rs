@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 static STDOUT_GONE: AtomicBool = AtomicBool::new(false);
 
 /// Writes to stdout; a broken pipe stops further output silently, any other error is said once
-/// on stderr. What is written passes [`crate::printable::terminal`]: no control byte, no line
+/// on stderr. What is written passes [`goldgate_core::printable::terminal`]: no control byte, no line
 /// that starts a workflow command.
 pub fn stdout(args: std::fmt::Arguments<'_>) {
     if STDOUT_GONE.load(Ordering::Relaxed) {
@@ -26,12 +26,12 @@ pub fn stdout(args: std::fmt::Arguments<'_>) {
     }
 }
 
-/// Writes `args` piece by piece through [`crate::printable::Guard`], so a large report is
+/// Writes `args` piece by piece through [`goldgate_core::printable::Guard`], so a large report is
 /// never copied whole to be guarded.
 fn write_guarded(out: &mut dyn Write, args: std::fmt::Arguments<'_>) -> std::io::Result<()> {
     struct Sink<'a> {
         out: &'a mut dyn Write,
-        guard: crate::printable::Guard,
+        guard: goldgate_core::printable::Guard,
         error: Option<std::io::Error>,
     }
     impl std::fmt::Write for Sink<'_> {
@@ -46,7 +46,7 @@ fn write_guarded(out: &mut dyn Write, args: std::fmt::Arguments<'_>) -> std::io:
     }
     let mut sink = Sink {
         out,
-        guard: crate::printable::Guard::new(false),
+        guard: goldgate_core::printable::Guard::new(false),
         error: None,
     };
     if std::fmt::write(&mut sink, args).is_err() {
@@ -81,7 +81,7 @@ fn write_stdout(text: &str, commands: bool) {
     if STDOUT_GONE.load(Ordering::Relaxed) {
         return;
     }
-    let text = crate::printable::terminal(text, commands);
+    let text = goldgate_core::printable::terminal(text, commands);
     let mut out = std::io::stdout().lock();
     if let Err(e) = out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
         STDOUT_GONE.store(true, Ordering::Relaxed);
@@ -98,7 +98,7 @@ pub fn stderr(args: std::fmt::Arguments<'_>) {
 }
 
 fn write_stderr(text: &str, commands: bool) {
-    let text = crate::printable::terminal(text, commands);
+    let text = goldgate_core::printable::terminal(text, commands);
     let _ = std::io::stderr().lock().write_all(text.as_bytes());
 }
 
@@ -165,9 +165,9 @@ pub fn decide(
     }
 }
 
-/// How every command shows an error: [`crate::printable::error_text`].
+/// How every command shows an error: [`goldgate_core::printable::error_text`].
 pub fn render_error(err: &dyn miette::Diagnostic, context: Option<&str>, color: bool) -> String {
-    crate::printable::error_text(err, context, color)
+    goldgate_core::printable::error_text(err, context, color)
 }
 
 /// `print!` that never panics.
@@ -203,9 +203,9 @@ mod tests {
     #[test]
     fn every_error_reads_as_clap_prints_a_usage_error() {
         use crate::cmd::error::{AppError, CmdError};
-        use crate::run::RunError;
+        use goldgate_record::run::RunError;
         let denied = || std::io::Error::new(std::io::ErrorKind::PermissionDenied, "denied");
-        let unknown = AppError::from(crate::compare::CompareError::UnknownRun {
+        let unknown = AppError::from(goldgate_judge::compare::CompareError::UnknownRun {
             run: "nope".into(),
             available: "20261130-070000-beef, 20261130-080000-cafe".into(),
         });

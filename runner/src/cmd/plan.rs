@@ -5,8 +5,8 @@ use std::path::PathBuf;
 use super::error::AppError;
 use super::output::{err, out, stderr_color};
 use super::select::{CaseArgs, Selection, plan_selection};
-use crate::exit::Exit;
-use crate::plan::{Output, render_plan_json, render_plan_text};
+use goldgate_record::plan::{Output, render_plan_json, render_plan_text};
+use goldgate_schema::Exit;
 
 /// Arguments of `goldgate plan`.
 #[derive(clap::Args, Debug)]
@@ -72,7 +72,7 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
         super::list::Format::Json => render_plan_json(&selected.jobs),
     };
     out!("{text}");
-    let slurm = args.select.executor(&config)?.1 == crate::config::ExecutorChoice::Slurm;
+    let slurm = args.select.executor(&config)?.1 == goldgate_core::config::ExecutorChoice::Slurm;
     if slurm && matches!(args.format, super::list::Format::Table) {
         for job in &selected.jobs {
             out!(

@@ -6,10 +6,10 @@ use std::path::PathBuf;
 use super::error::AppError;
 use super::error::CmdError;
 use super::output::out;
-use crate::compare::RuleSet;
-use crate::compare::power::{self, PowerOptions};
-use crate::exit::Exit;
-use crate::metrics::record::{load_all_results, load_results};
+use goldgate_core::metrics::record::{load_all_results, load_results};
+use goldgate_core::rules::RuleSet;
+use goldgate_judge::compare::power::{self, PowerOptions};
+use goldgate_schema::Exit;
 
 /// Arguments of `goldgate power`.
 #[derive(clap::Args, Debug)]
@@ -82,12 +82,17 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
         }
         .into());
     }
-    out!("{}", crate::report::power::render_terminal(&report));
+    out!(
+        "{}",
+        goldgate_judge::report::power::render_terminal(&report)
+    );
     if let Some(path) = &args.markdown {
-        let text = crate::report::power::render_markdown(&report);
-        crate::fsio::write_atomic(path, text.as_bytes()).map_err(|source| CmdError::Write {
-            path: path.clone(),
-            source,
+        let text = goldgate_judge::report::power::render_markdown(&report);
+        goldgate_core::fsio::write_atomic(path, text.as_bytes()).map_err(|source| {
+            CmdError::Write {
+                path: path.clone(),
+                source,
+            }
         })?;
     }
     Ok(Exit::Pass)

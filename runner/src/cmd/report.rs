@@ -5,11 +5,11 @@ use std::path::{Path, PathBuf};
 
 use super::error::AppError;
 use super::output::{out, outln};
-use crate::compare::Comparison;
-use crate::exit::Exit;
-use crate::fsio::write_atomic;
-use crate::metrics::RunRecord;
-use crate::report::{ReportError, summary, svg, variants};
+use goldgate_core::fsio::write_atomic;
+use goldgate_judge::report::{ReportError, summary, svg, variants};
+use goldgate_schema::Comparison;
+use goldgate_schema::Exit;
+use goldgate_schema::RunRecord;
 
 /// Arguments of `goldgate report`.
 #[derive(clap::Args, Debug)]
@@ -39,9 +39,11 @@ fn write(path: &Path, text: &str) -> Result<(), ReportError> {
 
 /// [`write`] of a file in the folder `dir` goldgate owns (`--svg DIR`): no link on the way.
 fn write_in(dir: &Path, path: &Path, text: &str) -> Result<(), ReportError> {
-    crate::fsio::write_under(dir, path, text.as_bytes()).map_err(|source| ReportError::Write {
-        path: path.to_path_buf(),
-        source,
+    goldgate_core::fsio::write_under(dir, path, text.as_bytes()).map_err(|source| {
+        ReportError::Write {
+            path: path.to_path_buf(),
+            source,
+        }
     })
 }
 
@@ -123,12 +125,17 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut records = Vec::new();
         for repeat in [1, 2] {
-            let v = crate::report::fixtures::variant(&[]);
-            let r = crate::report::fixtures::record(v, repeat, crate::report::fixtures::SYNC, 0.0);
+            let v = goldgate_judge::report::fixtures::variant(&[]);
+            let r = goldgate_judge::report::fixtures::record(
+                v,
+                repeat,
+                goldgate_judge::report::fixtures::SYNC,
+                0.0,
+            );
             records.push((dir.path().join(r.rel_dir()).join("results.json"), r));
         }
-        let job = crate::compare::JobComparison {
-            case: crate::report::fixtures::CASE.into(),
+        let job = goldgate_schema::JobComparison {
+            case: goldgate_judge::report::fixtures::CASE.into(),
             variant: "default".into(),
             variant_slug: "default".into(),
             job_ids: vec![],
@@ -136,7 +143,7 @@ mod tests {
             failure_line: None,
             log_tail: Vec::new(),
             log: None,
-            verdict: crate::compare::Verdict::Pass,
+            verdict: goldgate_schema::Verdict::Pass,
             golden_path: None,
             config_path: None,
             metrics: vec![],

@@ -5,11 +5,11 @@ use std::path::{Path, PathBuf};
 use super::error::AppError;
 use super::output::{err, out, stderr_color};
 use super::select::{Selection, plan_selection};
-use crate::config::{Config, ExecutorChoice};
-use crate::exit::Exit;
-use crate::plan::{
+use goldgate_core::config::{Config, ExecutorChoice};
+use goldgate_record::plan::{
     BatchSpec, Job, Launcher, Output, batch_time_limit, render_batch, render_repro, resolve_program,
 };
+use goldgate_schema::Exit;
 
 /// Arguments of `goldgate repro`.
 #[derive(clap::Args, Debug)]
@@ -54,7 +54,8 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
             .map(super::select::absolute)
             .transpose()?,
     };
-    let filter = crate::plan::CaseFilter::new(std::slice::from_ref(&args.case), None, None)?;
+    let filter =
+        goldgate_record::plan::CaseFilter::new(std::slice::from_ref(&args.case), None, None)?;
     let repeats = Some(args.repeat);
     let selected = plan_selection(&config, &args.select, &filter, repeats, 0, &output)?;
     let strict = args.select.strict_placeholders;

@@ -8,16 +8,15 @@ use std::sync::Mutex;
 use super::args::{ExecArgs, GateArgs};
 use super::error::AppError;
 use super::output::{err, errln, out, outln, stderr_color};
-pub use super::run_notes::scripts_notice;
 use super::run_notes::{decide_scripts, keep_failed, ungated_line};
 use super::select::{CaseArgs, Selection, plan_selection};
-use crate::config::{Config, ExecutorChoice};
-use crate::exit::Exit;
-use crate::launch;
-use crate::plan::Output;
-use crate::run::{
+use goldgate_core::config::{Config, ExecutorChoice};
+use goldgate_record::launch;
+use goldgate_record::plan::Output;
+use goldgate_record::run::{
     Executor, LocalExecutor, Progress, ResultsWriter, RunOptions, RunSummary, SlurmExecutor,
 };
+use goldgate_schema::Exit;
 
 /// `--out` when neither it nor a Slurm platform's `job_root` says.
 const DEFAULT_OUT: &str = "results";
@@ -104,8 +103,8 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
     let command = std::env::args().collect();
     let mut writer = ResultsWriter::create(&opts.run_dir(), &opts.run_id, &jobs, command)?;
     let progress = Mutex::new(Progress::stderr().with_heartbeat(super::args::heartbeat_interval()));
-    let summary = crate::run::beside_heartbeat(&progress, |progress| {
-        crate::run::run_jobs(&jobs, &*executor, &opts, &stop, &mut |event| {
+    let summary = goldgate_record::run::beside_heartbeat(&progress, |progress| {
+        goldgate_record::run::run_jobs(&jobs, &*executor, &opts, &stop, &mut |event| {
             writer.event(&event);
             progress
                 .lock()
@@ -126,13 +125,13 @@ pub(crate) fn executor(
     select: &Selection,
     config: &Config,
     opts: &RunOptions,
-    jobs: &[crate::plan::Job],
+    jobs: &[goldgate_record::plan::Job],
 ) -> Result<Box<dyn Executor>, AppError> {
     Ok(match select.executor(config)?.1 {
         ExecutorChoice::Local => Box::new(LocalExecutor::new(opts, jobs)?),
         ExecutorChoice::Slurm => {
-            let executor =
-                SlurmExecutor::new(opts, config, jobs).map_err(crate::run::RunError::from)?;
+            let executor = SlurmExecutor::new(opts, config, jobs)
+                .map_err(goldgate_record::run::RunError::from)?;
             // What the last run left in the queue goes before anything new is submitted.
             super::cancel::orphans_before_run(&opts.out_dir, false)?;
             Box::new(executor)
@@ -163,16 +162,19 @@ fn finish(
     started: std::time::Instant,
 ) -> Result<Exit, AppError> {
     let run_dir = opts.run_dir();
-    let order = crate::report::variants::VariantOrder::from_config(config);
-    let table = crate::report::variants::build(&summary.records, &order);
-    out!("{}", crate::report::variants::render_terminal(&table));
+    let order = goldgate_judge::report::variants::VariantOrder::from_config(config);
+    let table = goldgate_judge::report::variants::build(&summary.records, &order);
+    out!(
+        "{}",
+        goldgate_judge::report::variants::render_terminal(&table)
+    );
     outln!("results: {}", run_dir.display());
     // A job whose case says `TEST_EVALUATION: xpass` passes when the training itself failed
     // (Megatron's exit 0); a launch error, timeout or infrastructure failure never does.
     let failed = summary
         .records
         .iter()
-        .any(|r| !r.outcome.passed() && !crate::compare::record_failed_as_expected(r))
+        .any(|r| !r.outcome.passed() && !goldgate_judge::compare::record_failed_as_expected(r))
         || summary.interrupted;
     let run_exit = if failed { Exit::Failure } else { Exit::Pass };
     if args.no_compare || summary.interrupted {
@@ -183,14 +185,14 @@ fn finish(
         );
         return Ok(run_exit);
     }
-    let compare = crate::compare::CompareOptions::from_config(
+    let compare = goldgate_judge::compare::CompareOptions::from_config(
         config,
         args.golden_root.path.clone(),
         args.select.root.path.clone(),
         args.select.platform.clone(),
         args.gate.allow_env_mismatch,
     );
-    let comparison = crate::compare::compare_dir(&run_dir, &compare)?;
+    let comparison = goldgate_judge::compare::compare_dir(&run_dir, &compare)?;
     let elapsed = Some(started.elapsed());
     Ok(run_exit.worst(super::compare::gate(&comparison, &args.gate, elapsed)?))
 }

@@ -7,9 +7,9 @@ use super::args::ExecArgs;
 use super::error::AppError;
 use super::output::{err, errln};
 use super::select::{Selection, failed_in_newest_run};
-use crate::config::{Config, ExecutorChoice};
-use crate::plan::Job;
-use crate::run::RunSummary;
+use goldgate_core::config::{Config, ExecutorChoice};
+use goldgate_record::plan::Job;
+use goldgate_record::run::RunSummary;
 
 /// Whether the cases' scripts run (`ExecArgs::scripts_on`), said first; when not, they are
 /// taken out of the jobs, also out of the Slurm batch script that would run them on the node.
@@ -47,7 +47,7 @@ pub(crate) fn keep_failed(jobs: &mut Vec<Job>, out_dir: &std::path::Path) -> Res
 /// What goes to stderr before a run whose cases have `BEFORE_SCRIPT`/`AFTER_SCRIPT`: on this
 /// machine, each script that will run (once per case and text); skipped, which cases' and how
 /// to run them; under Slurm nothing (the job's node runs them, as Megatron's CI does).
-pub fn scripts_notice(jobs: &[Job], run: bool, executor: ExecutorChoice) -> String {
+pub(super) fn scripts_notice(jobs: &[Job], run: bool, executor: ExecutorChoice) -> String {
     let mut scripts: Vec<(&str, &str, String)> = Vec::new();
     for job in jobs {
         let hooks = [
@@ -61,7 +61,7 @@ pub fn scripts_notice(jobs: &[Job], run: bool, executor: ExecutorChoice) -> Stri
             let entry = (
                 job.case.as_str(),
                 field,
-                crate::plan::redact_text(job, text),
+                goldgate_record::plan::redact_text(job, text),
             );
             if !scripts.contains(&entry) {
                 scripts.push(entry);
@@ -112,17 +112,17 @@ pub(crate) fn ungated_line(
         "not gated (--no-compare)"
     };
     let counts = ungated_counts(&summary.records, platform);
-    let tag = crate::report::table::time_tag(Some(elapsed));
+    let tag = goldgate_judge::report::table::time_tag(Some(elapsed));
     let status = if failed { "FAIL" } else { "DONE" };
     format!("{status} {tag}{counts}, {how}")
 }
 
 /// `2 jobs (6 repeats) on dev_cpu: 1 failed, 1 ran` — the runs' outcomes when nothing judged
 /// them (a job counts as failed when one of its repeats did).
-fn ungated_counts(records: &[crate::metrics::RunRecord], platform: &str) -> String {
+fn ungated_counts(records: &[goldgate_schema::RunRecord], platform: &str) -> String {
     let mut jobs: Vec<(&str, &str, bool)> = Vec::new();
     for r in records.iter().filter(|r| !r.warmup) {
-        let bad = !r.outcome.passed() && !crate::compare::record_failed_as_expected(r);
+        let bad = !r.outcome.passed() && !goldgate_judge::compare::record_failed_as_expected(r);
         match jobs
             .iter_mut()
             .find(|(c, v, _)| *c == r.case && *v == r.variant.name)

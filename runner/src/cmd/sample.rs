@@ -5,9 +5,9 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::args::parse_duration;
 use super::error::AppError;
-use crate::exit::Exit;
+use goldgate_core::duration::parse_duration;
+use goldgate_schema::Exit;
 
 /// Arguments of `goldgate sample`.
 #[derive(clap::Args, Debug)]
@@ -28,11 +28,17 @@ pub struct Args {
 
 /// Runs the command: samples until the stop file appears or a signal arrives.
 pub fn run(args: Args) -> Result<Exit, AppError> {
-    let stop = crate::launch::install_signal_handlers()?;
-    crate::run::slurm::sample_node(&args.dir, &args.stop_file, args.interval, args.node, &stop)
-        .map_err(|source| crate::run::RunError::Write {
-            path: crate::run::slurm::node_file(&args.dir, args.node),
-            source,
-        })?;
+    let stop = goldgate_record::launch::install_signal_handlers()?;
+    goldgate_record::run::slurm::sample_node(
+        &args.dir,
+        &args.stop_file,
+        args.interval,
+        args.node,
+        &stop,
+    )
+    .map_err(|source| goldgate_record::run::RunError::Write {
+        path: goldgate_record::run::slurm::node_file(&args.dir, args.node),
+        source,
+    })?;
     Ok(Exit::Pass)
 }

@@ -6,8 +6,8 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use super::error::{AppError, CmdError};
-use crate::config::{Config, ExecutorChoice, Platform};
-use crate::plan::{self, CaseFilter, Partition};
+use goldgate_core::config::{Config, ExecutorChoice, Platform};
+use goldgate_record::plan::{self, CaseFilter, Partition};
 
 /// Where the cases are and which jobs to make of them.
 #[derive(clap::Args, Debug, Clone)]
@@ -185,9 +185,10 @@ pub(crate) fn plan_selection(
 pub(crate) fn failed_in_newest_run(
     out: &Path,
 ) -> Result<(String, BTreeSet<(String, String)>), AppError> {
-    let newest = crate::compare::runs::newest_run(out).ok_or_else(|| CmdError::NoEarlierRun {
-        out: out.to_path_buf(),
-    })?;
-    let failed = crate::compare::runs::failed_pairs(&newest);
+    let newest =
+        goldgate_judge::compare::runs::newest_run(out).ok_or_else(|| CmdError::NoEarlierRun {
+            out: out.to_path_buf(),
+        })?;
+    let failed = goldgate_judge::compare::runs::failed_pairs(&newest);
     Ok((newest.run_id, failed))
 }

@@ -2,9 +2,9 @@
 //! readers), `goldgate-record` (plan, launch, observe, metrics, run) and `goldgate-judge`
 //! (compare, report, github, history) each depend only on the crates below them, and this test
 //! checks, with `cargo tree`, that neither core nor judge pulls in NVML, rustix or the
-//! recording crate. Within each crate it is checked on the source: every `crate::` path in
-//! `core/src`, `record/src`, `judge/src` and `runner/src` (test code left out; a crate's
-//! `use goldgate_core::…` at its root keeps the old `crate::` paths) must point along
+//! recording crate. Within and across crates it is checked on the source: every `crate::`,
+//! `goldgate_core::`, `goldgate_record::` and `goldgate_judge::` path in `core/src`,
+//! `record/src`, `judge/src` and `runner/src` (test code left out) must point along
 //! `case → plan → launch → observe → metrics → compare → report` or to a shared base module;
 //! `run` orchestrates (it may use every stage up to `metrics`, and only `cmd` uses it); `github`
 //! sits aside (only `cmd` uses it); `cmd` is on top and nothing uses it. The top-level module
@@ -17,15 +17,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// Modules every stage may use; they use no stage.
-const BASE: &[&str] = &[
-    "exit",
-    "fsio",
-    "metric_names",
-    "duration",
-    "printable",
-    "hash",
-    "redact",
-];
+const BASE: &[&str] = &["exit", "fsio", "duration", "printable", "hash", "redact"];
 
 /// Pipeline stages in order; a stage may use its own rank and earlier ones. `golden` reads
 /// and writes the case stage's golden files; `config` is the plan stage's schema and `rules`
@@ -172,15 +164,26 @@ fn production_code(text: &str) -> String {
         .join("\n")
 }
 
-/// The top-level modules a piece of code names through `crate::`, including
-/// `crate::{a, b::c}` groups.
+/// How code names a top-level stage module: its own crate's or another goldgate crate's.
+/// (`goldgate_schema::` is the contract below every stage, not a stage.)
+const STAGE_ROOTS: &[&str] = &[
+    "crate::",
+    "goldgate_core::",
+    "goldgate_record::",
+    "goldgate_judge::",
+];
+
+/// The top-level modules a piece of code names through `crate::` or a goldgate crate's name,
+/// including `crate::{a, b::c}` groups.
 fn crate_modules(code: &str) -> BTreeSet<String> {
     let mut out = BTreeSet::new();
-    for (i, _) in code.match_indices("crate::") {
-        let rest = &code[i + "crate::".len()..];
+    let uses = STAGE_ROOTS
+        .iter()
+        .flat_map(|root| code.match_indices(root).map(|(i, _)| i + root.len()));
+    for start in uses {
+        let rest = &code[start..];
         if let Some(group) = rest.strip_prefix('{') {
-            let body = &group[..group.find('}').unwrap_or(group.len())];
-            for item in body.split(',') {
+            for item in group_items(group) {
                 let head = item.trim().split("::").next().unwrap_or("");
                 if !head.is_empty() {
                     out.insert(head.trim().to_owned());
@@ -199,6 +202,29 @@ fn crate_modules(code: &str) -> BTreeSet<String> {
     out
 }
 
+/// The items of a `{a, b::{c, d}}` group, given the text after its `{`: split at the commas
+/// outside nested groups, up to the group's own `}`.
+fn group_items(group: &str) -> Vec<&str> {
+    let (mut items, mut depth, mut start) = (Vec::new(), 0usize, 0);
+    for (i, c) in group.char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' if depth == 0 => {
+                items.push(&group[start..i]);
+                return items;
+            }
+            '}' => depth -= 1,
+            ',' if depth == 0 => {
+                items.push(&group[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    items.push(&group[start..]);
+    items
+}
+
 /// Top-level module → the modules it uses, with one file that shows each use.
 fn module_graph() -> BTreeMap<String, BTreeMap<String, PathBuf>> {
     let mut graph: BTreeMap<String, BTreeMap<String, PathBuf>> = BTreeMap::new();
@@ -208,7 +234,7 @@ fn module_graph() -> BTreeMap<String, BTreeMap<String, PathBuf>> {
     graph
 }
 
-/// One crate's part of [`module_graph`]: its `crate::` paths.
+/// One crate's part of [`module_graph`]: its paths to stage modules.
 fn crate_graph(
     root: &Path,
     files: &[PathBuf],
@@ -408,9 +434,13 @@ fn the_checks_catch_what_they_are_for() {
     assert!(violation("report", "github").is_some());
     assert!(violation("fsio", "case").is_some());
     assert!(violation("cmd", "run").is_none());
-    let code = "use crate::{case::TestCase, plan};\nlet x = crate::metrics::build::record(); // crate::report";
+    let code = "use crate::{case::TestCase, plan};\nuse goldgate_judge::{compare::{A, B}, report};\n\
+                let x = crate::metrics::build::record(goldgate_core::observe::log::one_line); // crate::run";
     let found: Vec<String> = crate_modules(&production_code(code)).into_iter().collect();
-    assert_eq!(found, ["case", "metrics", "plan"]);
+    assert_eq!(
+        found,
+        ["case", "compare", "metrics", "observe", "plan", "report"]
+    );
     let mut graph: BTreeMap<String, BTreeMap<String, PathBuf>> = BTreeMap::new();
     for (a, b) in [("a", "b"), ("b", "c"), ("c", "a")] {
         graph

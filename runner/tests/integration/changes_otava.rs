@@ -4,7 +4,7 @@
 
 #![allow(clippy::unwrap_used)] // a test: a failed unwrap is a failed test
 
-use goldgate::history::changes::{Options, detect};
+use goldgate_judge::history::changes::{Options, detect};
 
 #[test]
 fn every_otava_test_case_finds_otavas_change_points() {

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use goldgate::metrics::{Attempt, CheckpointRecord, Outcome, RunRecord, StepValues, VariantRecord};
+use goldgate_schema::{Attempt, CheckpointRecord, Outcome, RunRecord, StepValues, VariantRecord};
 
 use crate::common;
 
@@ -589,7 +589,7 @@ fn colour_follows_color_then_no_color_then_clicolor_force() {
 /// passed: the run is refused, exit 3, naming both files.
 #[test]
 fn run_json_and_results_json_that_disagree_on_an_outcome_are_refused() {
-    use goldgate::metrics::{JobEntry, RunIndex, SCHEMA_VERSION};
+    use goldgate_schema::{JobEntry, RunIndex, SCHEMA_VERSION};
     let dir = tempfile::tempdir().unwrap();
     let run = dir.path().join("results/20261130-070000-abcd");
     let records = [record(1, 1.0), record(2, 1.01)];

@@ -5,8 +5,8 @@
 
 use std::path::{Path, PathBuf};
 
-use goldgate::case::{self, LauncherKind, Mode, ScalarKind, Span, TestCase, TestType};
-use goldgate::golden;
+use goldgate_core::case::{self, LauncherKind, Mode, ScalarKind, Span, TestCase, TestType};
+use goldgate_core::golden;
 
 use crate::common;
 
@@ -611,7 +611,7 @@ fn the_repository_cases_and_goldens_load() {
 fn every_bundled_case_judges_its_windowed_metrics_on_five_steps_or_more() {
     const MIN_STEPS: u64 = 5;
     let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let config = goldgate::config::Config::load(&repo.join("goldgate.yaml")).unwrap();
+    let config = goldgate_core::config::Config::load(&repo.join("goldgate.yaml")).unwrap();
     let root = repo.join("test_cases");
     let (mut judged, mut short) = (Vec::new(), Vec::new());
     for c in case::discover(&root).unwrap() {

@@ -10,8 +10,8 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
-use goldgate::metric_names as names;
-use goldgate::metrics::RunRecord;
+use goldgate_schema::RunRecord;
+use goldgate_schema::metric_names as names;
 
 use crate::common;
 

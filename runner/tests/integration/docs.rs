@@ -1,7 +1,8 @@
 //! The documentation holds together: every relative link in README.md, CHANGELOG.md and the
 //! Markdown under `docs/` names a file that exists (and, for a `#fragment` into a Markdown
 //! file, a heading it has); every page of the book under `docs/book/src/` is in its
-//! `SUMMARY.md` and every entry there exists; README stays a short front page.
+//! `SUMMARY.md` and every entry there exists; README stays a short front page whose layout
+//! names every crate, whose exit codes are `--help`'s and whose tour runs real commands.
 //!
 //! mdBook renders the book in `.ci/run`; this test is the link check that runs everywhere
 //! `cargo test` does, and it reads links as GitHub resolves them (relative to the file).
@@ -219,15 +220,39 @@ fn every_book_page_is_in_the_summary_and_every_entry_exists() {
     );
 }
 
+/// The text of README's `## <name>` section, up to the next `## ` heading.
+fn readme_section<'a>(readme: &'a str, name: &str) -> &'a str {
+    let start = readme
+        .find(&format!("\n## {name}\n"))
+        .unwrap_or_else(|| panic!("README.md has no `## {name}` section"));
+    let body = &readme[start + name.len() + 5..];
+    &body[..body.find("\n## ").unwrap_or(body.len())]
+}
+
+/// Every workspace member as (folder, package name), from the root `Cargo.toml` and each
+/// member's own.
+fn workspace_members() -> Vec<(String, String)> {
+    let root = std::fs::read_to_string(repo().join("Cargo.toml")).unwrap();
+    let line = root.lines().find(|l| l.starts_with("members = [")).unwrap();
+    let list = &line[line.find('[').unwrap() + 1..line.rfind(']').unwrap()];
+    list.split(',')
+        .map(|m| m.trim().trim_matches('"').to_owned())
+        .map(|dir| {
+            let manifest = std::fs::read_to_string(repo().join(&dir).join("Cargo.toml")).unwrap();
+            let name = manifest
+                .lines()
+                .find_map(|l| l.strip_prefix("name = "))
+                .unwrap()
+                .trim_matches('"')
+                .to_owned();
+            (dir, name)
+        })
+        .collect()
+}
+
 #[test]
-fn readme_stays_a_front_page() {
+fn readme_opens_with_the_two_commands_and_stays_a_front_page() {
     let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
-    let lines = readme.lines().count();
-    assert!(
-        lines <= 300,
-        "README.md has {lines} lines: move detail into the book"
-    );
-    // The two commands a new user runs come first.
     let first_block = readme.split("```").nth(1).unwrap();
     assert!(
         first_block.contains("goldgate run demo/ckpt-demo"),
@@ -237,6 +262,79 @@ fn readme_stays_a_front_page() {
         first_block.contains("cargo test --workspace --locked"),
         "{first_block}"
     );
+    let lines = readme.lines().count();
+    assert!(
+        lines <= 300,
+        "README.md has {lines} lines: move detail into the book"
+    );
+}
+
+#[test]
+fn readme_layout_names_every_crate_with_its_folder_and_package() {
+    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    let layout = readme_section(&readme, "Layout");
+    let members = workspace_members();
+    assert!(members.len() >= 5, "{members:?}");
+    for (dir, package) in members {
+        let folder = format!("`{dir}/`");
+        let row = layout
+            .lines()
+            .find(|l| l.starts_with(&format!("| {folder} |")));
+        match row {
+            Some(row) => assert!(
+                row.contains(&format!("`{package}`")),
+                "README's Layout row for {folder} does not name its crate `{package}`: {row}"
+            ),
+            // The workloads are named in the text after the table, not as crates of goldgate.
+            None => assert!(
+                dir.starts_with("workloads/") && layout.contains(&folder),
+                "README's Layout does not name the workspace member {folder} ({package})"
+            ),
+        }
+    }
+}
+
+#[test]
+fn readme_exit_codes_are_the_documented_ones() {
+    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    let rows: Vec<String> = readme_section(&readme, "Exit codes")
+        .lines()
+        .filter(|l| l.starts_with("| ") && l.as_bytes().get(2).is_some_and(u8::is_ascii_digit))
+        .map(|l| l.replace('`', ""))
+        .collect();
+    let documented = goldgate_core::exit::DOCUMENTED;
+    assert_eq!(rows.len(), documented.len(), "{rows:?}");
+    for (row, (exit, meaning)) in rows.iter().zip(documented) {
+        let expected = format!("| {} | {meaning}", exit.code());
+        assert!(
+            row.starts_with(&expected),
+            "README's exit-code row\n  {row}\nsays otherwise than --help:\n  {expected}"
+        );
+    }
+}
+
+#[test]
+fn every_command_in_the_readme_tour_exists() {
+    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    let tour = readme_section(&readme, "A five-minute tour");
+    let block = tour.split("```").nth(1).unwrap();
+    let commands: BTreeSet<&str> = block
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("goldgate "))
+        .filter_map(|rest| rest.split_whitespace().next())
+        .collect();
+    assert!(commands.len() >= 5, "{commands:?}");
+    for command in commands {
+        let out = crate::common::cli::goldgate()
+            .args([command, "--help"])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "README's tour runs `goldgate {command}`, which `goldgate {command} --help` does not know:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
 }
 
 #[test]

@@ -5,7 +5,9 @@
 
 use std::path::Path;
 
-use goldgate::observe::log::{FailureKind, LogSummary, MAX_LINE, summarize_file, summarize_reader};
+use goldgate_core::observe::log::{
+    FailureKind, LogSummary, MAX_LINE, summarize_file, summarize_reader,
+};
 
 use crate::common;
 

@@ -9,8 +9,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use goldgate::cmd::error::AppError;
-use goldgate::exit::Exit;
-use goldgate::github::{Action, Client, GithubError, Repo, RetryPolicy, Token, compose, upsert};
+use goldgate_judge::github::{
+    Action, Client, GithubError, Repo, RetryPolicy, Token, compose, upsert,
+};
+use goldgate_schema::Exit;
 use wiremock::matchers::any;
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
@@ -301,7 +303,7 @@ fn marked(comments: &[(u64, String)]) -> Vec<&(u64, String)> {
 
 /// What a user reads for an error: the message and the hint, as goldgate writes every error.
 fn rendered(err: &GithubError) -> String {
-    goldgate::printable::error_text(err, None, false)
+    goldgate_core::printable::error_text(err, None, false)
 }
 
 #[tokio::test]
@@ -758,7 +760,7 @@ mod end_to_end {
 
     use goldgate::cmd::args::{CaseRoot, ConfigFile, GoldenRoot};
     use goldgate::cmd::comment::{Args, prepare};
-    use goldgate::metrics::{Attempt, Fingerprint, Outcome, RunRecord, StepValues, VariantRecord};
+    use goldgate_schema::{Attempt, Fingerprint, Outcome, RunRecord, StepValues, VariantRecord};
 
     use super::*;
 

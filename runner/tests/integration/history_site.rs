@@ -11,9 +11,9 @@ use crate::common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use goldgate::history::ingest::{IngestContext, job_row, run_row};
-use goldgate::history::{Location, Store};
-use goldgate::metrics::{RunRecord, StepValues, VariantRecord};
+use goldgate_judge::history::ingest::{IngestContext, job_row, run_row};
+use goldgate_judge::history::{Location, Store};
+use goldgate_schema::{RunRecord, StepValues, VariantRecord};
 
 fn chromium() -> Option<PathBuf> {
     let found = std::env::var_os("GOLDGATE_CHROMIUM")

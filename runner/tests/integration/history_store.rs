@@ -11,10 +11,10 @@ use crate::common;
 use std::path::Path;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use goldgate::history::ingest::{IngestContext, job_row, run_row};
-use goldgate::history::series::{Annotation, since_baseline};
-use goldgate::history::{Location, SeriesKey, Store};
-use goldgate::metrics::{Fingerprint, RunIndex, RunRecord, StepValues, VariantRecord};
+use goldgate_judge::history::ingest::{IngestContext, job_row, run_row};
+use goldgate_judge::history::series::{Annotation, since_baseline};
+use goldgate_judge::history::{Location, SeriesKey, Store};
+use goldgate_schema::{Fingerprint, RunIndex, RunRecord, StepValues, VariantRecord};
 
 const PG_VAR: &str = "GOLDGATE_POSTGRES_URL";
 
@@ -137,7 +137,7 @@ fn write_run(dir: &Path, run: &str, started: &str, commit: &str, repeats: u32, t
         let path = dir.join(run).join(r.rel_dir()).join("results.json");
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(&path, serde_json::to_vec(&r).unwrap()).unwrap();
-        jobs.push(goldgate::metrics::JobEntry {
+        jobs.push(goldgate_schema::JobEntry {
             job_id: r.job_id.clone(),
             dir: r.rel_dir(),
             outcome: Some(r.outcome.clone()),
@@ -181,8 +181,8 @@ fn key(metric: &str) -> SeriesKey {
 }
 
 /// Stores the records of `runs` as `goldgate history ingest` does, one run at a time.
-fn ingest(store: &mut Store, runs: &[Vec<RunRecord>]) -> goldgate::history::IngestCount {
-    let mut total = goldgate::history::IngestCount::default();
+fn ingest(store: &mut Store, runs: &[Vec<RunRecord>]) -> goldgate_judge::history::IngestCount {
+    let mut total = goldgate_judge::history::IngestCount::default();
     for records in runs {
         let refs: Vec<&RunRecord> = records.iter().collect();
         let run = run_row(&refs, &ctx()).unwrap();

@@ -10,12 +10,12 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use goldgate::launch::{
+use goldgate_record::launch::{
     LaunchError, LaunchEvent, LaunchReport, LaunchSpec, ProcessOutcome, StopFlag, Termination,
     group_alive, install_signal_handlers, launch,
 };
-use goldgate::observe::log::{LogSink, LogStream, MAX_LINE};
-use goldgate::observe::sample::{Sampler, SamplerConfig};
+use goldgate_core::observe::log::{LogSink, LogStream, MAX_LINE};
+use goldgate_record::observe::sample::{Sampler, SamplerConfig};
 use rustix::process::{Pid, Signal};
 
 use crate::common;

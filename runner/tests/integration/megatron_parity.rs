@@ -215,7 +215,7 @@ fn every_corpus_run_matches_megatrons_command_line() {
     // Cases whose parallel layout needs more than one DGX: planned again with the ranks they
     // need (the emulation takes goldgate's node and GPU counts as given).
     let planned: BTreeSet<&str> = jobs.iter().map(|j| j["case"].as_str().unwrap()).collect();
-    let refused: Vec<String> = goldgate::case::discover(&root)
+    let refused: Vec<String> = goldgate_core::case::discover(&root)
         .unwrap()
         .into_iter()
         .map(|c| c.name)

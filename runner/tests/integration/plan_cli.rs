@@ -8,9 +8,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::process::{Command, Output};
 
-use goldgate::case::{CaseRecipe, discover, load_case, placeholders};
-use goldgate::config::Config;
-use goldgate::plan::{PlanError, PlanInputs, VariantRequest, plan_case};
+use goldgate_core::case::{CaseRecipe, discover, load_case, placeholders};
+use goldgate_core::config::Config;
+use goldgate_record::plan::{PlanError, PlanInputs, VariantRequest, plan_case};
 
 use crate::common;
 
@@ -648,7 +648,7 @@ fn ckpt_resume_cases_resume_the_first_runs_checkpoint() {
     let mut seen = 0;
     for case_ref in discover(&root).unwrap() {
         let case = load_case(&root, &case_ref.config_path).unwrap();
-        if case.test_type != goldgate::case::TestType::CkptResume {
+        if case.test_type != goldgate_core::case::TestType::CkptResume {
             continue;
         }
         let Ok(planned) = plan_case(

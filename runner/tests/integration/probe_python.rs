@@ -9,8 +9,8 @@ use std::process::Command;
 
 use crate::common;
 
-use goldgate::observe::probe::install::{ProbeMode, install};
-use goldgate::observe::probe::read::read;
+use goldgate_record::observe::probe::install::{ProbeMode, install};
+use goldgate_record::observe::probe::read::read;
 
 fn python() -> Option<&'static str> {
     let ok = Command::new("python3")
@@ -260,7 +260,7 @@ fn a_killed_rank_leaves_a_valid_partial_file() {
 /// against independent readings (the stub's own counts, the checkpoint folders on disk).
 #[test]
 fn save_windows_count_empty_cache_allocator_and_bytes() {
-    use goldgate::metric_names as names;
+    use goldgate_schema::metric_names as names;
     let Some((_dir, stubs, job)) = setup() else {
         return;
     };
@@ -313,7 +313,7 @@ fn save_windows_count_empty_cache_allocator_and_bytes() {
     assert!(seconds.iter().all(|(_, s)| *s >= 0.03), "{seconds:?}");
     // Bytes passed to write() in each save against the folder the save left on disk: the
     // stub writes nothing else in a save, so they are equal.
-    let folders = goldgate::observe::ckpt_folders::folder_sizes(&job.join("ckpt"));
+    let folders = goldgate_record::observe::ckpt_folders::folder_sizes(&job.join("ckpt"));
     assert_eq!(
         folders,
         std::collections::BTreeMap::from([(3, 100_000), (6, 100_000)])

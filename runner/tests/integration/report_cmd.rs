@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use goldgate::metrics::{
+use goldgate_schema::{
     CheckpointRecord, MemoryRecord, RunRecord, StepValues, Timeline, VariantRecord,
 };
 
@@ -330,7 +330,7 @@ fn report_of_all_runs_writes_one_timeline_per_run_and_job() {
 
 #[test]
 fn an_incomplete_newest_run_is_refused_naming_the_newest_complete_one() {
-    use goldgate::metrics::{JobEntry, RunIndex, SCHEMA_VERSION};
+    use goldgate_schema::{JobEntry, RunIndex, SCHEMA_VERSION};
     let dir = tempfile::tempdir().unwrap();
     let results = dir.path().join("results");
     let [_, complete] = two_runs(&results);

@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use goldgate::metrics::{Outcome, RunIndex, RunRecord};
+use goldgate_schema::{Outcome, RunIndex, RunRecord};
 
 use crate::common;
 

@@ -9,7 +9,7 @@ use crate::common;
 
 use common::cli::{goldgate_in, text, write};
 use common::results::records;
-use goldgate::metrics::RunRecord;
+use goldgate_schema::RunRecord;
 
 /// A ckpt-resume case: 20 iterations, saves at 10 and 20. Megatron's `run_ci_test.sh` removes
 /// `iter_0000020` and writes 10 into the tracker before run 2, which resumes at step 11.
@@ -250,10 +250,7 @@ fn a_failing_script_fails_the_job_with_its_last_line() {
     );
     assert_eq!(o.status.code(), Some(3), "{}", text(&o));
     let (r, job) = job_dir(&d.join("out"));
-    assert_eq!(
-        r.outcome,
-        goldgate::metrics::Outcome::Failed { exit_code: 7 }
-    );
+    assert_eq!(r.outcome, goldgate_schema::Outcome::Failed { exit_code: 7 });
     let line = r.attempts.last().unwrap().failure_line.clone().unwrap();
     assert_eq!(line, "BEFORE_SCRIPT failed (exit 7): dataset not found");
     assert!(

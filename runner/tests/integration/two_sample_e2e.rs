@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Output;
 
-use goldgate::metrics::{RunRecord, StepValues, VariantRecord};
+use goldgate_schema::{RunRecord, StepValues, VariantRecord};
 
 use crate::common;
 

@@ -13,7 +13,6 @@ mod stream;
 mod summary;
 mod tail;
 
-pub use crate::redact::{MIN_SECRET_LEN, Redactor, scrub};
 pub use clean::{LineCleaner, one_line, strip_ansi};
 pub use error::LogError;
 pub use event::{

@@ -8,7 +8,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::column::{StepColumn, Values};
 use super::event::Fields;
-use crate::metric_names as names;
+use goldgate_schema::metric_names as names;
 
 /// Bytes per MB in Megatron's memory report (`torch.cuda.memory_allocated() / 1024 / 1024`),
 /// used to turn the report back into the `mem-*-bytes` golden metrics.

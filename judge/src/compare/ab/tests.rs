@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::compare::stats::SplitMix64;
-use crate::metrics::StepValues;
+use goldgate_schema::StepValues;
 
 /// Normal draws (Box–Muller) from the crate's seeded generator.
 struct Normal(SplitMix64);
@@ -236,7 +236,7 @@ fn large_changes_stop_early_and_small_ones_are_caught() {
 }
 
 fn record(saves: &[f64], calls: f64) -> RunRecord {
-    let mut r = RunRecord::passed("m/c", crate::metrics::VariantRecord::default(), 1, "p");
+    let mut r = RunRecord::passed("m/c", goldgate_schema::VariantRecord::default(), 1, "p");
     let series = saves
         .iter()
         .enumerate()

@@ -3,7 +3,7 @@
 use super::*;
 use crate::compare::ab::Sequential;
 use crate::compare::ab_outcome::{AB_SCHEMA_VERSION, AbJob, ArmSpec};
-use crate::compare::verdict::{MetricResult, Unit, Verdict};
+use goldgate_schema::{MetricResult, Unit, Verdict};
 
 fn metric(
     name: &str,

@@ -49,7 +49,7 @@ pub fn install(
 ) -> std::io::Result<Vec<(String, String)>> {
     let dir = job_dir.join("probe");
     std::fs::create_dir_all(&dir)?;
-    crate::fsio::write_atomic(&dir.join("sitecustomize.py"), SITECUSTOMIZE.as_bytes())?;
+    goldgate_core::fsio::write_atomic(&dir.join("sitecustomize.py"), SITECUSTOMIZE.as_bytes())?;
     let mut pythonpath = dir.display().to_string();
     if let Some(rest) = existing_pythonpath.filter(|p| !p.is_empty()) {
         pythonpath.push(':');

@@ -7,7 +7,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::metric_names as names;
+use goldgate_schema::metric_names as names;
 
 /// `torch.cuda.empty_cache()` calls seen in one process.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -150,7 +150,7 @@ pub fn read(job_dir: &Path) -> Option<ProbeSummary> {
     paths.sort();
     for path in paths {
         // The job wrote these files: a link to a device or a huge file must not stall goldgate.
-        match crate::fsio::read_bounded(&path, MAX_PROBE_FILE_BYTES)
+        match goldgate_core::fsio::read_bounded(&path, MAX_PROBE_FILE_BYTES)
             .map_err(|e| e.to_string())
             .and_then(|b| serde_json::from_slice::<RawFile>(&b).map_err(|e| e.to_string()))
         {

@@ -9,7 +9,7 @@
 use std::path::PathBuf;
 
 use crate::launch::{self, LaunchSpec, StopFlag};
-use crate::metrics::Outcome;
+use goldgate_schema::Outcome;
 use crate::run::watch::LogWatch;
 
 /// Which script.

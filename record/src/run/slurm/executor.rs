@@ -19,13 +19,14 @@ use super::node::read_nodes;
 use super::queue::{Queue, Seen};
 use super::state::{Cancelled, Phase, exit_code, outcome, phase};
 use super::tail::Tail;
-use crate::config::{Config, SlurmConfig};
-use crate::metrics::{Observed, Outcome};
+use crate::metrics::Observed;
 use crate::plan::{BatchSpec, Job, Launcher, SamplerStep, batch_time_limit, render_batch};
 use crate::run::event::ExecEvent;
 use crate::run::executor::{AttemptContext, AttemptOutput, Executor, create_job_dirs};
 use crate::run::options::RunOptions;
 use crate::run::watch::LogWatch;
+use goldgate_core::config::{Config, SlurmConfig};
+use goldgate_schema::Outcome;
 
 /// How often a running attempt reads its log and checks its stop flag.
 const TICK: Duration = Duration::from_millis(200);
@@ -83,7 +84,7 @@ impl SlurmExecutor {
             .values()
             .map(|s| s.poll_interval)
             .min()
-            .unwrap_or(crate::config::DEFAULT_POLL_INTERVAL);
+            .unwrap_or(goldgate_core::config::DEFAULT_POLL_INTERVAL);
         Ok(SlurmExecutor {
             platforms,
             timeout: opts.timeout,
@@ -163,7 +164,7 @@ impl SlurmExecutor {
             }),
             attempt_options: &attempt_options,
         };
-        crate::fsio::write_atomic(&script, render_batch(job, &spec).as_bytes())
+        goldgate_core::fsio::write_atomic(&script, render_batch(job, &spec).as_bytes())
             .map_err(|e| format!("cannot write {}: {e}", script.display()))?;
         let _ = std::fs::remove_file(&raw);
         let id = super::command::sbatch(&script, &[]).map_err(|e| e.to_string())?;
@@ -172,7 +173,7 @@ impl SlurmExecutor {
         let limits = (
             self.pending_limit
                 .or(slurm.pending_limit)
-                .unwrap_or(crate::config::DEFAULT_PENDING_LIMIT),
+                .unwrap_or(goldgate_core::config::DEFAULT_PENDING_LIMIT),
             slurm.outage_limit,
         );
         let logs = (raw.as_path(), log.as_path());

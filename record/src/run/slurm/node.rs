@@ -49,7 +49,7 @@ pub fn sample_node(
         Ok(s) => (Some(s), Vec::new()),
         Err(e) => (None, vec![format!("memory samplers did not start: {e}")]),
     };
-    crate::fsio::write_atomic(&dir.join(format!("ready.{node}")), b"")?;
+    goldgate_core::fsio::write_atomic(&dir.join(format!("ready.{node}")), b"")?;
     let pgid_file = dir.join(format!("pgid.{node}"));
     let mut attached = false;
     while !stop_file.exists() && !stop.is_requested() {
@@ -80,7 +80,7 @@ pub fn sample_node(
             .map(|(a, b)| (b - a).max(0.0)),
     };
     let json = serde_json::to_vec_pretty(&samples).map_err(std::io::Error::other)?;
-    crate::fsio::write_atomic(&node_file(dir, node), &json)
+    goldgate_core::fsio::write_atomic(&node_file(dir, node), &json)
 }
 
 fn read_pgid(path: &Path) -> Option<u32> {
@@ -103,7 +103,7 @@ pub(crate) fn read_nodes(dir: &Path, nodes: u32, wait: Duration) -> Vec<Sampled>
 
 fn read_node(dir: &Path, node: u32) -> Sampled {
     let path = node_file(dir, node);
-    let parsed = crate::fsio::read_bounded(&path, MAX_NODE_FILE)
+    let parsed = goldgate_core::fsio::read_bounded(&path, MAX_NODE_FILE)
         .map_err(|e| e.to_string())
         .and_then(|b| serde_json::from_slice::<NodeSamples>(&b).map_err(|e| e.to_string()));
     match parsed {

@@ -10,7 +10,7 @@ use std::collections::BTreeSet;
 use super::command::{SlurmError, own_jobs, scancel_all};
 use super::executor::run_comment;
 use super::state::{Phase, phase};
-use crate::metrics::RunIndex;
+use goldgate_schema::RunIndex;
 
 /// Whether the goldgate process that ran `index` is known to be gone while the run never
 /// finished: recorded on this host, and its process no longer exists. A run of another host,

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use crate::launch::{FailureSigns, ProcessOutcome, classify};
-use crate::metrics::Outcome;
+use goldgate_schema::Outcome;
 
 /// One job as `squeue` lists it.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -2,11 +2,11 @@
 
 use std::path::{Path, PathBuf};
 
-use goldgate::metrics::RunRecord;
+use goldgate_schema::RunRecord;
 
 /// Every `results.json` record under `out` (a results folder or one run of it).
 pub fn records(out: &Path) -> Vec<RunRecord> {
-    match goldgate::metrics::record::load_results(out) {
+    match goldgate_core::metrics::record::load_results(out) {
         Ok(found) => found.into_iter().map(|(_, r)| r).collect(),
         Err(e) => panic!("results under {}: {e}", out.display()),
     }
