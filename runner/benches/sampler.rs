@@ -321,10 +321,7 @@ fn median(mut xs: Vec<f64>) -> f64 {
 
 fn overhead(runs: usize) {
     let dir = tempfile::tempdir().unwrap();
-    let spec = LaunchSpec::new(
-        vec!["/bin/true".to_owned()],
-        dir.path().to_path_buf(),
-    );
+    let spec = LaunchSpec::new(vec!["/bin/true".to_owned()], dir.path().to_path_buf());
     let stop = StopFlag::new();
     let (mut bare, mut ours) = (Vec::new(), Vec::new());
     for _ in 0..runs {
@@ -348,11 +345,7 @@ fn overhead(runs: usize) {
 }
 
 fn job(argv: Vec<String>, interval: Duration, query: MemoryQuery) {
-    let dir = tempfile::tempdir().unwrap();
-    let spec = LaunchSpec::new(
-        argv,
-        std::env::current_dir().unwrap(),
-    );
+    let spec = LaunchSpec::new(argv, std::env::current_dir().unwrap());
     let config = SamplerConfig {
         interval,
         memory_query: query,

@@ -141,7 +141,10 @@ impl LogWatch {
             Some(mut store) => {
                 store.flush();
                 match store.error {
-                    Some(e) => Err(format!("cannot write the log {}: {e}", store.path.display())),
+                    Some(e) => Err(format!(
+                        "cannot write the log {}: {e}",
+                        store.path.display()
+                    )),
                     None => Ok(()),
                 }
             }
@@ -343,7 +346,11 @@ mod tests {
         let mut events = Vec::new();
         let step = b" [2026-11-29 20:16:14.1] iteration        3/      30 | consumed samples:           48 | elapsed time per iteration (ms): 10.0 | lm loss: 1.000000E+01 |";
         for line in [&step[..], b"not a megatron line", SAVING_10] {
-            watch.feed(&[line, b"\n"].concat(), &mut |e| events.push(e), &mut |_| {});
+            watch.feed(
+                &[line, b"\n"].concat(),
+                &mut |e| events.push(e),
+                &mut |_| {},
+            );
         }
         assert_eq!(
             events,

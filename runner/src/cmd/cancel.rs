@@ -63,16 +63,27 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
 /// Jobs are found by the run id (their Slurm comment), so a `run.json` that names another run
 /// would cancel that run's jobs.
 fn check_folder(out: &Path, asked: Option<&str>, index: &RunIndex) -> Result<(), CmdError> {
-    let folder = asked.unwrap_or(&index.run_id);
-    let path = out.join(folder).join("run.json");
-    let named = goldgate_core::metrics::record::load_index(&path).map(|i| i.run_id);
-    match named {
-        Ok(id) if id == folder && id == index.run_id => Ok(()),
-        _ => Err(CmdError::ForeignRunId {
-            path,
-            found: index.run_id.clone(),
-        }),
+    let folder = match asked {
+        Some(id) => id.to_owned(),
+        None => folder_of(out, index).unwrap_or_default(),
+    };
+    if folder == index.run_id {
+        return Ok(());
     }
+    Err(CmdError::ForeignRunId {
+        path: out.join(&folder).join("run.json"),
+        found: index.run_id.clone(),
+        folder,
+    })
+}
+
+/// The name of the folder under `out` whose `run.json` is `index`.
+fn folder_of(out: &Path, index: &RunIndex) -> Option<String> {
+    std::fs::read_dir(out).ok()?.flatten().find_map(|e| {
+        let found = goldgate_core::metrics::record::load_index(&e.path().join("run.json")).ok()?;
+        (found.run_id == index.run_id && found.started_at == index.started_at)
+            .then(|| e.file_name().to_string_lossy().into_owned())
+    })
 }
 
 /// Before submitting anything: the newest earlier run under `out`, when its goldgate died

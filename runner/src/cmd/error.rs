@@ -383,11 +383,15 @@ pub enum CmdError {
     NoRun { out: PathBuf, run: Option<String> },
 
     /// `cancel`: the run's `run.json` names another run than its folder does.
-    #[error("not cancelling: {} says run `{found}`, not its folder's run", path.display())]
+    #[error("not cancelling: {} says run `{found}`, but it is the run.json of folder `{folder}`", path.display())]
     #[diagnostic(help(
         "a run's jobs are found by its id; a run.json edited or copied from another run would cancel that run's jobs"
     ))]
-    ForeignRunId { path: PathBuf, found: String },
+    ForeignRunId {
+        path: PathBuf,
+        found: String,
+        folder: String,
+    },
 
     /// `cancel`: the run may still be running; its jobs are in use.
     #[error("not cancelling the jobs of run {run}: {why}")]

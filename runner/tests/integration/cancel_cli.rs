@@ -75,7 +75,10 @@ impl Folder {
     fn fake_slurm(&self, queue: &str) {
         let dir = self.path().display();
         std::fs::write(self.path().join("queue"), queue).unwrap();
-        self.fake("squeue", &format!("echo \"$@\" > {dir}/squeue.args\ncat {dir}/queue"));
+        self.fake(
+            "squeue",
+            &format!("echo \"$@\" > {dir}/squeue.args\ncat {dir}/queue"),
+        );
         self.fake("scancel", &format!("echo \"$@\" >> {dir}/scancel.args"));
     }
 

@@ -10,11 +10,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use goldgate_core::observe::log::{LogSink, LogStream, MAX_LINE};
 use goldgate_record::launch::{
     LaunchError, LaunchEvent, LaunchReport, LaunchSpec, ProcessOutcome, StopFlag, Termination,
     group_alive, install_signal_handlers, launch,
 };
-use goldgate_core::observe::log::{LogSink, LogStream, MAX_LINE};
 use goldgate_record::observe::sample::{Sampler, SamplerConfig};
 use rustix::process::{Pid, Signal};
 
@@ -207,13 +207,13 @@ fn run(spec: &LaunchSpec, stop: &StopFlag, stop_when_ready: u32) -> Run {
     let mut stream = LogStream::new();
     let mut sink = Lines(|line: String| {
         // The job prints its child's pid and the child that it is ready, from two
-            // processes into one pipe: either line may come first. Stop only once both are
-            // read, or a stop that kills at once can end the job before it printed the pid.
-            let had_both = ready && child.is_some();
-            if let Some(pid) = line.strip_prefix("child-pid ") {
-                child = pid.parse().ok();
-            }
-            ready |= line == "child-ready";
+        // processes into one pipe: either line may come first. Stop only once both are
+        // read, or a stop that kills at once can end the job before it printed the pid.
+        let had_both = ready && child.is_some();
+        if let Some(pid) = line.strip_prefix("child-pid ") {
+            child = pid.parse().ok();
+        }
+        ready |= line == "child-ready";
         if !had_both && ready && child.is_some() {
             (0..stop_when_ready).for_each(|_| stop.request());
         }

@@ -8,8 +8,8 @@ mod common;
 
 mod ab_e2e;
 mod architecture;
-mod changes_otava;
 mod cancel_cli;
+mod changes_otava;
 mod check_cli;
 mod compare_e2e;
 mod corpus;

@@ -113,7 +113,11 @@ fn item1_secrets_of_the_jobs_environment_never_leave_the_job() {
 fn the_console_log_is_stored_redacted_and_a_raw_copy_only_on_request() {
     let s = Scratch::new();
     let inherited = "hf-inherited-token-0123456789";
-    s.case("m/leak", "echo \"token $HF_TOKEN\"; printf 'partial %s' \"$HF_TOKEN\"", "");
+    s.case(
+        "m/leak",
+        "echo \"token $HF_TOKEN\"; printf 'partial %s' \"$HF_TOKEN\"",
+        "",
+    );
     let run = |extra: &[&str]| {
         let o = s.run(extra).env("HF_TOKEN", inherited).output().unwrap();
         assert_eq!(o.status.code(), Some(0), "{}", text(&o));
@@ -123,7 +127,10 @@ fn the_console_log_is_stored_redacted_and_a_raw_copy_only_on_request() {
         .into_iter()
         .filter(|p| p.to_string_lossy().ends_with(".log"))
         .collect();
-    let console = logs.iter().find(|p| p.ends_with("logs/console.log")).unwrap();
+    let console = logs
+        .iter()
+        .find(|p| p.ends_with("logs/console.log"))
+        .unwrap();
     assert_eq!(
         std::fs::read_to_string(console).unwrap(),
         "token <redacted>\npartial <redacted>\n"

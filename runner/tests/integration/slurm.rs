@@ -855,7 +855,11 @@ fn one_long_line_parses_the_same_in_a_local_run_a_slurm_run_and_extract() {
          GOLDGATE:\n  entry: [\"cat\", {:?}]\n",
         file.display().to_string()
     );
-    std::fs::write(tree.path().join("cases/demo/long/model_config.yaml"), case_text).unwrap();
+    std::fs::write(
+        tree.path().join("cases/demo/long/model_config.yaml"),
+        case_text,
+    )
+    .unwrap();
     let extracted = cli::goldgate()
         .args(["extract", "--format", "json"])
         .arg(&file)

@@ -150,7 +150,11 @@ impl LogParser {
 
     /// [`LogParser::feed`]; `markers` false when the caller knows the line holds no failure
     /// marker ([`super::stream`] searched its whole chunk at once), which skips that search.
-    pub(super) fn feed_checked<'a>(&mut self, line: &'a [u8], markers: bool) -> Option<LogLine<'a>> {
+    pub(super) fn feed_checked<'a>(
+        &mut self,
+        line: &'a [u8],
+        markers: bool,
+    ) -> Option<LogLine<'a>> {
         let line = line.strip_suffix(b"\r").unwrap_or(line);
         let (rank, body) = torchrun_prefix(line);
         if self.timer != TimerMode::Off {

@@ -75,7 +75,15 @@ pub struct LogStream {
 /// `TimeoutError` and `OutOfMemoryError`), so plain text rarely makes the searcher look twice;
 /// a test checks that every word contains one.
 const ANCHORS: [&str; 10] = [
-    "rror", "xcept", "fatal", "illed", "tion fault", "dumped", "nccl op", "illegal m", "nan in",
+    "rror",
+    "xcept",
+    "fatal",
+    "illed",
+    "tion fault",
+    "dumped",
+    "nccl op",
+    "illegal m",
+    "nan in",
     "of memory",
 ];
 
@@ -127,8 +135,12 @@ impl Candidates {
         self.hits.clear();
         self.next = 0;
         match &*WORDS {
-            Words::Packed(s) => self.hits.extend(s.find_iter(&self.lower).map(|m| m.start())),
-            Words::Automaton(a) => self.hits.extend(a.find_iter(&self.lower).map(|m| m.start())),
+            Words::Packed(s) => self
+                .hits
+                .extend(s.find_iter(&self.lower).map(|m| m.start())),
+            Words::Automaton(a) => self
+                .hits
+                .extend(a.find_iter(&self.lower).map(|m| m.start())),
         }
         self.specials.clear();
         self.next_special = 0;
@@ -139,13 +151,14 @@ impl Candidates {
     /// What the search says of the line at `start..end` of the chunk; lines are asked in
     /// order. A word has no `\n`, so one that starts in a line ends in it.
     fn line(&mut self, start: usize, end: usize, chunk: &[u8]) -> Plain {
-        let no_words = !first_at_or_after(&self.hits, &mut self.next, start).is_some_and(|at| at < end);
+        let no_words =
+            first_at_or_after(&self.hits, &mut self.next, start).is_none_or(|at| at >= end);
         let body_end = match chunk[start..end].ends_with(b"\r") {
             true => end - 1,
             false => end,
         };
         let special = first_at_or_after(&self.specials, &mut self.next_special, start);
-        let clean = !special.is_some_and(|at| at < body_end);
+        let clean = special.is_none_or(|at| at >= body_end);
         Plain { no_words, clean }
     }
 }
@@ -364,7 +377,8 @@ mod tests {
 
     #[test]
     fn a_long_line_keeps_its_head_counts_what_was_dropped_and_parses_once() {
-        let step = b" [2026-11-29 20:16:14.1] iteration        3/      30 | lm loss: 1.000000E+01 |";
+        let step =
+            b" [2026-11-29 20:16:14.1] iteration        3/      30 | lm loss: 1.000000E+01 |";
         let mut data = step.to_vec();
         data.extend(std::iter::repeat_n(b'x', 3 * MAX_LINE));
         data.push(b'\n');
@@ -376,7 +390,10 @@ mod tests {
             let first_dropped = (step.len() + 3 * MAX_LINE - MAX_LINE) as u64;
             assert_eq!(got, [(MAX_LINE, first_dropped), (4, 0), (MAX_LINE, 5)]);
             assert_eq!((summary.lines, summary.long_lines), (3, 2));
-            assert_eq!(summary.steps_seen, 1, "the cut line is still an iteration line");
+            assert_eq!(
+                summary.steps_seen, 1,
+                "the cut line is still an iteration line"
+            );
             assert_eq!(seen.parsed, 1);
         }
     }
@@ -399,7 +416,11 @@ mod tests {
         let (seen, ..) = stream(&data, 1 << 20, redactor);
         let (line, dropped) = &seen.lines[0];
         assert!(*dropped > 0);
-        assert!(line.ends_with(b" <redacted>"), "{:?}", &line[line.len() - 20..]);
+        assert!(
+            line.ends_with(b" <redacted>"),
+            "{:?}",
+            &line[line.len() - 20..]
+        );
         assert!(!line.windows(4).any(|w| w == b"abcd"));
     }
 }

@@ -97,7 +97,11 @@ impl LogTail {
     }
 
     pub fn finish(mut self) -> TailSummary {
-        let oldest = if self.ring.len() < TAIL_LINES { 0 } else { self.next };
+        let oldest = if self.ring.len() < TAIL_LINES {
+            0
+        } else {
+            self.next
+        };
         self.ring.rotate_left(oldest);
         self.summary.lines = self.ring.iter().map(|l| text(l)).collect();
         self.summary
@@ -114,7 +118,10 @@ fn text(line: &[u8]) -> String {
 }
 
 fn trim_end(s: &[u8]) -> &[u8] {
-    let end = s.iter().rposition(|b| !b.is_ascii_whitespace()).map_or(0, |i| i + 1);
+    let end = s
+        .iter()
+        .rposition(|b| !b.is_ascii_whitespace())
+        .map_or(0, |i| i + 1);
     &s[..end]
 }
 
@@ -173,10 +180,7 @@ enum ErrorWords {
 }
 
 static SEARCH: LazyLock<ErrorWords> = LazyLock::new(|| {
-    let packed = packed::Config::new()
-        .builder()
-        .extend(ERROR_WORDS)
-        .build();
+    let packed = packed::Config::new().builder().extend(ERROR_WORDS).build();
     match packed {
         Some(searcher) => ErrorWords::Packed(searcher),
         None => ErrorWords::Automaton(

@@ -72,16 +72,14 @@ pub fn accumulate_file(path: &Path) -> Result<Accumulated, TensorboardError> {
     let (file, len) = crate::fsio::open_regular(path).map_err(read_error)?;
     let input = BufReader::with_capacity(64 * 1024, std::io::Read::take(file, len));
     let mut acc = Accumulator::default();
-    each_event(input, len, &mut |e| acc.add(&e)).map_err(
-        |e| match e {
-            ReadError::Io(source) => read_error(source),
-            ReadError::Framing(f) => TensorboardError::Damaged {
-                path: path.to_path_buf(),
-                offset: f.offset,
-                problem: f.problem,
-            },
+    each_event(input, len, &mut |e| acc.add(&e)).map_err(|e| match e {
+        ReadError::Io(source) => read_error(source),
+        ReadError::Framing(f) => TensorboardError::Damaged {
+            path: path.to_path_buf(),
+            offset: f.offset,
+            problem: f.problem,
         },
-    )?;
+    })?;
     Ok(acc.finish())
 }
 

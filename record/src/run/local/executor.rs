@@ -193,7 +193,9 @@ impl LocalExecutor {
         let argv = launch::command_line(&job.launcher, run, &site, &job.dirs.job)
             .map_err(|e| e.to_string())?;
         let mut spec = LaunchSpec::new(argv, job.dirs.job.clone());
-        spec.raw_log = self.keep_raw_log.then(|| crate::run::watch::raw_log_path(log));
+        spec.raw_log = self
+            .keep_raw_log
+            .then(|| crate::run::watch::raw_log_path(log));
         spec.env = env.clone();
         spec.env
             .extend(run.env.iter().map(|(k, v)| (k.clone(), v.clone())));

@@ -9,8 +9,8 @@
 use std::path::PathBuf;
 
 use crate::launch::{self, LaunchSpec, StopFlag};
-use goldgate_schema::Outcome;
 use crate::run::watch::LogWatch;
+use goldgate_schema::Outcome;
 
 /// Which script.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -76,7 +76,10 @@ fn run_lines(
         .stderr(Stdio::piped())
         .spawn()
         .map_err(spawn_error)?;
-    let stderr = child.stderr.take().map(|e| std::thread::spawn(|| read_bounded(e)));
+    let stderr = child
+        .stderr
+        .take()
+        .map(|e| std::thread::spawn(|| read_bounded(e)));
     let (done, watchdog) = watchdog(&child, limit);
     if let Some(stdout) = child.stdout.take() {
         read_lines(stdout, on_line);
@@ -107,7 +110,9 @@ fn run_lines(
 /// whether it killed.
 fn watchdog(child: &Child, limit: Duration) -> (mpsc::Sender<()>, std::thread::JoinHandle<bool>) {
     let (tx, rx) = mpsc::channel::<()>();
-    let pid = i32::try_from(child.id()).ok().and_then(rustix::process::Pid::from_raw);
+    let pid = i32::try_from(child.id())
+        .ok()
+        .and_then(rustix::process::Pid::from_raw);
     let handle = std::thread::spawn(move || match rx.recv_timeout(limit) {
         Err(mpsc::RecvTimeoutError::Timeout) => {
             if let Some(pid) = pid {
@@ -125,11 +130,9 @@ fn watchdog(child: &Child, limit: Duration) -> (mpsc::Sender<()>, std::thread::J
 fn read_lines(input: impl Read, on_line: &mut dyn FnMut(&str)) {
     let mut reader = BufReader::with_capacity(64 * 1024, input);
     let mut line: Vec<u8> = Vec::new();
-    loop {
-        let Ok(buf) = reader.fill_buf() else { break };
-        if buf.is_empty() {
-            break;
-        }
+    while let Ok(buf) = reader.fill_buf()
+        && !buf.is_empty()
+    {
         let (take, complete) = match memchr::memchr(b'\n', buf) {
             Some(i) => (i, true),
             None => (buf.len(), false),
@@ -295,7 +298,8 @@ pub(crate) fn own_jobs(on_job: &mut dyn FnMut(u64, &str, &str)) -> Result<(), Sl
     let args = ["--noheader", &user, "--format=%i|%T|%k"];
     run_lines("squeue", &args, COMMAND_TIMEOUT, &mut |line| {
         let mut fields = line.trim().splitn(3, '|');
-        if let (Some(id), Some(state), Some(comment)) = (fields.next(), fields.next(), fields.next())
+        if let (Some(id), Some(state), Some(comment)) =
+            (fields.next(), fields.next(), fields.next())
             && let Ok(id) = id.parse()
         {
             on_job(id, state, comment);
@@ -311,10 +315,7 @@ mod tests {
     fn a_command_that_hangs_is_stopped_at_its_limit() {
         let t = Instant::now();
         let err = run_lines("sleep", &["30"], Duration::from_millis(300), &mut |_| {});
-        assert!(
-            matches!(err, Err(SlurmError::TimedOut { .. })),
-            "{err:?}"
-        );
+        assert!(matches!(err, Err(SlurmError::TimedOut { .. })), "{err:?}");
         assert!(t.elapsed() < Duration::from_secs(20), "{:?}", t.elapsed());
     }
 
@@ -329,7 +330,12 @@ mod tests {
         let lens: Vec<usize> = lines.iter().map(String::len).collect();
         assert_eq!(lens, [MAX_OUTPUT_LINE, 5, 4]);
         assert_eq!(lines[1..], ["1|R|c", "last"]);
-        let err = run_lines("sh", &["-c", "echo no >&2; exit 4"], COMMAND_TIMEOUT, &mut |_| {});
+        let err = run_lines(
+            "sh",
+            &["-c", "echo no >&2; exit 4"],
+            COMMAND_TIMEOUT,
+            &mut |_| {},
+        );
         assert!(
             matches!(&err, Err(SlurmError::Failed { stderr, .. }) if stderr == "no"),
             "{err:?}"

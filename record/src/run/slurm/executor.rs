@@ -142,7 +142,10 @@ impl SlurmExecutor {
         let log = job.dirs.logs.join(log_name(ctx.number));
         // Slurm writes the job's output as it came, secrets and all, outside `logs/` (which
         // CI uploads); goldgate keeps it redacted in `logs/` as it reads it.
-        let raw = job.dirs.job.join(format!("slurm-output.attempt{}.log", ctx.number));
+        let raw = job
+            .dirs
+            .job
+            .join(format!("slurm-output.attempt{}.log", ctx.number));
         let limit = batch_time_limit(job, self.timeout, slurm);
         let script = job
             .dirs
