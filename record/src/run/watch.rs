@@ -155,7 +155,7 @@ impl LogWatch {
 }
 
 impl Store {
-    fn write(&mut self, line: &[u8], dropped: u64) {
+    fn write(&mut self, line: &[u8], dropped: u64, ended: bool) {
         if self.error.is_some() {
             return;
         }
@@ -163,9 +163,10 @@ impl Store {
             0 => String::new(),
             n => format!(" [goldgate: {n} more bytes of this line not kept]"),
         };
+        let end: &[u8] = if ended { b"\n" } else { b"" };
         let written = (self.out.write_all(line))
             .and_then(|()| self.out.write_all(note.as_bytes()))
-            .and_then(|()| self.out.write_all(b"\n"));
+            .and_then(|()| self.out.write_all(end));
         self.error = written.err();
     }
 
@@ -187,10 +188,11 @@ struct WatchSink<'a> {
 }
 
 impl LogSink for WatchSink<'_> {
-    fn line(&mut self, line: &[u8], dropped: u64) {
+    fn line(&mut self, line: &[u8], dropped: u64, ended: bool) {
         if let Some(store) = &mut self.store {
-            store.write(line, dropped);
+            store.write(line, dropped, ended);
         }
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
         if self.echo {
             let text = String::from_utf8_lossy(line);
             let shown = goldgate_core::printable::terminal(&text, false);

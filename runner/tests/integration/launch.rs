@@ -55,7 +55,8 @@ fn helper_spec(mode: &str, dir: &Path) -> LaunchSpec {
 struct Lines<F: FnMut(String)>(F);
 
 impl<F: FnMut(String)> LogSink for Lines<F> {
-    fn line(&mut self, line: &[u8], _dropped: u64) {
+    fn line(&mut self, line: &[u8], _dropped: u64, _ended: bool) {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
         (self.0)(String::from_utf8_lossy(line).into_owned());
     }
 }

@@ -133,7 +133,7 @@ fn the_console_log_is_stored_redacted_and_a_raw_copy_only_on_request() {
         .unwrap();
     assert_eq!(
         std::fs::read_to_string(console).unwrap(),
-        "token <redacted>\npartial <redacted>\n"
+        "token <redacted>\npartial <redacted>"
     );
     assert_eq!(logs.len(), 1, "no raw log unless asked: {logs:?}");
     std::fs::remove_dir_all(s.path().join("out")).unwrap();

@@ -42,9 +42,10 @@ const READ_CHUNK: usize = 256 * 1024;
 
 /// What the caller sees of a log as it streams. Both methods do nothing by default.
 pub trait LogSink {
-    /// One line as read, without its line ending, secrets masked, cut to [`MAX_LINE`] bytes:
-    /// `dropped` bytes of it were not kept (0 for nearly every line).
-    fn line(&mut self, _line: &[u8], _dropped: u64) {}
+    /// One line as read, without its `\n` (a `\r` before it kept), secrets masked, cut to
+    /// [`MAX_LINE`] bytes: `dropped` bytes of it were not kept (0 for nearly every line).
+    /// `ended`: the line had its `\n` (false only for a log's last line).
+    fn line(&mut self, _line: &[u8], _dropped: u64, _ended: bool) {}
     /// One line the parser understood.
     fn parsed(&mut self, _line: &LogLine<'_>) {}
 }
@@ -203,12 +204,18 @@ impl LogStream {
                 // The common case: a whole line inside the chunk, without a copy.
                 let kept = head.len().min(MAX_LINE);
                 let plain = self.candidates.line(at, at + kept, bytes);
-                self.line(&head[..kept], (head.len() - kept) as u64, Some(plain), sink);
+                self.line(
+                    &head[..kept],
+                    (head.len() - kept) as u64,
+                    Some(plain),
+                    true,
+                    sink,
+                );
             } else {
                 self.hold(head);
                 let (partial, dropped) = (std::mem::take(&mut self.partial), self.dropped);
                 self.dropped = 0;
-                self.line(&partial, dropped, None, sink);
+                self.line(&partial, dropped, None, true, sink);
                 self.partial = partial;
                 self.partial.clear();
             }
@@ -221,7 +228,7 @@ impl LogStream {
     pub fn finish(mut self, sink: &mut impl LogSink) -> (LogSummary, TailSummary) {
         if !self.partial.is_empty() || self.dropped > 0 {
             let (partial, dropped) = (std::mem::take(&mut self.partial), self.dropped);
-            self.line(&partial, dropped, None, sink);
+            self.line(&partial, dropped, None, false, sink);
         }
         self.builder.set_line_counts(self.lines, self.long_lines);
         (self.builder.finish(), self.tail.finish())
@@ -262,7 +269,14 @@ impl LogStream {
 
     /// One whole line (without `\n`): every stage after the split. `plain`: what the chunk's
     /// search says of the line as read (`None`: not known, a line pieced together).
-    fn line(&mut self, raw: &[u8], dropped: u64, plain: Option<Plain>, sink: &mut impl LogSink) {
+    fn line(
+        &mut self,
+        raw: &[u8],
+        dropped: u64,
+        plain: Option<Plain>,
+        ended: bool,
+        sink: &mut impl LogSink,
+    ) {
         self.lines += 1;
         if dropped > 0 {
             self.long_lines += 1;
@@ -274,8 +288,8 @@ impl LogStream {
         // The hit list speaks of the bytes as read: it holds for what the later stages see
         // only when redact left the line alone and clean will (no `\r` or ESC inside).
         let unchanged = matches!(line, Cow::Borrowed(_));
+        sink.line(&line, dropped, ended);
         let line = line.strip_suffix(b"\r").unwrap_or(&line);
-        sink.line(line, dropped);
         let (parser, builder, tail) = (&mut self.parser, &mut self.builder, &mut self.tail);
         let mut part = |part: &[u8], check: bool| {
             tail.see_checked(part, check);
@@ -345,7 +359,8 @@ mod tests {
     }
 
     impl LogSink for Seen {
-        fn line(&mut self, line: &[u8], dropped: u64) {
+        fn line(&mut self, line: &[u8], dropped: u64, _ended: bool) {
+            let line = line.strip_suffix(b"\r").unwrap_or(line);
             self.lines.push((line.to_vec(), dropped));
         }
         fn parsed(&mut self, _: &LogLine<'_>) {
