@@ -82,9 +82,16 @@ for i in range(1000):
         for k, v in list(series.items()):
             if isinstance(v, (int, float)):
                 series[k] = v * level * (1 + rng.gauss(0, 0.02))
-    d = os.path.join(out, run, r["case"], r["variant"]["slug"], str(r["repeat"]))
+    rel = os.path.join(r["case"], r["variant"]["slug"], str(r["repeat"]))
+    d = os.path.join(out, run, rel)
     os.makedirs(d, exist_ok=True)
     json.dump(r, open(os.path.join(d, "results.json"), "w"))
+    # ingest stores only the jobs a run's run.json names.
+    index = {"schema_version": r["schema_version"], "run_id": run, "started_at": r["started_at"],
+             "finished_at": r["started_at"], "platform": r["platform"],
+             "goldgate_version": r["fingerprint"]["goldgate_version"], "command": ["synthetic"],
+             "jobs": [{"job_id": r["job_id"], "dir": rel, "outcome": r["outcome"]}]}
+    json.dump(index, open(os.path.join(out, run, "run.json"), "w"))
 print(f"synthetic runs of {template['case']}")
 SYNTH
 fi

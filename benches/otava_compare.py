@@ -61,7 +61,7 @@ def goldgate_points(exe, series, opts, repeat):
         best, found = math.inf, None
         for _ in range(repeat):
             out = subprocess.run(
-                [exe, "history", "changes", "--input", path,
+                [exe, "history", "changes", "--json", "--input", path,
                  "--window", str(opts["window"]), "--max-pvalue", repr(opts["max_pvalue"]),
                  "--min-magnitude", repr(opts["min_magnitude"])],
                 check=True, capture_output=True, text=True).stdout

@@ -1,7 +1,9 @@
-//! Build script: records the commit goldgate is built from as `GOLDGATE_COMMIT`, for
-//! `goldgate --version`. In order: `GOLDGATE_COMMIT` set by whoever builds (a packager),
-//! `git rev-parse` in a checkout, the `.cargo_vcs_info.json` that `cargo package` puts in a
-//! crates tarball (which has no `.git`), else `unknown`.
+//! Build script: records the commit goldgate is built from as `GOLDGATE_COMMIT`, and the release
+//! tag as `GOLDGATE_RELEASE`, for `goldgate --version`. The commit, in order: `GOLDGATE_COMMIT`
+//! set by whoever builds (a packager), `git rev-parse` in a checkout, the `.cargo_vcs_info.json`
+//! that `cargo package` puts in a crates tarball (which has no `.git`), else `unknown`. The tag:
+//! `GOLDGATE_RELEASE` set by whoever builds (the release workflow sets the tag it builds), else
+//! a `v*` tag on the checkout's HEAD (`git describe --tags --exact-match`), else none.
 
 #![allow(clippy::print_stdout)] // cargo reads a build script's instructions from its stdout
 
@@ -25,6 +27,7 @@ fn main() {
         println!("cargo:rerun-if-changed={dir}");
     }
     println!("cargo:rerun-if-env-changed=GOLDGATE_COMMIT");
+    println!("cargo:rerun-if-env-changed=GOLDGATE_RELEASE");
     let manifest = std::env::var("CARGO_MANIFEST_DIR").unwrap_or_else(|_| ".".to_owned());
     let dir = Path::new(&manifest);
     let commit = std::env::var("GOLDGATE_COMMIT")
@@ -33,7 +36,26 @@ fn main() {
         .or_else(|| from_git(dir))
         .or_else(|| from_vcs_info(dir))
         .unwrap_or_else(|| "unknown".to_owned());
+    let release = std::env::var("GOLDGATE_RELEASE")
+        .ok()
+        .filter(|t| !t.is_empty())
+        .or_else(|| {
+            git(
+                dir,
+                &[
+                    "describe",
+                    "--tags",
+                    "--exact-match",
+                    "--match",
+                    "v*",
+                    "HEAD",
+                ],
+            )
+        });
+    // `(v0.2.0, commit …)` at a release, `(commit …)` otherwise.
+    let release = release.map(|tag| format!("{tag}, ")).unwrap_or_default();
     println!("cargo:rustc-env=GOLDGATE_COMMIT={commit}");
+    println!("cargo:rustc-env=GOLDGATE_RELEASE_PREFIX={release}");
 }
 
 /// Output of `git ARGS` in `dir`, trimmed; none when git is missing or fails.

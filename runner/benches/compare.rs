@@ -155,6 +155,7 @@ fn bench(c: &mut Criterion) {
         axis_defaults: Default::default(),
         rules_ref: None,
         current_case: false,
+        ab_clock_platforms: Vec::new(),
     };
     let (compared, unsupported, verdicts) = compare_all(&files, &opts);
     println!(

@@ -6,10 +6,13 @@ use std::process::ExitCode;
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use goldgate::cmd;
 
-/// `goldgate --version`: the package version and the commit it was built from (see build.rs).
+/// `goldgate --version`: the package version, the release tag when built at one, and the commit
+/// it was built from (see build.rs): `0.2.0 (v0.2.0, commit 1a2b3c4d5e6f)`.
 const VERSION: &str = concat!(
     env!("CARGO_PKG_VERSION"),
-    " (commit ",
+    " (",
+    env!("GOLDGATE_RELEASE_PREFIX"),
+    "commit ",
     env!("GOLDGATE_COMMIT"),
     ")"
 );

@@ -47,6 +47,26 @@ pub fn load_case_checked(
     root: &Path,
     config_path: &Path,
 ) -> Result<(TestCase, Vec<CaseWarning>), CaseError> {
+    let (case, mut warnings, lints) = load_case_parts(root, config_path)?;
+    warnings.extend(lints);
+    Ok((case, warnings))
+}
+
+/// [`load_case`] plus a warning for each key the file holds twice (`TEST_TYPE` written twice:
+/// the last value is used, a reader sees the first), which `plan`, `run` and `list` print too;
+/// the other lints are `goldgate check`'s.
+pub fn load_case_noting_duplicates(
+    root: &Path,
+    config_path: &Path,
+) -> Result<(TestCase, Vec<CaseWarning>), CaseError> {
+    load_case_parts(root, config_path).map(|(case, duplicates, _)| (case, duplicates))
+}
+
+/// The case, its duplicate-key warnings and its other lints.
+fn load_case_parts(
+    root: &Path,
+    config_path: &Path,
+) -> Result<(TestCase, Vec<CaseWarning>, Vec<CaseWarning>), CaseError> {
     let text = read_text(config_path, MAX_CONFIG_BYTES)?;
     let node = yaml::parse(&text).map_err(|e| {
         let path = config_path.to_path_buf();
@@ -72,10 +92,9 @@ pub fn load_case_checked(
     };
     let mut case = loader.case(name, dir, &node)?;
     case.file_sha256 = sha256_hex(text.as_bytes());
-    let mut warnings = Vec::new();
-    duplicate_keys(config_path, &node, &mut Vec::new(), &mut warnings);
-    warnings.extend(loader.warnings);
-    Ok((case, warnings))
+    let mut duplicates = Vec::new();
+    duplicate_keys(config_path, &node, &mut Vec::new(), &mut duplicates);
+    Ok((case, duplicates, loader.warnings))
 }
 
 /// A warning for every key a map of the file holds twice (`TEST_TYPE` written twice): the

@@ -16,7 +16,8 @@ pub use error::CaseError;
 pub use load::case_from_yaml;
 pub(crate) use load::position;
 pub use load::{
-    CaseWarning, MAX_CONFIG_BYTES, case_file_sha256, load_case, load_case_checked, sha256_hex,
+    CaseWarning, MAX_CONFIG_BYTES, case_file_sha256, load_case, load_case_checked,
+    load_case_noting_duplicates, sha256_hex,
 };
 pub use placeholder::placeholders;
 pub use recipe::{

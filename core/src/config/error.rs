@@ -15,7 +15,7 @@ pub enum ConfigError {
     },
     #[error("{}:{line}:{column}: {message}", path.display())]
     #[diagnostic(help(
-        "goldgate.yaml holds `default_platform`, `platforms`, `variants` and `rules`; see docs/book/src/reference/config.md"
+        "goldgate.yaml holds `default_platform`, `platforms`, `variants`, `rules`, `recipes`, `check`, `ab` and `history`; see docs/book/src/reference/config.md"
     ))]
     Invalid {
         path: PathBuf,

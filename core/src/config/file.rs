@@ -63,8 +63,24 @@ pub struct Platform {
     /// runs them). Absent: under Slurm yes (the job's node runs them), locally no — they
     /// can change the machine (`pip uninstall -y transformer_engine` in MR-scope cases).
     pub scripts: Option<bool>,
+    /// What judges its clocks (iteration, save and async-completion times): golden values
+    /// (`golden`, the default), or only `goldgate ab`, A against B on the same machine at the
+    /// same time (`ab`: a shared runner whose load moves every clock; `compare` still reports
+    /// them against the golden, ungated).
+    pub clocks: Clocks,
     /// Its `slurm:` block (empty when absent: the cluster's defaults).
     pub slurm: SlurmConfig,
+}
+
+/// What judges a platform's clocks (`platforms.<name>.clocks` in `goldgate.yaml`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Clocks {
+    /// Golden values, by the metric's rule.
+    #[default]
+    Golden,
+    /// `goldgate ab` only: against a golden they are reported, never gated.
+    Ab,
 }
 
 /// One value of a variant axis: the edits it makes to a job.
@@ -197,6 +213,8 @@ struct RawPlatform {
     executor: Option<ExecutorChoice>,
     #[serde(default)]
     scripts: Option<bool>,
+    #[serde(default)]
+    clocks: Clocks,
     #[serde(default)]
     slurm: Option<RawSlurm>,
 }
@@ -389,6 +407,7 @@ impl Platform {
             env: Vec::new(),
             executor: ExecutorChoice::Local,
             scripts: None,
+            clocks: Clocks::Golden,
             slurm: SlurmConfig::default(),
         }
     }
@@ -420,6 +439,7 @@ fn platform_from_raw(
         timeout,
         executor: raw.executor.unwrap_or_default(),
         scripts: raw.scripts,
+        clocks: raw.clocks,
         slurm: match raw.slurm {
             Some(block) => slurm_from_raw(block, path)?,
             None => SlurmConfig::default(),
@@ -532,6 +552,48 @@ mod tests {
             let err = parse(text).unwrap_err().to_string();
             assert!(err.starts_with(place), "{err:?} should start with {place}");
         }
+    }
+
+    /// The help of a bad `goldgate.yaml` names every top-level key the reader accepts: the
+    /// keys are taken from the reader's own "expected one of" list.
+    #[test]
+    fn the_config_errors_help_names_every_top_level_key() {
+        let err = parse("platform: {}\n").unwrap_err();
+        let message = err.to_string();
+        let (_, expected) = message
+            .split_once("expected one of ")
+            .unwrap_or_else(|| panic!("{message}"));
+        let keys: Vec<&str> = expected
+            .split(", ")
+            .map(|k| k.trim().trim_matches('`'))
+            .collect();
+        assert!(keys.len() >= 8, "{keys:?}");
+        let help = miette::Diagnostic::help(&err).unwrap().to_string();
+        for key in keys {
+            assert!(
+                help.contains(&format!("`{key}`")),
+                "{key} missing from: {help}"
+            );
+        }
+    }
+
+    #[test]
+    fn clocks_are_golden_by_default_and_ab_where_a_platform_says() {
+        let text = "platforms:\n  a: {gpus_per_node: 1}\n  b: {gpus_per_node: 1, clocks: ab}\n";
+        let config = parse(text).unwrap();
+        assert_eq!(config.platform(Some("a")).unwrap().clocks, Clocks::Golden);
+        assert_eq!(config.platform(Some("b")).unwrap().clocks, Clocks::Ab);
+        let bad = parse("platforms:\n  a: {gpus_per_node: 1, clocks: never}\n").unwrap_err();
+        assert!(bad.to_string().starts_with("goldgate.yaml:2:"), "{bad}");
+        let shipped = Config::builtin().unwrap();
+        assert_eq!(
+            shipped.platform(Some("dev_cpu")).unwrap().clocks,
+            Clocks::Ab
+        );
+        assert_eq!(
+            shipped.platform(Some("h200")).unwrap().clocks,
+            Clocks::Golden
+        );
     }
 
     #[test]

@@ -12,8 +12,8 @@ pub use ab::AbSettings;
 pub use discover::{CONFIG_ENV, CONFIG_NAME, ConfigSource, discover};
 pub use error::ConfigError;
 pub use file::{
-    Axis, AxisValue, BUILTIN_CONFIG, BUILTIN_PLATFORMS, Config, LauncherChoice, MAX_CONFIG_BYTES,
-    Platform,
+    Axis, AxisValue, BUILTIN_CONFIG, BUILTIN_PLATFORMS, Clocks, Config, LauncherChoice,
+    MAX_CONFIG_BYTES, Platform,
 };
 pub use slurm::{
     DEFAULT_OUTAGE_LIMIT, DEFAULT_PENDING_LIMIT, DEFAULT_POLL_INTERVAL, ExecutorChoice, SlurmConfig,

@@ -360,6 +360,7 @@ mod tests {
                 axis_defaults: BTreeMap::new(),
                 rules_ref: None,
                 current_case: false,
+                ab_clock_platforms: Vec::new(),
             };
             let c = compare_records(records, &opts).unwrap();
             let metrics = &c.jobs[0].metrics;

@@ -38,6 +38,9 @@ pub struct CompareOptions {
     /// `--current-case`: judge with today's case files (METRICS, TEST_EVALUATION, MODE)
     /// instead of what each run recorded.
     pub current_case: bool,
+    /// Platforms whose clocks only `goldgate ab` gates (`clocks: ab`): there a clock is judged
+    /// against its golden and reported, and never fails the gate ([`report_clocks`]).
+    pub ab_clock_platforms: Vec<String>,
 }
 
 impl CompareOptions {
@@ -58,6 +61,10 @@ impl CompareOptions {
             axis_defaults: config.axis_defaults(),
             rules_ref: Some(config.rules_ref()),
             current_case: false,
+            ab_clock_platforms: (config.platforms.iter())
+                .filter(|p| p.clocks == goldgate_core::config::Clocks::Ab)
+                .map(|p| p.name.clone())
+                .collect(),
         }
     }
 }
@@ -116,6 +123,13 @@ pub fn compare_records(
         .or_else(|| records.first().map(|(_, r)| r.platform.clone()))
         .unwrap_or_default();
     let mut warnings = Vec::new();
+    if opts.ab_clock_platforms.contains(&platform) {
+        warnings.push(format!(
+            "{platform} gates no clocks against golden values (`clocks: ab` in goldgate.yaml): \
+             iteration, save and async-completion times are reported here and gated by \
+             `goldgate ab`, which runs A and B on this machine at the same time"
+        ));
+    }
     let mut jobs = Vec::new();
     for group in group(records).into_values() {
         jobs.push(compare_job(&group, opts, &mut warnings)?);
@@ -302,9 +316,46 @@ pub fn judge_against(
             path.display()
         ));
     }
+    let platform = opts.platform.as_deref().unwrap_or(&first.platform);
+    if opts.ab_clock_platforms.iter().any(|p| p == platform) {
+        report_clocks(&mut job, platform, warnings);
+    }
     flag_overlapping_saves(&mut job, group, warnings);
     set_verdict(&mut job, warnings);
     Ok(job)
+}
+
+/// On a platform with `clocks: ab`, a clock beyond its band (a time: `iteration-time`,
+/// `checkpoint-blocking-time`, …) passes, saying what the band alone would have said: a shared
+/// runner's load moves every clock, so an idle day's golden cannot gate them there; `goldgate
+/// ab` does, with both arms under the same load. A clock that is missing still fails.
+fn report_clocks(job: &mut JobComparison, platform: &str, warnings: &mut Vec<String>) {
+    let mut beyond = Vec::new();
+    for m in job.metrics.iter_mut().filter(|m| {
+        m.unit == goldgate_schema::Unit::Seconds
+            && matches!(
+                m.verdict,
+                Verdict::Regression | Verdict::Improvement | Verdict::Unstable
+            )
+    }) {
+        let change = m
+            .delta_pct
+            .map_or(String::new(), |d| format!(" ({d:+.1} %)"));
+        beyond.push(format!("`{}` {}{change}", m.metric, m.verdict.label()));
+        m.pass_reason = Some(format!(
+            "not gated on {platform} (`clocks: ab`): against the golden alone, {}{change}",
+            m.verdict.label()
+        ));
+        m.verdict = Verdict::Pass;
+    }
+    if !beyond.is_empty() {
+        warnings.push(format!(
+            "{} ({}): not gated on {platform}: {}",
+            job.case,
+            job.variant,
+            beyond.join(", ")
+        ));
+    }
 }
 
 /// A job's verdict: its worst metric's (pass when it has none).
@@ -400,4 +451,92 @@ fn check_platform(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use goldgate_schema::metric_names::{CHECKPOINT_BLOCKING, CKPT_WRITTEN_BYTES, ITERATION_TIME};
+
+    /// A golden of the default variant of `m/c` on dev_cpu: 0.1 s steps, 0.2 s saves, 1 MiB
+    /// written per save.
+    fn golden(root: &Path) {
+        let text = r#"{
+  "iteration-time": {"start_step": 1, "end_step": 6, "step_interval": 1,
+    "values": {"1": 0.1, "2": 0.1, "3": 0.1, "4": 0.1, "5": 0.1, "6": 0.1}},
+  "checkpoint-blocking-time": {"start_step": 2, "end_step": 6, "step_interval": 2,
+    "values": {"2": 0.2, "4": 0.2, "6": 0.2}},
+  "checkpoint-written-bytes": {"start_step": 2, "end_step": 6, "step_interval": 2,
+    "values": {"2": 1048576, "4": 1048576, "6": 1048576}}
+}"#;
+        let path = root.join("golden/m/c/golden_values_dev_dev_cpu.json");
+        goldgate_core::fsio::write_atomic(&path, text.as_bytes()).unwrap();
+    }
+
+    /// The job now: steps and saves three times slower (a loaded runner), `written` per save.
+    fn slower(written: f64) -> Vec<(PathBuf, RunRecord)> {
+        let steps: Vec<(u64, f64)> = (1..=6).map(|i| (i, 0.3)).collect();
+        let saves = [(2, 0.6), (4, 0.6), (6, 0.6)];
+        let bytes = [(2, written), (4, written), (6, written)];
+        vec![crate::compare::fixtures::record(
+            "m/c",
+            1,
+            &[
+                (ITERATION_TIME, &steps),
+                (CHECKPOINT_BLOCKING, &saves),
+                (CKPT_WRITTEN_BYTES, &bytes),
+            ],
+        )]
+    }
+
+    fn opts(root: &Path, ab_clocks: &[&str]) -> CompareOptions {
+        CompareOptions {
+            golden_root: root.join("golden"),
+            root: root.join("cases"),
+            platform: None,
+            allow_env_mismatch: false,
+            rules: RuleSet::megatron(),
+            axis_defaults: BTreeMap::new(),
+            rules_ref: None,
+            current_case: false,
+            ab_clock_platforms: ab_clocks.iter().map(|p| p.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn on_a_platform_whose_clocks_ab_gates_a_slow_clock_passes_and_says_so() {
+        let dir = tempfile::tempdir().unwrap();
+        golden(dir.path());
+        let gated = compare_records(slower(1_048_576.0), &opts(dir.path(), &[])).unwrap();
+        let verdict = |c: &Comparison, m: &str| {
+            let found = c.jobs[0].metrics.iter().find(|r| r.metric == m).unwrap();
+            (found.verdict, found.pass_reason.clone())
+        };
+        assert_eq!(verdict(&gated, ITERATION_TIME).0, Verdict::Regression);
+        assert_eq!(verdict(&gated, CHECKPOINT_BLOCKING).0, Verdict::Regression);
+
+        let ab = compare_records(slower(1_048_576.0), &opts(dir.path(), &["dev_cpu"])).unwrap();
+        assert_eq!(ab.jobs[0].verdict, Verdict::Pass);
+        let (v, reason) = verdict(&ab, CHECKPOINT_BLOCKING);
+        assert_eq!(v, Verdict::Pass);
+        assert_eq!(
+            reason.as_deref(),
+            Some(
+                "not gated on dev_cpu (`clocks: ab`): against the golden alone, regression (+200.0 %)"
+            )
+        );
+        insta::assert_snapshot!(ab.warnings.join("\n"));
+    }
+
+    #[test]
+    fn on_a_platform_whose_clocks_ab_gates_a_counter_still_fails() {
+        let dir = tempfile::tempdir().unwrap();
+        golden(dir.path());
+        let c = compare_records(slower(2_097_152.0), &opts(dir.path(), &["dev_cpu"])).unwrap();
+        assert_eq!(c.jobs[0].verdict, Verdict::Regression);
+        let bytes = (c.jobs[0].metrics.iter())
+            .find(|m| m.metric == CKPT_WRITTEN_BYTES)
+            .unwrap();
+        assert_eq!(bytes.verdict, Verdict::Regression);
+    }
 }

@@ -194,6 +194,7 @@ mod tests {
             axis_defaults: Default::default(),
             rules_ref: None,
             current_case,
+            ab_clock_platforms: Vec::new(),
         }
     }
 

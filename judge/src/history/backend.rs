@@ -204,13 +204,29 @@ impl Backend {
         }
     }
 
-    /// Runs `f` in one transaction: committed when it returns `Ok`, rolled back otherwise.
-    pub fn transaction<T>(
+    /// Runs `f` in one write transaction — committed when it returns `Ok`, rolled back
+    /// otherwise — holding the store's one write lock from its first statement on, so
+    /// concurrent writers (two CI jobs ingesting at once) wait for each other instead of
+    /// failing. SQLite: `BEGIN IMMEDIATE` takes the write lock at once, waiting through the
+    /// busy timeout (a plain `BEGIN` reads first and, when another process wrote meanwhile,
+    /// fails `database is locked` at once on its first write, whatever the timeout).
+    /// PostgreSQL: a transaction-scoped advisory lock, released by COMMIT or ROLLBACK.
+    pub fn write_transaction<T>(
         &mut self,
         what: &str,
         f: impl FnOnce(&mut Backend) -> Result<T, HistoryError>,
     ) -> Result<T, HistoryError> {
-        self.batch("BEGIN", what)?;
+        match self {
+            Backend::Sqlite(_) => self.batch("BEGIN IMMEDIATE", what)?,
+            Backend::Postgres(_) => {
+                self.batch("BEGIN", what)?;
+                let lock = format!("SELECT pg_advisory_xact_lock({WRITE_LOCK})");
+                if let Err(e) = self.batch(&lock, what) {
+                    let _ = self.batch("ROLLBACK", what);
+                    return Err(e);
+                }
+            }
+        }
         match f(self) {
             Ok(v) => {
                 self.batch("COMMIT", what)?;
@@ -224,6 +240,9 @@ impl Backend {
         }
     }
 }
+
+/// The PostgreSQL advisory lock every write of the store holds: `goldgate` in ASCII.
+const WRITE_LOCK: i64 = 0x676f_6c64_6761_7465;
 
 fn sqlite_value(v: &Value) -> rusqlite::types::Value {
     use rusqlite::types::Value as V;

@@ -39,6 +39,28 @@ impl Default for Options {
     }
 }
 
+/// The smallest relative change of a change point of an exact counter or a byte count by
+/// default: 1 %. Those values are deterministic, so any move is significant to the t-test,
+/// and they move by a few units for reasons nobody gates on (a run id 18 characters shorter in
+/// an output path: `checkpoint-written-bytes` 67,109,735 → 67,109,717).
+pub const EXACT_MIN_MAGNITUDE: f64 = 0.01;
+
+impl Options {
+    /// Otava's defaults, with [`EXACT_MIN_MAGNITUDE`] for exact counters and byte metrics:
+    /// how the site, `show`, `changes` and the trend line search a stored series.
+    pub fn for_metric(metric: &str) -> Options {
+        use goldgate_schema::Unit;
+        use goldgate_schema::metric_names::{BYTE_COUNTERS, EXACT_COUNTERS};
+        let exact = EXACT_COUNTERS.contains(&metric)
+            || BYTE_COUNTERS.contains(&metric)
+            || matches!(Unit::of_metric(metric), Unit::Bytes | Unit::Count);
+        Options {
+            min_magnitude: if exact { EXACT_MIN_MAGNITUDE } else { 0.0 },
+            ..Options::default()
+        }
+    }
+}
+
 /// The two sides of a change point and how different they are.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Stats {
@@ -347,9 +369,9 @@ fn first_min_by(points: &[ChangePoint], key: impl Fn(&ChangePoint) -> f64) -> us
 
 /// The change points of a stored series (indices into `points`, by run medians), with
 /// Otava's defaults.
-pub fn of_points(points: &[super::series::Point]) -> Vec<usize> {
+pub fn of_points(points: &[super::series::Point], metric: &str) -> Vec<usize> {
     let medians: Vec<f64> = points.iter().map(super::series::Point::median).collect();
-    detect(&medians, &Options::default()).indices()
+    detect(&medians, &Options::for_metric(metric)).indices()
 }
 
 #[cfg(test)]

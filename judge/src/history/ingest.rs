@@ -8,8 +8,12 @@ use goldgate_schema::{RunRecord, StepValues};
 /// Who ran it: what the record itself does not say.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct IngestContext {
-    /// The commit under test; `None` takes the record's `fingerprint.workload_commit`.
+    /// The commit under test; `None` takes the record's `fingerprint.workload_commit`, else
+    /// `checkout`.
     pub commit: Option<String>,
+    /// The commit checked out where goldgate runs (`git rev-parse HEAD`), when it is a git
+    /// checkout: the commit of a run nothing else names (else `unknown`).
+    pub checkout: Option<String>,
     /// The branch the run belongs to (`main`, a PR's head branch).
     pub branch: String,
     /// When the ingest happens (RFC 3339).
@@ -81,6 +85,7 @@ pub fn run_row(records: &[&RunRecord], ctx: &IngestContext) -> Option<RunRow> {
                 .iter()
                 .find_map(|r| r.fingerprint.workload_commit.clone())
         })
+        .or_else(|| ctx.checkout.clone())
         .unwrap_or_else(|| "unknown".to_owned());
     Some(RunRow {
         run_id: first.run_id.clone(),

@@ -1,5 +1,5 @@
 //! Stage "history": versioned migrations. Each migration is one SQL text (under
-//! `history/migrations/`) applied once, in its own transaction, and recorded in
+//! `history/migrations/`) applied once, under the store's write lock, and recorded in
 //! `schema_migrations`; a database at a version this goldgate does not know is refused.
 
 use super::backend::Backend;
@@ -23,35 +23,63 @@ pub(crate) fn dialect(sql: &str, backend: &Backend) -> String {
     sql.replace("{id}", id)
 }
 
-/// Brings the database to [`latest`]; returns the versions applied now.
+/// Brings the database to [`latest`]; returns the versions applied now. A store already at
+/// [`latest`] is only read (so a store on a read-only mount opens, and many openers at once
+/// take no lock); otherwise every pending migration runs in one write transaction, under the
+/// store's write lock ([`Backend::write_transaction`]), after reading the version again: of
+/// two goldgates opening a new store at once, the second finds it migrated and applies
+/// nothing.
 pub(crate) fn migrate(backend: &mut Backend, now: &str) -> Result<Vec<i64>, HistoryError> {
-    backend.batch(
-        "CREATE TABLE IF NOT EXISTS schema_migrations (\
-         version BIGINT PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)",
-        "creating schema_migrations",
-    )?;
-    let current = current(backend)?;
-    if current > latest() {
-        return Err(HistoryError::TooNew {
-            found: current,
-            known: latest(),
-        });
+    if check(stored_version(backend)?)? == latest() {
+        return Ok(Vec::new());
     }
-    let mut applied = Vec::new();
-    for (version, name, sql) in MIGRATIONS.iter().filter(|m| m.0 > current) {
-        let what = format!("migration {version} ({name})");
-        let text = dialect(sql, backend);
-        backend.transaction(&what, |b| {
-            b.batch(&text, &what)?;
+    backend.write_transaction("migrating the history database", |b| {
+        b.batch(
+            "CREATE TABLE IF NOT EXISTS schema_migrations (\
+             version BIGINT PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)",
+            "creating schema_migrations",
+        )?;
+        let current = check(current(b)?)?;
+        let mut applied = Vec::new();
+        for (version, name, sql) in MIGRATIONS.iter().filter(|m| m.0 > current) {
+            let what = format!("migration {version} ({name})");
+            b.batch(&dialect(sql, b), &what)?;
             b.execute(
                 "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
                 &[(*version).into(), (*name).into(), now.into()],
                 &what,
-            )
-        })?;
-        applied.push(*version);
+            )?;
+            applied.push(*version);
+        }
+        Ok(applied)
+    })
+}
+
+/// `version`, unless it is newer than this goldgate knows.
+fn check(version: i64) -> Result<i64, HistoryError> {
+    if version > latest() {
+        return Err(HistoryError::TooNew {
+            found: version,
+            known: latest(),
+        });
     }
-    Ok(applied)
+    Ok(version)
+}
+
+/// The highest version applied, 0 when the store has no `schema_migrations` yet; reads only.
+pub(crate) fn stored_version(backend: &mut Backend) -> Result<i64, HistoryError> {
+    let sql = match backend {
+        Backend::Sqlite(_) => {
+            "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'"
+        }
+        Backend::Postgres(_) => {
+            "SELECT COUNT(*) FROM information_schema.tables \
+             WHERE table_name = 'schema_migrations' AND table_schema = current_schema()"
+        }
+    };
+    let rows = backend.query(sql, &[], "reading the schema version")?;
+    let exists = rows.first().and_then(|r| r.first()).and_then(|c| c.int()) == Some(1);
+    if exists { current(backend) } else { Ok(0) }
 }
 
 /// The highest version applied (0 on a new database).

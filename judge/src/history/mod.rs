@@ -5,9 +5,11 @@
 pub(crate) mod backend;
 pub mod changes;
 pub(crate) mod error;
+pub mod folder;
 pub mod ingest;
 pub mod location;
 pub(crate) mod migrate;
+pub mod prune;
 pub mod recent;
 pub mod series;
 pub(crate) mod store;
@@ -17,4 +19,4 @@ pub use error::HistoryError;
 pub use ingest::{IngestContext, IngestCount};
 pub use location::Location;
 pub use series::{Point, SeriesKey};
-pub use store::Store;
+pub use store::{SeriesName, Store};

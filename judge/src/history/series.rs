@@ -75,6 +75,45 @@ pub fn since_baseline<'a>(
     &points[start..]
 }
 
+/// The names of `names` close to `name` — a different case, a typo (edit distance up to a
+/// third of its length, at least 2), or one containing the other — closest first: the
+/// `did you mean` of a metric or case that names nothing stored.
+pub fn near<'a>(name: &str, names: &'a [String]) -> Vec<&'a str> {
+    let wanted = name.to_lowercase();
+    let limit = (wanted.chars().count() / 3).max(2);
+    let mut scored: Vec<(usize, &str)> = names
+        .iter()
+        .filter_map(|n| {
+            let lower = n.to_lowercase();
+            let d = edit_distance(&wanted, &lower);
+            let contains =
+                !wanted.is_empty() && (lower.contains(&wanted) || wanted.contains(&lower));
+            (d <= limit || contains).then_some((d, n.as_str()))
+        })
+        .collect();
+    scored.sort();
+    scored.dedup_by(|a, b| a.1 == b.1);
+    scored.into_iter().map(|(_, n)| n).take(3).collect()
+}
+
+/// Levenshtein distance over characters.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let above = row[j + 1];
+            row[j + 1] = (diagonal + usize::from(ca != *cb))
+                .min(row[j] + 1)
+                .min(above + 1);
+            diagonal = above;
+        }
+    }
+    row[b.len()]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -112,5 +151,25 @@ mod tests {
         );
         assert_eq!(since_baseline(&points, &[], "lm loss").len(), 3);
         assert_eq!(points[1].median(), 3.0);
+    }
+
+    #[test]
+    fn a_misspelt_name_finds_the_names_near_it() {
+        let names: Vec<String> = [
+            "checkpoint-blocking-time",
+            "checkpoint-written-bytes",
+            "lm loss",
+            "iteration-time",
+        ]
+        .map(String::from)
+        .to_vec();
+        assert_eq!(
+            near("chekpoint-blocking-time", &names),
+            ["checkpoint-blocking-time"]
+        );
+        assert_eq!(near("LM LOSS", &names), ["lm loss"]);
+        assert_eq!(near("iteration", &names), ["iteration-time"]);
+        assert!(near("throughput", &names).is_empty());
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
     }
 }

@@ -10,6 +10,7 @@ use super::error::HistoryError;
 use super::ingest::{IngestCount, JobRow, RunRow};
 use super::location::Location;
 use super::migrate;
+use super::prune::{self, PrunePlan, StoredRun};
 use super::series::{Annotation, Point, SeriesKey};
 
 /// Rows per multi-row INSERT of metrics or samples (4 parameters each, well under both
@@ -23,28 +24,58 @@ pub struct Store {
 }
 
 /// One series the store holds: `(case, variant, platform, metric)`.
-pub(crate) type SeriesName = (String, String, String, String);
+pub type SeriesName = (String, String, String, String);
 
 impl Store {
-    /// Opens (creating a SQLite file and its folder when missing) and migrates the store.
+    /// Opens (creating a SQLite file and its folder when missing) and migrates the store: what
+    /// a command that writes (`ingest`, `prune`, `annotate`) opens.
     pub fn open(location: &Location, now: &str) -> Result<Store, HistoryError> {
         let backend = match location {
             Location::Sqlite(path) => open_sqlite(path)?,
-            Location::Postgres(url) => {
-                let client = postgres::Client::connect(url, postgres::NoTls).map_err(|source| {
-                    HistoryError::Connect {
-                        url: location.to_string(),
-                        source,
-                    }
-                })?;
-                Backend::Postgres(Box::new(Postgres::new(client)))
-            }
+            Location::Postgres(url) => connect(location, url)?,
         };
         let mut store = Store {
             backend,
             location: location.clone(),
         };
         migrate::migrate(&mut store.backend, now)?;
+        Ok(store)
+    }
+
+    /// Opens an existing store to read it (`show`, `changes`, `site`, `bless --from-history`):
+    /// nothing is created, locked or written, so a store on a read-only mount, or one another
+    /// process is writing, is read as it is. A store this goldgate would have to migrate first
+    /// is refused with what to do.
+    pub fn open_read(location: &Location) -> Result<Store, HistoryError> {
+        let backend = match location {
+            Location::Sqlite(path) => open_sqlite_read(path)?,
+            Location::Postgres(url) => connect(location, url)?,
+        };
+        let mut store = Store {
+            backend,
+            location: location.clone(),
+        };
+        let version = migrate::stored_version(&mut store.backend)?;
+        if version == 0 {
+            return Err(HistoryError::NotFound(format!(
+                "{location} is not a goldgate history store yet (`goldgate history ingest` \
+                 creates one)"
+            )));
+        }
+        if version > migrate::latest() {
+            return Err(HistoryError::TooNew {
+                found: version,
+                known: migrate::latest(),
+            });
+        }
+        if version < migrate::latest() {
+            return Err(HistoryError::Usage(format!(
+                "{location} is at schema version {version}; this goldgate reads {}: run \
+                 `goldgate history ingest` (or any command that writes) where the store is \
+                 writable to migrate it",
+                migrate::latest()
+            )));
+        }
         Ok(store)
     }
 
@@ -65,7 +96,7 @@ impl Store {
     pub fn ingest(&mut self, run: &RunRow, jobs: &[JobRow]) -> Result<IngestCount, HistoryError> {
         let what = format!("ingesting run {}", run.run_id);
         self.backend
-            .transaction(&what, |b| ingest_run(b, run, jobs, &what))
+            .write_transaction(&what, |b| ingest_run(b, run, jobs, &what))
     }
 
     /// The points of a series, oldest run first; only passed jobs count.
@@ -190,6 +221,26 @@ impl Store {
             .collect())
     }
 
+    /// Every series the store holds, sorted, with how many runs have a passed job in it:
+    /// what `history show` lists.
+    pub fn series_runs(&mut self) -> Result<Vec<(SeriesName, i64)>, HistoryError> {
+        let rows = self.backend.query(
+            "SELECT j.case_name, j.variant, j.platform, m.name, \
+             COUNT(DISTINCT CASE WHEN j.passed = 1 THEN j.run_ref END) FROM metrics m \
+             JOIN jobs j ON m.job_ref = j.id GROUP BY j.case_name, j.variant, j.platform, m.name \
+             ORDER BY j.case_name, j.variant, j.platform, m.name",
+            &[],
+            "listing series",
+        )?;
+        Ok(rows
+            .iter()
+            .map(|r| {
+                let name = (text(&r[0]), text(&r[1]), text(&r[2]), text(&r[3]));
+                (name, r[4].int().unwrap_or(0))
+            })
+            .collect())
+    }
+
     /// Records an intended change (a new baseline from `a.commit` on).
     pub fn annotate(&mut self, a: &Annotation) -> Result<(), HistoryError> {
         self.backend.execute(
@@ -227,35 +278,39 @@ impl Store {
             .collect())
     }
 
-    /// Removes runs: those started before `before` (RFC 3339, compared as text) and all but the
-    /// newest `keep` runs. Returns the run ids removed, oldest first.
+    /// Removes runs: those started before `before` and all but the newest `keep` runs (see
+    /// [`prune::plan`]), in one write transaction; with `dry_run` nothing is removed. Returns
+    /// what was (or would be) removed and the runs kept because their start is not a time.
     pub fn prune(
         &mut self,
-        before: Option<&str>,
+        before: Option<jiff::Timestamp>,
         keep: Option<usize>,
-    ) -> Result<Vec<String>, HistoryError> {
-        let rows = self.backend.query(
-            "SELECT id, run_id, started_at FROM runs ORDER BY started_at DESC, run_id DESC",
-            &[],
-            "listing runs",
-        )?;
-        let mut doomed: Vec<(i64, String)> = rows
-            .iter()
-            .enumerate()
-            .filter(|(i, r)| {
-                keep.is_some_and(|k| *i >= k)
-                    || before.is_some_and(|b| r[2].text().is_some_and(|s| s < b))
-            })
-            .filter_map(|(_, r)| Some((r[0].int()?, text(&r[1]))))
-            .collect();
-        doomed.reverse();
-        self.backend.transaction("pruning runs", |b| {
-            for (id, _) in &doomed {
-                delete_run(b, *id)?;
+        dry_run: bool,
+    ) -> Result<PrunePlan, HistoryError> {
+        self.backend.write_transaction("pruning runs", |b| {
+            let rows = b.query(
+                "SELECT id, run_id, started_at FROM runs",
+                &[],
+                "listing runs",
+            )?;
+            let runs = rows
+                .iter()
+                .filter_map(|r| {
+                    Some(StoredRun {
+                        id: r[0].int()?,
+                        run_id: text(&r[1]),
+                        started_at: text(&r[2]),
+                    })
+                })
+                .collect();
+            let plan = prune::plan(runs, before, keep);
+            if !dry_run {
+                for run in &plan.remove {
+                    delete_run(b, run.id)?;
+                }
             }
-            Ok(())
-        })?;
-        Ok(doomed.into_iter().map(|(_, run)| run).collect())
+            Ok(plan)
+        })
     }
 
     /// Rows per table, for `history status` and the measurements.
@@ -274,6 +329,19 @@ impl Store {
     }
 }
 
+fn connect(location: &Location, url: &str) -> Result<Backend, HistoryError> {
+    let client = postgres::Client::connect(url, postgres::NoTls).map_err(|source| {
+        HistoryError::Connect {
+            url: location.to_string(),
+            source,
+        }
+    })?;
+    Ok(Backend::Postgres(Box::new(Postgres::new(client))))
+}
+
+/// How long a statement waits for another process's write lock before it fails.
+const BUSY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+
 fn open_sqlite(path: &std::path::Path) -> Result<Backend, HistoryError> {
     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::create_dir_all(parent).map_err(|source| HistoryError::Folder {
@@ -287,11 +355,93 @@ fn open_sqlite(path: &std::path::Path) -> Result<Backend, HistoryError> {
     };
     let conn = rusqlite::Connection::open(path).map_err(open_error)?;
     // WAL: readers (the site, `show`) never block an ingest; a busy writer is waited for.
-    conn.busy_timeout(std::time::Duration::from_secs(30))
+    conn.busy_timeout(BUSY_TIMEOUT).map_err(open_error)?;
+    conn.execute_batch("PRAGMA foreign_keys = ON;")
         .map_err(open_error)?;
-    conn.execute_batch("PRAGMA journal_mode = WAL; PRAGMA foreign_keys = ON;")
+    set_wal(&conn).map_err(open_error)?;
+    Ok(Backend::Sqlite(conn))
+}
+
+/// Switches the file to WAL, once: a file already in WAL is left alone (asking again takes no
+/// lock), and switching a new file waits for a concurrent opener that switches it too.
+fn set_wal(conn: &rusqlite::Connection) -> Result<(), rusqlite::Error> {
+    let mode: String = conn.query_row("PRAGMA journal_mode", [], |r| r.get(0))?;
+    if mode.eq_ignore_ascii_case("wal") {
+        return Ok(());
+    }
+    let deadline = std::time::Instant::now() + BUSY_TIMEOUT;
+    loop {
+        match conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get::<_, String>(0)) {
+            Ok(_) => return Ok(()),
+            Err(rusqlite::Error::SqliteFailure(e, _))
+                if e.code == rusqlite::ErrorCode::DatabaseBusy
+                    && std::time::Instant::now() < deadline =>
+            {
+                // Another opener is switching the same new file: try again until the deadline.
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+fn open_sqlite_read(path: &std::path::Path) -> Result<Backend, HistoryError> {
+    use rusqlite::OpenFlags;
+    if !path.is_file() {
+        return Err(HistoryError::NotFound(format!(
+            "no history store at {} (`goldgate history ingest` creates one)",
+            path.display()
+        )));
+    }
+    let open_error = |source| HistoryError::OpenSqlite {
+        path: path.to_path_buf(),
+        source,
+    };
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let conn = rusqlite::Connection::open_with_flags(path, flags).map_err(open_error)?;
+    conn.busy_timeout(BUSY_TIMEOUT).map_err(open_error)?;
+    match conn.query_row("SELECT COUNT(*) FROM sqlite_master", [], |r| {
+        r.get::<_, i64>(0)
+    }) {
+        Ok(_) => return Ok(Backend::Sqlite(conn)),
+        // A WAL file needs its `-shm` beside it, which a read-only folder cannot take. With no
+        // `-wal` file every row is in the database file itself: read it as immutable.
+        Err(rusqlite::Error::SqliteFailure(e, _))
+            if matches!(
+                e.code,
+                rusqlite::ErrorCode::CannotOpen | rusqlite::ErrorCode::ReadOnly
+            ) && !goldgate_core::fsio::exists(&sidecar(path, "-wal")) =>
+        {
+            drop(conn);
+        }
+        Err(e) => return Err(open_error(e)),
+    }
+    let uri = format!("file:{}?immutable=1", uri_path(path));
+    let conn = rusqlite::Connection::open_with_flags(uri, flags | OpenFlags::SQLITE_OPEN_URI)
         .map_err(open_error)?;
     Ok(Backend::Sqlite(conn))
+}
+
+/// `history.sqlite` → `history.sqlite-wal`.
+fn sidecar(path: &std::path::Path, suffix: &str) -> std::path::PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(suffix);
+    std::path::PathBuf::from(name)
+}
+
+/// A path as the path part of an SQLite `file:` URI: every byte but unreserved ones and `/`
+/// percent-encoded (`?`, `#` and `%` would end or escape it).
+fn uri_path(path: &std::path::Path) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    let mut out = String::new();
+    for &b in path.as_os_str().as_bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'/' | b'-' | b'_' | b'.' | b'~') {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
 }
 
 fn text(c: &Cell) -> String {

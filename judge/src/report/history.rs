@@ -1,11 +1,12 @@
-//! Stage "report": `goldgate history show` — one metric of one case over the runs that
-//! recorded it, a row per run (commit, branch, jobs, median, spread), change points and
-//! annotations marked where they fall.
+//! Stage "report": what the `goldgate history` commands print — `show`'s table of one metric
+//! of one case over the runs that recorded it (a row per run: commit, branch, jobs, median,
+//! spread; change points and annotations marked where they fall), and what `prune` removed.
 
 use tabled::settings::Style as TableStyle;
 
-use crate::history::SeriesKey;
+use crate::history::prune::PrunePlan;
 use crate::history::series::{Annotation, Point};
+use crate::history::{SeriesKey, SeriesName};
 use crate::report::units::value;
 use goldgate_schema::Unit;
 
@@ -68,6 +69,129 @@ fn marks(i: usize, p: &Point, changes: &[usize], notes: &[Annotation], metric: &
 /// The first 12 characters of a commit.
 pub fn short(commit: &str) -> String {
     commit.chars().take(12).collect()
+}
+
+/// What `history prune` removed (or, with `--dry-run`, would remove): one line per run,
+/// oldest first, and the runs it kept because their stored start is not a time.
+pub fn prune_text(plan: &PrunePlan, dry_run: bool, store: &str) -> String {
+    let verb = if dry_run { "would remove" } else { "removed" };
+    let mut out = format!("{verb} {} runs from {store}", plan.remove.len());
+    if dry_run {
+        out.push_str(" (dry run: nothing removed)");
+    }
+    out.push('\n');
+    for run in &plan.remove {
+        out.push_str(&format!("  {}  started {}\n", run.run_id, run.started_at));
+    }
+    if !plan.unreadable.is_empty() {
+        out.push_str(&format!(
+            "kept {} runs whose stored start is not a time:\n",
+            plan.unreadable.len()
+        ));
+        for run in &plan.unreadable {
+            out.push_str(&format!("  {}  started {:?}\n", run.run_id, run.started_at));
+        }
+    }
+    out
+}
+
+/// What `history show` prints without a series to show: every case, variant and platform the
+/// store holds (its metrics and runs), or with `case`, that case's metrics.
+pub fn stored_table(series: &[(SeriesName, i64)], case: Option<&str>) -> String {
+    let mut builder = tabled::builder::Builder::default();
+    let shown: usize;
+    if let Some(case) = case {
+        builder.push_record(["variant", "platform", "metric", "runs"]);
+        let rows: Vec<_> = series.iter().filter(|(s, _)| s.0 == case).collect();
+        shown = rows.len();
+        for ((_, variant, platform, metric), runs) in rows {
+            builder.push_record([
+                variant.clone(),
+                platform.clone(),
+                metric.clone(),
+                runs.to_string(),
+            ]);
+        }
+        let mut table = builder.build();
+        table.with(TableStyle::sharp());
+        return format!(
+            "{case}: {shown} series\n{table}\nshow one: goldgate history show --case {case} \
+             [--variant V] --metric METRIC\n"
+        );
+    }
+    builder.push_record(["case", "variant", "platform", "metrics", "runs"]);
+    let mut groups: Vec<(&str, &str, &str, usize, i64)> = Vec::new();
+    for ((c, v, p, _), runs) in series {
+        match groups.last_mut() {
+            Some(g) if (g.0, g.1, g.2) == (c.as_str(), v.as_str(), p.as_str()) => {
+                g.3 += 1;
+                g.4 = g.4.max(*runs);
+            }
+            _ => groups.push((c, v, p, 1, *runs)),
+        }
+    }
+    shown = groups.len();
+    for (c, v, p, metrics, runs) in &groups {
+        builder.push_record([
+            (*c).to_owned(),
+            (*v).to_owned(),
+            (*p).to_owned(),
+            metrics.to_string(),
+            runs.to_string(),
+        ]);
+    }
+    let mut table = builder.build();
+    table.with(TableStyle::sharp());
+    format!(
+        "the history store holds {shown} series groups (a case @ a variant on a platform)\n{table}\n\
+         list a case's metrics: goldgate history show --case CASE\n"
+    )
+}
+
+/// A change point as `history changes` prints it: its index, the run id and commit it starts
+/// at when the series came from the store, and its relative change.
+pub type ChangeAt = (usize, Option<(String, String)>, f64);
+
+/// One series' change points as `history changes` prints them.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ChangesRow {
+    /// `<case> @ <variant> on <platform>: <metric>`, or the name in the input file.
+    pub series: String,
+    pub points: usize,
+    pub changes: Vec<ChangeAt>,
+    pub weak: Vec<usize>,
+}
+
+/// `history changes`' table: a row per series, its change points where they start.
+pub fn changes_table(rows: &[ChangesRow]) -> String {
+    let mut builder = tabled::builder::Builder::default();
+    builder.push_record(["series", "points", "change points", "weak"]);
+    for r in rows {
+        let changes = if r.changes.is_empty() {
+            "none".to_owned()
+        } else {
+            r.changes
+                .iter()
+                .map(|(i, at, change)| match at {
+                    Some((run, commit)) => {
+                        format!("#{i} {run} ({}) {:+.1} %", short(commit), change * 100.0)
+                    }
+                    None => format!("#{i} {:+.1} %", change * 100.0),
+                })
+                .collect::<Vec<_>>()
+                .join("\n")
+        };
+        let weak = r
+            .weak
+            .iter()
+            .map(|i| format!("#{i}"))
+            .collect::<Vec<_>>()
+            .join(" ");
+        builder.push_record([r.series.clone(), r.points.to_string(), changes, weak]);
+    }
+    let mut table = builder.build();
+    table.with(TableStyle::sharp());
+    format!("{table}\n")
 }
 
 #[cfg(test)]

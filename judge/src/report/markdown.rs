@@ -79,6 +79,16 @@ fn failing(v: Verdict) -> bool {
     )
 }
 
+/// `0.042 – 0.096 s`; a band whose lower edge is below zero for a quantity that cannot be
+/// (a time, bytes, a count: `atol` larger than the golden) is `≤ 96.2 ms`, not `-12.2 – 96.2 ms`.
+fn band(unit: goldgate_schema::Unit, lo: f64, hi: f64) -> String {
+    let never_negative = !matches!(unit, goldgate_schema::Unit::Plain);
+    if never_negative && lo <= 0.0 {
+        return format!("≤ {}", units::value(unit, hi));
+    }
+    units::interval(unit, lo, hi)
+}
+
 fn metric_row(job: &JobComparison, m: &MetricResult) -> String {
     let [golden, now, delta, interval] = units::metric_cells(m);
     let mut verdict = format!("**{}**", m.verdict.label());
@@ -90,7 +100,7 @@ fn metric_row(job: &JobComparison, m: &MetricResult) -> String {
     } else if let Some(reason) = &m.pass_reason {
         // A pass that does not look like one (a +100 % change): the band and why.
         if let Some((lo, hi)) = m.band {
-            verdict.push_str(&format!("<br>band {}", units::interval(m.unit, lo, hi)));
+            verdict.push_str(&format!("<br>band {}", band(m.unit, lo, hi)));
         }
         verdict.push_str(&format!("<br>{}", escape_md(reason)));
     }

@@ -53,10 +53,13 @@ pub const DEFAULT_ENTRY: &str = "${MEGATRON_LM_DIR}/pretrain_gpt.py";
 /// A placeholder no layer, no ENV_VARS entry and no caller variable sets.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Unset {
+    /// The first case that uses it.
     pub case: String,
     pub name: String,
     /// Where it is first used.
     pub place: Place,
+    /// The cases of the selection that use it, the first included.
+    pub cases: usize,
 }
 
 /// Where something in a plan comes from: a file (with a position when known), or a setting
@@ -567,6 +570,7 @@ fn unset_list(case: &TestCase, missing: Vec<(String, Place)>) -> Vec<Unset> {
                 case: case.name.clone(),
                 name,
                 place,
+                cases: 1,
             });
         }
     }
@@ -654,7 +658,15 @@ fn absolute(base_dir: &Path, word: String) -> String {
                 .chars()
                 .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
     });
-    if word.contains('/') && !word.starts_with('/') && !word.starts_with('-') && !url {
+    // A word that starts with a placeholder nothing set (`${MEGATRON_LM_DIR}/pretrain_gpt.py`)
+    // stays as written: joined to the folder it would read as a path that exists nowhere.
+    let placeholder = word.starts_with('$');
+    if word.contains('/')
+        && !word.starts_with('/')
+        && !word.starts_with('-')
+        && !url
+        && !placeholder
+    {
         return base_dir.join(&word).display().to_string();
     }
     word

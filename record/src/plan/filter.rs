@@ -69,9 +69,14 @@ pub struct CaseFilter {
 pub enum FilterError {
     #[error("no case `{pattern}` under {root}")]
     #[diagnostic(help(
-        "`goldgate list --root {root}` shows the cases; `*` and `?` match any text"
+        "{did_you_mean}`goldgate list --root {root}` shows the cases; `*` and `?` match any text"
     ))]
-    NoMatch { pattern: String, root: String },
+    NoMatch {
+        pattern: String,
+        root: String,
+        /// `did you mean `demo/ckpt-demo`? ` when a case name is close to the pattern, else empty.
+        did_you_mean: String,
+    },
     #[error("--filter: invalid regular expression: {message}")]
     Regex { message: String },
 }
@@ -128,6 +133,8 @@ impl CaseFilter {
                 return Err(FilterError::NoMatch {
                     pattern: pattern.clone(),
                     root: root.to_owned(),
+                    did_you_mean: closest(pattern, found)
+                        .map_or(String::new(), |name| format!("did you mean `{name}`? ")),
                 });
             }
         }
@@ -147,6 +154,35 @@ impl CaseFilter {
                 .collect(),
         })
     }
+}
+
+/// The case name nearest to a mistyped `pattern`: the fewest single-character edits, at most a
+/// third of the pattern's length (and at least one), so `demo/ckpt-dmeo` finds `demo/ckpt-demo`
+/// and `gpt` suggests nothing.
+fn closest<'a>(pattern: &str, found: &'a [CaseRef]) -> Option<&'a str> {
+    let limit = (pattern.chars().count() / 3).max(1);
+    found
+        .iter()
+        .map(|c| (edit_distance(pattern, &c.name), c.name.as_str()))
+        .filter(|(d, _)| *d <= limit)
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, name)| name)
+}
+
+/// Levenshtein distance over characters, one row at a time.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let substituted = diagonal + usize::from(ca != *cb);
+            diagonal = row[j + 1];
+            row[j + 1] = substituted.min(row[j] + 1).min(diagonal + 1);
+        }
+    }
+    row[b.len()]
 }
 
 #[cfg(test)]
@@ -277,5 +313,20 @@ mod tests {
         ] {
             assert_eq!(text.parse::<Partition>().unwrap_err(), want);
         }
+    }
+
+    #[test]
+    fn a_mistyped_case_names_the_closest_one() {
+        let found = cases(&CASES);
+        let err = |pattern: &str| {
+            let filter = CaseFilter::new(&[pattern.to_owned()], None, None).unwrap();
+            let e = filter.select(&found, "test_cases").unwrap_err();
+            let help = miette::Diagnostic::help(&e).map(|h| h.to_string());
+            format!("error: {e}\nhelp: {}", help.unwrap_or_default())
+        };
+        insta::assert_snapshot!(err("demo/ckpt-dmeo"));
+        assert!(!err("nothing/like-it").contains("did you mean"));
+        assert_eq!(edit_distance("gpt/b", "gpt/b"), 0);
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
     }
 }

@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 use super::error::SelectError;
 use super::{CaseFilter, Job, PlanInputs, Planned, Unset, VariantRequest, plan_case};
 use goldgate_core::case::{
-    CaseRecipe, RecipeFilter, RecipeRow, Runner, TestCase, discover, for_case, load_case,
-    load_recipes, select,
+    CaseRecipe, RecipeFilter, RecipeRow, Runner, TestCase, discover, for_case,
+    load_case_noting_duplicates, load_recipes, select,
 };
 use goldgate_core::config::{Config, ExecutorChoice, Platform};
 
@@ -94,6 +94,10 @@ pub struct Output {
     /// Where relative entry words resolve (default: the current folder); `goldgate ab`'s
     /// `--a-dir`/`--b-dir` (a checkout of the workload per arm).
     pub base_dir: Option<PathBuf>,
+    /// Variables set for these jobs on top of the caller's environment (`goldgate ab`'s
+    /// `--a-env`/`--b-env`, `goldgate repro --env`): placeholders take them as they take the
+    /// caller's, so `--a-env MEGATRON_LM_DIR=../base` moves arm A's training script there.
+    pub env: Vec<(String, String)>,
 }
 
 /// A case that could not be loaded or planned, and why (an error of its own).
@@ -113,6 +117,9 @@ pub struct Selected {
     /// Recipe rows of the selection that Megatron runs by other means (unit tests, perf
     /// scripts) or whose case folder is missing: `(row name, why)`.
     pub skipped: Vec<(String, String)>,
+    /// What the case files hold that a reader would misread (a key written twice), as
+    /// `path:line:column: message`.
+    pub warnings: Vec<String>,
 }
 
 /// One case on one platform, with what its recipes say.
@@ -161,7 +168,10 @@ pub fn plan_selection(
         selection,
         request: VariantRequest::parse(config, &selection.variants, &selection.matrix)?,
         base_dir: base_dir(output)?,
-        caller_env: caller_env(),
+        caller_env: caller_env()
+            .into_iter()
+            .chain(output.env.iter().cloned())
+            .collect(),
         rows: &rows,
         output,
         repeat,
@@ -173,7 +183,11 @@ pub fn plan_selection(
             continue;
         };
         let case = cases.entry(target.name.clone()).or_insert_with(|| {
-            load_case(&selection.root, &case_ref.config_path).map_err(|e| e.to_string())
+            let loaded = load_case_noting_duplicates(&selection.root, &case_ref.config_path);
+            loaded.map_err(|e| e.to_string()).map(|(case, duplicates)| {
+                (selected.warnings).extend(duplicates.iter().map(ToString::to_string));
+                case
+            })
         });
         let planned = match case {
             Ok(case) => planner.plan(&target, case),
@@ -261,8 +275,9 @@ impl Selected {
             Ok(planned) => {
                 self.jobs.extend(planned.jobs);
                 for u in planned.unset {
-                    if !self.unset.iter().any(|s| s.name == u.name) {
-                        self.unset.push(u);
+                    match self.unset.iter_mut().find(|s| s.name == u.name) {
+                        Some(seen) => seen.cases += 1,
+                        None => self.unset.push(u),
                     }
                 }
             }
@@ -281,12 +296,19 @@ impl Selected {
         for (row, why) in &self.skipped {
             s.push_str(&format!("note: skipped {row}: {why}\n"));
         }
+        for w in &self.warnings {
+            s.push_str(&format!("warning: {w}\n"));
+        }
         let level = if strict { "error" } else { "warning" };
         for u in &self.unset {
             let what = if strict { "" } else { "; left as written" };
+            let cases = match u.cases {
+                0 | 1 => format!("case {}", u.case),
+                n => format!("{n} cases: {} and {} more", u.case, n - 1),
+            };
             s.push_str(&format!(
-                "{level}: {}: `${{{}}}` is set by nothing (the environment, the platform, the case's ENV_VARS){what} (case {})\n",
-                u.place, u.name, u.case
+                "{level}: {}: `${{{}}}` is set by nothing (the environment, the platform, the case's ENV_VARS){what} ({cases})\n",
+                u.place, u.name
             ));
         }
         for f in &self.failures {

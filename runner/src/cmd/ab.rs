@@ -415,6 +415,7 @@ impl Bench<'_> {
             out_dir: self.ab_dir.clone(),
             run_id: run_id.to_owned(),
             base_dir: arm.dir.clone(),
+            env: arm.env.clone(),
         };
         let filter = goldgate_record::plan::CaseFilter::new(
             std::slice::from_ref(&self.args.case),
@@ -524,22 +525,28 @@ impl Bench<'_> {
         Ok(exit)
     }
 
+    /// `repro arm b: goldgate repro CASE …`: every word after the colon quoted for bash, so
+    /// the line pasted into a shell runs `repro` and nothing else (a folder named
+    /// `x $(touch y)` stays one word).
     fn repro_line(&self, arm: &Arm) -> String {
-        let mut line = format!("repro arm {}: goldgate repro {}", arm.name, self.args.case);
+        let mut words = vec![
+            "goldgate".to_owned(),
+            "repro".into(),
+            self.args.case.clone(),
+        ];
         if let Some(p) = &self.args.select.platform {
-            line.push_str(&format!(" --platform {p}"));
+            words.extend(["--platform".into(), p.clone()]);
         }
         for v in &arm.select.variants {
-            line.push_str(&format!(" --variant {v}"));
+            words.extend(["--variant".into(), v.clone()]);
         }
         for e in arm.spec().env {
-            line.push_str(&format!(" --env {e}"));
+            words.extend(["--env".into(), e]);
         }
         if let Some(dir) = &arm.dir {
-            line.push_str(&format!(" --dir {}", dir.display()));
+            words.extend(["--dir".into(), dir.display().to_string()]);
         }
-        line.push('\n');
-        line
+        repro_line(arm.name, &words)
     }
 
     fn goldens(&self, report: &mut AbReport) -> Result<(), AppError> {
@@ -576,9 +583,67 @@ impl Bench<'_> {
     }
 }
 
+/// `repro arm NAME: WORD …` with each word quoted for bash.
+fn repro_line(arm: &str, words: &[String]) -> String {
+    let quoted: Vec<String> = (words.iter())
+        .map(|w| goldgate_record::plan::shell_quote(w))
+        .collect();
+    format!("repro arm {arm}: {}\n", quoted.join(" "))
+}
+
 fn relative(path: &Path, base: &Path) -> String {
     path.strip_prefix(base)
         .unwrap_or(path)
         .display()
         .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The printed line pasted into bash runs `goldgate repro` with exactly these words: a
+    /// folder named with `$(…)`, quotes and spaces is one word, and nothing in it runs.
+    #[test]
+    fn the_repro_line_pasted_into_bash_passes_each_word_unchanged() {
+        let dir = tempfile::tempdir().unwrap();
+        let planted = dir.path().join("planted");
+        let arm_dir = format!(
+            "{}/arm $(touch {}) it's \"here\"",
+            dir.path().display(),
+            planted.display()
+        );
+        let words: Vec<String> = [
+            "goldgate",
+            "repro",
+            "demo/ckpt-power",
+            "--env",
+            "GOLDGATE_PLANT_EMPTY_CACHE=1",
+            "--dir",
+            &arm_dir,
+        ]
+        .map(str::to_owned)
+        .to_vec();
+        let line = repro_line("b", &words);
+        let command = line.strip_prefix("repro arm b: ").unwrap().trim_end();
+        // bash parses the pasted words as the arguments of printf instead of running goldgate.
+        let out = std::process::Command::new("bash")
+            .arg("-c")
+            .arg(format!("printf '%s\\0' {command}"))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{line}");
+        let parsed: Vec<String> = String::from_utf8(out.stdout)
+            .unwrap()
+            .split_terminator('\0')
+            .map(str::to_owned)
+            .collect();
+        assert_eq!(parsed, words, "{line}");
+        assert!(
+            !planted.exists(),
+            "pasting the line ran the $(touch …) in {line}"
+        );
+        let shown = line.replace(&dir.path().display().to_string(), "[TMP]");
+        insta::assert_snapshot!(shown);
+    }
 }

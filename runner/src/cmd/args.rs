@@ -172,6 +172,23 @@ pub struct ExecArgs {
     pub tensorboard: bool,
 }
 
+/// Whether the cases' `BEFORE_SCRIPT`/`AFTER_SCRIPT` run (for `run` and `ab`) or go into the
+/// script (for `repro`): `--scripts`/`--no-scripts`, else the platform's `scripts`, else only
+/// under Slurm (where the job's node, not this machine, runs them).
+pub(crate) fn scripts_on(
+    scripts: bool,
+    no_scripts: bool,
+    platform: &Platform,
+    executor: ExecutorChoice,
+) -> bool {
+    if scripts || no_scripts {
+        return scripts;
+    }
+    platform
+        .scripts
+        .unwrap_or(executor == ExecutorChoice::Slurm)
+}
+
 impl ExecArgs {
     /// The validated options of the run stage, with results under `out`.
     pub fn options(&self, out: &Path) -> Result<RunOptions, AppError> {
@@ -199,12 +216,7 @@ impl ExecArgs {
     /// Whether the cases' scripts run: `--scripts`/`--no-scripts`, else the platform's
     /// `scripts`, else only under Slurm (where the job's node, not this machine, runs them).
     pub fn scripts_on(&self, platform: &Platform, executor: ExecutorChoice) -> bool {
-        if self.scripts || self.no_scripts {
-            return self.scripts;
-        }
-        platform
-            .scripts
-            .unwrap_or(executor == ExecutorChoice::Slurm)
+        scripts_on(self.scripts, self.no_scripts, platform, executor)
     }
 
     /// `--jobs`, or 1 with `--no-capture` (said when that overrides a larger `--jobs`).

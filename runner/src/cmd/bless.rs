@@ -23,7 +23,7 @@ fn from_history(
         db: args.db.clone(),
         config: args.config.clone(),
     };
-    let mut store = super::history::open(&store_args)?;
+    let mut store = super::history::open_read(&store_args)?;
     let names = store.series_names()?;
     let mut series: Vec<(String, String, String)> = names
         .into_iter()

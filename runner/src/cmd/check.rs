@@ -211,7 +211,10 @@ fn plan_lints(
         let Ok(loaded) = case::load_case(&args.root.path, &c.config_path) else {
             continue; // already an error of its own
         };
-        // Without --platform a case with a recipe is checked on its recipe's platform.
+        // Without --platform a case with a recipe is checked on its recipe's platform, one
+        // without on the platform its golden files name (`golden_values_dev_dgx_h100.json`):
+        // the default platform's one GPU would warn on every parallel layout of a corpus that
+        // never runs there.
         let mut recipe = case::for_case(&rows, &c.name, &environment, &chosen.name);
         let own = recipe.any.and_then(|r| r.platform.as_deref());
         let platform = match own.map(|p| (p, config.platform(Some(p)))) {
@@ -219,6 +222,7 @@ fn plan_lints(
                 recipe = case::for_case(&rows, &c.name, &environment, name);
                 p
             }
+            None if args.platform.is_none() => golden_platform(args, config, &c).unwrap_or(chosen),
             _ => chosen,
         };
         let inputs = PlanInputs {
@@ -244,6 +248,21 @@ fn plan_lints(
         problems.extend(lints_of(&c.config_path, &platform.name, planned));
     }
     Ok(problems)
+}
+
+/// Of the platforms `config` knows among those the case's golden files are named for, the one
+/// with the most ranks (a case blessed on DGX A100 and GB200 runs on either).
+fn golden_platform<'c>(
+    args: &Args,
+    config: &'c goldgate_core::config::Config,
+    c: &case::CaseRef,
+) -> Option<&'c goldgate_core::config::Platform> {
+    let root = Some(args.golden_root.path.as_path()).filter(|p| p.is_dir());
+    golden::find_goldens(&c.dir, root, &c.name)
+        .into_iter()
+        .filter_map(|g| g.name.platform)
+        .filter_map(|p| config.platform(Some(&p)).ok())
+        .max_by_key(|p| p.gpus_per_node * p.nodes)
 }
 
 /// The problems one case's plan shows.

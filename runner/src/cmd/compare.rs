@@ -14,8 +14,8 @@ use goldgate_schema::Exit;
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// A run directory (`OUT/<run-id>`) or a folder holding several (then the newest run is
-    /// judged; see `--all-runs` and `--run`).
-    #[arg(long)]
+    /// judged; see `--all-runs` and `--run`). Default `results`, where `goldgate run` puts runs.
+    #[arg(long, default_value = "results")]
     pub results: std::path::PathBuf,
     #[command(flatten)]
     pub pick: super::args::RunPick,

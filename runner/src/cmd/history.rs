@@ -1,15 +1,14 @@
-//! `goldgate history`: the history store — `ingest` a results folder (idempotent), `show` a
-//! metric of a case over commits, `prune` old runs, `annotate` an intended change (a new
-//! baseline). The store is `--db`, else `$GOLDGATE_HISTORY`, else goldgate.yaml's
+//! `goldgate history`: the history store — `ingest` a results folder (idempotent), `prune`
+//! old runs, `annotate` an intended change (a new baseline); `show` and `changes` read it
+//! (`history_show`), `site` draws it (`history_site`). The store is `--db`, else `$GOLDGATE_HISTORY`, else goldgate.yaml's
 //! `history.database`, else `.goldgate/history.sqlite` in the working directory.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use super::error::AppError;
 use super::output::{out, outln};
-use goldgate_core::metrics::record::{load_indexes, load_results};
-use goldgate_judge::history::ingest::{self, IngestContext, IngestCount};
+use goldgate_judge::history::folder;
+use goldgate_judge::history::ingest::{self, IngestContext, IngestCount, JobRow};
 use goldgate_judge::history::location::{DEFAULT_FILE, HISTORY_ENV};
 use goldgate_judge::history::series::Annotation;
 use goldgate_judge::history::{HistoryError, Location, SeriesKey, Store};
@@ -104,9 +103,13 @@ pub struct ChangesArgs {
     /// Largest p-value of a change point (Otava's default: 0.001).
     #[arg(long, default_value_t = 0.001)]
     pub max_pvalue: f64,
-    /// Smallest relative change of a change point (0.05 = 5 %; Otava's default: 0).
-    #[arg(long, default_value_t = 0.0)]
-    pub min_magnitude: f64,
+    /// Smallest relative change of a change point (0.05 = 5 %). Default: Otava's 0, except
+    /// 0.01 for a stored exact counter or byte metric.
+    #[arg(long)]
+    pub min_magnitude: Option<f64>,
+    /// One JSON line per series instead of the table.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// Arguments of `history ingest`.
@@ -142,11 +145,22 @@ pub struct SeriesArgs {
 /// Arguments of `history show`.
 #[derive(clap::Args, Debug)]
 pub struct ShowArgs {
-    #[command(flatten)]
-    pub series: SeriesArgs,
+    /// The case (`<model>/<case>`); without it (or without --metric) `show` lists what the
+    /// store holds.
+    #[arg(long = "case")]
+    pub case: Option<String>,
     /// The metric (a golden name such as `lm loss`, or goldgate's key).
     #[arg(long)]
-    pub metric: String,
+    pub metric: Option<String>,
+    /// The variant's name.
+    #[arg(long, default_value = "default")]
+    pub variant: String,
+    /// The platform (default: the only one the case was recorded on).
+    #[arg(long)]
+    pub platform: Option<String>,
+    /// Only runs of this branch (default: every branch).
+    #[arg(long)]
+    pub branch: Option<String>,
     /// Only the newest N runs.
     #[arg(long)]
     pub last: Option<usize>,
@@ -155,12 +169,20 @@ pub struct ShowArgs {
 /// Arguments of `history prune`.
 #[derive(clap::Args, Debug)]
 pub struct PruneArgs {
-    /// Remove runs started before this time (RFC 3339, e.g. 2026-06-01T00:00:00Z).
-    #[arg(long)]
-    pub before: Option<String>,
+    /// Remove runs started before this time: RFC 3339 with an offset
+    /// (2026-06-01T00:00:00Z, 2026-06-01T09:00:00+09:00) or a date (2026-06-01, midnight UTC).
+    #[arg(long, value_name = "TIME", value_parser = parse_cutoff)]
+    pub before: Option<jiff::Timestamp>,
     /// Keep only the newest N runs.
-    #[arg(long)]
+    #[arg(long, value_name = "N")]
     pub keep: Option<usize>,
+    /// Print what would be removed; remove nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+fn parse_cutoff(text: &str) -> Result<jiff::Timestamp, String> {
+    goldgate_judge::history::prune::parse_cutoff(text)
 }
 
 /// Arguments of `history annotate`.
@@ -185,15 +207,18 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
     if let Command::Changes(a) = &args.command
         && let Some(path) = &a.input
     {
-        return print_changes(&input_series(path)?, a);
+        return super::history_show::changes_of_file(path, a);
     }
-    let mut store = open(&args.store)?;
+    let mut store = match &args.command {
+        Command::Show(_) | Command::Changes(_) | Command::Site(_) => open_read(&args.store)?,
+        Command::Ingest(_) | Command::Prune(_) | Command::Annotate(_) => open(&args.store)?,
+    };
     match args.command {
         Command::Ingest(a) => ingest_cmd(&mut store, &a),
-        Command::Show(a) => show(&mut store, &a),
+        Command::Show(a) => super::history_show::show(&mut store, &a),
         Command::Prune(a) => prune(&mut store, &a),
         Command::Annotate(a) => annotate(&mut store, &a),
-        Command::Changes(a) => changes(&mut store, &a),
+        Command::Changes(a) => super::history_show::changes(&mut store, &a),
         Command::Site(a) => super::history_site::site(&mut store, &a),
     }
 }
@@ -215,68 +240,66 @@ pub fn location(args: &StoreArgs) -> Result<Location, AppError> {
     Ok(Location::parse(DEFAULT_FILE, &cwd))
 }
 
-/// Opens (and migrates) the store the flags name.
+/// Opens (and migrates) the store the flags name, to write it.
 pub fn open(args: &StoreArgs) -> Result<Store, AppError> {
     let location = location(args)?;
     Ok(Store::open(&location, &now())?)
+}
+
+/// Opens the existing store the flags name, to read it ([`Store::open_read`]).
+pub fn open_read(args: &StoreArgs) -> Result<Store, AppError> {
+    let location = location(args)?;
+    Ok(Store::open_read(&location)?)
 }
 
 pub(crate) fn now() -> String {
     jiff::Timestamp::now().to_string()
 }
 
-/// Reads every run of `dir` (records through `metrics::record`) and stores them.
+/// Reads the runs of `dir` — only the jobs each run's run.json names ([`folder::read`]) — and
+/// stores them; returns what was added and a note per listed job left out.
 pub fn ingest_dir(
     store: &mut Store,
     dir: &Path,
     ctx: &IngestContext,
-) -> Result<IngestCount, AppError> {
-    let records = load_results(dir)?;
-    let known_runs: Vec<String> = load_indexes(dir)?
-        .into_iter()
-        .map(|(_, index)| index.run_id)
-        .collect();
-    let mut by_run: BTreeMap<&str, Vec<(&PathBuf, &RunRecord)>> = BTreeMap::new();
-    for (path, record) in &records {
-        by_run
-            .entry(record.run_id.as_str())
-            .or_default()
-            .push((path, record));
+) -> Result<(IngestCount, Vec<String>), AppError> {
+    let found = folder::read(dir)?;
+    if found.runs.is_empty() {
+        return Err(HistoryError::NotFound(format!(
+            "no run.json in {} or its folders: ingest stores the runs `goldgate run` wrote \
+             (pass its --out folder, or one OUT/<run-id>)",
+            dir.display()
+        ))
+        .into());
     }
     let mut total = IngestCount::default();
-    for (run_id, jobs) in &by_run {
-        let refs: Vec<&RunRecord> = jobs.iter().map(|(_, r)| *r).collect();
-        let Some(run) = ingest::run_row(&refs, ctx) else {
+    for run in &found.runs {
+        let records: Vec<&RunRecord> = run.jobs.iter().map(|j| &j.record).collect();
+        let Some(row) = ingest::run_row(&records, ctx) else {
             continue;
         };
-        let rows: Vec<_> = jobs
+        let rows: Vec<_> = run
+            .jobs
             .iter()
-            .map(|(path, r)| ingest::job_row(r, &relative(dir, path, run_id, &known_runs)))
+            .map(|j| JobRow {
+                passed: j.passed(),
+                outcome: j.outcome_label(),
+                ..ingest::job_row(&j.record, &j.path)
+            })
             .collect();
-        total.add(store.ingest(&run, &rows)?);
+        total.add(store.ingest(&row, &rows)?);
     }
-    Ok(total)
-}
-
-/// The record's path from its run folder on (`<run-id>/<case>/…/results.json`): the store
-/// outlives the folder it was read from.
-fn relative(dir: &Path, path: &Path, run_id: &str, _known: &[String]) -> String {
-    let rel = path.strip_prefix(dir).unwrap_or(path);
-    let text = rel.to_string_lossy();
-    if text.starts_with(run_id) {
-        text.into_owned()
-    } else {
-        format!("{run_id}/{text}")
-    }
+    Ok((total, found.left_out))
 }
 
 fn ingest_cmd(store: &mut Store, a: &IngestArgs) -> Result<Exit, AppError> {
     let ctx = IngestContext {
         commit: a.commit.clone().filter(|c| !c.is_empty()),
+        checkout: checkout_commit(),
         branch: a.branch.clone(),
         now: now(),
     };
-    let n = ingest_dir(store, &a.dir, &ctx)?;
+    let (n, left_out) = ingest_dir(store, &a.dir, &ctx)?;
     outln!(
         "ingested {} runs, {} jobs ({} already stored), {} metrics, {} samples into {}",
         n.runs,
@@ -286,7 +309,23 @@ fn ingest_cmd(store: &mut Store, a: &IngestArgs) -> Result<Exit, AppError> {
         n.samples,
         store.location()
     );
+    for note in &left_out {
+        outln!("  not stored: {note}");
+    }
     Ok(Exit::Pass)
+}
+
+/// The commit checked out in the working directory (`git rev-parse HEAD`), when it is a git
+/// checkout: what a run is of when neither `--commit`, `$GITHUB_SHA` nor the records say.
+fn checkout_commit() -> Option<String> {
+    let out = std::process::Command::new("git")
+        .args(["rev-parse", "--verify", "HEAD"])
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()?;
+    let sha = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    (out.status.success() && !sha.is_empty()).then_some(sha)
 }
 
 /// The series key of `a` and `metric`; the platform defaults to the only one recorded.
@@ -305,47 +344,35 @@ pub fn series_key(store: &mut Store, a: &SeriesArgs, metric: &str) -> Result<Ser
 }
 
 fn only_platform(store: &mut Store, case: &str, variant: &str) -> Result<String, AppError> {
-    let mut platforms: Vec<String> = store
-        .series_names()?
-        .into_iter()
-        .filter(|(c, v, _, _)| c == case && v == variant)
-        .map(|(_, _, p, _)| p)
+    let series = store.series_runs()?;
+    let mut platforms: Vec<&str> = series
+        .iter()
+        .filter(|((c, v, _, _), _)| c == case && v == variant)
+        .map(|((_, _, p, _), _)| p.as_str())
         .collect();
     platforms.dedup();
     match platforms.as_slice() {
-        [one] => Ok(one.clone()),
-        [] => Err(HistoryError::NotFound(format!(
-            "the history store holds no run of {case} @ {variant}"
-        ))
-        .into()),
+        [one] => Ok((*one).to_owned()),
+        [] => {
+            super::history_show::check_case(&series, case)?;
+            let mut variants: Vec<&str> = series
+                .iter()
+                .filter(|(s, _)| s.0 == case)
+                .map(|(s, _)| s.1.as_str())
+                .collect();
+            variants.dedup();
+            Err(HistoryError::NotFound(format!(
+                "the history store holds no run of {case} @ {variant}; its variants: {}",
+                variants.join(", ")
+            ))
+            .into())
+        }
         many => Err(HistoryError::Usage(format!(
             "{case} @ {variant} was recorded on several platforms ({}): name one with --platform",
             many.join(", ")
         ))
         .into()),
     }
-}
-
-fn show(store: &mut Store, a: &ShowArgs) -> Result<Exit, AppError> {
-    let key = series_key(store, &a.series, &a.metric)?;
-    let mut points = store.series(&key)?;
-    if points.is_empty() {
-        return Err(HistoryError::NotFound(format!(
-            "no passed job of {} @ {} on {} recorded {}",
-            key.case, key.variant, key.platform, key.metric
-        ))
-        .into());
-    }
-    if let Some(n) = a.last {
-        points.drain(..points.len().saturating_sub(n));
-    }
-    let notes = store.annotations(&key.case)?;
-    let changes = goldgate_judge::history::changes::of_points(&points);
-    out!(
-        "{}",
-        goldgate_judge::report::history::series_table(&key, &points, &changes, &notes)
-    );
-    Ok(Exit::Pass)
 }
 
 fn prune(store: &mut Store, a: &PruneArgs) -> Result<Exit, AppError> {
@@ -356,11 +383,15 @@ fn prune(store: &mut Store, a: &PruneArgs) -> Result<Exit, AppError> {
         )
         .into());
     }
-    let removed = store.prune(a.before.as_deref(), a.keep)?;
-    outln!("removed {} runs from {}", removed.len(), store.location());
-    for run in &removed {
-        outln!("  {run}");
-    }
+    let plan = store.prune(a.before, a.keep, a.dry_run)?;
+    out!(
+        "{}",
+        goldgate_judge::report::history::prune_text(
+            &plan,
+            a.dry_run,
+            &store.location().to_string()
+        )
+    );
     Ok(Exit::Pass)
 }
 
@@ -380,87 +411,5 @@ fn annotate(store: &mut Store, a: &AnnotateArgs) -> Result<Exit, AppError> {
         goldgate_judge::report::history::short(&note.commit),
         note.note
     );
-    Ok(Exit::Pass)
-}
-
-/// The series of `--input`: one unnamed array, or named arrays in file order.
-fn input_series(path: &Path) -> Result<Vec<(String, Vec<f64>)>, AppError> {
-    let bad = |message: String| HistoryError::Usage(format!("{}: {message}", path.display()));
-    let text = goldgate_core::fsio::read_text(path, 256 << 20).map_err(|e| bad(e.to_string()))?;
-    let json: serde_json::Value =
-        serde_json::from_str(&text).map_err(|e| bad(format!("not JSON: {e}")))?;
-    let numbers = |name: &str, v: &serde_json::Value| -> Result<Vec<f64>, HistoryError> {
-        let items = v
-            .as_array()
-            .ok_or_else(|| bad(format!("series `{name}` is not an array of numbers")))?;
-        items
-            .iter()
-            .enumerate()
-            .map(|(i, x)| {
-                x.as_f64()
-                    .or(x.is_null().then_some(f64::NAN))
-                    .ok_or_else(|| bad(format!("series `{name}`, item {i}: `{x}` is not a number")))
-            })
-            .collect()
-    };
-    match &json {
-        serde_json::Value::Object(map) => map
-            .iter()
-            .map(|(name, v)| Ok((name.clone(), numbers(name, v)?)))
-            .collect(),
-        other => Ok(vec![("series".to_owned(), numbers("series", other)?)]),
-    }
-}
-
-fn changes(store: &mut Store, a: &ChangesArgs) -> Result<Exit, AppError> {
-    let series = match (&a.case, &a.metric) {
-        (Some(case), Some(metric)) => {
-            let args = SeriesArgs {
-                case: case.clone(),
-                variant: a.variant.clone(),
-                platform: a.platform.clone(),
-                branch: a.branch.clone(),
-            };
-            let key = series_key(store, &args, metric)?;
-            let medians = store.series(&key)?.iter().map(|p| p.median()).collect();
-            vec![(format!("{case} {metric}"), medians)]
-        }
-        _ => {
-            return Err(HistoryError::Usage(
-                "history changes needs --input FILE, or --case and --metric".into(),
-            )
-            .into());
-        }
-    };
-    print_changes(&series, a)
-}
-
-/// One JSON line per series: its change points, the weak ones and the search's own time.
-fn print_changes(series: &[(String, Vec<f64>)], a: &ChangesArgs) -> Result<Exit, AppError> {
-    use goldgate_judge::history::changes::{Options, detect};
-    if a.window < 2 || !(0.0..=1.0).contains(&a.max_pvalue) || a.min_magnitude < 0.0 {
-        return Err(HistoryError::Usage(
-            "--window takes 2 or more, --max-pvalue 0 to 1, --min-magnitude 0 or more".into(),
-        )
-        .into());
-    }
-    let opts = Options {
-        window: a.window,
-        max_pvalue: a.max_pvalue,
-        min_magnitude: a.min_magnitude,
-    };
-    for (name, values) in series {
-        let started = std::time::Instant::now();
-        let found = detect(values, &opts);
-        let seconds = started.elapsed().as_secs_f64();
-        let line = serde_json::json!({
-            "series": name,
-            "points": values.len(),
-            "change_points": found.indices(),
-            "weak": found.weak.iter().map(|c| c.index).collect::<Vec<_>>(),
-            "seconds": seconds,
-        });
-        outln!("{line}");
-    }
     Ok(Exit::Pass)
 }

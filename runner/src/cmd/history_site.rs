@@ -38,7 +38,7 @@ fn site_cases(store: &mut Store, a: &SiteArgs) -> Result<Vec<SiteCase>, AppError
             .iter()
             .map(goldgate_judge::history::Point::median)
             .collect();
-        let changes = detect(&medians, &Options::default()).points;
+        let changes = detect(&medians, &Options::for_metric(&key.metric)).points;
         let plot = SitePlot {
             key,
             points,
@@ -59,16 +59,31 @@ fn site_cases(store: &mut Store, a: &SiteArgs) -> Result<Vec<SiteCase>, AppError
     Ok(cases)
 }
 
-fn write_page(path: &Path, html: &str) -> Result<(), HistoryError> {
-    goldgate_core::fsio::write_atomic(path, html.as_bytes()).map_err(|source| HistoryError::Write {
-        path: path.to_path_buf(),
-        source,
+/// Writes one page under `out`: no folder between them, nor the page, may be a symbolic link
+/// (a link planted at `OUT/cases` would lead the site anywhere).
+fn write_page(out: &Path, path: &Path, html: &str) -> Result<(), HistoryError> {
+    goldgate_core::fsio::write_under(out, path, html.as_bytes()).map_err(|source| {
+        HistoryError::Write {
+            path: path.to_path_buf(),
+            source,
+        }
     })
 }
 
 /// Writes the site (`goldgate history site`).
 pub(crate) fn site(store: &mut Store, a: &SiteArgs) -> Result<Exit, AppError> {
     use goldgate_judge::report::site::{case_file, render_case, render_index};
+    if let Some(url) = &a.run_url
+        && !goldgate_judge::report::site::safe_href(
+            &url.replace("{run}", "r").replace("{path}", "p"),
+        )
+    {
+        return Err(HistoryError::Usage(format!(
+            "--run-url `{url}` is not an http(s) URL or a relative path: the site links nothing \
+             else"
+        ))
+        .into());
+    }
     let cases = site_cases(store, a)?;
     if cases.is_empty() {
         return Err(
@@ -81,15 +96,19 @@ pub(crate) fn site(store: &mut Store, a: &SiteArgs) -> Result<Exit, AppError> {
         generated: now(),
     };
     let pages = a.out.join("cases");
-    std::fs::create_dir_all(&pages).map_err(|source| HistoryError::Folder {
+    let folder_error = |source| HistoryError::Folder {
         path: pages.clone(),
         source,
-    })?;
+    };
+    std::fs::create_dir_all(&a.out).map_err(folder_error)?;
+    goldgate_core::fsio::check_no_links(&a.out, &pages).map_err(folder_error)?;
+    std::fs::create_dir_all(&pages).map_err(folder_error)?;
     for c in &cases {
-        write_page(&a.out.join(case_file(&c.case)), &render_case(c, &opts))?;
+        let page = a.out.join(case_file(&c.case));
+        write_page(&a.out, &page, &render_case(c, &opts))?;
     }
     let index = a.out.join("index.html");
-    write_page(&index, &render_index(&cases, &opts))?;
+    write_page(&a.out, &index, &render_index(&cases, &opts))?;
     outln!(
         "wrote {} ({} case pages, {} plots)",
         index.display(),
@@ -131,7 +150,7 @@ pub(crate) fn trend_markdown(
                 .iter()
                 .map(goldgate_judge::history::Point::median)
                 .collect();
-            let latest_change = detect(&medians, &Options::default())
+            let latest_change = detect(&medians, &Options::for_metric(&m.metric))
                 .points
                 .last()
                 .map(|cp| {

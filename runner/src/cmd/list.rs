@@ -67,6 +67,9 @@ pub struct Row {
     /// Why the config does not load, if it does not.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// Keys the config holds twice (`path:line:column: message`), said on stderr.
+    #[serde(skip)]
+    pub warnings: Vec<String>,
 }
 
 /// Runs the command.
@@ -99,6 +102,9 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
         Format::Table => render_table(&rows),
         Format::Json => render_json(&rows),
     };
+    for w in rows.iter().flat_map(|r| &r.warnings) {
+        errln!("warning: {w}");
+    }
     outln!("{out}");
     let broken = rows.iter().filter(|r| r.error.is_some()).count();
     if broken > 0 {
@@ -114,8 +120,8 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
 /// Loads one case into a row; a broken config becomes a row with `error` set.
 pub fn row(root: &Path, golden_root: Option<&Path>, c: &CaseRef) -> Row {
     let goldens = golden::find_goldens(&c.dir, golden_root, &c.name);
-    match case::load_case(root, &c.config_path) {
-        Ok(case) => Row {
+    match case::load_case_noting_duplicates(root, &c.config_path) {
+        Ok((case, duplicates)) => Row {
             name: case.name,
             test_type: case.test_type.as_str().to_string(),
             launcher: case.launcher.as_str().to_string(),
@@ -124,6 +130,7 @@ pub fn row(root: &Path, golden_root: Option<&Path>, c: &CaseRef) -> Row {
             goldens,
             config: c.config_path.clone(),
             error: None,
+            warnings: duplicates.iter().map(ToString::to_string).collect(),
         },
         Err(e) => broken_row(c, goldens, &e),
     }
@@ -139,6 +146,7 @@ fn broken_row(c: &CaseRef, goldens: Vec<GoldenRef>, e: &CaseError) -> Row {
         goldens,
         config: c.config_path.clone(),
         error: Some(e.to_string()),
+        warnings: Vec::new(),
     }
 }
 
@@ -236,6 +244,7 @@ mod tests {
                 ],
                 config: PathBuf::from("gpt/a/model_config.yaml"),
                 error: None,
+                warnings: vec![],
             },
             Row {
                 name: "gpt/broken".into(),
@@ -246,6 +255,7 @@ mod tests {
                 goldens: vec![],
                 config: PathBuf::from("gpt/broken/model_config.yaml"),
                 error: Some("gpt/broken/model_config.yaml: empty file".into()),
+                warnings: vec![],
             },
         ]
     }

@@ -23,8 +23,12 @@ pub(crate) struct WorkloadRow {
     pub scope: Option<String>,
     pub cadence: Vec<String>,
     pub nodes: Option<u32>,
-    /// GPUs per node the recipe allocates.
+    /// Ranks per node `plan` and `run` launch: the recipe script's `GPUS_PER_NODE`, else
+    /// Megatron's default of 8 (what `_run_training.sh` starts torchrun with).
     pub gpus: Option<u32>,
+    /// GPUs per node the recipe's `spec.gpus` allocates, where it says (it may differ from the
+    /// ranks launched: `gpus: 1` rows of Megatron's H100 recipes still launch 8).
+    pub gpus_allocated: Option<u32>,
     pub n_repeat: Option<u32>,
     /// Seconds.
     pub time_limit: Option<u64>,
@@ -45,8 +49,9 @@ impl WorkloadRow {
             platform: row.platform.clone(),
             scope: row.scope.clone(),
             cadence: row.cadence.clone(),
-            nodes: row.nodes,
-            gpus: row.gpus,
+            nodes: Some(row.nodes.unwrap_or(1)),
+            gpus: Some(row.gpus_per_node()),
+            gpus_allocated: row.gpus,
             n_repeat: row.n_repeat,
             time_limit: row.time_limit,
             training_script: row.training_script().map(str::to_owned),
@@ -109,8 +114,9 @@ pub(crate) fn render_table(rows: &[WorkloadRow]) -> String {
         "script",
     ]);
     for r in rows {
-        let size = match (r.nodes, r.gpus) {
-            (Some(n), Some(g)) => format!("{n}×{g}"),
+        let size = match (r.nodes, r.gpus, r.gpus_allocated) {
+            (Some(n), Some(g), Some(a)) if a != g => format!("{n}×{g} ({a} allocated)"),
+            (Some(n), Some(g), _) => format!("{n}×{g}"),
             _ => dash(),
         };
         b.push_record([
@@ -157,6 +163,7 @@ mod tests {
             cadence: vec!["pr".into()],
             nodes: Some(1),
             gpus: Some(8),
+            gpus_allocated: Some(8),
             n_repeat: Some(5),
             time_limit: Some(1800),
             training_script: Some("pretrain_gpt.py".into()),
@@ -176,6 +183,7 @@ mod tests {
             cadence: vec![],
             nodes: Some(1),
             gpus: Some(8),
+            gpus_allocated: Some(8),
             n_repeat: Some(1),
             time_limit: None,
             training_script: None,
@@ -190,5 +198,31 @@ mod tests {
             ),
         ];
         insta::assert_snapshot!(render_table(&rows));
+    }
+
+    /// A recipe row that allocates one GPU and whose script sets no `GPUS_PER_NODE` launches
+    /// Megatron's default of 8 ranks, as `plan` shows: `list` says 8 too, and what is allocated.
+    #[test]
+    fn a_row_shows_the_ranks_plan_launches_and_what_its_recipe_allocates() {
+        let recipe = RecipeRow {
+            file: "h100/gpt-grpo.yaml".into(),
+            case: "gpt/grpo".into(),
+            name: "gpt_grpo_dev_dgx_h100".into(),
+            environment: Some("dev".into()),
+            platform: Some("dgx_h100".into()),
+            scope: Some("mr".into()),
+            cadence: vec![],
+            nodes: Some(1),
+            gpus: Some(1),
+            n_repeat: None,
+            time_limit: None,
+            script: Err("no script".into()),
+        };
+        let row = WorkloadRow::of(&recipe, None);
+        assert_eq!(
+            (row.nodes, row.gpus, row.gpus_allocated),
+            (Some(1), Some(8), Some(1))
+        );
+        insta::assert_snapshot!(render_table(&[row]));
     }
 }

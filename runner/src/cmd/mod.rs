@@ -14,6 +14,7 @@ pub mod completions;
 pub mod error;
 pub mod extract;
 pub mod history;
+pub(crate) mod history_show;
 pub(crate) mod history_site;
 pub mod list;
 pub(crate) mod list_recipes;

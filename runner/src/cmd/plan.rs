@@ -57,6 +57,7 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
             .out_dir(&config, args.out.as_deref(), "results")?,
         run_id: args.run_id,
         base_dir: None,
+        env: Vec::new(),
     };
     let filter = args.which.filter()?;
     let selected = plan_selection(&config, &args.select, &filter, args.repeat, 0, &output)?;

@@ -15,8 +15,8 @@ use goldgate_schema::RunRecord;
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// A run directory (`OUT/<run-id>`) or a folder holding several (then the newest run is
-    /// shown; see `--all-runs` and `--run`).
-    #[arg(long)]
+    /// shown; see `--all-runs` and `--run`). Default `results`, where `goldgate run` puts runs.
+    #[arg(long, default_value = "results")]
     pub results: std::path::PathBuf,
     #[command(flatten)]
     pub pick: super::args::RunPick,

@@ -38,6 +38,15 @@ pub struct Args {
     /// The folder the case's relative entry words resolve in (an `ab` arm's `--a-dir`/`--b-dir`).
     #[arg(long, value_name = "DIR")]
     pub dir: Option<PathBuf>,
+    /// Write the case's BEFORE_SCRIPT and AFTER_SCRIPT into the script, as `goldgate run
+    /// --scripts` runs them. They may change the machine (MR-scope cases `pip uninstall`
+    /// packages), so for the local executor the script leaves them out unless this flag or a
+    /// platform with `scripts: true` asks; a Slurm batch script has them (the node runs them).
+    #[arg(long, conflicts_with = "no_scripts")]
+    pub scripts: bool,
+    /// Never write the case's BEFORE_SCRIPT and AFTER_SCRIPT into the script.
+    #[arg(long)]
+    pub no_scripts: bool,
 }
 
 /// Runs the command.
@@ -53,6 +62,7 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
             .as_deref()
             .map(super::select::absolute)
             .transpose()?,
+        env: args.env.clone(),
     };
     let filter =
         goldgate_record::plan::CaseFilter::new(std::slice::from_ref(&args.case), None, None)?;
@@ -71,6 +81,17 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
             job.env.insert(k.clone(), v.clone());
         }
     }
+    let (platform, executor) = args.select.executor(&config)?;
+    let scripts = super::args::scripts_on(args.scripts, args.no_scripts, platform, executor);
+    if !args.no_scripts {
+        err!("{}", scripts_note(&jobs, scripts));
+    }
+    if !scripts {
+        for job in &mut jobs {
+            job.before_script = None;
+            job.after_script = None;
+        }
+    }
     let [job] = jobs.as_slice() else {
         let names: Vec<String> = jobs.iter().map(|j| j.variant.name()).collect();
         return Err(super::error::CmdError::NotOneJob {
@@ -80,11 +101,54 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
         .into());
     };
     let program = job_entry_program(job);
-    match args.select.executor(&config)?.1 {
+    match executor {
         ExecutorChoice::Local => out!("{}", render_repro(job, program.as_deref())),
         ExecutorChoice::Slurm => out!("{}", batch_script(&config, job)?),
     }
     Ok(Exit::Pass)
+}
+
+/// What `repro` says on stderr about the case's scripts: left out, and how to have them; or
+/// written in (once per script text), so nobody runs a `pip uninstall` unawares.
+pub(crate) fn scripts_note(jobs: &[Job], written: bool) -> String {
+    let mut scripts: Vec<(&str, &str, String)> = Vec::new();
+    for job in jobs {
+        let hooks = [
+            ("BEFORE_SCRIPT", &job.before_script),
+            ("AFTER_SCRIPT", &job.after_script),
+        ];
+        for (field, text) in hooks {
+            if let Some(text) = text.as_deref() {
+                let entry = (
+                    job.case.as_str(),
+                    field,
+                    goldgate_record::plan::redact_text(job, text),
+                );
+                if !scripts.contains(&entry) {
+                    scripts.push(entry);
+                }
+            }
+        }
+    }
+    let Some((case, _, _)) = scripts.first() else {
+        return String::new();
+    };
+    if !written {
+        let fields: Vec<&str> = scripts.iter().map(|(_, f, _)| *f).collect();
+        return format!(
+            "note: the script leaves out the {} of {case} (`--scripts` writes them in, as \
+             `goldgate run --scripts` runs them; `goldgate plan` shows them)\n",
+            fields.join(" and ")
+        );
+    }
+    let mut s = format!("goldgate: the script runs the scripts of {case} (bash -euo pipefail):\n");
+    for (_, field, text) in scripts {
+        s.push_str(&format!("  {field}:\n"));
+        for line in text.lines() {
+            s.push_str(&format!("    | {line}\n"));
+        }
+    }
+    s
 }
 
 /// The batch script `sbatch` would get for `job` (console log `logs/console.log`, the time

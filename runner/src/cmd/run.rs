@@ -74,6 +74,7 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
         out_dir: opts.out_dir.clone(),
         run_id: opts.run_id.clone(),
         base_dir: None,
+        env: Vec::new(),
     };
     let warmup = match args.warmup {
         Some(n) => n,

@@ -168,3 +168,37 @@ fn a_bad_arm_is_refused_before_any_job() {
     let left: Vec<_> = std::fs::read_dir(out.path()).unwrap().flatten().collect();
     assert!(left.is_empty(), "no job ran: {left:?}");
 }
+
+/// An arm's environment is the planning's too: `--a-env MEGATRON_LM_DIR=TREE` moves the
+/// default entry (`${MEGATRON_LM_DIR}/pretrain_gpt.py`) into that tree even when the caller's
+/// own `MEGATRON_LM_DIR` names another (the head's), as `ab` prints each arm's repro line.
+#[test]
+fn an_arms_environment_resolves_the_entry_into_its_own_tree() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("cases");
+    cli::write(
+        &root.join("gpt/tiny/model_config.yaml"),
+        "MODEL_ARGS:\n  --train-iters: 4\nTEST_TYPE: regular\n",
+    );
+    std::fs::write(
+        dir.path().join("goldgate.yaml"),
+        "platforms:\n  cpu:\n    gpus_per_node: 1\n",
+    )
+    .unwrap();
+    let repro = |extra: &[&str]| {
+        let o = cli::goldgate()
+            .current_dir(dir.path())
+            .args(["repro", "gpt/tiny", "--root", "cases", "--platform", "cpu"])
+            .args(extra)
+            .env("MEGATRON_LM_DIR", "/trees/head")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert_eq!(code(&o), 0, "{}", text(&o));
+        String::from_utf8(o.stdout).unwrap()
+    };
+    assert!(repro(&[]).contains("/trees/head/pretrain_gpt.py"));
+    let base = repro(&["--env", "MEGATRON_LM_DIR=/trees/base"]);
+    assert!(base.contains("/trees/base/pretrain_gpt.py"), "{base}");
+    assert!(!base.contains("/trees/head/pretrain_gpt.py"), "{base}");
+}

@@ -61,6 +61,14 @@ fn check_over_the_corpus_finds_only_the_two_empty_goldens() {
             "./moe/gpt3_moe_mcore_te_ep8_resume_torch_dist_dist_optimizer/golden_values_lts_dgx_a100.json: error: empty golden file (0 bytes)",
         ]
     );
+    // Without --platform a case is planned on its recipe's platform, else on the platform its
+    // golden files name: only the 9 cases with neither are planned on the default dev_cpu (one
+    // GPU), where 70 were before and every parallel layout warned.
+    let on_default = stdout
+        .lines()
+        .filter(|l| l.contains("warning: on platform dev_cpu:"))
+        .count();
+    assert_eq!(on_default, 9, "{stdout}");
     // A full checkout's two folders of recipe scripts are one note each, and say why.
     let scripts = corpus::script_folders_in(&cases);
     for dir in &scripts {
@@ -74,7 +82,7 @@ fn check_over_the_corpus_finds_only_the_two_empty_goldens() {
     let notes = 69 + scripts.len();
     assert!(
         stdout.ends_with(&format!(
-            "checked 333 case(s) and 915 golden file(s): 2 error(s), 289 warning(s), {notes} note(s)\n"
+            "checked 333 case(s) and 915 golden file(s): 2 error(s), 304 warning(s), {notes} note(s)\n"
         )),
         "{}",
         stdout.lines().last().unwrap_or("")
@@ -286,22 +294,38 @@ fn check_passes_a_clean_tree_with_goldens_under_the_golden_root() {
 }
 
 #[test]
-fn version_names_the_commit_it_was_built_from() {
+fn version_names_the_release_tag_and_the_commit_it_was_built_from() {
     let out = goldgate(FIXTURES, &["--version"]);
     assert_eq!(out.status.code(), Some(0));
     let line = text(&out.stdout);
-    let commit = line
-        .strip_prefix(concat!("goldgate ", env!("CARGO_PKG_VERSION"), " (commit "))
+    let inside = line
+        .strip_prefix(concat!("goldgate ", env!("CARGO_PKG_VERSION"), " ("))
         .and_then(|rest| rest.strip_suffix(")\n"))
         .unwrap_or_else(|| panic!("{line}"));
+    // `v0.2.0, commit …` when built at a release tag (or with GOLDGATE_RELEASE), else `commit …`.
+    let (tag, commit) = match inside.split_once(", ") {
+        Some((tag, rest)) => (Some(tag), rest),
+        None => (None, inside),
+    };
+    let commit = commit
+        .strip_prefix("commit ")
+        .unwrap_or_else(|| panic!("{line}"));
+    let git = |args: &[&str]| {
+        std::process::Command::new("git")
+            .args(["-C", FIXTURES])
+            .args(args)
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+    };
     // Built in a git checkout: the short hash, never `unknown`.
-    let in_git = std::process::Command::new("git")
-        .args(["-C", FIXTURES, "rev-parse", "HEAD"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if in_git {
+    if git(&["rev-parse", "HEAD"]).is_some() {
         assert_eq!(commit.len(), 12, "{line}");
         assert!(commit.chars().all(|c| c.is_ascii_hexdigit()), "{line}");
+    }
+    if let Some(tag) = tag {
+        assert!(tag.starts_with('v'), "{line}");
     }
 }
 

@@ -337,6 +337,63 @@ fn every_command_in_the_readme_tour_exists() {
     }
 }
 
+/// The commands page names every command `goldgate --help` lists.
+#[test]
+fn the_commands_page_names_every_command() {
+    let help = std::process::Command::new(env!("CARGO_BIN_EXE_goldgate"))
+        .arg("--help")
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    let help = String::from_utf8(help.stdout).unwrap();
+    let commands: Vec<&str> = help
+        .split("Commands:\n")
+        .nth(1)
+        .and_then(|rest| rest.split("\n\n").next())
+        .unwrap()
+        .lines()
+        .filter(|l| l.starts_with("  ") && !l.starts_with("   "))
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|c| *c != "help")
+        .collect();
+    assert!(commands.len() > 10, "{help}");
+    let page = std::fs::read_to_string(repo().join("docs/book/src/reference/cli.md")).unwrap();
+    let missing: Vec<&&str> = (commands.iter())
+        .filter(|c| !page.contains(&format!("| `goldgate {c}")))
+        .collect();
+    assert!(missing.is_empty(), "cli.md lacks {missing:?}");
+}
+
+/// `goldgate.yaml`'s comments point at pages that exist, not at README sections (README is a
+/// front page and keeps none of them).
+#[test]
+fn the_shipped_configs_comments_point_at_pages_that_exist() {
+    let config = std::fs::read_to_string(repo().join("goldgate.yaml")).unwrap();
+    let mut named = 0;
+    for (n, line) in config.lines().enumerate() {
+        let Some(comment) = line.split_once('#').map(|(_, c)| c) else {
+            continue;
+        };
+        assert!(
+            !comment.contains("README"),
+            "goldgate.yaml:{}: {line}",
+            n + 1
+        );
+        for word in comment.split(|c: char| c.is_whitespace() || "(),;\"".contains(c)) {
+            let path = word.trim_end_matches(['.', ':']);
+            if path.starts_with("docs/") {
+                named += 1;
+                assert!(
+                    repo().join(path).exists(),
+                    "goldgate.yaml:{}: {path}",
+                    n + 1
+                );
+            }
+        }
+    }
+    assert!(named >= 2, "the comments name {named} pages");
+}
+
 #[test]
 fn the_checks_catch_what_they_are_for() {
     assert_eq!(

@@ -18,8 +18,8 @@ use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
 use crate::common;
 
-const TOKEN: &str = "ghs_s3cretT0kenValue0123456789";
-const PR: u64 = 17;
+pub(crate) const TOKEN: &str = "ghs_s3cretT0kenValue0123456789";
+pub(crate) const PR: u64 = 17;
 
 /// A fault the fake answers with instead of the normal reply, once, for the next request
 /// of that method.
@@ -49,16 +49,17 @@ struct State {
     bad_auth: u32,
 }
 
-/// An in-memory GitHub issue-comments API mounted under `prefix` ("" or "/api/v3").
+/// An in-memory GitHub issue-comments API of the repository `o/r` mounted under `prefix` (""
+/// or "/api/v3"); also the GitHub the action's test comments on (`action_e2e`).
 #[derive(Clone)]
-struct FakeGithub {
+pub(crate) struct FakeGithub {
     state: Arc<Mutex<State>>,
     prefix: &'static str,
-    base: String,
+    pub(crate) base: String,
 }
 
 impl FakeGithub {
-    async fn start(prefix: &'static str) -> (MockServer, FakeGithub) {
+    pub(crate) async fn start(prefix: &'static str) -> (MockServer, FakeGithub) {
         let server = MockServer::start().await;
         let state = Arc::new(Mutex::new(State {
             next_id: 1000,
@@ -93,11 +94,11 @@ impl FakeGithub {
         self.state.lock().unwrap().faults.push_back((method, fault));
     }
 
-    fn comments(&self) -> Vec<(u64, String)> {
+    pub(crate) fn comments(&self) -> Vec<(u64, String)> {
         self.state.lock().unwrap().comments.clone()
     }
 
-    fn count(&self, method: &str) -> usize {
+    pub(crate) fn count(&self, method: &str) -> usize {
         self.state
             .lock()
             .unwrap()

@@ -19,8 +19,8 @@ use goldgate_schema::{Fingerprint, RunIndex, RunRecord, StepValues, VariantRecor
 const PG_VAR: &str = "GOLDGATE_POSTGRES_URL";
 
 /// A store of the backend named, with nothing in it, and what must outlive it.
-struct Fresh {
-    location: Location,
+pub(crate) struct Fresh {
+    pub(crate) location: Location,
     _dir: tempfile::TempDir,
     drop_db: Option<(String, String)>,
 }
@@ -37,7 +37,7 @@ impl Drop for Fresh {
 
 static SEQ: AtomicU32 = AtomicU32::new(0);
 
-fn fresh(backend: &str) -> Option<Fresh> {
+pub(crate) fn fresh(backend: &str) -> Option<Fresh> {
     let dir = tempfile::tempdir().unwrap();
     if backend == "sqlite" {
         let location = Location::Sqlite(dir.path().join("deep/history.sqlite"));
@@ -88,7 +88,7 @@ both_backends!(
     a_regression_gets_a_trend_line_against_mains_recent_runs,
 );
 
-fn variant() -> VariantRecord {
+pub(crate) fn variant() -> VariantRecord {
     VariantRecord {
         name: "default".into(),
         slug: "default".into(),
@@ -97,7 +97,7 @@ fn variant() -> VariantRecord {
 }
 
 /// One job's record: `lm loss` over 4 steps and a per-save blocking time around `t`.
-fn record(run: &str, started: &str, commit: &str, repeat: u32, t: f64) -> RunRecord {
+pub(crate) fn record(run: &str, started: &str, commit: &str, repeat: u32, t: f64) -> RunRecord {
     let steps = |v: &[f64]| {
         StepValues(
             v.iter()
@@ -130,7 +130,7 @@ fn record(run: &str, started: &str, commit: &str, repeat: u32, t: f64) -> RunRec
 }
 
 /// Writes a run folder `<dir>/<run>/…/results.json` of `repeats` jobs, and its run.json.
-fn write_run(dir: &Path, run: &str, started: &str, commit: &str, repeats: u32, t: f64) {
+pub(crate) fn write_run(dir: &Path, run: &str, started: &str, commit: &str, repeats: u32, t: f64) {
     let mut jobs = Vec::new();
     for repeat in 1..=repeats {
         let r = record(run, started, commit, repeat, t + f64::from(repeat) * 0.001);
@@ -165,12 +165,13 @@ fn write_run(dir: &Path, run: &str, started: &str, commit: &str, repeats: u32, t
 fn ctx() -> IngestContext {
     IngestContext {
         commit: None,
+        checkout: None,
         branch: "main".into(),
         now: "2026-12-01T00:00:00Z".into(),
     }
 }
 
-fn key(metric: &str) -> SeriesKey {
+pub(crate) fn key(metric: &str) -> SeriesKey {
     SeriesKey {
         case: "gpt/small".into(),
         variant: "default".into(),
@@ -265,10 +266,16 @@ fn a_folder_that_gained_jobs_adds_only_the_new_ones(location: &Location) {
 fn prune_keeps_the_newest_runs_and_removes_their_samples(location: &Location) {
     let mut store = Store::open(location, "now").unwrap();
     ingest(&mut store, &three_runs());
-    let removed = store.prune(None, Some(2)).unwrap();
-    assert_eq!(removed, ["2026-12-01T10-00-00Z"]);
-    let removed = store.prune(Some("2026-12-03T00:00:00Z"), None).unwrap();
-    assert_eq!(removed, ["2026-12-02T10-00-00Z"]);
+    let ids = |plan: goldgate_judge::history::prune::PrunePlan| -> Vec<String> {
+        plan.remove.into_iter().map(|r| r.run_id).collect()
+    };
+    let removed = store.prune(None, Some(2), false).unwrap();
+    assert_eq!(ids(removed), ["2026-12-01T10-00-00Z"]);
+    let cutoff = "2026-12-03T00:00:00Z".parse().unwrap();
+    let would = store.prune(Some(cutoff), None, true).unwrap();
+    assert_eq!(ids(would), ["2026-12-02T10-00-00Z"]);
+    let removed = store.prune(Some(cutoff), None, false).unwrap();
+    assert_eq!(ids(removed), ["2026-12-02T10-00-00Z"]);
     let counts: Vec<i64> = store.counts().unwrap().iter().map(|c| c.1).collect();
     assert_eq!(counts, vec![1, 2, 4, 16, 0]);
 }
@@ -294,7 +301,7 @@ fn annotations_set_a_new_baseline(location: &Location) {
     assert_eq!(since_baseline(&points, &notes, "lm loss").len(), 3);
 }
 
-fn db_arg(location: &Location) -> String {
+pub(crate) fn db_arg(location: &Location) -> String {
     match location {
         Location::Sqlite(p) => p.display().to_string(),
         Location::Postgres(url) => url.clone(),

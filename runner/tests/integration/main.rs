@@ -7,6 +7,7 @@
 mod common;
 
 mod ab_e2e;
+mod action_e2e;
 mod architecture;
 mod cancel_cli;
 mod changes_otava;
@@ -19,6 +20,7 @@ mod extract_cli;
 mod extract_h200;
 mod faults;
 mod github_mock;
+mod history_cli;
 mod history_site;
 mod history_store;
 mod launch;

@@ -501,6 +501,82 @@ fn names_nothing_sets_warn_once_and_strict_refuses() {
     ));
 }
 
+/// A placeholder nothing sets is warned about once, naming how many cases use it (as
+/// Megatron's MR scope has 128 that name `${MEGATRON_LM_DIR}`), and an entry word that starts
+/// with it stays as written instead of being glued to the working folder.
+#[test]
+fn an_unset_placeholder_names_every_case_it_affects_and_stays_as_written() {
+    let tree = Tree::new();
+    for name in ["a", "b", "c"] {
+        let case = "TEST_TYPE: regular\nLAUNCHER: direct\nMODEL_ARGS:\n  --data-path: ${DATA_PATH}\n\
+                    GOLDGATE:\n  entry: [python, \"${MEGATRON_LM_DIR}/examples/run.py\"]\n  nproc: 1\n";
+        write(
+            &tree
+                .path()
+                .join(format!("cases/many/{name}/model_config.yaml")),
+            case,
+        );
+    }
+    let o = cli::goldgate()
+        .args([
+            "plan",
+            "many/*",
+            "--root",
+            "cases",
+            "--config",
+            "goldgate.yaml",
+        ])
+        .current_dir(tree.path())
+        .env_remove("DATA_PATH")
+        .env_remove("MEGATRON_LM_DIR")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", tree.text(&o.stderr));
+    let stdout = tree.text(&o.stdout);
+    assert!(
+        stdout.contains("'${MEGATRON_LM_DIR}/examples/run.py'"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("[TMP]/${MEGATRON_LM_DIR}"), "{stdout}");
+    insta::assert_snapshot!(tree.text(&o.stderr));
+}
+
+/// A key written twice (`TEST_TYPE`) is said by `plan`, `run` and `list` as by `check`: the
+/// last value is used, and a reviewer of the file reads the first.
+#[test]
+fn plan_run_and_list_say_when_a_case_holds_a_key_twice() {
+    let tree = Tree::new();
+    let case = "TEST_TYPE: ckpt-resume\nLAUNCHER: direct\nTEST_TYPE: regular\nMODEL_ARGS:\n  --x: 1\n\
+                GOLDGATE:\n  entry: [\"true\"]\n  nproc: 1\n";
+    write(
+        &tree.path().join("cases/demo/twice/model_config.yaml"),
+        case,
+    );
+    let mut said = Vec::new();
+    for command in [
+        &["plan", "demo/twice"][..],
+        &["run", "demo/twice", "--no-compare", "--out", "out"],
+        &["list", "demo/twice"],
+    ] {
+        let o = tree.goldgate(command);
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{command:?}: {}",
+            tree.text(&o.stderr)
+        );
+        let stderr = tree.text(&o.stderr);
+        let line = stderr
+            .lines()
+            .find(|l| l.contains("duplicate key TEST_TYPE"))
+            .unwrap_or_else(|| panic!("{command:?}: {stderr}"))
+            .to_owned();
+        said.push(line);
+    }
+    assert!(said.iter().all(|l| *l == said[0]), "{said:#?}");
+    insta::assert_snapshot!(said[0]);
+}
+
 /// Names only Megatron's release pipeline sets (data blends, tokenizers, W&B): the corpus
 /// cases that use them plan with the names left as written and one warning each.
 fn release_only(name: &str) -> bool {

@@ -85,6 +85,8 @@ fn stub_packages(root: &Path) {
          \x20   os.makedirs(d, exist_ok=True)\n\
          \x20   open(os.path.join(d, 'model.pt'), 'wb').write(b'x' * 100000)\n\
          \x20   time.sleep(float(os.environ.get('STUB_SAVE_SLEEP_S', '0')))\n\
+         \x20   _in_save()\n\
+         def _in_save():\n    pass\n\
          def save_checkpoint_and_time(iteration, model):\n    torch.cuda.empty_cache()\n    save_checkpoint(iteration, model)\n",
     );
     // A sitecustomize that the probe shadows and must still run.
@@ -328,4 +330,48 @@ fn save_windows_count_empty_cache_allocator_and_bytes() {
     assert_eq!(m[names::CUDA_FREE_CALLS], 5.0);
     assert_eq!(m[names::REBUILD_CUDA_TENSOR_CALLS], 1.0);
     assert!(m[names::JOB_WRITTEN_BYTES] >= 200_000.0, "{m:?}");
+}
+
+/// A save counts the writes of the thread that saves, not those another thread makes while
+/// the save is open (an earlier save's background writer, a logger): the process's counter
+/// took them in, so the count depended on when the other thread ran. Here a thread writes
+/// 300,000 bytes while the save waits for it, and the save still counts its 100,000.
+#[test]
+fn a_save_does_not_count_another_threads_writes_made_during_it() {
+    use goldgate_schema::metric_names as names;
+    let Some((_dir, stubs, job)) = setup() else {
+        return;
+    };
+    let script = "import os, threading, torch\ntorch.cuda.set_device(0)\n\
+        import megatron.training.training as t\n\
+        go, done = threading.Event(), threading.Event()\n\
+        def other():\n    go.wait()\n\
+        \x20   open(os.path.join(os.environ['GOLDGATE_PROBE_DIR'], '..', 'other.bin'), 'wb').write(b'y' * 300000)\n\
+        \x20   done.set()\n\
+        threading.Thread(target=other).start()\n\
+        t._in_save = lambda: (go.set(), done.wait())\n\
+        t.save_checkpoint_and_time(3, None)\n";
+    let out = run_script(
+        &job,
+        &stubs,
+        ProbeMode {
+            torch: true,
+            history: false,
+        },
+        script,
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        std::fs::metadata(job.join("other.bin")).unwrap().len(),
+        300_000
+    );
+    let summary = read(&job).expect("probe file");
+    let written = &summary.per_save_metrics()[names::CKPT_WRITTEN_BYTES];
+    let folders = goldgate_record::observe::ckpt_folders::folder_sizes(&job.join("ckpt"));
+    assert_eq!(folders[&3], 100_000);
+    assert_eq!(written[&3], 100_000.0, "{written:?}");
 }

@@ -235,6 +235,44 @@ AFTER_SCRIPT: |
     assert!(!job.join("before-ran").exists() && !job.join("after-ran").exists());
 }
 
+/// `repro` follows `run`'s rule for the case's scripts: the script it prints leaves them out
+/// (they may `pip uninstall` packages) and says so on stderr, unless `--scripts` asks, when it
+/// lists what the script will run; `--no-scripts` says nothing.
+#[test]
+fn repro_leaves_the_cases_scripts_out_unless_asked_and_says_which() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let scripts = "BEFORE_SCRIPT: |\n  pip uninstall -y nvidia-resiliency-ext\nAFTER_SCRIPT: |\n  echo done\n";
+    write(
+        &d.join("cases/demo/scripts/model_config.yaml"),
+        &regular_case(scripts),
+    );
+    let repro = |extra: &[&str]| {
+        let mut args = vec!["repro", "--root", "cases", "demo/scripts"];
+        args.extend_from_slice(extra);
+        let o = goldgate_in(d, &args);
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+        let out = String::from_utf8_lossy(&o.stdout).into_owned();
+        (out, String::from_utf8_lossy(&o.stderr).into_owned())
+    };
+    let (script, note) = repro(&[]);
+    assert!(!script.contains("pip uninstall"), "{script}");
+    assert!(!script.contains("GOLDGATE_BEFORE_SCRIPT"), "{script}");
+    let (with, listed) = repro(&["--scripts"]);
+    assert!(
+        with.contains("bash -euo pipefail <<'GOLDGATE_BEFORE_SCRIPT'\npip uninstall -y nvidia-resiliency-ext\n"),
+        "{with}"
+    );
+    assert!(
+        with.contains("<<'GOLDGATE_AFTER_SCRIPT'\necho done\n"),
+        "{with}"
+    );
+    let (without, silent) = repro(&["--no-scripts"]);
+    assert_eq!(without, script);
+    assert!(!silent.contains("SCRIPT"), "{silent}");
+    insta::assert_snapshot!(format!("{note}---\n{listed}"));
+}
+
 #[test]
 fn a_failing_script_fails_the_job_with_its_last_line() {
     let dir = tempfile::tempdir().unwrap();

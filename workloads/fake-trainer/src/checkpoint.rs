@@ -16,6 +16,7 @@ use crate::args::{Config, SaveMode};
 use crate::emit;
 use crate::format::{self, Stamp, TimingOption};
 use crate::memory::{Accounting, AllocError, Buffer};
+use crate::probe;
 
 /// Megatron's tracker file: the last complete iteration, read by `--load`.
 pub(crate) const TRACKER: &str = "latest_checkpointed_iteration.txt";
@@ -71,8 +72,17 @@ enum Staging {
     Shm(File),
 }
 
-/// A finished async save: its result, and the staging buffer handed back for the next save.
-type Done = (Result<(), CkptError>, Staging);
+/// A finished async save: its result, the staging buffer handed back for the next save, and
+/// what the worker wrote for it (`wchar`, `write_bytes` of the worker's thread).
+struct Done {
+    iteration: u64,
+    result: Result<(), CkptError>,
+    staging: Staging,
+    written: Option<(u64, u64)>,
+}
+
+/// What the worker wrote for one async save, for the probe to add to that save.
+pub(crate) type Written = (u64, Option<(u64, u64)>);
 
 struct Job {
     iteration: u64,
@@ -105,6 +115,8 @@ pub(crate) struct Saver {
     pending: Option<Receiver<Done>>,
     /// The async staging buffer while no save holds it.
     cache: Option<Staging>,
+    /// Async saves finished since the caller last asked ([`Saver::take_written`]).
+    written: Vec<Written>,
 }
 
 impl Saver {
@@ -129,6 +141,7 @@ impl Saver {
             worker: None,
             pending: None,
             cache: None,
+            written: Vec::new(),
         }
     }
 
@@ -212,8 +225,19 @@ impl Saver {
                 rx.recv().map_err(|_| CkptError::WorkerGone)?
             }
         };
-        self.cache = Some(done.1);
-        done.0
+        self.finished(done)
+    }
+
+    /// Takes a finished async save's staging buffer back and keeps what it wrote.
+    fn finished(&mut self, done: Done) -> Result<(), CkptError> {
+        self.cache = Some(done.staging);
+        self.written.push((done.iteration, done.written));
+        done.result
+    }
+
+    /// What the worker wrote for each async save finished since the last call, by iteration.
+    pub(crate) fn take_written(&mut self) -> Vec<Written> {
+        std::mem::take(&mut self.written)
     }
 
     /// Surfaces a finished async save's error without blocking (Megatron's `maybe_finalize_async_save`).
@@ -224,22 +248,22 @@ impl Saver {
         match rx.try_recv() {
             Err(TryRecvError::Empty) => Ok(()),
             Err(TryRecvError::Disconnected) => Err(CkptError::WorkerGone),
-            Ok((result, staging)) => {
+            Ok(done) => {
                 self.pending = None;
-                self.cache = Some(staging);
-                result
+                self.finished(done)
             }
         }
     }
 
-    /// Waits for the last async save and stops the worker.
-    pub(crate) fn finish(mut self) -> Result<(), CkptError> {
+    /// Waits for the last async save and stops the worker; returns what the worker wrote for
+    /// the saves not yet taken.
+    pub(crate) fn finish(mut self) -> Result<Vec<Written>, CkptError> {
         let result = self.wait_previous(false);
         if let Some((jobs, handle)) = self.worker.take() {
             drop(jobs);
             handle.join().map_err(|_| CkptError::WorkerGone)?;
         }
-        result
+        result.map(|()| self.take_written())
     }
 
     /// Copies the model into the cached staging buffer, creating it on the first save.
@@ -321,8 +345,11 @@ impl Drop for Saver {
 }
 
 /// The persistent worker: writes each staged checkpoint, prints `successfully saved` when durable.
+/// It counts its own writes for each save on its own thread, so they go to that save whenever
+/// the worker runs.
 fn worker(target: &Target, jobs: &Receiver<Job>) {
     while let Ok(job) = jobs.recv() {
+        let mark = probe::thread_io();
         let result = match &job.staging {
             Staging::Memory(buf) => write_checkpoint(target, job.iteration, &mut buf.bytes()),
             Staging::Shm(file) => write_from_shm(target, job.iteration, file),
@@ -332,8 +359,14 @@ fn worker(target: &Target, jobs: &Receiver<Job>) {
             let dir = target.dir.display().to_string();
             emit::out(&format::saved_line(stamp.as_ref(), job.iteration, &dir));
         }
+        let done = Done {
+            iteration: job.iteration,
+            result,
+            staging: job.staging,
+            written: probe::io_since(mark),
+        };
         // The loop may have exited on a planted failure; nobody left to tell is fine.
-        let _ = job.done.send((result, job.staging));
+        let _ = job.done.send(done);
     }
 }
 

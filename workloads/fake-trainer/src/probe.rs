@@ -12,15 +12,37 @@ use std::time::{Duration, Instant};
 
 use crate::memory::{Accounting, AllocCounters};
 
-/// `wchar` and `write_bytes` of `/proc/self/io` (`None` where unreadable).
-fn proc_io() -> Option<(u64, u64)> {
-    let text = std::fs::read_to_string("/proc/self/io").ok()?;
+/// `wchar` and `write_bytes` of one `/proc` io file (`None` where unreadable).
+fn read_io(path: &str) -> Option<(u64, u64)> {
+    let text = std::fs::read_to_string(path).ok()?;
     let field = |key: &str| {
         text.lines()
             .find_map(|l| l.strip_prefix(key)?.strip_prefix(':'))
             .and_then(|v| v.trim().parse::<u64>().ok())
     };
     Some((field("wchar")?, field("write_bytes")?))
+}
+
+/// What the calling thread alone has written (`/proc/thread-self/io`). A save counts the writes
+/// of the threads doing its work, each measured by the thread itself: the training thread's
+/// inside the save window, the checkpoint worker's for that save whenever it runs. The
+/// process's counter would also take in whatever the worker wrote for an earlier save while
+/// the window was open, which is what made the count depend on the scheduler.
+pub(crate) fn thread_io() -> Option<(u64, u64)> {
+    read_io("/proc/thread-self/io")
+}
+
+/// What the whole process has written (`/proc/self/io`: every thread, and children it reaped).
+fn process_io() -> Option<(u64, u64)> {
+    read_io("/proc/self/io")
+}
+
+/// What the calling thread has written since `start` (a [`thread_io`] of the same thread).
+pub(crate) fn io_since(start: Option<(u64, u64)>) -> Option<(u64, u64)> {
+    match (start, thread_io()) {
+        (Some((w0, b0)), Some((w1, b1))) => Some((w1.saturating_sub(w0), b1.saturating_sub(b0))),
+        _ => None,
+    }
 }
 
 /// The counters a save window subtracts.
@@ -77,7 +99,7 @@ impl Probe {
     pub(crate) fn mark(&self) -> Mark {
         Mark {
             alloc: self.acct.counters(),
-            io: proc_io(),
+            io: thread_io(),
             at: Instant::now(),
         }
     }
@@ -85,10 +107,7 @@ impl Probe {
     /// Records the save that started at `mark` and rewrites the file.
     pub(crate) fn saved(&mut self, iteration: u64, mark: Mark) {
         let now = self.acct.counters();
-        let io = match (mark.io, proc_io()) {
-            (Some((w0, b0)), Some((w1, b1))) => Some((w1 - w0, b1.saturating_sub(b0))),
-            _ => None,
-        };
+        let io = io_since(mark.io);
         self.saves.push(Save {
             iteration,
             start_s: mark.at.duration_since(self.started).as_secs_f64(),
@@ -103,6 +122,24 @@ impl Probe {
             io,
         });
         self.write(false);
+    }
+
+    /// Adds what a save's background writer wrote for it (an async save's worker, measured on
+    /// the worker's own thread) to the save of `iteration`; the next write of the file has it.
+    /// A save whose either part could not be read keeps no byte counts.
+    pub(crate) fn background(&mut self, iteration: u64, io: Option<(u64, u64)>) {
+        let Some(save) = self
+            .saves
+            .iter_mut()
+            .rev()
+            .find(|s| s.iteration == iteration)
+        else {
+            return;
+        };
+        save.io = match (save.io, io) {
+            (Some((w0, b0)), Some((w1, b1))) => Some((w0 + w1, b0 + b1)),
+            _ => None,
+        };
     }
 
     /// Writes the file; `last` marks the clean end of the job.
@@ -159,7 +196,7 @@ impl Probe {
                 s.alloc.empty_cache_calls,
             );
         }
-        let io = proc_io().map_or("null".to_owned(), |(w, b)| {
+        let io = process_io().map_or("null".to_owned(), |(w, b)| {
             format!("{{\"wchar\":{w},\"write_bytes\":{b}}}")
         });
         let _ = write!(

@@ -252,7 +252,11 @@ fn save(
     }
     let planted = start.elapsed();
     let blocking = s.save(iteration, model)?;
+    let written = s.take_written();
     if let (Some(p), Some(mark)) = (saving.probe.as_mut(), mark) {
+        for (it, io) in written {
+            p.background(it, io);
+        }
         p.saved(iteration, mark);
     }
     Ok(planted + blocking)
@@ -271,7 +275,12 @@ fn finish(
         if last_saved != end {
             save(&mut s, pool, &mut saving, end, model)?;
         }
-        s.finish()?;
+        let written = s.finish()?;
+        if let Some(p) = saving.probe.as_mut() {
+            for (it, io) in written {
+                p.background(it, io);
+            }
+        }
     }
     if let Some(p) = &saving.probe {
         p.write(true);

@@ -843,3 +843,99 @@ fn exit_interval_stops_after_a_save() {
     assert!(lines.contains(&Line::Saved(3)) && lines.contains(&Line::Saved(4)));
     assert_eq!(lines.last(), Some(&Line::Exiting(4)));
 }
+
+/// Bytes of file content in a save's folder (`iter_NNNNNNN`, every file below it).
+fn folder_bytes(dir: &Path) -> u64 {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| {
+            let meta = e.metadata().unwrap();
+            if meta.is_dir() {
+                folder_bytes(&e.path())
+            } else {
+                meta.len()
+            }
+        })
+        .sum()
+}
+
+/// `(iteration, wchar)` of every save in a probe file the fake trainer wrote.
+fn probe_written(probe_dir: &Path) -> Vec<(u64, u64)> {
+    let file = std::fs::read_dir(probe_dir)
+        .unwrap()
+        .flatten()
+        .find(|e| e.file_name().to_string_lossy().ends_with(".json"))
+        .unwrap();
+    let text = std::fs::read_to_string(file.path()).unwrap();
+    let save = Regex::new(r#""iteration":(\d+),"counters":\{[^}]*"wchar":(\d+)"#).unwrap();
+    save.captures_iter(&text)
+        .map(|c| (c[1].parse().unwrap(), c[2].parse().unwrap()))
+        .collect()
+}
+
+/// A save counts its own writes, whichever thread makes them and whenever: a sync save's in
+/// the loop, an async save's staging copy in the loop and its write by the worker, even when
+/// the worker is still writing one save while the next save's window is open (here each
+/// write takes 150 ms more, and saves come 4 ms apart). Checked against the save's folder on
+/// disk: what a save passed to `write()` is its folder, its staging copy under
+/// `--async-ckpt-use-cpu-shm`, the tracker file and its log lines (under 4 KiB).
+#[test]
+fn each_save_counts_its_own_writes_whichever_thread_writes_them() {
+    const LINES: u64 = 4096;
+    let modes: [(&str, &[&str], bool); 3] = [
+        ("sync", &[], false),
+        (
+            "async",
+            &["--async-save", "--use-persistent-ckpt-worker"],
+            false,
+        ),
+        (
+            "async_shm",
+            &[
+                "--async-save",
+                "--use-persistent-ckpt-worker",
+                "--async-ckpt-use-cpu-shm",
+            ],
+            true,
+        ),
+    ];
+    for (name, extra, staged) in modes {
+        let dir = tempfile::tempdir().unwrap();
+        let (save, probe) = (dir.path().join("ckpt"), dir.path().join("probe"));
+        std::fs::create_dir(&probe).unwrap();
+        let out = fake(&[
+            "--train-iters",
+            "6",
+            "--save",
+            save.to_str().unwrap(),
+            "--save-interval",
+            "2",
+            "--ckpt-mb",
+            "3",
+            "--slow-write-ms",
+            "150",
+        ])
+        .args(extra)
+        .env("GOLDGATE_PROBE_DIR", &probe)
+        .output()
+        .unwrap();
+        assert!(out.status.success(), "{name}: {}", stderr(&out));
+        let written = probe_written(&probe);
+        assert_eq!(
+            written.iter().map(|(it, _)| *it).collect::<Vec<_>>(),
+            [2, 4, 6],
+            "{name}"
+        );
+        for (it, bytes) in written {
+            let folder = folder_bytes(&save.join(format!("iter_{it:07}")));
+            let staging = if staged { shard(&save, it) } else { 0 };
+            let own = folder + staging;
+            assert!(
+                (own..own + LINES).contains(&bytes),
+                "{name}: save {it} wrote {bytes} bytes, its folder holds {folder} and its \
+                 staging copy {staging}"
+            );
+        }
+    }
+}

@@ -15,7 +15,9 @@ one; goldgate puts this file's folder first on ``PYTHONPATH`` for every rank. Th
     Megatron's and torch.distributed.checkpoint's saves, what happened inside each one
     (``counters``): ``empty_cache`` calls and their time, the allocator's
     ``num_alloc_retries``, ``num_device_alloc``, ``num_device_free`` and
-    ``num_sync_all_streams``, and ``wchar`` / ``write_bytes`` of ``/proc/self/io``;
+    ``num_sync_all_streams``, and ``wchar`` / ``write_bytes`` of the saving thread's own
+    ``/proc`` io counters (another thread's writes in the meantime, an earlier save's
+    background writer or the probe's poller, are not this save's);
   - calls of ``torch.multiprocessing.reductions.rebuild_cuda_tensor`` (a CUDA tensor received
     from another process: an async checkpoint worker's handoff);
   - ``/proc/self/io`` at every write (bytes this process, and the children it reaped, wrote);
@@ -71,9 +73,8 @@ class _State:
         self.save_depth = 0
         self.save_start = None
         self.rebuild_cuda_tensor_calls = 0
-        self.own_written = 0  # bytes the probe wrote to its own file (left out of a save's wchar)
         # Held while the probe writes its file (one write at a time) and while a save window
-        # reads /proc/self/io, so that a write counts wholly inside or wholly outside the window.
+        # reads its thread's io counters, so that a write counts wholly inside or outside it.
         self.io_lock = threading.Lock()
         self.samples = []
         self.last = None
@@ -118,10 +119,14 @@ def _memory_stats(torch):
     return out
 
 
-def _proc_io():
-    """``wchar`` and ``write_bytes`` of ``/proc/self/io`` (None where unreadable)."""
+# Bytes the probe wrote to its own file from this thread (left out of a save's wchar).
+_OWN = threading.local()
+
+
+def _proc_io(path="/proc/self/io"):
+    """``wchar`` and ``write_bytes`` of a ``/proc`` io file (None where unreadable)."""
     try:
-        with open("/proc/self/io") as f:
+        with open(path) as f:
             fields = dict(line.split(":", 1) for line in f if ":" in line)
         return {"wchar": int(fields["wchar"]), "write_bytes": int(fields["write_bytes"])}
     except (OSError, KeyError, ValueError):
@@ -144,8 +149,8 @@ def _counters_now(torch):
     for key in _SAVE_STATS:
         counters[key] = stats.get(key)
     with _S.io_lock:
-        counters["own_written"] = _S.own_written
-        io = _proc_io() or {}
+        counters["own_written"] = getattr(_OWN, "written", 0)
+        io = _proc_io("/proc/self/task/%d/io" % threading.get_native_id()) or {}
     counters["wchar"] = io.get("wchar")
     counters["write_bytes"] = io.get("write_bytes")
     return counters
@@ -157,7 +162,7 @@ def _counter_delta(before, after):
         start = before.get(key)
         out[key] = None if value is None or start is None else value - start
     out["empty_cache_seconds"] = round(out["empty_cache_seconds"], 6)
-    # The poller may rewrite the probe's file during a long save: those bytes are the probe's.
+    # The saving thread may rewrite the probe's file inside a save: those bytes are the probe's.
     own = out.pop("own_written") or 0
     if out["wchar"] is not None:
         out["wchar"] = max(out["wchar"] - own, 0)
@@ -228,7 +233,7 @@ def _write_locked(torch, final, force):
     tmp = "%s.%d.tmp" % (path, threading.get_ident())  # one temp file per writing thread
     try:
         data = json.dumps(record)  # ASCII: its length is the bytes written
-        _S.own_written += len(data)
+        _OWN.written = getattr(_OWN, "written", 0) + len(data)
         with open(tmp, "w") as f:
             f.write(data)
         os.replace(tmp, path)

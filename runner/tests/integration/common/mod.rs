@@ -8,3 +8,4 @@ pub mod prereq;
 pub mod redact;
 pub mod results;
 pub mod shm;
+pub mod steps;

@@ -1,0 +1,612 @@
+//! The composite action (`action.yml`) end to end, in a Megatron-LM fork laid out as the book's
+//! worked example says (docs/book/src/guide/fork.md): Megatron's own recipes and a case from the
+//! corpus, the example's `goldgate.yaml` and workflows from `docs/examples/megatron-fork/`, goldens
+//! beside the case. Each job runs the action's own steps and scripts (`common::steps`: GitHub's
+//! `uses:` actions replaced by what they do to the files) with the inputs the example workflow
+//! gives them under the repository variables set here; the comment goes to the fake GitHub of
+//! the comment bot's tests (`github_mock`), and a launcher stand-in (`fixtures/fork/launcher.sh`)
+//! runs goldgate's fake trainer where the GPU job would run. goldgate itself is installed by the
+//! action from a release archive made by `action/package.sh` (as the release workflow makes it)
+//! and checked against its SHA256SUMS.
+//!
+//! What only GitHub can show is not shown here: the real artifact store and release download
+//! (a folder and a `file://` URL stand in), the real checkout action (a clone does), the
+//! cache, and the job-level `if:`/`environment:` rules of the example workflow.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::{Value, json};
+
+use crate::common;
+use crate::github_mock::{FakeGithub, PR, TOKEN};
+
+use common::steps::{self, Job, Outcome};
+
+/// A single-rank regular GPT case of the corpus (ft_launcher, `lm loss` and `num-zeros`).
+const CASE: &str = "gpt/gpt3_mcore_tp1_pp1_dist_optimizer_overlap_grad_reduce_param_gather";
+const CASES: &str = "tests/functional_tests/test_cases";
+const TAG: &str = concat!("v", env!("CARGO_PKG_VERSION"));
+const TARGET: &str = "x86_64-unknown-linux-gnu";
+/// The platform the test's runner is: the stand-in has no GPU, so a platform whose name says
+/// none (the example's `h100_runner` would expect an H100).
+const PLATFORM: &str = "fake_gpu";
+
+fn repo() -> PathBuf {
+    common::cli::repo()
+}
+
+fn sh(dir: &Path, program: &str, args: &[&str]) -> String {
+    let out = Command::new(program)
+        .current_dir(dir)
+        .args(args)
+        .env("GIT_AUTHOR_NAME", "fork")
+        .env("GIT_AUTHOR_EMAIL", "fork@example.com")
+        .env("GIT_COMMITTER_NAME", "fork")
+        .env("GIT_COMMITTER_EMAIL", "fork@example.com")
+        .output()
+        .unwrap_or_else(|e| panic!("{program}: {e}"));
+    assert!(
+        out.status.success(),
+        "{program} {args:?} in {}: {}",
+        dir.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    sh(dir, "git", args)
+}
+
+/// Whether the tools the action's scripts use are here (bash, git, curl, tar, sha256sum).
+fn tools_missing() -> Option<&'static str> {
+    ["bash", "git", "curl", "tar", "sha256sum"]
+        .into_iter()
+        .find(|t| {
+            !Command::new(t)
+                .arg("--version")
+                .output()
+                .is_ok_and(|o| o.status.success())
+        })
+}
+
+/// The release a tag would publish: goldgate-TAG-TARGET.tar.gz of this build and SHA256SUMS,
+/// made by the release workflow's script.
+fn release(dir: &Path) -> PathBuf {
+    let dist = dir.join("release");
+    let script = repo().join("action/package.sh");
+    let script = script.to_str().unwrap();
+    sh(
+        dir,
+        "bash",
+        &[
+            script,
+            "archive",
+            TAG,
+            TARGET,
+            env!("CARGO_BIN_EXE_goldgate"),
+            dist.to_str().unwrap(),
+        ],
+    );
+    sh(dir, "bash", &[script, "sums", dist.to_str().unwrap()]);
+    dist
+}
+
+/// The fork: where the workflows' checkouts come from.
+struct Fork {
+    dir: PathBuf,
+    origin: PathBuf,
+    release: PathBuf,
+    store: PathBuf,
+    bin: PathBuf,
+    github: String,
+}
+
+impl Fork {
+    /// Megatron's recipes and `CASE` from the corpus, the example's files, one commit on main.
+    fn new(dir: &Path, corpus: &Path, github: &str) -> Fork {
+        let origin = dir.join("fork");
+        std::fs::create_dir_all(&origin).unwrap();
+        git(&origin, &["init", "--quiet", "--initial-branch", "main"]);
+        steps::copy_dir(
+            &corpus.join("tests/test_utils/recipes"),
+            &origin.join("tests/test_utils/recipes"),
+        );
+        steps::copy_dir(
+            &corpus.join(CASES).join(CASE),
+            &origin.join(CASES).join(CASE),
+        );
+        let example = repo().join("docs/examples/megatron-fork");
+        steps::copy_dir(&example.join(".github"), &origin.join(".github"));
+        // The runner of this test is one more platform of the example's file.
+        let config = std::fs::read_to_string(example.join("goldgate.yaml")).unwrap();
+        let config = config.replacen(
+            "platforms:\n",
+            &format!("platforms:\n  {PLATFORM}:\n    gpus_per_node: 1\n"),
+            1,
+        );
+        std::fs::write(origin.join("goldgate.yaml"), config).unwrap();
+        git(&origin, &["add", "-A"]);
+        git(
+            &origin,
+            &["commit", "--quiet", "-m", "goldgate in the fork"],
+        );
+        // The GPU's stand-in, as torchrun and ft_launcher on the runner's PATH.
+        let bin = dir.join("runner-bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        let launcher = repo().join("runner/tests/fixtures/fork/launcher.sh");
+        for name in ["torchrun", "ft_launcher"] {
+            std::os::unix::fs::symlink(&launcher, bin.join(name)).unwrap();
+        }
+        Fork {
+            dir: dir.to_path_buf(),
+            origin,
+            release: release(dir),
+            store: dir.join("artifact-store"),
+            bin,
+            github: github.to_owned(),
+        }
+    }
+
+    /// A job of workflow run `run_id` for `event`; its workspace is empty (see `checkout`).
+    fn job(&self, run_id: u64, event_name: &str, ref_name: &str, event: Value) -> Job {
+        let root = self.dir.join(format!("run-{run_id}"));
+        let (workspace, temp, home) = (root.join("work"), root.join("temp"), root.join("home"));
+        for d in [&workspace, &temp, &home] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        Job {
+            action_dir: repo(),
+            workspace,
+            temp,
+            store: self.store.clone(),
+            origin: self.origin.clone(),
+            run_id,
+            github: json!({
+                "event_name": event_name,
+                "ref_name": ref_name,
+                "sha": git(&self.origin, &["rev-parse", "HEAD"]),
+                "repository": "o/r",
+                "server_url": "https://github.example",
+                "api_url": self.github,
+                "token": TOKEN,
+                "action_ref": TAG,
+                "action_repository": "goldgate/goldgate",
+                "run_id": run_id,
+                "event": event,
+            }),
+            vars: json!({
+                "GOLDGATE_RUNNER": "[\"self-hosted\", \"gpu\"]",
+                "GOLDGATE_PLATFORM": PLATFORM,
+                "GOLDGATE_CASES": CASE,
+                "GOLDGATE_AB_CASES": CASE,
+                "GOLDGATE_AB_ARGS": "--warmup 0 --max-pairs 2",
+            }),
+            secrets: json!({}),
+            env: vec![
+                (
+                    "PATH".to_owned(),
+                    format!("{}:/usr/local/bin:/usr/bin:/bin", self.bin.display()),
+                ),
+                ("HOME".to_owned(), home.display().to_string()),
+                ("NO_COLOR".to_owned(), "1".to_owned()),
+            ],
+        }
+    }
+
+    /// The example workflow's `actions/checkout` step: `commit` (a full clone), or with
+    /// `shallow` only that commit, as `fetch-depth: 1` gives.
+    fn checkout(&self, job: &Job, commit: &str, shallow: bool) {
+        let url = format!("file://{}", self.origin.display());
+        let ws = job.workspace.to_str().unwrap();
+        match shallow {
+            true => {
+                git(&job.workspace, &["init", "--quiet", ws]);
+                git(
+                    &job.workspace,
+                    &["fetch", "--quiet", "--depth", "1", &url, commit],
+                );
+                git(
+                    &job.workspace,
+                    &["checkout", "--quiet", "--detach", "FETCH_HEAD"],
+                );
+            }
+            false => {
+                git(&self.dir, &["clone", "--quiet", &url, ws]);
+                git(&job.workspace, &["checkout", "--quiet", "--detach", commit]);
+            }
+        }
+    }
+
+    /// The `with:` of the example workflow's goldgate step in `file` (under the job's contexts
+    /// and the dispatch `inputs`), plus the one input the test adds: where the release is.
+    fn inputs(&self, job: &Job, file: &str, dispatch: &[(&str, &str)]) -> Vec<(String, String)> {
+        let workflow = steps::read_yaml(&self.origin.join(".github/workflows").join(file));
+        let jobs = workflow["jobs"].as_object().unwrap();
+        let step = jobs
+            .values()
+            .flat_map(|j| j["steps"].as_array().unwrap().iter())
+            .find(|s| {
+                s["uses"]
+                    .as_str()
+                    .is_some_and(|u| u.starts_with("goldgate/goldgate@"))
+            })
+            .unwrap_or_else(|| panic!("{file} has no goldgate/goldgate step"));
+        assert_eq!(
+            step["uses"],
+            format!("goldgate/goldgate@{TAG}"),
+            "{file} pins this release"
+        );
+        let dispatch: BTreeMap<String, String> = dispatch
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        let mut inputs = steps::evaluate_with(job, &step["with"], &dispatch);
+        inputs.push((
+            "release-url".to_owned(),
+            format!("file://{}", self.release.display()),
+        ));
+        inputs
+    }
+
+    /// A folder of the artifact store: `name` of workflow run `run`.
+    fn artifact(&self, run: u64, name: &str) -> PathBuf {
+        self.store.join(run.to_string()).join(name)
+    }
+}
+
+fn show(o: &Outcome) -> String {
+    format!("steps: {:?}\n{}", o.steps, o.log)
+}
+
+/// The pull request event (`pull_request.number`, its base and head).
+fn pr_event(base: &str, head: &str) -> Value {
+    json!({
+        "pull_request": {
+            "number": PR,
+            "base": {"sha": base, "repo": {"full_name": "o/r"}},
+            "head": {"sha": head, "repo": {"full_name": "o/r"}},
+        },
+        "repository": {"default_branch": "main"},
+    })
+}
+
+/// The workflow_run event of the comment workflow, after run `run`.
+fn workflow_run_event(run: u64) -> Value {
+    json!({
+        "workflow_run": {
+            "id": run,
+            "event": "pull_request",
+            "conclusion": "failure",
+            "html_url": format!("https://github.example/o/r/actions/runs/{run}"),
+        },
+        "repository": {"default_branch": "main"},
+    })
+}
+
+/// Files under `dir` whose name is `name`, relative to it.
+fn find(dir: &Path, name: &str) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if e.file_name() == name {
+                out.push(p.strip_prefix(dir).unwrap().to_path_buf());
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// The whole adoption in the fork: the first goldens blessed by a dispatch and committed, a pull
+/// request whose first push slows the saves (the gate and the A/B fail, a comment is posted) and
+/// whose second push takes that back (the same comment is updated), every run's records in the
+/// artifact store.
+#[tokio::test]
+async fn a_megatron_fork_blesses_gates_and_keeps_one_comment_through_the_action() {
+    let Some(corpus) = common::corpus::megatron_corpus() else {
+        return;
+    };
+    if let Some(tool) = tools_missing() {
+        common::prereq::missing(&format!(
+            "{tool} is not installed (the action's scripts use it)"
+        ));
+        return;
+    }
+    let (_server, gh) = FakeGithub::start("").await;
+    let fake = gh.clone();
+    let base = gh.base.clone();
+    tokio::task::spawn_blocking(move || adopt(&corpus, &base, &fake))
+        .await
+        .unwrap();
+}
+
+fn adopt(corpus: &Path, github: &str, gh: &FakeGithub) {
+    let tmp = tempfile::tempdir().unwrap();
+    let fork = Fork::new(tmp.path(), corpus, github);
+    let main = git(&fork.origin, &["rev-parse", "HEAD"]);
+
+    // 1. The first goldens: a dispatch of goldgate.yml with mode bless, on main.
+    let job = fork.job(
+        1,
+        "workflow_dispatch",
+        "main",
+        json!({"inputs": {"mode": "bless"}, "repository": {"default_branch": "main"}}),
+    );
+    fork.checkout(&job, &main, false);
+    let inputs = fork.inputs(&job, "goldgate.yml", &[("mode", "bless")]);
+    let o = job.run(&inputs);
+    assert!(!o.failed, "{}", show(&o));
+    assert_eq!(o.output("run", "exit-code"), "0", "{}", show(&o));
+    // The release archive was checked, and is the goldgate that ran.
+    assert!(o.log.contains("(matches SHA256SUMS)"), "{}", show(&o));
+    assert!(o.log.contains(&format!(
+        "installed: goldgate {}",
+        env!("CARGO_PKG_VERSION")
+    )));
+    // Listed and planned: the case, its launcher and the training script of the checkout.
+    let bless = fork.artifact(1, &format!("goldgate-goldens-{PLATFORM}-1"));
+    let list = std::fs::read_to_string(bless.join("list.txt")).unwrap();
+    assert!(
+        list.contains(CASE) && list.contains("ft_launcher"),
+        "{list}"
+    );
+    let plan = std::fs::read_to_string(bless.join("plan.txt")).unwrap();
+    let script = format!("{}/pretrain_gpt.py", job.workspace.display());
+    assert!(plan.contains(CASE) && plan.contains(&script), "{plan}");
+    let golden = format!("{CASES}/{CASE}/golden_values_dev_{PLATFORM}.json");
+    let blessed = bless.join("goldens").join(&golden);
+    assert!(
+        blessed.is_file(),
+        "{:?}",
+        find(&bless, "golden_values_dev_fake_gpu.json")
+    );
+    // A maintainer commits the artifact's goldens to main.
+    std::fs::copy(&blessed, fork.origin.join(&golden)).unwrap();
+    git(&fork.origin, &["add", "-A"]);
+    git(
+        &fork.origin,
+        &["commit", "--quiet", "-m", "goldens of fake_gpu"],
+    );
+    let main = git(&fork.origin, &["rev-parse", "HEAD"]);
+
+    // 2. A pull request whose first push slows every save by 300 ms.
+    git(&fork.origin, &["checkout", "--quiet", "-b", "slow-saves"]);
+    std::fs::write(fork.origin.join("fake-knobs"), "--slow-save-ms 300\n").unwrap();
+    git(&fork.origin, &["add", "-A"]);
+    git(&fork.origin, &["commit", "--quiet", "-m", "slower saves"]);
+    let head = git(&fork.origin, &["rev-parse", "HEAD"]);
+    let job = fork.job(2, "pull_request", "17/merge", pr_event(&main, &head));
+    fork.checkout(&job, &head, false);
+    let inputs = fork.inputs(&job, "goldgate.yml", &[]);
+    assert!(
+        inputs.contains(&("mode".to_owned(), "both".to_owned())),
+        "{inputs:?}"
+    );
+    let o = job.run(&inputs);
+    assert!(o.failed, "the regression fails the job: {}", show(&o));
+    assert_eq!(o.output("run", "exit-code"), "1", "{}", show(&o));
+    assert!(o.log.contains(&format!(
+        "arm A: the merge base of {head} and {main}, {main}"
+    )));
+    let records = fork.artifact(2, &format!("goldgate-{PLATFORM}-1"));
+    for file in [
+        "comparison.json",
+        "junit.xml",
+        "report.md",
+        "pr-number.txt",
+        "key.txt",
+    ] {
+        assert!(records.join(file).is_file(), "{file}: {}", show(&o));
+    }
+    let ab = format!("ab-{}.json", CASE.replace('/', "-"));
+    assert!(records.join(&ab).is_file(), "{}", show(&o));
+    assert_eq!(find(&records.join("results"), "results.json").len(), 1);
+    assert!(find(&records.join("ab-results"), "ab.json").len() == 1);
+    // Arm A ran the base's training script, arm B the head's (each tree its MEGATRON_LM_DIR).
+    let consoles: Vec<String> = find(&records.join("ab-results"), "console.log")
+        .into_iter()
+        .map(|p| std::fs::read_to_string(records.join("ab-results").join(p)).unwrap())
+        .collect();
+    let ran = |tree: &Path| {
+        let line = format!(
+            "stand-in for ft_launcher: {}/pretrain_gpt.py",
+            tree.display()
+        );
+        consoles.iter().filter(|c| c.contains(&line)).count()
+    };
+    assert!(
+        ran(&job.workspace.join("goldgate-base")) >= 1,
+        "{consoles:?}"
+    );
+    assert!(ran(&job.workspace) >= 1, "{consoles:?}");
+    let comparison: Value =
+        serde_json::from_slice(&std::fs::read(records.join("comparison.json")).unwrap()).unwrap();
+    assert_eq!(
+        comparison["gate"]["exit_code"], 1,
+        "{}",
+        comparison["counts"]
+    );
+    assert!(
+        o.summary.contains("gpt3"),
+        "the step summary: {}",
+        o.summary
+    );
+
+    // The comment, from goldgate-comment.yml on workflow_run: posted once.
+    let job = fork.job(3, "workflow_run", "main", workflow_run_event(2));
+    let inputs = fork.inputs(&job, "goldgate-comment.yml", &[]);
+    let o = job.run(&inputs);
+    assert!(!o.failed, "{}", show(&o));
+    let comments = gh.comments();
+    assert_eq!(comments.len(), 1, "{comments:?}");
+    let (id, first) = comments[0].clone();
+    assert!(
+        first.starts_with(&format!("<!-- goldgate:sticky key={PLATFORM} -->")),
+        "{first}"
+    );
+    assert!(
+        first.contains("regression") && first.contains("actions/runs/2"),
+        "{first}"
+    );
+    assert!(!first.contains(TOKEN));
+
+    // 3. The second push takes the change back; the run checks out GitHub's merge commit
+    // (fetch-depth 1, as actions/checkout does by default): arm A is its first parent.
+    std::fs::remove_file(fork.origin.join("fake-knobs")).unwrap();
+    git(&fork.origin, &["add", "-A"]);
+    git(
+        &fork.origin,
+        &["commit", "--quiet", "-m", "saves as before"],
+    );
+    let head = git(&fork.origin, &["rev-parse", "HEAD"]);
+    git(&fork.origin, &["checkout", "--quiet", "--detach", &main]);
+    git(
+        &fork.origin,
+        &["merge", "--quiet", "--no-ff", "-m", "Merge", &head],
+    );
+    let merge = git(&fork.origin, &["rev-parse", "HEAD"]);
+    git(&fork.origin, &["update-ref", "refs/pull/17/merge", &merge]);
+    git(&fork.origin, &["checkout", "--quiet", "main"]);
+    let job = fork.job(4, "pull_request", "17/merge", pr_event(&main, &head));
+    fork.checkout(&job, &merge, true);
+    let o = job.run(&fork.inputs(&job, "goldgate.yml", &[]));
+    assert!(
+        o.log.contains(&format!(
+            "arm A: {main}, the base of the pull request's merge commit {merge}"
+        )),
+        "{}",
+        show(&o)
+    );
+    let code = o.output("run", "exit-code");
+    assert!(
+        code == "0" || code == "1",
+        "a verdict, not a failure: {}",
+        show(&o)
+    );
+    assert!(
+        fork.artifact(4, &format!("goldgate-{PLATFORM}-1"))
+            .join("comparison.json")
+            .is_file()
+    );
+    let job = fork.job(5, "workflow_run", "main", workflow_run_event(4));
+    let o = job.run(&fork.inputs(&job, "goldgate-comment.yml", &[]));
+    assert!(!o.failed, "{}", show(&o));
+    let comments = gh.comments();
+    assert_eq!(comments.len(), 1, "still one comment: {comments:?}");
+    assert_eq!(comments[0].0, id, "the same comment, edited");
+    assert_ne!(comments[0].1, first);
+    assert!(
+        comments[0].1.contains("actions/runs/4"),
+        "{}",
+        comments[0].1
+    );
+    assert!(gh.count("PATCH") >= 1);
+}
+
+/// A release archive that is not the one SHA256SUMS names is refused before anything runs, and
+/// so is one that does not match a pinned `sha256`.
+#[test]
+fn the_action_refuses_a_release_archive_whose_checksum_does_not_match() {
+    if let Some(tool) = tools_missing() {
+        common::prereq::missing(&format!(
+            "{tool} is not installed (the action's scripts use it)"
+        ));
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let dist = release(tmp.path());
+    let job = |n: u64| {
+        let root = tmp.path().join(format!("run-{n}"));
+        for d in ["work", "temp", "home"] {
+            std::fs::create_dir_all(root.join(d)).unwrap();
+        }
+        Job {
+            action_dir: repo(),
+            workspace: root.join("work"),
+            temp: root.join("temp"),
+            store: tmp.path().join("store"),
+            origin: tmp.path().to_path_buf(),
+            run_id: n,
+            github: json!({"action_ref": TAG, "action_repository": "goldgate/goldgate", "event": {}}),
+            vars: json!({}),
+            secrets: json!({}),
+            env: vec![
+                ("PATH".to_owned(), "/usr/local/bin:/usr/bin:/bin".to_owned()),
+                ("HOME".to_owned(), root.join("home").display().to_string()),
+            ],
+        }
+    };
+    let inputs = |extra: &[(&str, &str)]| {
+        let mut v = vec![
+            ("platform".to_owned(), "dev_cpu".to_owned()),
+            (
+                "release-url".to_owned(),
+                format!("file://{}", dist.display()),
+            ),
+        ];
+        v.extend(
+            extra
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned())),
+        );
+        v
+    };
+    // A pinned sha256 that is not the archive's.
+    let o = job(1).run(&inputs(&[("sha256", &"0".repeat(64))]));
+    assert!(o.failed);
+    assert!(
+        o.log.contains("does not match the sha256 input"),
+        "{}",
+        show(&o)
+    );
+    assert_eq!(o.output("install", "goldgate"), "");
+    assert!(
+        o.steps.contains(&("run".to_owned(), false)),
+        "{:?}",
+        o.steps
+    );
+    // An archive changed after SHA256SUMS was written.
+    let archive = dist.join(format!("goldgate-{TAG}-{TARGET}.tar.gz"));
+    let mut bytes = std::fs::read(&archive).unwrap();
+    bytes.extend_from_slice(b"tampered");
+    std::fs::write(&archive, bytes).unwrap();
+    let o = job(2).run(&inputs(&[]));
+    assert!(o.failed);
+    assert!(o.log.contains("does not match SHA256SUMS"), "{}", show(&o));
+    assert_eq!(o.output("install", "goldgate"), "");
+}
+
+/// The book's worked example shows the files this test runs, as they are.
+#[test]
+fn the_books_fork_page_shows_the_tested_example_files() {
+    let page = std::fs::read_to_string(repo().join("docs/book/src/guide/fork.md")).unwrap();
+    for file in [
+        "goldgate.yaml",
+        ".github/workflows/goldgate.yml",
+        ".github/workflows/goldgate-comment.yml",
+    ] {
+        let start = format!("<!-- example:{file}:start -->\n");
+        let end = format!("<!-- example:{file}:end -->");
+        let from = page.find(&start).unwrap_or_else(|| panic!("no {start}")) + start.len();
+        let to = from
+            + page[from..]
+                .find(&end)
+                .unwrap_or_else(|| panic!("no {end}"));
+        let shown = page[from..to]
+            .strip_prefix("```yaml\n")
+            .and_then(|b| b.strip_suffix("```\n"))
+            .unwrap_or_else(|| panic!("{file}: one yaml block between the markers"));
+        let text =
+            std::fs::read_to_string(repo().join("docs/examples/megatron-fork").join(file)).unwrap();
+        assert_eq!(shown, text, "{file}: the page's block is not the file");
+    }
+}
