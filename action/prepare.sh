@@ -34,7 +34,10 @@ output key "$key"
 if [ "$mode" = comment ]; then
   output inbox "$temp/inbox"
 else
+  # goldgate-<key>-<shard>; an A/B job beside the gate's shards is goldgate-<key>-ab, and the
+  # goldens of a bless are goldgate-goldens-<key>-<shard> (no comment reads those).
   artifact="goldgate-$key-$shard"
+  [ "$mode" = ab ] && artifact="goldgate-$key-ab"
   [ "$mode" = bless ] && artifact="goldgate-goldens-$key-$shard"
   output artifact "$artifact"
   out="$temp/out/$artifact"

@@ -1,5 +1,6 @@
-//! Build script: records the commit goldgate is built from as `GOLDGATE_COMMIT`, and the release
-//! tag as `GOLDGATE_RELEASE`, for `goldgate --version`. The commit, in order: `GOLDGATE_COMMIT`
+//! Build script: records the commit goldgate is built from and the release tag, as
+//! `GOLDGATE_BUILD` (`v0.2.0, commit 1a2b3c4d5e6f` or `commit 1a2b3c4d5e6f`), for
+//! `goldgate --version`. The commit, in order: `GOLDGATE_COMMIT`
 //! set by whoever builds (a packager), `git rev-parse` in a checkout, the `.cargo_vcs_info.json`
 //! that `cargo package` puts in a crates tarball (which has no `.git`), else `unknown`. The tag:
 //! `GOLDGATE_RELEASE` set by whoever builds (the release workflow sets the tag it builds), else
@@ -52,10 +53,13 @@ fn main() {
                 ],
             )
         });
-    // `(v0.2.0, commit …)` at a release, `(commit …)` otherwise.
-    let release = release.map(|tag| format!("{tag}, ")).unwrap_or_default();
-    println!("cargo:rustc-env=GOLDGATE_COMMIT={commit}");
-    println!("cargo:rustc-env=GOLDGATE_RELEASE_PREFIX={release}");
+    // `v0.2.0, commit …` at a release, `commit …` otherwise: one value, as cargo trims the
+    // whitespace at the end of one (a prefix `v0.2.0, ` would lose its space).
+    let build = match release {
+        Some(tag) => format!("{tag}, commit {commit}"),
+        None => format!("commit {commit}"),
+    };
+    println!("cargo:rustc-env=GOLDGATE_BUILD={build}");
 }
 
 /// Output of `git ARGS` in `dir`, trimmed; none when git is missing or fails.

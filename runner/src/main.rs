@@ -8,14 +8,7 @@ use goldgate::cmd;
 
 /// `goldgate --version`: the package version, the release tag when built at one, and the commit
 /// it was built from (see build.rs): `0.2.0 (v0.2.0, commit 1a2b3c4d5e6f)`.
-const VERSION: &str = concat!(
-    env!("CARGO_PKG_VERSION"),
-    " (",
-    env!("GOLDGATE_RELEASE_PREFIX"),
-    "commit ",
-    env!("GOLDGATE_COMMIT"),
-    ")"
-);
+const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (", env!("GOLDGATE_BUILD"), ")");
 
 /// Functional tests and a regression gate for GPU training jobs.
 #[derive(Parser, Debug)]
@@ -55,7 +48,7 @@ enum Command {
     Power(cmd::power::Args),
     /// Baseline against candidate on one machine: jobs in ABBA blocks until the timing change
     /// is decided (sequential, paired), the other metrics against A and the goldens.
-    Ab(cmd::ab::Args),
+    Ab(Box<cmd::ab::Args>),
     /// The A/B resampling study on recorded jobs (docs/results/ab-study.md).
     #[command(hide = true)]
     AbStudy(cmd::ab_study::Args),
@@ -106,7 +99,7 @@ fn main() -> ExitCode {
         Command::Cancel(a) => cmd::cancel::run(a),
         Command::Calibrate(a) => cmd::calibrate::run(a),
         Command::Power(a) => cmd::power::run(a),
-        Command::Ab(a) => cmd::ab::run(a),
+        Command::Ab(a) => cmd::ab::run(*a),
         Command::AbStudy(a) => cmd::ab_study::run(a),
         Command::History(a) => cmd::history::run(a),
         Command::Report(a) => cmd::report::run(a),

@@ -38,8 +38,8 @@ pub use outcome::Outcome;
 pub use record::{
     Attempt, CheckpointRecord, Fingerprint, GoldenKey, GpuDevicePeak, GpuMemory, Judging,
     MemAvailableRecord, MemoryRecord, NodeIo, NodeMemory, READABLE_SCHEMA_VERSIONS, ResumedRun,
-    RulesRef, RunRecord, SCHEMA_VERSION, SourceDisagreement, TensorboardRecord, Timeline,
-    VariantRecord,
+    RulesRef, RunRecord, SCHEMA_VERSION, SaveParts, SaveProbe, SourceDisagreement,
+    TensorboardRecord, Timeline, VariantRecord,
 };
 pub use step_values::StepValues;
 

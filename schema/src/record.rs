@@ -118,6 +118,51 @@ pub struct CheckpointRecord {
     pub memory_before_bytes: Option<u64>,
     /// Allocated bytes reported after the save (rank 0).
     pub memory_after_bytes: Option<u64>,
+    /// What goldgate's probe saw of this save (its window around `save_checkpoint_and_time`),
+    /// when the probe ran. Absent in older records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probe: Option<SaveProbe>,
+}
+
+/// The probe's window around one save: its wall time, the in-job A/B arm it ran under, and
+/// where rank 0's time went.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SaveProbe {
+    /// Wall time of the window, the max across ranks (s): Megatron's `save-checkpoint` timer
+    /// plus what `save_checkpoint_and_time` does before it (its `empty_cache` call).
+    pub seconds: f64,
+    /// In-job A/B (`goldgate ab --within-job`): the arm in force, `a` or `b`; absent for a save
+    /// outside the design (the first, set-up save) or a job without in-job A/B.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arm: Option<String>,
+    /// A switch the probe could not apply to this save, and why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub switch_error: Option<String>,
+    /// Where rank 0's window went.
+    pub parts: SaveParts,
+}
+
+/// Where one save window's time went, as the probe counted it in one process (`None`: not
+/// readable there, or a probe that did not count it).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SaveParts {
+    /// Process CPU time, every thread (s).
+    pub cpu_seconds: Option<f64>,
+    /// `megatron.core.dist_checkpointing.save`: calls, wall time and process CPU time (s).
+    pub dist_save_calls: Option<u64>,
+    pub dist_save_seconds: Option<f64>,
+    pub dist_save_cpu_seconds: Option<f64>,
+    /// `os.fsync` / `os.fdatasync` calls and their time (s).
+    pub fsync_calls: Option<u64>,
+    pub fsync_seconds: Option<f64>,
+    /// `torch.cuda.empty_cache()` calls and their time (s).
+    pub empty_cache_calls: Option<u64>,
+    pub empty_cache_seconds: Option<f64>,
+    /// `getrusage`: page faults and context switches.
+    pub minor_faults: Option<u64>,
+    pub major_faults: Option<u64>,
+    pub voluntary_switches: Option<u64>,
+    pub involuntary_switches: Option<u64>,
 }
 
 /// Peak of one GPU over the job.

@@ -14,6 +14,7 @@
 use serde::Serialize;
 
 use super::ab::{AbMetric, AbVerdict, Sequential};
+use super::ab_in_job::InJobTest;
 use goldgate_schema::Exit;
 use goldgate_schema::{MetricResult, Verdict};
 
@@ -31,13 +32,16 @@ pub struct ArmSpec {
     pub env: Vec<String>,
     /// The folder the case's relative entry words resolve in, if not the current one.
     pub dir: Option<String>,
+    /// Settings the probe switches while the job runs (`save-delay=0.04`; within-job only).
+    pub switches: Vec<String>,
 }
 
 impl ArmSpec {
-    /// `empty_cache=level2, GOLDGATE_PLANT_SAVE_DELAY_S=0.04`, or `the case as is`.
+    /// `empty_cache=level2, GOLDGATE_PLANT_SAVE_DELAY_S=0.04, save-delay=0.04`, or `the case as is`.
     pub fn describe(&self) -> String {
         let mut parts: Vec<String> = self.variants.clone();
         parts.extend(self.env.iter().cloned());
+        parts.extend(self.switches.iter().cloned());
         if let Some(dir) = &self.dir {
             parts.push(format!("entry under {dir}"));
         }
@@ -47,6 +51,34 @@ impl ArmSpec {
             parts.join(", ")
         }
     }
+}
+
+/// How an A/B run compared its arms.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AbModeKind {
+    /// Each job runs one arm; jobs pair up in ABBA/BAAB blocks (`compare::ab`).
+    Job,
+    /// Every job runs both arms, switched by the probe save by save (`compare::ab_in_job`).
+    WithinJob,
+}
+
+impl AbModeKind {
+    /// `job` or `within-job`, as every report writes it.
+    pub fn label(self) -> &'static str {
+        match self {
+            AbModeKind::Job => "job",
+            AbModeKind::WithinJob => "within-job",
+        }
+    }
+}
+
+/// The mode an A/B run used, and why.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct AbMode {
+    pub kind: AbModeKind,
+    /// Why this mode (e.g. the arms differ in a variant, fixed when the process starts).
+    pub reason: String,
 }
 
 /// One job of the sequence.
@@ -75,9 +107,14 @@ pub struct AbReport {
     pub id: String,
     pub case: String,
     pub platform: String,
+    /// Job-level or within-job, and why.
+    pub mode: AbMode,
     /// The seed of the block order (ABBA or BAAB per block).
     pub seed: u64,
+    /// Job-level's test (its `max_pairs` are looks of job pairs).
     pub sequential: Sequential,
+    /// Within-job's test (its looks are jobs), when that mode ran.
+    pub within_job: Option<InJobTest>,
     pub arms: [ArmSpec; 2],
     pub jobs: Vec<AbJob>,
     /// Complete pairs judged.
@@ -184,11 +221,16 @@ mod tests {
             id: "x".into(),
             case: "m/c".into(),
             platform: "p".into(),
+            mode: AbMode {
+                kind: AbModeKind::Job,
+                reason: "test".into(),
+            },
             seed: 1,
             sequential: Sequential::from_settings(
                 &goldgate_core::config::AbSettings::default(),
                 "p",
             ),
+            within_job: None,
             arms: Default::default(),
             jobs: Vec::new(),
             pairs: 4,

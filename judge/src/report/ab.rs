@@ -45,7 +45,9 @@ pub fn metric_line(m: &AbMetric) -> String {
         None => String::new(),
     };
     let pairs = match m.test {
-        "sequential" => format!(", {} pair{}", m.pairs, if m.pairs == 1 { "" } else { "s" }),
+        "sequential" | "signed-rank" => {
+            format!(", {} pair{}", m.pairs, if m.pairs == 1 { "" } else { "s" })
+        }
         _ => String::new(),
     };
     format!(
@@ -57,22 +59,49 @@ pub fn metric_line(m: &AbMetric) -> String {
     )
 }
 
+/// `mode: job-level (why)`.
+fn mode_line(r: &AbReport) -> String {
+    format!("mode: {} ({})", r.mode.kind.label(), r.mode.reason)
+}
+
 fn header(r: &AbReport) -> String {
+    let test = match &r.within_job {
+        Some(t) => format!(
+            "alpha {} each way over {} metrics × {} looks (jobs), pass below +{} %",
+            t.alpha,
+            t.metrics,
+            t.max_jobs,
+            trim(t.min_effect * 100.0)
+        ),
+        None => format!(
+            "alpha {} over {} looks, min effect {} %, spread floor {} %",
+            r.sequential.alpha,
+            r.sequential.max_pairs,
+            trim(r.sequential.min_effect * 100.0),
+            trim(r.sequential.spread * 100.0)
+        ),
+    };
     format!(
-        "A/B {} on {}: A = {}; B = {}\n{} pair(s), {} job(s), {:.1} GPU-minutes, seed {}; alpha {} over {} looks, min effect {} %, spread floor {} %\n",
+        "A/B {} on {}: A = {}; B = {}\n{}\n{} {}(s), {} job(s), {:.1} GPU-minutes, seed {}; {test}\n",
         r.case,
         r.platform,
         r.arms[0].describe(),
         r.arms[1].describe(),
+        mode_line(r),
         r.pairs,
+        pair_word(r),
         r.jobs.len(),
         r.job_seconds / 60.0,
         r.seed,
-        r.sequential.alpha,
-        r.sequential.max_pairs,
-        trim(r.sequential.min_effect * 100.0),
-        trim(r.sequential.spread * 100.0)
     )
+}
+
+/// `pair` (of jobs) or `save pair`.
+fn pair_word(r: &AbReport) -> &'static str {
+    match r.within_job {
+        Some(_) => "save pair",
+        None => "pair",
+    }
 }
 
 fn warnings(r: &AbReport) -> Vec<String> {
@@ -80,10 +109,12 @@ fn warnings(r: &AbReport) -> Vec<String> {
     let open = r.inconclusive();
     if !open.is_empty() {
         out.push(format!(
-            "INCONCLUSIVE after {} pair(s): {} (neither a regression of {} % nor its absence could be shown; exit 1 only under --strict; more pairs: --max-pairs)",
+            "INCONCLUSIVE after {} {}(s): {} (neither a regression of {} % nor its absence could be shown; exit 1 only under --strict; more pairs: {})",
             r.pairs,
+            pair_word(r),
             open.join(", "),
-            trim(r.sequential.min_effect * 100.0)
+            trim(r.sequential.min_effect * 100.0),
+            if r.within_job.is_some() { "--max-jobs" } else { "--max-pairs" }
         ));
     }
     if let Some(note) = &r.golden_note {
@@ -126,13 +157,15 @@ pub fn render_markdown(r: &AbReport) -> String {
         r.verdict().label()
     );
     s.push_str(&format!(
-        "A = {}; B = {}. {} pair(s), {} job(s), {:.1} GPU-minutes, seed {}.\n\n",
+        "A = {}; B = {}. {} {}(s), {} job(s), {:.1} GPU-minutes, seed {}; {}.\n\n",
         esc(&r.arms[0].describe()),
         esc(&r.arms[1].describe()),
         r.pairs,
+        pair_word(r),
         r.jobs.len(),
         r.job_seconds / 60.0,
-        r.seed
+        r.seed,
+        esc(&mode_line(r))
     ));
     s.push_str(
         "| metric | A | B | change | interval | pairs | verdict |\n|---|---|---|---|---|---|---|\n",

@@ -135,6 +135,7 @@ pub fn record(v: VariantRecord, repeat: u32, shape: Shape, jitter: f64) -> RunRe
                 overlapped_by_next: shape.async_latency_s.is_some() && i == 0,
                 memory_before_bytes: Some((40.0 * GIB) as u64),
                 memory_after_bytes: Some((40.0 * GIB) as u64),
+                probe: None,
             }
         })
         .collect();

@@ -48,6 +48,7 @@ pub(crate) fn checkpoints(summary: &LogSummary) -> Vec<CheckpointRecord> {
             overlapped_by_next: c.overlapped_by_next,
             memory_before_bytes: c.memory_before.map(|m| (m.allocated * MB) as u64),
             memory_after_bytes: c.memory_after.map(|m| (m.allocated * MB) as u64),
+            probe: None,
         })
         .collect()
 }
@@ -261,7 +262,12 @@ fn job_warnings(
 pub(crate) fn record(job: &Job, result: JobResult) -> RunRecord {
     let ran = result.observed.is_some();
     let observed = result.observed.unwrap_or_default();
-    let checkpoints = checkpoints(&observed.summary);
+    let mut checkpoints = checkpoints(&observed.summary);
+    if let Some(probe) = &result.probe {
+        for c in &mut checkpoints {
+            c.probe = probe.save_probe(c.iteration);
+        }
+    }
     // A job that never ran has no metrics, not even the probe's from an earlier attempt.
     let mut metrics = match ran {
         true => metrics(

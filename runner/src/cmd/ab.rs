@@ -9,6 +9,13 @@
 //! decided or at `--max-pairs`; then B's other metrics are judged against the goldens, the
 //! reports are written and the exit code follows `compare::ab_outcome`'s rule. `ab.json` in the
 //! A/B folder is rewritten after every job (a crash loses nothing).
+//!
+//! `--within-job` (implied by `--a-switch`/`--b-switch`) runs both arms inside every job: the
+//! probe switches a setting that can change while the process runs (`compare::ab_in_job`'s
+//! switches) save by save, in a seeded order per pair of saves, and each job is judged with
+//! the ones before it until decided or `--max-jobs`. What is fixed when a process starts (a
+//! variant, the environment, a workload folder) is refused there: job-level `ab` compares it.
+//! `ab.json`'s `mode` says which mode ran and why.
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -19,7 +26,10 @@ use super::output::{err, errln, out, stderr_color};
 use super::select::{Selection, plan_selection};
 use goldgate_core::config::{Config, ExecutorChoice};
 use goldgate_judge::compare::ab::{self, AbMetric, Sequential};
-use goldgate_judge::compare::ab_outcome::{AB_SCHEMA_VERSION, AbJob, AbReport, ArmSpec};
+use goldgate_judge::compare::ab_in_job::{self, InJobTest, InJobUnit, Switch};
+use goldgate_judge::compare::ab_outcome::{
+    AB_SCHEMA_VERSION, AbJob, AbMode, AbModeKind, AbReport, ArmSpec,
+};
 use goldgate_record::plan::{Job, Output};
 use goldgate_record::run::{Progress, ResultsWriter, RunOptions};
 use goldgate_schema::Exit;
@@ -51,6 +61,24 @@ pub struct Args {
     /// Arm B's workload folder (a checkout of the head).
     #[arg(long = "b-dir", value_name = "DIR")]
     pub b_dir: Option<PathBuf>,
+    /// Both arms in every job, alternating save by save (implied by --a-switch/--b-switch;
+    /// alone: an in-job A/A).
+    #[arg(long)]
+    pub within_job: bool,
+    /// A setting arm A's saves run under, switched while the job runs (`save-delay=SECONDS`,
+    /// `empty-cache=remove|add`, `gc-threshold=SHARE`). Repeatable.
+    #[arg(long = "a-switch", value_name = "NAME=VALUE", value_parser = parse_switch)]
+    pub a_switches: Vec<Switch>,
+    /// A setting arm B's saves run under, e.g. `--b-switch empty-cache=remove`. Repeatable.
+    #[arg(long = "b-switch", value_name = "NAME=VALUE", value_parser = parse_switch)]
+    pub b_switches: Vec<Switch>,
+    /// Within-job: jobs at most (each a look; the alpha is split over them).
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_jobs: u32,
+    /// Within-job: save pairs each job's schedule holds (a job with fewer saves uses the first
+    /// ones; saves past them run under arm A, outside the design).
+    #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..))]
+    pub schedule_pairs: u32,
     /// Discarded warm-up jobs before the first block, alternating A and B.
     #[arg(long, default_value_t = 0, value_name = "N")]
     pub warmup: u32,
@@ -97,6 +125,10 @@ pub(crate) fn parse_env(text: &str) -> Result<(String, String), String> {
     Ok((name.to_owned(), value.to_owned()))
 }
 
+fn parse_switch(text: &str) -> Result<Switch, String> {
+    Switch::parse(text)
+}
+
 /// One arm: its selection (variants), extra environment and workload folder.
 struct Arm {
     name: &'static str,
@@ -122,7 +154,7 @@ impl Arm {
         })
     }
 
-    fn spec(&self) -> ArmSpec {
+    fn spec(&self, switches: &[Switch]) -> ArmSpec {
         let shown = |(k, v): &(String, String)| {
             let v = if goldgate_core::redact::is_secret_name(k) {
                 goldgate_core::redact::REDACTED
@@ -136,6 +168,7 @@ impl Arm {
             variants: self.select.variants.clone(),
             env: self.env.iter().map(shown).collect(),
             dir: self.dir.as_ref().map(|d| d.display().to_string()),
+            switches: switches.iter().map(Switch::render).collect(),
         }
     }
 }
@@ -188,8 +221,14 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
         super::run_notes::scripts_notice(&[b], bench.opts.scripts, choice)
     );
     let seed = args.seed.unwrap_or_else(clock_seed);
+    let within = within_job(&args)?;
     let mut report = bench.report(&platform, seed, seq);
-    bench.sequence(&mut report)?;
+    if let Some(mode) = within {
+        report.mode = mode;
+        bench.sequence_within(&mut report)?;
+    } else {
+        bench.sequence(&mut report)?;
+    }
     bench.finish(report)
 }
 
@@ -233,6 +272,84 @@ fn sequential(args: &Args, config: &Config, platform: &str) -> Result<Sequential
     Ok(seq)
 }
 
+/// The within-job mode when asked for (`--within-job`, or a switch given), and why; refuses
+/// what a running process cannot switch.
+fn within_job(args: &Args) -> Result<Option<AbMode>, AppError> {
+    let switched = !args.a_switches.is_empty() || !args.b_switches.is_empty();
+    if !(args.within_job || switched) {
+        return Ok(None);
+    }
+    let mut fixed = Vec::new();
+    if !args.a_variants.is_empty() || !args.b_variants.is_empty() {
+        fixed.push("--a-variant/--b-variant");
+    }
+    if !args.a_env.is_empty() || !args.b_env.is_empty() {
+        fixed.push("--a-env/--b-env");
+    }
+    if args.a_dir.is_some() || args.b_dir.is_some() {
+        fixed.push("--a-dir/--b-dir");
+    }
+    if args.warmup > 0 {
+        fixed.push("--warmup");
+    }
+    if !fixed.is_empty() {
+        return Err(CmdError::NotSwitchable {
+            message: format!(
+                "{} set what a job fixes when its process starts; within-job A/B switches only what the probe changes while it runs (--a-switch/--b-switch)",
+                fixed.join(", ")
+            ),
+        }
+        .into());
+    }
+    ab_in_job::check_arms(&args.a_switches, &args.b_switches)
+        .map_err(|message| CmdError::NotSwitchable { message })?;
+    let names: Vec<String> = args
+        .a_switches
+        .iter()
+        .chain(&args.b_switches)
+        .map(Switch::render)
+        .collect();
+    let reason = if names.is_empty() {
+        "an in-job A/A (--within-job, no switch): both arms the case as is".to_owned()
+    } else {
+        format!(
+            "the arms differ only in settings the probe switches while the job runs ({}): both arms in every job, save by save",
+            names.join(", ")
+        )
+    };
+    Ok(Some(AbMode {
+        kind: AbModeKind::WithinJob,
+        reason,
+    }))
+}
+
+/// Job-level, and why: what the arms differ in is fixed when a process starts.
+fn job_mode(arms: &[Arm; 2]) -> AbMode {
+    let [a, b] = arms;
+    let mut fixed = Vec::new();
+    if a.select.variants != b.select.variants {
+        fixed.push("variants");
+    }
+    if a.env != b.env {
+        fixed.push("environment");
+    }
+    if a.dir != b.dir {
+        fixed.push("workload folder");
+    }
+    let reason = if fixed.is_empty() {
+        "an A/A of whole jobs (the arms are the same)".to_owned()
+    } else {
+        format!(
+            "the arms differ in {}, fixed when the process starts: only whole jobs can compare them",
+            fixed.join(", ")
+        )
+    };
+    AbMode {
+        kind: AbModeKind::Job,
+        reason,
+    }
+}
+
 fn clock_seed() -> u64 {
     let now = jiff::Timestamp::now();
     (now.as_nanosecond() as u64) ^ u64::from(std::process::id())
@@ -245,9 +362,14 @@ impl Bench<'_> {
             id: self.opts.run_id.clone(),
             case: self.args.case.clone(),
             platform: platform.to_owned(),
+            mode: job_mode(&self.arms),
             seed,
             sequential: seq,
-            arms: [self.arms[0].spec(), self.arms[1].spec()],
+            within_job: None,
+            arms: [
+                self.arms[0].spec(&self.args.a_switches),
+                self.arms[1].spec(&self.args.b_switches),
+            ],
             jobs: Vec::new(),
             pairs: 0,
             metrics: Vec::new(),
@@ -302,6 +424,94 @@ impl Bench<'_> {
         ab::close(&mut report.metrics);
         report.finished = true;
         Ok(())
+    }
+
+    /// Within-job: one job after another, both arms in each (`ab_in_job::schedule`), judged
+    /// after each until decided or `--max-jobs`.
+    fn sequence_within(&self, report: &mut AbReport) -> Result<(), AppError> {
+        let rules = goldgate_core::rules::RuleSet::from_config(&self.config.rules);
+        let skip = rules
+            .find(goldgate_schema::metric_names::CHECKPOINT_BLOCKING)
+            .map_or(1, |r| r.skip_first_saves as usize);
+        let test = InJobTest {
+            alpha: report.sequential.alpha,
+            min_effect: report.sequential.min_effect,
+            max_jobs: self.args.max_jobs,
+            metrics: 2,
+        };
+        report.within_job = Some(test);
+        let switches = |v: &[Switch]| v.iter().map(Switch::render).collect::<Vec<_>>().join(",");
+        let mut jobs: Vec<Vec<(InJobUnit, InJobUnit)>> = Vec::new();
+        for j in 0..self.args.max_jobs {
+            if self.out_of_time(report, 1) {
+                break;
+            }
+            let schedule =
+                ab_in_job::schedule(report.seed, j, skip, self.args.schedule_pairs as usize);
+            let env = [
+                ("GOLDGATE_INJOB_SCHEDULE", schedule),
+                ("GOLDGATE_INJOB_A", switches(&self.args.a_switches)),
+                ("GOLDGATE_INJOB_B", switches(&self.args.b_switches)),
+            ];
+            let index = report.jobs.len() as u32 + 1;
+            let run_id = format!("{index:02}-ab");
+            let record = self.one_within(report, &run_id, j + 1, &env)?;
+            if self.halted(report) {
+                return Ok(());
+            }
+            let Some(record) = record else { break };
+            let pairs = ab_in_job::job_pairs(&run_id, &record).map_err(|e| CmdError::InJob {
+                message: e.to_string(),
+            })?;
+            jobs.push(pairs);
+            report.pairs = jobs.iter().map(Vec::len).sum();
+            report.metrics = ab_in_job::judge(&jobs, &test);
+            self.save(report);
+            if ab::settled(&report.metrics) {
+                break;
+            }
+        }
+        ab::close(&mut report.metrics);
+        report.finished = true;
+        Ok(())
+    }
+
+    /// Plans, runs and records one within-job job (arm `ab`, its schedule in `env`).
+    fn one_within(
+        &self,
+        report: &mut AbReport,
+        run_id: &str,
+        block: u32,
+        env: &[(&str, String)],
+    ) -> Result<Option<RunRecord>, AppError> {
+        let mut job = self.plan(0, run_id, block, 0, false)?;
+        for (k, v) in env {
+            job.env_unset.retain(|u| u != k);
+            job.env.insert((*k).to_owned(), v.clone());
+        }
+        job.env.insert("GOLDGATE_AB_ARM".into(), "ab".into());
+        let results = job.dirs.job.join("results.json");
+        report.jobs.push(AbJob {
+            index: report.jobs.len() as u32 + 1,
+            run_id: run_id.to_owned(),
+            arm: "ab".into(),
+            block,
+            pair: 0,
+            warmup: false,
+            results: relative(&results, &self.ab_dir),
+            outcome: None,
+            wall_seconds: None,
+        });
+        self.save(report);
+        errln!("goldgate ab: job {run_id} (both arms, save by save; job {block})");
+        let record = self.execute(job, run_id)?;
+        if let (Some(entry), Some(r)) = (report.jobs.last_mut(), &record) {
+            entry.outcome = Some(r.outcome.label());
+            entry.wall_seconds = Some(r.wall_seconds);
+            report.job_seconds += r.wall_seconds;
+        }
+        self.save(report);
+        Ok(record)
     }
 
     /// Whether `jobs` more jobs, at the slowest job's time so far (plus a fifth), would end
@@ -502,7 +712,12 @@ impl Bench<'_> {
 
     /// B against the goldens (metrics not timed), the reports, the exit code.
     fn finish(&self, mut report: AbReport) -> Result<Exit, AppError> {
-        if !report.job_failed() && report.pairs > 0 {
+        let within = report.mode.kind == AbModeKind::WithinJob;
+        if within {
+            report.golden_note = Some(
+                "within-job: every job ran both arms, so none is judged against the goldens (goldgate run does that)".into(),
+            );
+        } else if !report.job_failed() && report.pairs > 0 {
             self.goldens(&mut report)?;
         }
         if self.stop.is_requested() {
@@ -519,8 +734,11 @@ impl Bench<'_> {
         self.write_json(&report)?;
         super::ab_reports::emit(&report, gate)?;
         out!("a/b folder: {}\n", self.ab_dir.display());
-        for arm in &self.arms {
-            out!("{}", self.repro_line(arm));
+        // A within-job job holds both arms: its run.json's environment repeats it.
+        if !within {
+            for arm in &self.arms {
+                out!("{}", self.repro_line(arm));
+            }
         }
         Ok(exit)
     }
@@ -540,7 +758,7 @@ impl Bench<'_> {
         for v in &arm.select.variants {
             words.extend(["--variant".into(), v.clone()]);
         }
-        for e in arm.spec().env {
+        for e in arm.spec(&[]).env {
             words.extend(["--env".into(), e]);
         }
         if let Some(dir) = &arm.dir {

@@ -346,11 +346,13 @@ fn cmd(e: &CmdError) -> Exit {
         | CmdError::NothingToRun
         | CmdError::NotOneJob { .. }
         | CmdError::BadValue { .. }
+        | CmdError::NotSwitchable { .. }
         | CmdError::NothingToJudge { .. } => Exit::Usage,
         CmdError::Cwd { .. }
         | CmdError::Write { .. }
         | CmdError::Encode { .. }
-        | CmdError::Runtime { .. } => Exit::Failure,
+        | CmdError::Runtime { .. }
+        | CmdError::InJob { .. } => Exit::Failure,
     }
 }
 
@@ -417,6 +419,18 @@ pub enum CmdError {
     /// A flag's value is out of its range.
     #[error("{message}")]
     BadValue { message: &'static str },
+
+    /// `ab --within-job` was asked to switch what a running job cannot switch.
+    #[error("{message}")]
+    #[diagnostic(help(
+        "drop --within-job (and the switches) to compare this with job-level `goldgate ab`"
+    ))]
+    NotSwitchable { message: String },
+
+    /// `ab --within-job`: a job's records cannot be judged within the job.
+    #[error("within-job A/B: {message}")]
+    #[diagnostic(help("the job's folder holds its probe files (probe/) and results.json"))]
+    InJob { message: String },
 
     /// `power` found nothing it can judge over repeats.
     #[error(

@@ -128,7 +128,13 @@ pub(crate) fn trend_markdown(
     use goldgate_judge::history::changes::{Options, detect};
     use goldgate_schema::{Unit, Verdict};
     let cwd = std::env::current_dir().map_err(|source| super::error::CmdError::Cwd { source })?;
-    let mut store = Store::open(&Location::parse(db, &cwd), &now())?;
+    // A read: a store on a read-only mount is read as it is; only a SQLite file that does not
+    // exist yet is created (a first PR before any main run has been stored).
+    let location = Location::parse(db, &cwd);
+    let mut store = match &location {
+        Location::Sqlite(path) if !path.exists() => Store::open(&location, &now())?,
+        _ => Store::open_read(&location)?,
+    };
     let mut trends = Vec::new();
     for job in &c.jobs {
         for m in job

@@ -7,6 +7,7 @@
 mod common;
 
 mod ab_e2e;
+mod ab_in_job_e2e;
 mod action_e2e;
 mod architecture;
 mod cancel_cli;

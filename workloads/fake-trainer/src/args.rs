@@ -54,6 +54,8 @@ pub(crate) struct Config {
     pub(crate) slow_save_ms: u64,
     /// Extra `empty_cache` calls planted in every save (`GOLDGATE_PLANT_EMPTY_CACHE`).
     pub(crate) plant_empty_cache: u64,
+    /// In-job A/B from the environment (`GOLDGATE_INJOB_*`, see `crate::injob`).
+    pub(crate) injob: Option<crate::injob::InJob>,
     pub(crate) slow_write_ms: u64,
     pub(crate) planted: Vec<(u64, Planted)>,
     /// Loss multiplier minus one for a run that resumed from a checkpoint (a planted resume
@@ -556,6 +558,7 @@ fn validate(raw: Raw) -> Result<Config, UsageError> {
         ckpt_mb: megabytes(&raw, "--ckpt-mb", 64)?,
         slow_save_ms: int(&raw, "--slow-save-ms", 0)?,
         plant_empty_cache: 0,
+        injob: None,
         slow_write_ms: int(&raw, "--slow-write-ms", 0)?,
         planted,
         resume_drift: float(&raw, "--resume-drift", 0.0)?,

@@ -19,6 +19,7 @@ mod checkpoint;
 mod curve;
 mod emit;
 mod format;
+mod injob;
 mod memory;
 mod probe;
 mod process;
@@ -57,10 +58,17 @@ pub fn run(argv: &[String], reexec_prefix: &[&str]) -> ExitCode {
     };
     let planted = std::env::var("GOLDGATE_PLANT_SAVE_DELAY_S").ok();
     let empty_cache = std::env::var("GOLDGATE_PLANT_EMPTY_CACHE").ok();
-    let cfg = match args::with_planted_delay(*cfg, planted)
+    let mut cfg = match args::with_planted_delay(*cfg, planted)
         .and_then(|cfg| args::with_planted_empty_cache(cfg, empty_cache))
     {
         Ok(cfg) => cfg,
+        Err(e) => {
+            emit::err(&format!("fake-trainer: error: {e}"));
+            return ExitCode::from(2);
+        }
+    };
+    cfg.injob = match injob::InJob::from_env() {
+        Ok(j) => j,
         Err(e) => {
             emit::err(&format!("fake-trainer: error: {e}"));
             return ExitCode::from(2);

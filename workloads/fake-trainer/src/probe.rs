@@ -45,11 +45,34 @@ pub(crate) fn io_since(start: Option<(u64, u64)>) -> Option<(u64, u64)> {
     }
 }
 
+/// This process's CPU time (s), minor and major page faults and voluntary and involuntary
+/// context switches (`getrusage(RUSAGE_SELF)`), as the probe's `resource.getrusage` reads them.
+#[derive(Clone, Copy, Debug, Default)]
+struct Usage {
+    cpu_seconds: f64,
+    counts: [i64; 4],
+}
+
+fn usage() -> Usage {
+    // SAFETY: rusage is plain integers, for which all-zero bytes are a valid value.
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: getrusage writes one rusage struct, which lives on this stack frame.
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) } != 0 {
+        return Usage::default();
+    }
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    Usage {
+        cpu_seconds: secs(u.ru_utime) + secs(u.ru_stime),
+        counts: [u.ru_minflt, u.ru_majflt, u.ru_nvcsw, u.ru_nivcsw],
+    }
+}
+
 /// The counters a save window subtracts.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Mark {
     alloc: AllocCounters,
     io: Option<(u64, u64)>,
+    usage: Usage,
     at: Instant,
 }
 
@@ -60,6 +83,9 @@ struct Save {
     seconds: f64,
     alloc: AllocCounters,
     io: Option<(u64, u64)>,
+    usage: Usage,
+    /// In-job A/B: the arm the save ran under (`Some(None)`: outside the design).
+    arm: Option<Option<char>>,
 }
 
 /// The probe file of this process.
@@ -100,12 +126,15 @@ impl Probe {
         Mark {
             alloc: self.acct.counters(),
             io: thread_io(),
+            usage: usage(),
             at: Instant::now(),
         }
     }
 
-    /// Records the save that started at `mark` and rewrites the file.
-    pub(crate) fn saved(&mut self, iteration: u64, mark: Mark) {
+    /// Records the save that started at `mark` (under in-job A/B, with its arm) and rewrites
+    /// the file.
+    pub(crate) fn saved(&mut self, iteration: u64, mark: Mark, arm: Option<Option<char>>) {
+        let end = usage();
         let now = self.acct.counters();
         let io = io_since(mark.io);
         self.saves.push(Save {
@@ -120,6 +149,11 @@ impl Probe {
                 empty_cache_max_nanos: 0,
             },
             io,
+            usage: Usage {
+                cpu_seconds: end.cpu_seconds - mark.usage.cpu_seconds,
+                counts: std::array::from_fn(|i| end.counts[i] - mark.usage.counts[i]),
+            },
+            arm,
         });
         self.write(false);
     }
@@ -179,12 +213,20 @@ impl Probe {
                 "\"wchar\":null,\"write_bytes\":null".to_owned(),
                 |(w, b)| format!("\"wchar\":{w},\"write_bytes\":{b}"),
             );
+            let arm = match s.arm {
+                Some(Some(a)) => format!(",\"arm\":\"{a}\""),
+                Some(None) => ",\"arm\":null".to_owned(),
+                None => String::new(),
+            };
+            let [minflt, majflt, nvcsw, nivcsw] = s.usage.counts;
             let _ = write!(
                 out,
                 "{}{{\"function\":\"megatron.save_checkpoint\",\"start\":{},\"seconds\":{},\
-                 \"iteration\":{},\"counters\":{{\"empty_cache_calls\":{},\
+                 \"iteration\":{}{arm},\"counters\":{{\"empty_cache_calls\":{},\
                  \"empty_cache_seconds\":{},\"num_alloc_retries\":0,\"num_device_alloc\":{},\
-                 \"num_device_free\":{},\"num_sync_all_streams\":{},{io}}}}}",
+                 \"num_device_free\":{},\"num_sync_all_streams\":{},{io},\
+                 \"cpu_seconds\":{},\"minor_faults\":{minflt},\"major_faults\":{majflt},\
+                 \"voluntary_switches\":{nvcsw},\"involuntary_switches\":{nivcsw}}}}}",
                 if i == 0 { "" } else { "," },
                 s.start_s,
                 s.seconds,
@@ -194,6 +236,7 @@ impl Probe {
                 s.alloc.device_allocs,
                 s.alloc.device_frees,
                 s.alloc.empty_cache_calls,
+                s.usage.cpu_seconds,
             );
         }
         let io = process_io().map_or("null".to_owned(), |(w, b)| {
@@ -243,11 +286,11 @@ mod tests {
         let mark = probe.mark();
         pool.empty_cache();
         std::fs::write(dir.path().join("ckpt"), vec![0u8; 10_000]).unwrap();
-        probe.saved(7, mark);
+        probe.saved(7, mark, Some(Some('b')));
         probe.write(true);
         let text = std::fs::read_to_string(&probe.path).unwrap();
         assert!(
-            text.contains("\"iteration\":7,\"counters\":{\"empty_cache_calls\":1,"),
+            text.contains("\"iteration\":7,\"arm\":\"b\",\"counters\":{\"empty_cache_calls\":1,"),
             "{text}"
         );
         assert!(
@@ -264,5 +307,6 @@ mod tests {
             .unwrap();
         assert!(wchar >= 10_000, "{text}");
         assert!(text.contains("\"final\":true"), "{text}");
+        assert!(text.contains("\"cpu_seconds\":"), "{text}");
     }
 }

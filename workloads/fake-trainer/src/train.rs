@@ -11,6 +11,7 @@ use crate::checkpoint::{self, CkptError, Saver};
 use crate::curve::Curve;
 use crate::emit;
 use crate::format::{self, IterationStats, Stamp};
+use crate::injob::InJob;
 use crate::memory::{self, Accounting, AllocError, Buffer, Pool};
 use crate::probe::Probe;
 use crate::process;
@@ -178,6 +179,8 @@ pub(crate) fn run(cfg: &Config) -> Result<(), TrainError> {
     let mut saving = Saving {
         probe: Probe::from_env(&acct),
         plant_empty_cache: cfg.plant_empty_cache,
+        injob: cfg.injob.clone(),
+        saves: 0,
     };
     let curve = Curve::new(cfg.seed, cfg.train_iters);
     let mut tb = match &cfg.tensorboard_dir {
@@ -233,6 +236,9 @@ pub(crate) fn run(cfg: &Config) -> Result<(), TrainError> {
 struct Saving {
     probe: Option<Probe>,
     plant_empty_cache: u64,
+    /// In-job A/B (`crate::injob`): each save's arm, and the saves so far.
+    injob: Option<InJob>,
+    saves: usize,
 }
 
 /// One save, as Megatron's `save_checkpoint_and_time` makes it: the probe's window around it,
@@ -245,10 +251,26 @@ fn save(
     iteration: u64,
     model: &[u8],
 ) -> Result<Duration, TrainError> {
+    let (arm, switches) = match &saving.injob {
+        Some(j) => {
+            let (arm, sw) = j.arm(saving.saves);
+            (arm, Some(sw.clone()))
+        }
+        None => (None, None),
+    };
+    saving.saves += 1;
+    let calls = match switches.as_ref().and_then(|s| s.empty_cache_add) {
+        Some(true) => saving.plant_empty_cache + 1,
+        Some(false) => 0,
+        None => saving.plant_empty_cache,
+    };
     let mark = saving.probe.as_ref().map(Probe::mark);
     let start = Instant::now();
-    for _ in 0..saving.plant_empty_cache {
+    for _ in 0..calls {
         pool.empty_cache();
+    }
+    if let Some(sw) = &switches {
+        std::thread::sleep(sw.save_delay);
     }
     let planted = start.elapsed();
     let blocking = s.save(iteration, model)?;
@@ -257,7 +279,7 @@ fn save(
         for (it, io) in written {
             p.background(it, io);
         }
-        p.saved(iteration, mark);
+        p.saved(iteration, mark, switches.is_some().then_some(arm));
     }
     Ok(planted + blocking)
 }

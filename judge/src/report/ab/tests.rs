@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::compare::ab::Sequential;
-use crate::compare::ab_outcome::{AB_SCHEMA_VERSION, AbJob, ArmSpec};
+use crate::compare::ab_outcome::{AB_SCHEMA_VERSION, AbJob, AbMode, AbModeKind, ArmSpec};
 use goldgate_schema::{MetricResult, Unit, Verdict};
 
 fn metric(
@@ -56,8 +56,15 @@ fn report() -> AbReport {
         id: "20261201-160000-abcd".into(),
         case: "gpt/h200-ckpt-power".into(),
         platform: "h200".into(),
+        mode: AbMode {
+            kind: AbModeKind::Job,
+            reason:
+                "the arms differ in a variant (empty_cache=level2), fixed when the process starts"
+                    .into(),
+        },
         seed: 7,
         sequential: seq,
+        within_job: None,
         arms: [
             ArmSpec {
                 arm: "a".into(),
@@ -68,6 +75,7 @@ fn report() -> AbReport {
                 variants: vec!["empty_cache=level2".into()],
                 env: vec!["GOLDGATE_PLANT_SAVE_DELAY_S=0.04".into()],
                 dir: None,
+                switches: Vec::new(),
             },
         ],
         jobs: vec![

@@ -38,6 +38,12 @@ pub struct SaveWindow {
     /// What happened inside the save (Megatron's and DCP's saves; absent for `torch.save`).
     #[serde(default)]
     pub counters: Option<SaveCounters>,
+    /// In-job A/B: the arm in force (`a`, `b`; `None` outside the design).
+    #[serde(default)]
+    pub arm: Option<String>,
+    /// A switch the probe could not apply.
+    #[serde(default)]
+    pub switch_error: Option<String>,
 }
 
 /// Counters of one save window: each the change from the save's start to its end (`None`
@@ -54,6 +60,27 @@ pub struct SaveCounters {
     pub wchar: Option<u64>,
     /// Bytes sent to the block layer (`/proc/self/io` `write_bytes`).
     pub write_bytes: Option<u64>,
+    /// Where the window's time went (absent from older probes).
+    #[serde(default)]
+    pub cpu_seconds: Option<f64>,
+    #[serde(default)]
+    pub dist_save_calls: Option<u64>,
+    #[serde(default)]
+    pub dist_save_seconds: Option<f64>,
+    #[serde(default)]
+    pub dist_save_cpu_seconds: Option<f64>,
+    #[serde(default)]
+    pub fsync_calls: Option<u64>,
+    #[serde(default)]
+    pub fsync_seconds: Option<f64>,
+    #[serde(default)]
+    pub minor_faults: Option<u64>,
+    #[serde(default)]
+    pub major_faults: Option<u64>,
+    #[serde(default)]
+    pub voluntary_switches: Option<u64>,
+    #[serde(default)]
+    pub involuntary_switches: Option<u64>,
 }
 
 /// `/proc/self/io` of one process at its last write (this process and the children it reaped).
@@ -261,6 +288,46 @@ impl ProbeSummary {
                 .filter_map(|r| r.io.as_ref().map(|io| io.wchar as f64))
                 .reduce(|a, b| a + b),
         );
+    }
+
+    /// The probe's view of the save at `iteration` (its outer counted windows: Megatron's and
+    /// DCP's saves): the longest window across ranks, rank 0's arm and parts (the lowest rank
+    /// that recorded it). `None` when no rank recorded a counted window there.
+    pub fn save_probe(&self, iteration: u64) -> Option<goldgate_schema::SaveProbe> {
+        let mut seconds: Option<f64> = None;
+        let mut first: Option<(u32, &SaveWindow)> = None;
+        for rank in &self.ranks {
+            for w in &rank.saves {
+                if w.iteration != Some(iteration) || w.counters.is_none() {
+                    continue;
+                }
+                seconds = Some(seconds.map_or(w.seconds, |s| s.max(w.seconds)));
+                if first.is_none_or(|(r, _)| rank.rank < r) {
+                    first = Some((rank.rank, w));
+                }
+            }
+        }
+        let (_, w) = first?;
+        let c = w.counters.clone().unwrap_or_default();
+        Some(goldgate_schema::SaveProbe {
+            seconds: seconds?,
+            arm: w.arm.clone(),
+            switch_error: w.switch_error.clone(),
+            parts: goldgate_schema::SaveParts {
+                cpu_seconds: c.cpu_seconds,
+                dist_save_calls: c.dist_save_calls,
+                dist_save_seconds: c.dist_save_seconds,
+                dist_save_cpu_seconds: c.dist_save_cpu_seconds,
+                fsync_calls: c.fsync_calls,
+                fsync_seconds: c.fsync_seconds,
+                empty_cache_calls: c.empty_cache_calls,
+                empty_cache_seconds: c.empty_cache_seconds,
+                minor_faults: c.minor_faults,
+                major_faults: c.major_faults,
+                voluntary_switches: c.voluntary_switches,
+                involuntary_switches: c.involuntary_switches,
+            },
+        })
     }
 
     /// Per-save counters, keyed by the save's iteration: counts the max across ranks, bytes

@@ -18,6 +18,10 @@ one; goldgate puts this file's folder first on ``PYTHONPATH`` for every rank. Th
     ``num_sync_all_streams``, and ``wchar`` / ``write_bytes`` of the saving thread's own
     ``/proc`` io counters (another thread's writes in the meantime, an earlier save's
     background writer or the probe's poller, are not this save's);
+  - where each Megatron save's time went (``counters`` too): the process's CPU time, minor and
+    major page faults and voluntary/involuntary context switches (``getrusage``), the calls and
+    time of ``os.fsync``/``os.fdatasync``, and the calls, wall and CPU time of
+    ``megatron.core.dist_checkpointing.save`` inside the window;
   - calls of ``torch.multiprocessing.reductions.rebuild_cuda_tensor`` (a CUDA tensor received
     from another process: an async checkpoint worker's handoff);
   - ``/proc/self/io`` at every write (bytes this process, and the children it reaped, wrote);
@@ -25,6 +29,22 @@ one; goldgate puts this file's folder first on ``PYTHONPATH`` for every rank. Th
     device allocs/frees, segments, inactive split bytes; the allocator settings in force;
   - on an out-of-memory error, with ``GOLDGATE_PROBE_HISTORY=1``, a memory snapshot pickle
     that PyTorch's memory visualiser (pytorch.org/memory_viz) opens.
+In-job A/B (``goldgate ab --within-job``): ``GOLDGATE_INJOB_SCHEDULE`` holds one letter per
+outer save window in order (``-`` outside the design, ``a`` or ``b``), ``GOLDGATE_INJOB_A`` and
+``GOLDGATE_INJOB_B`` each arm's switches (``save-delay=0.04,empty-cache=remove``). Before a
+window's clock starts the probe puts that save's arm in force; it stays until the next save, so
+one unit is a save plus the steps after it. Each window records the arm it ran under
+(``arm``) and, if a switch could not be applied, why (``switch_error``). The switches:
+
+* ``save-delay=S``: sleeps S seconds inside the window, at the start of Megatron's inner
+  ``save_checkpoint`` (after the training loop's interval timer stopped), or at the window's
+  start where there is no inner call (a planted regression);
+* ``empty-cache=remove``: skips the ``torch.cuda.empty_cache()`` calls that
+  ``save_checkpoint_and_time`` makes outside ``save_checkpoint`` (Megatron-LM PR #5678's change);
+  ``empty-cache=add``: one more call, where ``save-delay`` sleeps;
+* ``gc-threshold=T``: ``torch.cuda.memory._set_allocator_settings("garbage_collection_threshold:T")``
+  (the allocator reads it at every allocation; both arms name a value, as it cannot be unset).
+
 Files are written atomically (temp file + rename) at every interval, after every save and at
 exit, so a rank that dies still leaves a valid, possibly partial, file.
 """
@@ -39,6 +59,11 @@ import os
 import sys
 import threading
 import time
+
+try:
+    import resource
+except ImportError:  # not on Linux: no page-fault or context-switch counts
+    resource = None
 
 _DIR = os.environ.get("GOLDGATE_PROBE_DIR", "")
 _HERE = os.path.dirname(os.path.abspath(__file__))
@@ -86,6 +111,52 @@ class _State:
         self.overhead_seconds = 0.0
         self.poller_cpu_seconds = 0.0
         self.finalized = False
+        # Inside save windows: os.fsync/fdatasync and dist_checkpointing.save (calls, seconds).
+        self.fsync = {"calls": 0, "seconds": 0.0}
+        self.dist_save = {"calls": 0, "seconds": 0.0, "cpu_seconds": 0.0, "depth": 0}
+        # Depth of Megatron's inner save_checkpoint inside save_checkpoint_and_time.
+        self.inner_save_depth = 0
+        self.injob = _injob_from_env()
+        self.outer_index = 0  # outer save windows so far (the schedule's position)
+        self.arm = None  # the arm in force
+        self.skip_empty_cache = False
+        self.pending = None  # the arm's save-delay / added empty_cache, done once per save
+
+
+def _parse_switches(text):
+    """``save-delay=0.04,empty-cache=remove`` as a dict; a bad entry raises ValueError."""
+    out = {}
+    for item in filter(None, (p.strip() for p in (text or "").split(","))):
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise ValueError("switch `%s` is not NAME=VALUE" % item)
+        if key == "save-delay":
+            out[key] = float(value)
+        elif key == "empty-cache":
+            if value not in ("remove", "add"):
+                raise ValueError("empty-cache takes remove or add, not `%s`" % value)
+            out[key] = value
+        elif key == "gc-threshold":
+            t = float(value)
+            if not 0.0 < t < 1.0:
+                raise ValueError("gc-threshold takes a share between 0 and 1, not `%s`" % value)
+            out[key] = t
+        else:
+            raise ValueError("unknown switch `%s`" % key)
+    return out
+
+
+def _injob_from_env():
+    schedule = os.environ.get("GOLDGATE_INJOB_SCHEDULE", "")
+    if not schedule:
+        return None
+    arms = {}
+    for arm in ("a", "b"):
+        try:
+            arms[arm] = _parse_switches(os.environ.get("GOLDGATE_INJOB_" + arm.upper(), ""))
+        except ValueError as e:
+            arms[arm] = {"error": "GOLDGATE_INJOB_%s: %s" % (arm.upper(), e)}
+    return {"schedule": schedule, "arms": arms}
 
 
 _S = _State()
@@ -137,11 +208,25 @@ def _proc_io(path="/proc/self/io"):
 _SAVE_STATS = ("num_alloc_retries", "num_device_alloc", "num_device_free", "num_sync_all_streams")
 
 
+_RUSAGE = (("ru_minflt", "minor_faults"), ("ru_majflt", "major_faults"),
+           ("ru_nvcsw", "voluntary_switches"), ("ru_nivcsw", "involuntary_switches"))
+
+
 def _counters_now(torch):
-    """What a save window subtracts: empty_cache so far, allocator counters, /proc/self/io."""
+    """What a save window subtracts: empty_cache so far, allocator counters, /proc/self/io,
+    the process's CPU time and rusage counts, fsync and dist_checkpointing.save so far."""
     with _S.lock:
         counters = {"empty_cache_calls": _S.empty_cache["calls"],
-                    "empty_cache_seconds": _S.empty_cache["seconds"]}
+                    "empty_cache_seconds": _S.empty_cache["seconds"],
+                    "fsync_calls": _S.fsync["calls"],
+                    "fsync_seconds": _S.fsync["seconds"],
+                    "dist_save_calls": _S.dist_save["calls"],
+                    "dist_save_seconds": _S.dist_save["seconds"],
+                    "dist_save_cpu_seconds": _S.dist_save["cpu_seconds"]}
+    counters["cpu_seconds"] = time.process_time()
+    usage = resource.getrusage(resource.RUSAGE_SELF) if resource is not None else None
+    for field, key in _RUSAGE:
+        counters[key] = getattr(usage, field) if usage is not None else None
     try:
         stats = torch.cuda.memory_stats() if torch.cuda.is_initialized() else {}
     except Exception:
@@ -161,7 +246,10 @@ def _counter_delta(before, after):
     for key, value in after.items():
         start = before.get(key)
         out[key] = None if value is None or start is None else value - start
-    out["empty_cache_seconds"] = round(out["empty_cache_seconds"], 6)
+    for key in ("empty_cache_seconds", "fsync_seconds", "dist_save_seconds",
+                "dist_save_cpu_seconds", "cpu_seconds"):
+        if out.get(key) is not None:
+            out[key] = round(out[key], 6)
     # The saving thread may rewrite the probe's file inside a save: those bytes are the probe's.
     own = out.pop("own_written") or 0
     if out["wchar"] is not None:
@@ -219,6 +307,7 @@ def _write_locked(torch, final, force):
             "final": final,
             "wall_seconds": round(time.time() - _S.started, 3),
             "empty_cache": dict(_S.empty_cache),
+            "fsync": dict(_S.fsync),
             "rebuild_cuda_tensor_calls": _S.rebuild_cuda_tensor_calls,
             "io": _proc_io(),
             "saves": list(_S.saves),
@@ -247,6 +336,10 @@ def _wrap_empty_cache(torch):
     original = torch.cuda.empty_cache
 
     def empty_cache():
+        if _S.skip_empty_cache and _S.save_depth == 1 and _S.inner_save_depth == 0:
+            with _S.lock:
+                _S.empty_cache["skipped_by_switch"] = _S.empty_cache.get("skipped_by_switch", 0) + 1
+            return None  # the arm removed save_checkpoint_and_time's own call
         t0 = _now()
         try:
             return original()
@@ -273,29 +366,92 @@ def _iteration_of(args, kwargs):
     return value if isinstance(value, int) else None
 
 
+def _apply_arm(torch, arm):
+    """Puts ``arm``'s switches in force (before a window's clock starts); returns an error
+    message if one could not be applied. Arms stay in force until the next save."""
+    switches = _S.injob["arms"].get(arm, {})
+    if "error" in switches:
+        return switches["error"]
+    _S.skip_empty_cache = switches.get("empty-cache") == "remove"
+    threshold = switches.get("gc-threshold")
+    if threshold is not None:
+        setter = getattr(getattr(torch.cuda, "memory", None), "_set_allocator_settings", None)
+        if setter is None:
+            return "gc-threshold: this torch has no torch.cuda.memory._set_allocator_settings"
+        try:
+            setter("garbage_collection_threshold:%s" % threshold)
+        except Exception as e:  # a torch that refuses it mid-run
+            return "gc-threshold: %s: %s" % (type(e).__name__, e)
+    return None
+
+
+def _enter_arm(torch):
+    """The arm of the next outer save window by the schedule, put in force: (arm, error)."""
+    index = _S.outer_index
+    _S.outer_index += 1
+    if _S.injob is None:
+        return None, None
+    schedule = _S.injob["schedule"]
+    letter = schedule[index] if index < len(schedule) else "-"
+    arm = letter if letter in ("a", "b") else None
+    error = _apply_arm(torch, arm or "a")
+    _S.arm = arm
+    return arm, error
+
+
 def _save_wrapper(torch, name, original, write_after=False, counted=False):
     """Wraps a save function. An outer ``counted`` window (Megatron's and DCP's saves, not
     each ``torch.save`` a writer makes) also records its counters: the delta of
-    :func:`_counters_now` from its start to its end."""
+    :func:`_counters_now` from its start to its end. Under in-job A/B the outer counted window
+    first puts its save's arm in force (outside the clock); a ``save-delay`` sleeps inside it."""
     def wrapper(*args, **kwargs):
+        outer = _S.save_depth == 0
+        arm = error = None
+        if outer and counted:
+            try:
+                arm, error = _enter_arm(torch)
+            except Exception as e:  # never break the save
+                error = "%s: %s" % (type(e).__name__, e)
+        switches = _S.injob["arms"].get(arm or "a", {}) if _S.injob and outer and counted else {}
         t0 = _now()
         started = round(time.time() - _S.started, 3)
         with _S.lock:
             _S.save_depth += 1
-            outer = _S.save_depth == 1
+            if not outer and name == "megatron.save_checkpoint":
+                _S.inner_save_depth += 1
         before = _counters_now(torch) if outer and counted else None
+        if outer and switches:
+            _S.pending = switches
         try:
+            # Inside Megatron's save_checkpoint: save_checkpoint_and_time has stopped the
+            # training loop's interval timer by then, so a planted delay is not counted in the
+            # next step's iteration time (a delay at the window's start was: issue 31's first
+            # H200 plant read +8 % on the steps after each planted save).
+            if _S.pending and (not outer or getattr(original, "__name__", "") != "save_checkpoint_and_time"):
+                pending, _S.pending = _S.pending, None
+                if pending.get("empty-cache") == "add":
+                    torch.cuda.empty_cache()
+                if pending.get("save-delay", 0.0) > 0:
+                    time.sleep(pending["save-delay"])
             return original(*args, **kwargs)
         finally:
             dt = _now() - t0
             after = _counters_now(torch) if before is not None else None
+            if outer:
+                _S.pending = None
             with _S.lock:
                 _S.save_depth -= 1
+                if not outer and name == "megatron.save_checkpoint":
+                    _S.inner_save_depth -= 1
                 if outer and len(_S.saves) < 10000:
                     window = {"function": name, "start": started, "seconds": round(dt, 6),
                               "iteration": _iteration_of(args, kwargs)}
                     if before is not None:
                         window["counters"] = _counter_delta(before, after)
+                    if _S.injob is not None and counted:
+                        window["arm"] = arm
+                        if error:
+                            window["switch_error"] = error
                     _S.saves.append(window)
             if outer and write_after:
                 _write(torch, force=True)
@@ -334,6 +490,57 @@ def _on_dcp(module):
         _patch_attr(module, "save", torch, "torch.distributed.checkpoint.save", counted=True)
         _patch_attr(module, "async_save", torch, "torch.distributed.checkpoint.async_save",
                     counted=True)
+
+
+def _wrap_fsync():
+    """Counts ``os.fsync`` / ``os.fdatasync`` calls and time inside save windows (any thread:
+    torch.distributed.checkpoint's writer threads call them)."""
+    for attr in ("fsync", "fdatasync"):
+        original = getattr(os, attr, None)
+        if original is None or getattr(original, "__wrapped__", None) is not None:
+            continue
+
+        def timed(fd, _original=original):
+            if _S.save_depth == 0:
+                return _original(fd)
+            t0 = _now()
+            try:
+                return _original(fd)
+            finally:
+                dt = _now() - t0
+                with _S.lock:
+                    _S.fsync["calls"] += 1
+                    _S.fsync["seconds"] += dt
+
+        timed.__wrapped__ = original
+        setattr(os, attr, timed)
+
+
+def _on_dist_checkpointing(module):
+    """Times ``megatron.core.dist_checkpointing.save`` (wall and process CPU) inside save
+    windows: the part of a save that serialises and writes the checkpoint."""
+    original = getattr(module, "save", None)
+    if original is None or getattr(original, "__wrapped__", None) is not None:
+        return
+
+    def save(*args, **kwargs):
+        d = _S.dist_save
+        if d["depth"] > 0:
+            return original(*args, **kwargs)
+        d["depth"] += 1
+        t0, c0 = _now(), time.process_time()
+        try:
+            return original(*args, **kwargs)
+        finally:
+            wall, cpu = _now() - t0, time.process_time() - c0
+            d["depth"] -= 1
+            with _S.lock:
+                d["calls"] += 1
+                d["seconds"] += wall
+                d["cpu_seconds"] += cpu
+
+    functools.update_wrapper(save, original)
+    module.save = save
 
 
 def _on_reductions(module):
@@ -408,6 +615,7 @@ def _on_torch(torch):
     """Installs the probe once torch has been imported by the workload."""
     _wrap_empty_cache(torch)
     _wrap_set_device(torch)
+    _wrap_fsync()
     _patch_attr(torch, "save", torch, "torch.save")
     sys.excepthook = _excepthook_for(torch, sys.excepthook)
     previous_thread_hook = threading.excepthook
@@ -428,6 +636,7 @@ _HOOKS = {
     "megatron.training.checkpointing": _on_megatron_checkpointing,
     "torch.distributed.checkpoint": _on_dcp,
     "torch.multiprocessing.reductions": _on_reductions,
+    "megatron.core.dist_checkpointing": _on_dist_checkpointing,
 }
 
 

@@ -1,0 +1,128 @@
+//! `goldgate ab --within-job` end to end with the fake trainer, which reads the probe's
+//! schedule and switches as the Python probe does: a delay planted on B's saves is caught in
+//! one job of 22 save pairs, an in-job A/A raises no alarm, what a running job cannot switch is
+//! refused before any job runs, and `ab.json` says which mode ran and why.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::Path;
+use std::process::{Output, Stdio};
+
+use crate::common;
+
+use common::cli::{self, code, repo, text};
+
+fn ab(out: &Path, args: &[&str]) -> Output {
+    cli::goldgate()
+        .current_dir(repo())
+        .args(["ab", "fake/injob", "--root", "runner/tests/fixtures/cases"])
+        .args(["--out", out.to_str().unwrap(), "--seed", "3"])
+        .args(args)
+        .env_remove("GOLDGATE_PLANT_SAVE_DELAY_S")
+        .env_remove("GOLDGATE_PLANT_EMPTY_CACHE")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+fn ab_json(out: &Path) -> (std::path::PathBuf, serde_json::Value) {
+    let dirs: Vec<_> = std::fs::read_dir(out)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    assert_eq!(dirs.len(), 1, "{dirs:?}");
+    let json = std::fs::read(dirs[0].join("ab.json")).unwrap();
+    (dirs[0].clone(), serde_json::from_slice(&json).unwrap())
+}
+
+fn metric<'a>(ab: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    ab["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["metric"] == name)
+        .unwrap_or_else(|| panic!("no {name} in {ab}"))
+}
+
+#[test]
+fn a_delay_planted_on_alternating_saves_is_caught_in_one_job() {
+    let out = tempfile::tempdir().unwrap();
+    // 0.25 s on B's saves against saves of a few ms: a heavily loaded machine's stalls hit
+    // both arms alike, and the signed-rank test needs only most pairs to agree.
+    let o = ab(out.path(), &["--b-switch", "save-delay=0.25"]);
+    assert_eq!(code(&o), 1, "{}", text(&o));
+    let (dir, ab) = ab_json(out.path());
+    assert_eq!(ab["mode"]["kind"], "within-job", "{}", ab["mode"]);
+    assert!(
+        ab["mode"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("save-delay=0.25"),
+        "{}",
+        ab["mode"]
+    );
+    let window = metric(&ab, "checkpoint-window-time");
+    assert_eq!(window["verdict"], "regression", "{window}");
+    assert_eq!(window["test"], "signed-rank");
+    assert_eq!(window["pairs"], 22, "{window}");
+    let jobs = ab["jobs"].as_array().unwrap();
+    assert_eq!(jobs.len(), 1, "decided after one job: {jobs:?}");
+    assert_eq!(jobs[0]["arm"], "ab");
+    // The job's own record holds each save's arm, as the schedule put it.
+    let record: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(dir.join(jobs[0]["results"].as_str().unwrap())).unwrap(),
+    )
+    .unwrap();
+    let schedule = record["env"]["GOLDGATE_INJOB_SCHEDULE"].as_str().unwrap();
+    let saves = record["checkpoints"].as_array().unwrap();
+    assert_eq!(saves.len(), 45);
+    for (save, letter) in saves.iter().zip(schedule.chars()) {
+        let arm = save["probe"]["arm"].as_str().unwrap_or("-");
+        assert_eq!(arm, letter.to_string(), "{save}");
+        if letter == 'b' {
+            let seconds = save["probe"]["seconds"].as_f64().unwrap();
+            assert!(seconds >= 0.25, "B's saves carry the delay: {save}");
+        }
+    }
+    let t = text(&o);
+    assert!(t.contains("mode: within-job"), "{t}");
+}
+
+#[test]
+fn an_in_job_a_a_raises_no_alarm() {
+    let out = tempfile::tempdir().unwrap();
+    let o = ab(out.path(), &["--within-job", "--max-jobs", "2"]);
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    let (_, ab) = ab_json(out.path());
+    assert_eq!(ab["mode"]["kind"], "within-job");
+    for m in ab["metrics"].as_array().unwrap() {
+        assert_ne!(m["verdict"], "regression", "{m}");
+    }
+    let window = metric(&ab, "checkpoint-window-time");
+    assert!(window["pairs"].as_u64().unwrap() >= 22, "{window}");
+}
+
+#[test]
+fn what_a_running_job_cannot_switch_is_refused_before_any_job_runs() {
+    let out = tempfile::tempdir().unwrap();
+    let o = ab(
+        out.path(),
+        &[
+            "--within-job",
+            "--b-env",
+            "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True",
+        ],
+    );
+    assert_eq!(code(&o), 2, "{}", text(&o));
+    assert!(text(&o).contains("--a-env/--b-env"), "{}", text(&o));
+    let o = ab(out.path(), &["--b-switch", "expandable-segments=true"]);
+    assert_eq!(code(&o), 2, "{}", text(&o));
+    assert!(text(&o).contains("job-level"), "{}", text(&o));
+    let o = ab(out.path(), &["--b-switch", "gc-threshold=0.8"]);
+    assert_eq!(code(&o), 2, "{}", text(&o));
+    assert!(text(&o).contains("both arms"), "{}", text(&o));
+    assert!(
+        std::fs::read_dir(out.path()).unwrap().next().is_none(),
+        "no job ran"
+    );
+}
