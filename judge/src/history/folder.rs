@@ -131,6 +131,7 @@ mod tests {
                 scheduler_job_ids: vec![],
             }],
             runner: None,
+            rerun_of: None,
         };
         write(
             &dir.join("r1/run.json"),
