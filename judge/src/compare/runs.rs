@@ -58,12 +58,59 @@ pub fn load_runs(
         Err(RecordError::Empty { .. }) if !indexes.is_empty() => Vec::new(),
         Err(e) => return Err(e.into()),
     };
-    let (records, kept, note) = select(records, &indexes, selection)?;
+    let (records, kept, carried, note) = select(records, &indexes, selection)?;
     for (path, index) in indexes.iter().filter(|(_, i)| kept.contains(&i.run_id)) {
-        check_complete(path, index, &records).map_err(|e| name_fallback(e, dir, &indexes))?;
+        check_complete(path, index, &records, None).map_err(|e| name_fallback(e, dir, &indexes))?;
         check_agree(path, index, &records)?;
     }
+    for (run, pairs) in &carried {
+        for (path, index) in indexes.iter().filter(|(_, i)| i.run_id == *run) {
+            check_complete(path, index, &records, Some(pairs))?;
+            check_agree(path, index, &records)?;
+        }
+    }
     Ok((records, note))
+}
+
+/// `(case, variant)` of a job id `case@variant#repeat`.
+fn pair_of(job_id: &str) -> Option<(String, String)> {
+    let (job, _repeat) = job_id.rsplit_once('#')?;
+    let (case, variant) = job.split_once('@')?;
+    Some((case.to_owned(), variant.to_owned()))
+}
+
+/// The jobs a kept rerun (`run --rerun-failed`, its index's `rerun_of`) takes from the run it
+/// reran, and from that run's own original: every `(case, variant)` no newer run of the chain
+/// holds. So the rerun of an interrupted run is judged as the whole matrix, never as the few
+/// jobs it ran again.
+fn carried(
+    keep: &[String],
+    indexes: &[(PathBuf, RunIndex)],
+    records: &Records,
+) -> Vec<(String, BTreeSet<(String, String)>)> {
+    let index_of = |id: &str| indexes.iter().find(|(_, i)| i.run_id == id).map(|(_, i)| i);
+    let mut covered: BTreeSet<(String, String)> = (records.iter())
+        .filter(|(_, r)| keep.contains(&r.run_id))
+        .map(|(_, r)| (r.case.clone(), r.variant.name.clone()))
+        .collect();
+    let mut out: Vec<(String, BTreeSet<(String, String)>)> = Vec::new();
+    for id in keep {
+        let mut next = index_of(id).and_then(|i| i.rerun_of.clone());
+        while let Some(orig) = next {
+            let taken = keep.contains(&orig) || out.iter().any(|(o, _)| *o == orig);
+            let Some(index) = index_of(&orig).filter(|_| !taken) else {
+                break;
+            };
+            let pairs: BTreeSet<(String, String)> = (index.jobs.iter())
+                .filter_map(|j| pair_of(&j.job_id))
+                .filter(|p| !covered.contains(p))
+                .collect();
+            covered.extend(pairs.iter().cloned());
+            next = index.rerun_of.clone();
+            out.push((orig, pairs));
+        }
+    }
+    out
 }
 
 /// An incomplete run's error names the newest complete run of the folder, for `--run`: the
@@ -91,7 +138,7 @@ fn name_fallback(e: CompareError, dir: &Path, indexes: &[(PathBuf, RunIndex)]) -
         indexes
             .iter()
             .filter(|(_, i)| i.run_id == id)
-            .all(|(path, i)| check_complete(path, i, &records).is_ok())
+            .all(|(path, i)| check_complete(path, i, &records, None).is_ok())
     };
     let instead = runs
         .iter()
@@ -116,34 +163,27 @@ pub fn select_runs(
     records: Records,
     selection: &RunSelection,
 ) -> Result<(Records, Option<String>), CompareError> {
-    select(records, &[], selection).map(|(records, _, note)| (records, note))
+    select(records, &[], selection).map(|(records, _, _, note)| (records, note))
 }
+
+/// What [`select`] keeps: the records, the run ids kept, the runs reruns take jobs from
+/// ([`carried`]), and the note.
+type Selected = (
+    Records,
+    Vec<String>,
+    Vec<(String, BTreeSet<(String, String)>)>,
+    Option<String>,
+);
 
 /// [`select_runs`] over the runs of both the records and the indexes; also returns the ids kept.
 fn select(
     records: Records,
     indexes: &[(PathBuf, RunIndex)],
     selection: &RunSelection,
-) -> Result<(Records, Vec<String>, Option<String>), CompareError> {
+) -> Result<Selected, CompareError> {
     let starts = run_starts(&records, indexes);
     let ab = ab_runs(&records, indexes);
-    // An A/B's jobs are arms of a comparison, not runs: only a `--run ID` that names one
-    // takes it.
-    let ordinary: BTreeMap<&str, Option<jiff::Timestamp>> = starts
-        .iter()
-        .filter(|(id, _)| !ab.contains(*id))
-        .map(|(id, start)| (*id, *start))
-        .collect();
-    if ordinary.is_empty() && !ab.is_empty() && !matches!(selection, RunSelection::Ids(_)) {
-        return Err(CompareError::OnlyAbJobs {
-            count: ab.len(),
-            example: ab
-                .iter()
-                .next()
-                .map(|id| (*id).to_owned())
-                .unwrap_or_default(),
-        });
-    }
+    let ordinary = ordinary_runs(&starts, &ab, selection)?;
     let keep: Vec<String> = match selection {
         RunSelection::All => ordinary.keys().map(|id| (*id).to_owned()).collect(),
         RunSelection::Newest => ordinary
@@ -165,12 +205,55 @@ fn select(
         .iter()
         .filter(|id| !keep.iter().any(|k| k == *id))
         .count();
-    let note = (keep.len() < starts.len()).then(|| note(&keep, starts.len(), left_ab, selection));
-    let records = records
+    let carried = carried(&keep, indexes, &records);
+    // The runs a rerun completes are taken too, not left out.
+    let total = starts.len() - carried.len();
+    let mut note = (keep.len() < total).then(|| note(&keep, total, left_ab, selection));
+    let from_carried = |r: &RunRecord| {
+        let pair = (r.case.clone(), r.variant.name.clone());
+        (carried.iter()).any(|(run, pairs)| *run == r.run_id && pairs.contains(&pair))
+    };
+    let records: Records = records
         .into_iter()
-        .filter(|(_, r)| keep.contains(&r.run_id))
+        .filter(|(_, r)| keep.contains(&r.run_id) || from_carried(r))
         .collect();
-    Ok((records, keep, note))
+    for (run, pairs) in &carried {
+        let with = format!(
+            "with the {} case/variant pair(s) of run {run} it did not rerun (`--rerun-failed`)",
+            pairs.len()
+        );
+        note = Some(match note {
+            Some(n) => format!("{n}, {with}"),
+            None => format!("run {}, {with}", keep.join(", ")),
+        });
+    }
+    Ok((records, keep, carried, note))
+}
+
+/// The runs of `starts` that are no A/B's jobs: an A/B's jobs are arms of a comparison, not
+/// runs, and only a `--run ID` that names one takes it. A folder of A/B jobs alone is refused
+/// unless runs are named.
+fn ordinary_runs<'a>(
+    starts: &BTreeMap<&'a str, Option<jiff::Timestamp>>,
+    ab: &BTreeSet<&str>,
+    selection: &RunSelection,
+) -> Result<BTreeMap<&'a str, Option<jiff::Timestamp>>, CompareError> {
+    let ordinary: BTreeMap<&str, Option<jiff::Timestamp>> = starts
+        .iter()
+        .filter(|(id, _)| !ab.contains(*id))
+        .map(|(id, start)| (*id, *start))
+        .collect();
+    if ordinary.is_empty() && !ab.is_empty() && !matches!(selection, RunSelection::Ids(_)) {
+        return Err(CompareError::OnlyAbJobs {
+            count: ab.len(),
+            example: ab
+                .iter()
+                .next()
+                .map(|id| (*id).to_owned())
+                .unwrap_or_default(),
+        });
+    }
+    Ok(ordinary)
 }
 
 /// The runs that are jobs of a `goldgate ab` sequence, by their records or their index.
@@ -186,17 +269,26 @@ fn ab_runs<'a>(records: &'a Records, indexes: &'a [(PathBuf, RunIndex)]) -> BTre
     from_records.chain(from_indexes).collect()
 }
 
-/// Jobs of `index` are complete when each has an outcome and a loaded record.
-fn check_complete(path: &Path, index: &RunIndex, records: &Records) -> Result<(), CompareError> {
+/// Jobs of `index` (those of `only`'s pairs, when given) are complete when each has an outcome
+/// and a loaded record.
+fn check_complete(
+    path: &Path,
+    index: &RunIndex,
+    records: &Records,
+    only: Option<&BTreeSet<(String, String)>>,
+) -> Result<(), CompareError> {
     const LISTED: usize = 20;
     let recorded = |job: &str| {
         records
             .iter()
             .any(|(_, r)| r.run_id == index.run_id && r.job_id == job)
     };
+    let wanted =
+        |job: &str| only.is_none_or(|pairs| pair_of(job).is_some_and(|p| pairs.contains(&p)));
     let missing: Vec<String> = index
         .jobs
         .iter()
+        .filter(|j| wanted(&j.job_id))
         .filter_map(|j| match (&j.outcome, recorded(&j.job_id)) {
             (None, _) => Some(format!("  {}: no outcome (it never finished)", j.job_id)),
             (Some(_), false) => Some(format!(
@@ -260,7 +352,7 @@ fn check_agree(path: &Path, index: &RunIndex, records: &Records) -> Result<(), C
 /// Which runs were taken and what was left out: ordinary runs, and `ab` of the folder's
 /// `total` runs that are A/B jobs.
 fn note(keep: &[String], total: usize, ab: usize, selection: &RunSelection) -> String {
-    let others = total - ab - keep.len();
+    let others = total.saturating_sub(ab + keep.len());
     let runs = if others == 1 { "run" } else { "runs" };
     let mut text = match selection {
         _ if others == 0 => format!("run {}", keep.join(", ")),
@@ -344,11 +436,7 @@ pub fn failed_pairs(index: &RunIndex) -> BTreeSet<(String, String)> {
         .jobs
         .iter()
         .filter(|j| j.outcome.as_ref().is_none_or(|o| !o.passed()))
-        .filter_map(|j| {
-            let (job, _repeat) = j.job_id.rsplit_once('#')?;
-            let (case, variant) = job.split_once('@')?;
-            Some((case.to_owned(), variant.to_owned()))
-        })
+        .filter_map(|j| pair_of(&j.job_id))
         .collect()
 }
 

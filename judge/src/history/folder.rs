@@ -132,6 +132,7 @@ mod tests {
             }],
             runner: None,
             ab: None,
+            rerun_of: None,
         };
         write(
             &dir.join("r1/run.json"),

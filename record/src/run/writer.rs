@@ -38,6 +38,16 @@ impl ResultsWriter {
         }
     }
 
+    /// Marks the run as the rerun of `run`'s failed or unfinished jobs (`--rerun-failed`), so
+    /// that run's other jobs complete it when it is judged; rewrites the index.
+    pub fn mark_rerun_of(&mut self, run: &str) -> Result<(), RunError> {
+        if let Some(index) = self.index.as_mut() {
+            index.rerun_of = Some(run.to_owned());
+        }
+        self.write_index();
+        self.errors.pop().map_or(Ok(()), Err)
+    }
+
     /// Handles one event: a job's record and the index when a job ends, the index when the
     /// run ends.
     pub fn event(&mut self, event: &RunEvent<'_>) {
@@ -169,6 +179,7 @@ fn new_index(run_id: &str, jobs: &[Job], run_dir: &Path, command: Vec<String>) -
             host: super::provenance::hostname(),
             pid: std::process::id(),
         }),
+        rerun_of: None,
     }
 }
 

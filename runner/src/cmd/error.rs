@@ -342,6 +342,8 @@ fn cmd(e: &CmdError) -> Exit {
         CmdError::BadDir { .. }
         | CmdError::NoEarlierRun { .. }
         | CmdError::NoRun { .. }
+        | CmdError::ForeignRunId { .. }
+        | CmdError::LiveRun { .. }
         | CmdError::NotPlanned
         | CmdError::NothingToRun
         | CmdError::NotOneJob { .. }
@@ -385,6 +387,24 @@ pub enum CmdError {
     )]
     #[diagnostic(help("--out names the folder of runs, --run one of them"))]
     NoRun { out: PathBuf, run: Option<String> },
+
+    /// `cancel`: the run's `run.json` names another run than its folder does.
+    #[error("not cancelling: {} says run `{found}`, but it is the run.json of folder `{folder}`", path.display())]
+    #[diagnostic(help(
+        "a run's jobs are found by its id; a run.json edited or copied from another run would cancel that run's jobs"
+    ))]
+    ForeignRunId {
+        path: PathBuf,
+        found: String,
+        folder: String,
+    },
+
+    /// `cancel`: the run may still be running; its jobs are in use.
+    #[error("not cancelling the jobs of run {run}: {why}")]
+    #[diagnostic(help(
+        "stop that goldgate (Ctrl-C cancels its jobs), or pass --force to cancel them under it"
+    ))]
+    LiveRun { run: String, why: String },
 
     /// Some selected cases do not plan; `run` starts nothing.
     #[error("not running: the cases above do not plan")]

@@ -92,9 +92,7 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
         return Err(super::error::CmdError::NotPlanned.into());
     }
     let mut jobs = selected.jobs;
-    if args.rerun_failed {
-        keep_failed(&mut jobs, &opts.out_dir)?;
-    }
+    let rerun_of = keep_failed(args.rerun_failed, &mut jobs, &opts.out_dir)?;
     if jobs.is_empty() {
         return nothing_to_run(&args);
     }
@@ -103,6 +101,7 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
     let started = std::time::Instant::now();
     let command = std::env::args().collect();
     let mut writer = ResultsWriter::create(&opts.run_dir(), &opts.run_id, &jobs, command)?;
+    (rerun_of.iter()).try_for_each(|run| writer.mark_rerun_of(run))?;
     let progress = Mutex::new(Progress::stderr().with_heartbeat(super::args::heartbeat_interval()));
     let summary = goldgate_record::run::beside_heartbeat(&progress, |progress| {
         goldgate_record::run::run_jobs(&jobs, &*executor, &opts, &stop, &mut |event| {
@@ -193,7 +192,7 @@ fn finish(
         args.select.platform.clone(),
         args.gate.allow_env_mismatch,
     );
-    let comparison = goldgate_judge::compare::compare_dir(&run_dir, &compare)?;
+    let comparison = super::run_notes::judge(opts, args.rerun_failed, &compare)?;
     let elapsed = Some(started.elapsed());
     Ok(run_exit.worst(super::compare::gate(&comparison, &args.gate, elapsed)?))
 }

@@ -31,8 +31,17 @@ pub(crate) fn decide_scripts(
     Ok(scripts)
 }
 
-/// `--rerun-failed`: keeps the jobs whose case and variant failed in the newest earlier run.
-pub(crate) fn keep_failed(jobs: &mut Vec<Job>, out_dir: &std::path::Path) -> Result<(), AppError> {
+/// `--rerun-failed` (`rerun`): keeps the jobs whose case and variant failed in the newest
+/// earlier run, and returns that run's id (the rerun is marked as its rerun, so its other jobs
+/// complete it); without the flag keeps every job.
+pub(crate) fn keep_failed(
+    rerun: bool,
+    jobs: &mut Vec<Job>,
+    out_dir: &std::path::Path,
+) -> Result<Option<String>, AppError> {
+    if !rerun {
+        return Ok(None);
+    }
     let (run_id, failed) = failed_in_newest_run(out_dir)?;
     super::cancel::orphans_before_run(out_dir, true)?;
     jobs.retain(|j| failed.contains(&(j.case.clone(), j.variant.name())));
@@ -41,7 +50,28 @@ pub(crate) fn keep_failed(jobs: &mut Vec<Job>, out_dir: &std::path::Path) -> Res
         failed.len(),
         jobs.len()
     );
-    Ok(())
+    Ok(Some(run_id))
+}
+
+/// The comparison `run` gates on: the run's own folder, or for a `--rerun-failed` run the
+/// run with the jobs of the run it reran that it did not run again (`compare::runs`).
+pub(crate) fn judge(
+    opts: &goldgate_record::run::RunOptions,
+    rerun: bool,
+    compare: &goldgate_judge::compare::CompareOptions,
+) -> Result<goldgate_schema::Comparison, AppError> {
+    if !rerun {
+        return Ok(goldgate_judge::compare::compare_dir(
+            &opts.run_dir(),
+            compare,
+        )?);
+    }
+    let only = goldgate_judge::compare::RunSelection::Ids(vec![opts.run_id.clone()]);
+    let (records, note) = goldgate_judge::compare::load_runs(&opts.out_dir, &only)?;
+    if let Some(note) = note {
+        errln!("judging {note}");
+    }
+    Ok(goldgate_judge::compare::compare_records(records, compare)?)
 }
 
 /// What goes to stderr before a run whose cases have `BEFORE_SCRIPT`/`AFTER_SCRIPT`: on this
@@ -107,7 +137,8 @@ pub(crate) fn ungated_line(
     elapsed: std::time::Duration,
 ) -> String {
     let how = if summary.interrupted {
-        "interrupted"
+        "interrupted (`goldgate run … --rerun-failed` runs what did not finish, and is judged \
+         with this run's other jobs)"
     } else {
         "not gated (--no-compare)"
     };

@@ -618,6 +618,7 @@ fn run_json_and_results_json_that_disagree_on_an_outcome_are_refused() {
         command: vec!["goldgate".into(), "run".into()],
         runner: None,
         ab: None,
+        rerun_of: None,
         jobs: records
             .iter()
             .zip([Outcome::Passed, second])

@@ -155,6 +155,7 @@ pub(crate) fn write_run(dir: &Path, run: &str, started: &str, commit: &str, repe
         jobs,
         runner: None,
         ab: None,
+        rerun_of: None,
     };
     std::fs::write(
         dir.join(run).join("run.json"),

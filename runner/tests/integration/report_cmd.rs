@@ -347,6 +347,7 @@ fn an_incomplete_newest_run_is_refused_naming_the_newest_complete_one() {
         command: vec!["goldgate".into(), "run".into()],
         runner: None,
         ab: None,
+        rerun_of: None,
         jobs: vec![JobEntry {
             job_id: "demo/ckpt@default#1".into(),
             dir: "demo/ckpt/default/1".into(),

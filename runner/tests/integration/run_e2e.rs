@@ -654,6 +654,85 @@ fn rerun_failed_takes_only_the_newest_runs_failures() {
     assert!(text(&none).contains("nothing to rerun"), "{}", text(&none));
 }
 
+/// A job that fails until a marker file exists, then trains as `fake/quick` does.
+const FLAKY: &str = "#!/usr/bin/env bash\n[ -e \"$FLAKY_MARKER\" ] || { echo 'not yet' >&2; exit 1; }\n\
+                     exec goldgate fake-trainer \"$@\"\n";
+
+/// The rerun of a run's failures completes that run: judged (and blessed) with the jobs it did
+/// not run again, so the whole matrix is gated, never the few jobs rerun; the rerun's
+/// `run.json` names the run it reran.
+#[test]
+fn a_rerun_of_the_failures_is_judged_with_the_rest_of_its_run() {
+    let tree = tempfile::tempdir().unwrap();
+    let d = tree.path();
+    let script = d.join("flaky.sh");
+    std::fs::write(&script, FLAKY).unwrap();
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let marker = d.join("ready");
+    let case = |entry: &str| {
+        format!(
+            "ENV_VARS:\n  FLAKY_MARKER: {}\nTEST_TYPE: regular\nLAUNCHER: direct\nMODEL_ARGS:\n  \
+             --train-iters: 6\n  --log-interval: 1\n  --step-ms: 2\n  --model-mb: 8\n\
+             METRICS: [\"lm loss\"]\nGOLDGATE:\n  entry: [{entry}]\n",
+            marker.display()
+        )
+    };
+    cli::write(
+        &d.join("cases/m/ok/model_config.yaml"),
+        &case("goldgate, fake-trainer"),
+    );
+    cli::write(
+        &d.join("cases/m/flaky/model_config.yaml"),
+        &case(&script.display().to_string()),
+    );
+    cli::write(&d.join("goldgate.yaml"), &common::gate::untimed_config());
+    let gg = |args: &[&str]| cli::goldgate_in(d, args);
+    let first = gg(&["run", "--root", "cases", "--out", "out", "--no-compare"]);
+    assert_eq!(first.status.code(), Some(3), "{}", text(&first));
+    std::fs::write(&marker, "").unwrap();
+    let rerun = gg(&[
+        "run",
+        "--root",
+        "cases",
+        "--out",
+        "out",
+        "--no-compare",
+        "--rerun-failed",
+    ]);
+    assert_eq!(rerun.status.code(), Some(0), "{}", text(&rerun));
+    let indexes = goldgate_core::metrics::record::load_indexes(&d.join("out")).unwrap();
+    let (original, again): (Vec<_>, Vec<_>) = indexes
+        .into_iter()
+        .map(|(_, i)| i)
+        .partition(|i| i.rerun_of.is_none());
+    assert_eq!(
+        again[0].rerun_of.as_deref(),
+        Some(original[0].run_id.as_str())
+    );
+    assert_eq!(again[0].jobs.len(), 1);
+    let bless = gg(&["bless", "--from", "out", "--golden-root", "golden"]);
+    assert_eq!(bless.status.code(), Some(0), "{}", text(&bless));
+    assert!(d.join("golden/m/ok").is_dir() && d.join("golden/m/flaky").is_dir());
+    let compare = gg(&[
+        "compare",
+        "--results",
+        "out",
+        "--root",
+        "cases",
+        "--golden-root",
+        "golden",
+    ]);
+    assert_eq!(compare.status.code(), Some(0), "{}", text(&compare));
+    let said = text(&compare);
+    assert!(said.contains("PASS 2 jobs on dev_cpu: 2 passed"), "{said}");
+    let note = format!(
+        "judging run {}, with the 1 case/variant pair(s) of run {} it did not rerun \
+         (`--rerun-failed`)",
+        again[0].run_id, original[0].run_id
+    );
+    assert!(said.contains(&note), "{said}");
+}
+
 /// A case's own `GOLDGATE.timeout` stops a hung job without `--timeout` on the command line.
 #[test]
 fn a_case_timeout_applies_without_the_flag() {
