@@ -2,7 +2,8 @@
 # Mode comment, in a workflow_run job of the default branch: keeps one sticky comment per pull
 # request and key from the records the tested run uploaded (INBOX holds its goldgate-<key>-<shard>
 # artifacts). It runs no code of the pull request: it reads data (the comparison JSON, the
-# pull request's number, which must be a number) and renders it with `goldgate comment`, which
+# pull request's number, which must be a number; the A/B JSON of mode ab, the timing section) and
+# renders it with `goldgate comment`, which
 # never judges again, so the comment says what the check said.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -33,9 +34,13 @@ for key in $keys; do
   for dir in "$inbox"/goldgate-"$key"-*/; do
     [ "$(cat "$dir/key.txt")" = "$key" ] || continue
     [ -f "$dir/comparison.json" ] && files+=(--comparison "$dir/comparison.json")
+    # The A/B results of mode ab/both: the comment's timing section.
+    for f in "$dir"/ab-*.json; do
+      if [ -f "$f" ]; then files+=(--ab "$f"); fi
+    done
   done
   if [ "${#files[@]}" -eq 0 ]; then
-    echo "key $key: no comparison in the records (the run failed before judging): no comment"
+    echo "key $key: no comparison or A/B result in the records (the run failed before judging): no comment"
     continue
   fi
   echo "+ goldgate comment ${files[*]} --key $key --pr $pr --only-on-change"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Peak RSS of goldgate on the large inputs of issue 22 item 7: a results.json of many steps
 # (compare and bless), a golden file in list form (check) and a long log of iteration lines
-# (extract). Each figure is /usr/bin/time's "maximum resident set size" of one run.
+# (extract), and TensorBoard folders (extract --tensorboard). Each figure is /usr/bin/time's
+# "maximum resident set size" of one run.
 #
 #   GOLDGATE=target/release/goldgate benches/memory.sh            # the sizes of the issue
 #   STEPS=1000000 GOLDEN_VALUES=800000 LOG_LINES=330000 benches/memory.sh   # a quick look
@@ -10,6 +11,7 @@
 # as a multiple of the input. Needs python3 and awk; writes only under a temp folder.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+repo=$PWD
 GOLDGATE=$(realpath "${GOLDGATE:-target/release/goldgate}")
 STEPS=${STEPS:-10000000}
 GOLDEN_VALUES=${GOLDEN_VALUES:-8000000}
@@ -89,3 +91,16 @@ awk -v n="$LOG_LINES" 'BEGIN {
     printf " [2026-11-29 20:16:14.1] iteration %8d/%8d | consumed samples: %12d | elapsed time per iteration (ms): 10.0 | learning rate: 3.000000E-04 | global batch size:    32 | lm loss: %E | loss scale: 1.0 | grad norm: 1.234 | number of skipped iterations:   0 | number of nan iterations:   0 |\n", i, n, i * 32, 10 - i / (n + 1)
 }' >big.log
 measure "extract (log, $LOG_LINES lines)" big.log "$GOLDGATE" extract big.log --format json
+
+# TensorBoard folders (`extract --tensorboard`): one file of TB_RECORDS tiny scalar records, and
+# TB_FILES copies of a 2 MB file of four tags (benches/tb_events.py writes them).
+TB_RECORDS=${TB_RECORDS:-5200000}
+TB_FILES=${TB_FILES:-400}
+tb=$repo/benches/tb_events.py
+mkdir -p tb-one tb-many
+python3 "$tb" tb-one/events.out.tfevents.1.one "$TB_RECORDS"
+python3 "$tb" tb-many/base 40000 4
+for i in $(seq -w 1 "$TB_FILES"); do cp tb-many/base "tb-many/events.out.tfevents.$i.host"; done
+rm tb-many/base
+measure "extract --tensorboard (1 file)" tb-one "$GOLDGATE" extract --tensorboard tb-one
+measure "extract --tensorboard ($TB_FILES files)" tb-many "$GOLDGATE" extract --tensorboard tb-many

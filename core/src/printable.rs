@@ -110,6 +110,18 @@ fn held_back(text: &str, inside_line: bool, commands: bool) -> usize {
     if undecided { start } else { text.len() }
 }
 
+/// A name read from a file (a TensorBoard tag, a path) as one inert line: every control
+/// character — ESC of a colour sequence included — shown as its escape (`\u{1b}[31m`), so a
+/// name can neither colour the terminal nor pass for another name.
+pub fn escaped(text: &str) -> Cow<'_, str> {
+    if !text.chars().any(char::is_control) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    text.chars().for_each(|c| push_char(&mut out, c));
+    Cow::Owned(out)
+}
+
 /// Text goldgate prints to stdout or stderr, made safe as a whole: line breaks and tabs stay,
 /// colour sequences (`ESC [ … m`, goldgate's own) stay, every other control character is
 /// escaped, and a line that would start a workflow command gets a `\` in

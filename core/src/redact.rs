@@ -37,10 +37,10 @@ pub const REDACTED: &str = "<redacted>";
 pub const MIN_SECRET_LEN: usize = 4;
 
 /// The values to mask in a job's output, longest first (a secret that contains another is
-/// masked whole).
+/// masked whole), each with its searcher built once: every line of a job's output is searched.
 #[derive(Clone, Debug, Default)]
 pub struct Redactor {
-    values: Vec<Vec<u8>>,
+    values: Vec<memmem::Finder<'static>>,
 }
 
 impl Redactor {
@@ -58,7 +58,10 @@ impl Redactor {
             .collect();
         values.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
         values.dedup();
-        Redactor { values }
+        let values = values.iter().map(|v| memmem::Finder::new(v).into_owned());
+        Redactor {
+            values: values.collect(),
+        }
     }
 
     /// Whether there is nothing to mask.
@@ -80,6 +83,28 @@ impl Redactor {
         out
     }
 
+    /// [`Redactor::redact`] of a line that was cut after `line`'s last byte: also masks a
+    /// secret's beginning at the cut (`… hf_ab` of `hf_abcdef`), which no whole match finds.
+    pub fn redact_cut<'a>(&self, line: &'a [u8]) -> Cow<'a, [u8]> {
+        let mut out = self.redact(line);
+        for value in &self.values {
+            let value = value.needle();
+            let cut = (1..value.len()).rev().find(|&n| {
+                out.ends_with(&value[..n])
+                    && !out
+                        .len()
+                        .checked_sub(n + 1)
+                        .is_some_and(|j| is_word_byte(out[j]))
+            });
+            if let Some(n) = cut {
+                let mut masked = out[..out.len() - n].to_vec();
+                masked.extend_from_slice(REDACTED.as_bytes());
+                out = Cow::Owned(masked);
+            }
+        }
+        out
+    }
+
     /// [`Redactor::redact`] of text.
     pub fn redact_str<'a>(&self, text: &'a str) -> Cow<'a, str> {
         match self.redact(text.as_bytes()) {
@@ -89,13 +114,18 @@ impl Redactor {
     }
 }
 
+/// Whether `b` continues a word, path or number: a secret next to one is not masked.
+fn is_word_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.' | b'/')
+}
+
 /// `text` with the whole occurrences of `value` masked, or `None` when there are none.
-fn mask_value(text: &[u8], value: &[u8]) -> Option<Vec<u8>> {
-    let word = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.' | b'/');
+fn mask_value(text: &[u8], value: &memmem::Finder<'_>) -> Option<Vec<u8>> {
+    let word = is_word_byte;
     let mut out: Option<Vec<u8>> = None;
     let mut copied = 0;
-    for at in memmem::find_iter(text, value) {
-        let end = at + value.len();
+    for at in value.find_iter(text) {
+        let end = at + value.needle().len();
         let before = at.checked_sub(1).map(|j| text[j]);
         let after = text.get(end).copied();
         if at < copied || before.is_some_and(word) || after.is_some_and(word) {

@@ -122,7 +122,6 @@ fn sleep_spec(dir: &Path, seconds: u64) -> LaunchSpec {
     LaunchSpec::new(
         vec!["sleep".to_owned(), seconds.to_string()],
         dir.to_path_buf(),
-        dir.join("job.log"),
     )
 }
 
@@ -322,11 +321,7 @@ fn median(mut xs: Vec<f64>) -> f64 {
 
 fn overhead(runs: usize) {
     let dir = tempfile::tempdir().unwrap();
-    let spec = LaunchSpec::new(
-        vec!["/bin/true".to_owned()],
-        dir.path().to_path_buf(),
-        dir.path().join("job.log"),
-    );
+    let spec = LaunchSpec::new(vec!["/bin/true".to_owned()], dir.path().to_path_buf());
     let stop = StopFlag::new();
     let (mut bare, mut ours) = (Vec::new(), Vec::new());
     for _ in 0..runs {
@@ -350,12 +345,7 @@ fn overhead(runs: usize) {
 }
 
 fn job(argv: Vec<String>, interval: Duration, query: MemoryQuery) {
-    let dir = tempfile::tempdir().unwrap();
-    let spec = LaunchSpec::new(
-        argv,
-        std::env::current_dir().unwrap(),
-        dir.path().join("job.log"),
-    );
+    let spec = LaunchSpec::new(argv, std::env::current_dir().unwrap());
     let config = SamplerConfig {
         interval,
         memory_query: query,
@@ -365,7 +355,7 @@ fn job(argv: Vec<String>, interval: Duration, query: MemoryQuery) {
     let sampler = Sampler::start(&config).unwrap();
     let report = launch(&spec, &StopFlag::new(), |event| match event {
         LaunchEvent::Spawned { pgid, .. } => sampler.attach(pgid),
-        LaunchEvent::Line(line) => println!("  | {}", String::from_utf8_lossy(line)),
+        LaunchEvent::Output(bytes) => print!("{}", String::from_utf8_lossy(bytes)),
     })
     .unwrap();
     let s = sampler.stop();

@@ -33,7 +33,7 @@ enum Command {
     /// Print a bash script that reproduces one job exactly.
     Repro(cmd::repro::Args),
     /// Launch jobs, record memory, checkpoint timing and metrics, then compare.
-    Run(cmd::run::Args),
+    Run(Box<cmd::run::Args>),
     /// Parse Megatron logs into metrics.
     Extract(cmd::extract::Args),
     /// Compare recorded runs with golden files and gate by exit code.
@@ -92,7 +92,7 @@ fn main() -> ExitCode {
         Command::Check(a) => cmd::check::run(a),
         Command::Plan(a) => cmd::plan::run(a),
         Command::Repro(a) => cmd::repro::run(a),
-        Command::Run(a) => cmd::run::run(a),
+        Command::Run(a) => cmd::run::run(*a),
         Command::Extract(a) => cmd::extract::run(a),
         Command::Compare(a) => cmd::compare::run(a),
         Command::Bless(a) => cmd::bless::run(a),

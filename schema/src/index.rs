@@ -46,6 +46,9 @@ pub struct RunIndex {
     /// whose process is gone died (its Slurm jobs may be left in the queue).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub runner: Option<Runner>,
+    /// The run is one job of a `goldgate ab` sequence (see [`crate::RunRecord::ab`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ab: Option<crate::record::AbMember>,
     /// The run whose failed or unfinished jobs this one ran again (`run --rerun-failed`): that
     /// run's other jobs complete this run's matrix when it is judged.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -36,10 +36,10 @@ pub use exit::Exit;
 pub use index::{JobEntry, RunIndex, Runner};
 pub use outcome::Outcome;
 pub use record::{
-    Attempt, CheckpointRecord, Fingerprint, GoldenKey, GpuDevicePeak, GpuMemory, Judging,
-    MemAvailableRecord, MemoryRecord, NodeIo, NodeMemory, READABLE_SCHEMA_VERSIONS, ResumedRun,
-    RulesRef, RunRecord, SCHEMA_VERSION, SaveParts, SaveProbe, SourceDisagreement,
-    TensorboardRecord, Timeline, VariantRecord,
+    AB_ARM_VARIABLE, AbMember, Attempt, CheckpointRecord, Fingerprint, GoldenKey, GpuDevicePeak,
+    GpuMemory, Judging, MemAvailableRecord, MemoryRecord, NodeIo, NodeMemory,
+    READABLE_SCHEMA_VERSIONS, ResumedRun, RulesRef, RunRecord, SCHEMA_VERSION, SaveParts,
+    SaveProbe, SourceDisagreement, TensorboardRecord, Timeline, VariantRecord,
 };
 pub use step_values::StepValues;
 

@@ -334,7 +334,28 @@ pub struct RunRecord {
     /// (for a resume test, the first run's folder). Absent without the option.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tensorboard: Option<TensorboardRecord>,
+    /// A job of a `goldgate ab` sequence: which A/B and which arm. Such a job is one arm of a
+    /// comparison, never an ordinary run: `compare`, `bless`, `report` and `history` leave it
+    /// out unless its run is named. Absent for every other job.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ab: Option<AbMember>,
 }
+
+/// Where a job of a `goldgate ab` sequence belongs.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct AbMember {
+    /// The A/B's id: its folder under `ab --out`, holding `ab.json`.
+    pub ab_id: String,
+    /// `a` (baseline) or `b` (candidate).
+    pub arm: String,
+    /// 1-based block and pair; 0 for a warm-up job.
+    pub block: u32,
+    pub pair: u32,
+}
+
+/// The variable `goldgate ab` sets in each job's environment to its arm: how records written
+/// before [`RunRecord::ab`] existed are still known as A/B jobs.
+pub const AB_ARM_VARIABLE: &str = "GOLDGATE_AB_ARM";
 
 /// Every input of a job's judgement, recorded when it ran: `compare` judges a record by these,
 /// never by the case file as it is today (unless asked to), and says when the case file or the
@@ -498,7 +519,14 @@ impl RunRecord {
             nodes: Vec::new(),
             judging: None,
             tensorboard: None,
+            ab: None,
         }
+    }
+
+    /// Whether this job is an arm of a `goldgate ab` sequence ([`RunRecord::ab`], or for older
+    /// records the arm variable in its environment).
+    pub fn is_ab(&self) -> bool {
+        self.ab.is_some() || self.env.contains_key(AB_ARM_VARIABLE)
     }
 
     /// The folder of this job relative to the run folder.

@@ -5,14 +5,10 @@
 use serde::Deserialize;
 
 use crate::rules::{Alpha, Effect, Tolerance};
-use goldgate_schema::metric_names::{
-    CHECKPOINT_ASYNC_LATENCY, CHECKPOINT_BLOCKING, ITERATION_TIME,
-};
 
-/// The sequential test's parameters on one platform (what `goldgate ab` judges with and
-/// `ab.json` records).
-#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
-pub struct Sequential {
+/// The A/B comparison's settings, validated.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct AbSettings {
     /// One-sided false-alarm rate of one metric's whole sequence (all looks together).
     pub alpha: f64,
     /// The change that counts: a regression is an interval wholly above `+min_effect`.
@@ -26,52 +22,33 @@ pub struct Sequential {
     pub spread: f64,
     /// How many degrees of freedom the floor is worth (the jobs it was measured from, less one).
     pub spread_df: u32,
-}
-
-impl Sequential {
-    /// What one look may spend (Bonferroni over `max_pairs` looks).
-    pub fn alpha_per_look(&self) -> f64 {
-        self.alpha / f64::from(self.max_pairs.max(1))
-    }
-
-    /// The two-sided level of each look's interval (`1 − 2·alpha_per_look`).
-    pub fn level(&self) -> f64 {
-        1.0 - 2.0 * self.alpha_per_look()
-    }
-}
-
-/// The A/B comparison's settings, validated: the test's parameters (with the spread floor of
-/// a platform without its own), the platforms' own floors and the metrics it times.
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
-pub struct AbSettings {
-    #[serde(flatten)]
-    pub test: Sequential,
-    /// Per platform: its own spread floor, replacing `test.spread`.
+    /// Per platform: its own spread floor, replacing `spread`.
     pub platform_spread: Vec<(String, f64)>,
     /// The timing metrics judged by the sequential test (the others: exact B-vs-A and goldens).
     pub metrics: Vec<String>,
 }
 
-/// Built-in defaults, chosen by the resampling study (docs/book/src/results/ab-study.md).
+/// The most pairs one A/B may plan (`max_pairs`, `ab --max-pairs`). Each look spends
+/// `alpha / max_pairs`: at 1000 looks that is 1e-5 a look, whose interval is too wide to decide
+/// anything a shorter sequence could not, and 1000 pairs of a one-minute job are 33 GPU-hours.
+pub const MAX_PAIRS: u32 = 1000;
+
+/// Built-in defaults, chosen by the resampling study (docs/results/ab-study.md).
 impl Default for AbSettings {
     fn default() -> AbSettings {
         AbSettings {
-            test: Sequential {
-                alpha: 0.01,
-                min_effect: 0.03,
-                max_pairs: 6,
-                min_pairs: 1,
-                spread: 0.05,
-                spread_df: 8,
-            },
+            alpha: 0.01,
+            min_effect: 0.03,
+            max_pairs: 6,
+            min_pairs: 1,
+            spread: 0.05,
+            spread_df: 8,
             platform_spread: Vec::new(),
-            metrics: [
-                CHECKPOINT_BLOCKING,
-                CHECKPOINT_ASYNC_LATENCY,
-                ITERATION_TIME,
-            ]
-            .map(str::to_owned)
-            .to_vec(),
+            metrics: vec![
+                "checkpoint-blocking-time".into(),
+                "checkpoint-async-latency".into(),
+                "iteration-time".into(),
+            ],
         }
     }
 }
@@ -82,15 +59,7 @@ impl AbSettings {
         self.platform_spread
             .iter()
             .find(|(name, _)| name == platform)
-            .map_or(self.test.spread, |(_, s)| *s)
-    }
-
-    /// The test's parameters on `platform`.
-    pub fn on(&self, platform: &str) -> Sequential {
-        Sequential {
-            spread: self.spread_on(platform),
-            ..self.test
-        }
+            .map_or(self.spread, |(_, s)| *s)
     }
 }
 
@@ -125,12 +94,12 @@ struct RawAbPlatform {
 impl RawAb {
     /// The validated settings; the message names the offending key.
     pub(crate) fn settings(self) -> Result<AbSettings, String> {
-        let base = AbSettings::default().test;
+        let base = AbSettings::default();
         let max_pairs = self.max_pairs.unwrap_or(base.max_pairs);
         let min_pairs = self.min_pairs.unwrap_or(base.min_pairs);
-        if max_pairs == 0 || min_pairs == 0 || min_pairs > max_pairs {
+        if max_pairs == 0 || min_pairs == 0 || min_pairs > max_pairs || max_pairs > MAX_PAIRS {
             return Err(format!(
-                "ab: min_pairs ({min_pairs}) and max_pairs ({max_pairs}) must be 1 or more, min_pairs at most max_pairs"
+                "ab: min_pairs ({min_pairs}) and max_pairs ({max_pairs}) must be 1 or more, min_pairs at most max_pairs, max_pairs at most {MAX_PAIRS}"
             ));
         }
         let spread = self.spread.map_or(base.spread, |s| s.0);
@@ -144,18 +113,14 @@ impl RawAb {
             return Err("ab: spread must be above 0 (0.05 = 5 % between jobs)".into());
         }
         Ok(AbSettings {
-            test: Sequential {
-                alpha: self.alpha.map_or(base.alpha, |a| a.0),
-                min_effect: self.min_effect.map_or(base.min_effect, |e| e.0),
-                max_pairs,
-                min_pairs,
-                spread,
-                spread_df: self.spread_df.unwrap_or(base.spread_df),
-            },
+            alpha: self.alpha.map_or(base.alpha, |a| a.0),
+            min_effect: self.min_effect.map_or(base.min_effect, |e| e.0),
+            max_pairs,
+            min_pairs,
+            spread,
+            spread_df: self.spread_df.unwrap_or(base.spread_df),
             platform_spread,
-            metrics: self
-                .metrics
-                .unwrap_or_else(|| AbSettings::default().metrics),
+            metrics: self.metrics.unwrap_or(base.metrics),
         })
     }
 }
@@ -172,10 +137,9 @@ mod tests {
     #[test]
     fn defaults_and_platform_floor() {
         let s = parse("max_pairs: 6\nplatforms:\n  h200: {spread: 0.04}\n").unwrap();
-        assert_eq!(s.test.max_pairs, 6);
+        assert_eq!(s.max_pairs, 6);
         assert_eq!(s.spread_on("h200"), 0.04);
-        assert_eq!(s.on("h200").spread, 0.04);
-        assert_eq!(s.spread_on("dev_cpu"), AbSettings::default().test.spread);
+        assert_eq!(s.spread_on("dev_cpu"), AbSettings::default().spread);
     }
 
     #[test]

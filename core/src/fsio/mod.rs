@@ -9,7 +9,7 @@ mod read;
 mod write;
 
 pub use names::{check_component, check_relative};
-pub use read::{exists, read_bounded, read_limited, read_text};
+pub use read::{exists, open_regular, read_bounded, read_limited, read_text};
 pub use write::{check_no_links, write_atomic, write_under};
 
 #[cfg(test)]

@@ -11,6 +11,17 @@ use std::path::Path;
 /// The bytes of `path`, or `Err(size)` when it holds more than `limit` bytes. A path that is
 /// not a regular file is an [`io::ErrorKind::InvalidInput`] error saying what it is.
 pub fn read_limited(path: &Path, limit: u64) -> io::Result<Result<Vec<u8>, u64>> {
+    let (file, len) = open_regular(path)?;
+    if len > limit {
+        return Ok(Err(len));
+    }
+    read_at_most(file, limit)
+}
+
+/// `path` opened for reading, and its length, when it is a regular file (a symlink to one is
+/// fine): for a file streamed rather than read whole. Read it up to that length (`take`): a
+/// file that grows while it is read is still bounded.
+pub fn open_regular(path: &Path) -> io::Result<(File, u64)> {
     // `stat` first, so that a FIFO is never opened; then the opened file is checked again,
     // in case the path was swapped in between.
     regular(std::fs::metadata(path)?.file_type())?;
@@ -20,10 +31,7 @@ pub fn read_limited(path: &Path, limit: u64) -> io::Result<Result<Vec<u8>, u64>>
         .open(path)?;
     let meta = file.metadata()?;
     regular(meta.file_type())?;
-    if meta.len() > limit {
-        return Ok(Err(meta.len()));
-    }
-    read_at_most(file, limit)
+    Ok((file, meta.len()))
 }
 
 /// [`read_limited`] as one error: a file over `limit` is an [`io::ErrorKind::InvalidData`]

@@ -30,15 +30,53 @@
 //! tight needs no statistics; B's value is judged against A's under the metric's own rule
 //! ([`judge_exact`]), and against the goldens by the ordinary comparison.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::judge::{self, Series};
 use super::stats::{self, Tolerance};
 use super::twosample::t_quantile;
-use goldgate_core::config::Sequential;
+use goldgate_core::config::AbSettings;
 use goldgate_core::rules::{Direction, Rule, RuleSet};
 use goldgate_schema::RunRecord;
 use goldgate_schema::Unit;
+
+/// The sequential test's parameters for one platform.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Sequential {
+    /// False-alarm rate of a metric's whole sequence (one-sided).
+    pub alpha: f64,
+    pub min_effect: f64,
+    pub max_pairs: u32,
+    pub min_pairs: u32,
+    /// One job's spread floor (coefficient of variation).
+    pub spread: f64,
+    /// Degrees of freedom the floor is worth.
+    pub spread_df: u32,
+}
+
+impl Sequential {
+    /// The settings of `goldgate.yaml` on `platform`.
+    pub fn from_settings(s: &AbSettings, platform: &str) -> Sequential {
+        Sequential {
+            alpha: s.alpha,
+            min_effect: s.min_effect,
+            max_pairs: s.max_pairs,
+            min_pairs: s.min_pairs,
+            spread: s.spread_on(platform),
+            spread_df: s.spread_df,
+        }
+    }
+
+    /// What one look may spend (Bonferroni over `max_pairs` looks).
+    pub fn alpha_per_look(&self) -> f64 {
+        self.alpha / f64::from(self.max_pairs.max(1))
+    }
+
+    /// The two-sided level of each look's interval (`1 − 2·alpha_per_look`).
+    pub fn level(&self) -> f64 {
+        1.0 - 2.0 * self.alpha_per_look()
+    }
+}
 
 /// One A job and one B job: their summaries in the metric's unit.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
@@ -119,7 +157,7 @@ pub fn estimate(pairs: &[Pair], seq: &Sequential) -> Result<AbEstimate, Unusable
 }
 
 /// A metric's verdict in an A/B comparison.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum AbVerdict {
     Pass,
@@ -183,14 +221,24 @@ pub fn job_summary(rule: &Rule, record: &RunRecord, metric: &str) -> Option<f64>
     judge::reduce(rule, series, last).map(|(v, _)| v)
 }
 
+/// How a metric of an A/B comparison is judged.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AbTest {
+    /// Timing: B/A with its interval, pair by pair.
+    Sequential,
+    /// Timing within one job: a signed-rank test on save pairs (`compare::ab_in_job`).
+    SignedRank,
+    /// B against A under the metric's own rule, no statistics (loss, counters, memory).
+    Rule,
+}
+
 /// How one metric of an A/B comparison came out.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct AbMetric {
     pub metric: String,
     pub unit: Unit,
-    /// `sequential` (timing, B/A with its interval) or `rule` (B against A under the metric's
-    /// own rule, no statistics).
-    pub test: &'static str,
+    pub test: AbTest,
     pub verdict: AbVerdict,
     /// A's and B's value (geometric means over pairs, or medians over jobs for `rule`).
     pub a: Option<f64>,
@@ -220,7 +268,7 @@ pub fn judge_sequential(
     let mut out = AbMetric {
         metric: metric.to_owned(),
         unit: Unit::of_metric(metric),
-        test: "sequential",
+        test: AbTest::Sequential,
         verdict: AbVerdict::Undecided,
         a: None,
         b: None,
@@ -306,7 +354,7 @@ pub fn judge_exact(
     let mut out = AbMetric {
         metric: metric.to_owned(),
         unit: Unit::of_metric(metric),
-        test: "rule",
+        test: AbTest::Rule,
         verdict: AbVerdict::Pass,
         a: ma,
         b: mb,

@@ -26,7 +26,7 @@
 //! `inconclusive` once `max_jobs` ran. Counters per save (`empty_cache` calls, `fsync` calls)
 //! are compared arm against arm with no statistics: B's median against A's.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::ab::{AbMetric, AbVerdict};
 use super::stats;
@@ -40,7 +40,7 @@ pub const WINDOW_METRIC: &str = "checkpoint-window-time";
 pub const STEP_METRIC: &str = "iteration-time";
 
 /// A setting the probe switches while the job runs.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Switch {
     /// Sleeps this many seconds inside the save window (a planted regression).
@@ -54,7 +54,7 @@ pub enum Switch {
 }
 
 /// The `empty-cache` switch's two values.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum EmptyCache {
     Remove,
@@ -179,7 +179,7 @@ pub fn schedule(seed: u64, job: u32, skip: usize, pairs: usize) -> String {
 }
 
 /// One unit of a job: a save and the steps after it, under one arm.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct InJobUnit {
     pub iteration: u64,
     /// `a` or `b`.
@@ -273,7 +273,7 @@ pub fn job_pairs(job: &str, record: &RunRecord) -> Result<Vec<(InJobUnit, InJobU
 }
 
 /// The sequential test's parameters.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct InJobTest {
     /// False-alarm rate of the whole run, each direction (all metrics and looks together).
     pub alpha: f64,
@@ -408,7 +408,7 @@ fn timed_metric(name: &str, pairs: &[(f64, f64)], jobs: usize, test: &InJobTest)
     let mut m = AbMetric {
         metric: name.to_owned(),
         unit: Unit::of_metric(name),
-        test: "signed-rank",
+        test: crate::compare::ab::AbTest::SignedRank,
         verdict: AbVerdict::Undecided,
         a: None,
         b: None,
@@ -456,7 +456,7 @@ fn counter_metric(name: &str, a: &[f64], b: &[f64]) -> Option<AbMetric> {
     Some(AbMetric {
         metric: name.to_owned(),
         unit: Unit::of_metric(name),
-        test: "rule",
+        test: crate::compare::ab::AbTest::Rule,
         verdict,
         a: Some(x),
         b: Some(y),

@@ -11,19 +11,21 @@
 //! is a note, never an exit code: B's untimed metrics are still judged against A's, the
 //! reference an A/B run brings with it (`bless` B's jobs to add the goldens).
 
-use serde::Serialize;
+use std::path::Path;
 
-use super::ab::{AbMetric, AbVerdict};
+use serde::{Deserialize, Serialize};
+
+use super::ab::{AbMetric, AbTest, AbVerdict, Sequential};
 use super::ab_in_job::InJobTest;
-use goldgate_core::config::Sequential;
+use super::error::CompareError;
 use goldgate_schema::Exit;
 use goldgate_schema::{MetricResult, Verdict};
 
 /// `ab.json`'s version.
 pub const AB_SCHEMA_VERSION: u32 = 1;
 
-/// How one arm differs from the case as it is.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+/// How the arms were put side by side.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ArmSpec {
     /// `a` or `b`.
     pub arm: String,
@@ -55,7 +57,7 @@ impl ArmSpec {
 }
 
 /// How an A/B run compared its arms.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum AbModeKind {
     /// Each job runs one arm; jobs pair up in ABBA/BAAB blocks (`compare::ab`).
@@ -75,7 +77,7 @@ impl AbModeKind {
 }
 
 /// The mode an A/B run used, and why.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct AbMode {
     pub kind: AbModeKind,
     /// Why this mode (e.g. the arms differ in a variant, fixed when the process starts).
@@ -83,7 +85,7 @@ pub struct AbMode {
 }
 
 /// One job of the sequence.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct AbJob {
     /// 1-based position in the order (warm-up jobs first).
     pub index: u32,
@@ -99,10 +101,13 @@ pub struct AbJob {
     /// `passed`, `failed (exit 1)`, ... once it ran.
     pub outcome: Option<String>,
     pub wall_seconds: Option<f64>,
+    /// What failed, for a job that did not pass (`failed to launch: torchrun: not found`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure: Option<String>,
 }
 
 /// One `goldgate ab` run.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct AbReport {
     pub schema_version: u32,
     pub id: String,
@@ -185,6 +190,49 @@ impl AbReport {
         exit
     }
 
+    /// The timing metrics the A/B judged with an interval: where it ran, these are gated by it,
+    /// not by the goldens.
+    pub fn timed(&self) -> impl Iterator<Item = &str> {
+        self.metrics
+            .iter()
+            .filter(|m| matches!(m.test, AbTest::Sequential | AbTest::SignedRank))
+            .map(|m| m.metric.as_str())
+    }
+
+    /// Reads back a saved A/B result (`ab --json FILE`, `ab.json`); another schema version is
+    /// refused, naming both.
+    pub fn parse(path: &Path, text: &str) -> Result<AbReport, CompareError> {
+        let invalid = |message: String| CompareError::SavedAb {
+            path: path.to_path_buf(),
+            message,
+        };
+        let value: serde_json::Value =
+            serde_json::from_str(text).map_err(|e| invalid(format!("invalid JSON: {e}")))?;
+        match value
+            .get("schema_version")
+            .and_then(serde_json::Value::as_u64)
+        {
+            Some(v) if v == u64::from(AB_SCHEMA_VERSION) => {}
+            Some(v) => {
+                return Err(invalid(format!(
+                    "schema_version {v}, but this goldgate reads {AB_SCHEMA_VERSION}"
+                )));
+            }
+            None => {
+                return Err(invalid(
+                    "no schema_version: not a goldgate A/B result".into(),
+                ));
+            }
+        }
+        let report: AbReport = serde_json::from_value(value).map_err(|e| invalid(e.to_string()))?;
+        if !report.finished {
+            return Err(invalid(
+                "the A/B sequence did not finish (its jobs were still running)".into(),
+            ));
+        }
+        Ok(report)
+    }
+
     /// Metrics that ended `inconclusive` (for the loud warning).
     pub fn inconclusive(&self) -> Vec<&str> {
         self.metrics
@@ -204,7 +252,7 @@ mod tests {
         AbMetric {
             metric: "checkpoint-blocking-time".into(),
             unit: Unit::Seconds,
-            test: "sequential",
+            test: AbTest::Sequential,
             verdict,
             a: Some(1.0),
             b: Some(1.1),
@@ -227,7 +275,10 @@ mod tests {
                 reason: "test".into(),
             },
             seed: 1,
-            sequential: goldgate_core::config::AbSettings::default().on("p"),
+            sequential: Sequential::from_settings(
+                &goldgate_core::config::AbSettings::default(),
+                "p",
+            ),
             within_job: None,
             arms: Default::default(),
             jobs: Vec::new(),
@@ -274,6 +325,7 @@ mod tests {
             results: String::new(),
             outcome: Some("failed (exit 1)".into()),
             wall_seconds: None,
+            failure: None,
         });
         assert_eq!(r.exit(false, false), Exit::Failure);
         assert_eq!(r.verdict(), AbVerdict::Regression);

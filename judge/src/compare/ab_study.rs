@@ -20,10 +20,10 @@
 
 use serde::Serialize;
 
+use super::ab::Sequential;
 use super::ab::{self, AbVerdict, Pair};
 use super::stats::{self, SplitMix64};
 use super::twosample;
-use goldgate_core::config::Sequential;
 use goldgate_core::rules::Direction;
 
 /// One session's unchanged jobs: each job's counted save times (seconds) and wall time.

@@ -45,12 +45,26 @@ pub enum CompareError {
     #[error("no run `{run}` in the results folder (runs: {available})")]
     #[diagnostic(help("run ids are the folder names under the results folder"))]
     UnknownRun { run: String, available: String },
+    /// The results folder holds only jobs of `goldgate ab` (none to take by default).
+    #[error(
+        "the results folder holds only A/B jobs ({count} of `goldgate ab`, e.g. run {example}): an A/B's arms are not runs to judge or bless"
+    )]
+    #[diagnostic(help(
+        "`goldgate ab` judged them already (its ab.json and --json/--markdown reports); to take one arm's job anyway, name its run with --run ID"
+    ))]
+    OnlyAbJobs { count: usize, example: String },
     /// A saved comparison (`compare --json`) cannot be used.
     #[error("{}: {message}", path.display())]
     #[diagnostic(help(
         "pass the JSON that `goldgate compare --json FILE` (or `run --json FILE`) wrote, from the same goldgate version"
     ))]
     SavedComparison { path: PathBuf, message: String },
+    /// A saved A/B result (`ab --json`, `ab.json`) cannot be used.
+    #[error("{}: {message}", path.display())]
+    #[diagnostic(help(
+        "pass the JSON that `goldgate ab --json FILE` wrote (or the A/B folder's ab.json), from the same goldgate version"
+    ))]
+    SavedAb { path: PathBuf, message: String },
     /// Nothing to render: no saved comparison was given.
     #[error("no comparison to render")]
     #[diagnostic(help("pass --comparison FILE (repeatable) or --results DIR"))]

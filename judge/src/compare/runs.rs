@@ -182,9 +182,11 @@ fn select(
     selection: &RunSelection,
 ) -> Result<Selected, CompareError> {
     let starts = run_starts(&records, indexes);
+    let ab = ab_runs(&records, indexes);
+    let ordinary = ordinary_runs(&starts, &ab, selection)?;
     let keep: Vec<String> = match selection {
-        RunSelection::All => starts.keys().map(|id| (*id).to_owned()).collect(),
-        RunSelection::Newest => starts
+        RunSelection::All => ordinary.keys().map(|id| (*id).to_owned()).collect(),
+        RunSelection::Newest => ordinary
             .iter()
             .max_by_key(|(id, start)| newness(id, **start))
             .map(|(id, _)| vec![(*id).to_owned()])
@@ -199,10 +201,14 @@ fn select(
             ids.clone()
         }
     };
+    let left_ab = ab
+        .iter()
+        .filter(|id| !keep.iter().any(|k| k == *id))
+        .count();
     let carried = carried(&keep, indexes, &records);
     // The runs a rerun completes are taken too, not left out.
     let total = starts.len() - carried.len();
-    let mut note = (keep.len() < total).then(|| note(&keep, total, selection));
+    let mut note = (keep.len() < total).then(|| note(&keep, total, left_ab, selection));
     let from_carried = |r: &RunRecord| {
         let pair = (r.case.clone(), r.variant.name.clone());
         (carried.iter()).any(|(run, pairs)| *run == r.run_id && pairs.contains(&pair))
@@ -222,6 +228,45 @@ fn select(
         });
     }
     Ok((records, keep, carried, note))
+}
+
+/// The runs of `starts` that are no A/B's jobs: an A/B's jobs are arms of a comparison, not
+/// runs, and only a `--run ID` that names one takes it. A folder of A/B jobs alone is refused
+/// unless runs are named.
+fn ordinary_runs<'a>(
+    starts: &BTreeMap<&'a str, Option<jiff::Timestamp>>,
+    ab: &BTreeSet<&str>,
+    selection: &RunSelection,
+) -> Result<BTreeMap<&'a str, Option<jiff::Timestamp>>, CompareError> {
+    let ordinary: BTreeMap<&str, Option<jiff::Timestamp>> = starts
+        .iter()
+        .filter(|(id, _)| !ab.contains(*id))
+        .map(|(id, start)| (*id, *start))
+        .collect();
+    if ordinary.is_empty() && !ab.is_empty() && !matches!(selection, RunSelection::Ids(_)) {
+        return Err(CompareError::OnlyAbJobs {
+            count: ab.len(),
+            example: ab
+                .iter()
+                .next()
+                .map(|id| (*id).to_owned())
+                .unwrap_or_default(),
+        });
+    }
+    Ok(ordinary)
+}
+
+/// The runs that are jobs of a `goldgate ab` sequence, by their records or their index.
+fn ab_runs<'a>(records: &'a Records, indexes: &'a [(PathBuf, RunIndex)]) -> BTreeSet<&'a str> {
+    let from_records = records
+        .iter()
+        .filter(|(_, r)| r.is_ab())
+        .map(|(_, r)| r.run_id.as_str());
+    let from_indexes = indexes
+        .iter()
+        .filter(|(_, i)| i.ab.is_some())
+        .map(|(_, i)| i.run_id.as_str());
+    from_records.chain(from_indexes).collect()
 }
 
 /// Jobs of `index` (those of `only`'s pairs, when given) are complete when each has an outcome
@@ -304,20 +349,31 @@ fn check_agree(path: &Path, index: &RunIndex, records: &Records) -> Result<(), C
     })
 }
 
-fn note(keep: &[String], total: usize, selection: &RunSelection) -> String {
-    let others = total - keep.len();
+/// Which runs were taken and what was left out: ordinary runs, and `ab` of the folder's
+/// `total` runs that are A/B jobs.
+fn note(keep: &[String], total: usize, ab: usize, selection: &RunSelection) -> String {
+    let others = total.saturating_sub(ab + keep.len());
     let runs = if others == 1 { "run" } else { "runs" };
-    match selection {
+    let mut text = match selection {
+        _ if others == 0 => format!("run {}", keep.join(", ")),
         RunSelection::Newest => format!(
-            "run {}, the newest of {total} in this folder ({others} older {runs} left out; \
+            "run {}, the newest of {} in this folder ({others} older {runs} left out; \
              --all-runs merges them, --run ID picks others)",
-            keep.join(", ")
+            keep.join(", "),
+            total - ab
         ),
         _ => format!(
             "run {} ({others} other {runs} in this folder left out)",
             keep.join(", ")
         ),
+    };
+    if ab > 0 {
+        text.push_str(&format!(
+            " ({ab} A/B job(s) of `goldgate ab` left out: arms of a comparison, not runs; \
+             --run ID takes one)"
+        ));
     }
+    text
 }
 
 /// Each run id with the time it started: its index's start, else its first job's (a timestamp
@@ -442,6 +498,54 @@ mod tests {
             note.unwrap(),
             "run z-old, mid (1 other run in this folder left out)"
         );
+    }
+
+    /// A job of `goldgate ab` `ab_id`, arm `arm`, newer than every run of [`folder`].
+    fn ab_job(ab_id: &str, n: u32, arm: &str) -> (PathBuf, RunRecord) {
+        let (path, mut r) = record(
+            &format!("{ab_id}-{n:02}-{arm}"),
+            &format!("2026-11-30T08:00:0{n}Z"),
+            1,
+        );
+        r.ab = Some(goldgate_schema::AbMember {
+            ab_id: ab_id.into(),
+            arm: arm.into(),
+            block: 1,
+            pair: n.div_ceil(2),
+        });
+        (path, r)
+    }
+
+    #[test]
+    fn the_jobs_of_an_ab_are_never_taken_for_a_run_unless_named() {
+        let mut records = folder();
+        records.extend([ab_job("ab1", 1, "a"), ab_job("ab1", 2, "b")]);
+        // An A/B job from before the marker existed: known by its arm variable.
+        let (path, mut old) = record("03-a", "2026-11-30T09:00:00Z", 1);
+        old.env
+            .insert(goldgate_schema::AB_ARM_VARIABLE.into(), "a".into());
+        records.push((path, old));
+        let (kept, note) = select_runs(records.clone(), &RunSelection::Newest).unwrap();
+        assert_eq!(runs(&kept), [("a-new".to_owned(), 1)]);
+        assert_eq!(
+            note.unwrap(),
+            "run a-new, the newest of 3 in this folder (2 older runs left out; --all-runs merges \
+             them, --run ID picks others) (3 A/B job(s) of `goldgate ab` left out: arms of a \
+             comparison, not runs; --run ID takes one)"
+        );
+        let (all, _) = select_runs(records.clone(), &RunSelection::All).unwrap();
+        assert!(all.iter().all(|(_, r)| !r.is_ab()), "{:?}", runs(&all));
+        assert_eq!(all.len(), 4);
+        let named = RunSelection::Ids(vec!["ab1-02-b".into()]);
+        let (kept, _) = select_runs(records, &named).unwrap();
+        assert_eq!(runs(&kept), [("ab1-02-b".to_owned(), 1)]);
+    }
+
+    #[test]
+    fn a_folder_of_ab_jobs_alone_is_refused_by_default() {
+        let records = vec![ab_job("ab1", 1, "a"), ab_job("ab1", 2, "b")];
+        let err = select_runs(records, &RunSelection::Newest).unwrap_err();
+        insta::assert_snapshot!(goldgate_core::printable::error_text(&err, None, false));
     }
 
     #[test]

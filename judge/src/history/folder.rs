@@ -131,6 +131,7 @@ mod tests {
                 scheduler_job_ids: vec![],
             }],
             runner: None,
+            ab: None,
             rerun_of: None,
         };
         write(

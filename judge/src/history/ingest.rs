@@ -26,6 +26,9 @@ pub struct IngestCount {
     pub runs: u64,
     pub jobs: u64,
     pub skipped_jobs: u64,
+    /// Jobs of `goldgate ab` left out: an arm of a comparison is no run of a branch (a
+    /// planted B arm stored as `main` would be taken for main's history).
+    pub ab_jobs: u64,
     pub metrics: u64,
     pub samples: u64,
 }
@@ -35,6 +38,7 @@ impl IngestCount {
         self.runs += other.runs;
         self.jobs += other.jobs;
         self.skipped_jobs += other.skipped_jobs;
+        self.ab_jobs += other.ab_jobs;
         self.metrics += other.metrics;
         self.samples += other.samples;
     }

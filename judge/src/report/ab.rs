@@ -5,7 +5,7 @@
 
 use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
 
-use crate::compare::ab::{AbMetric, AbVerdict};
+use crate::compare::ab::{AbMetric, AbTest, AbVerdict};
 use crate::compare::ab_outcome::AbReport;
 use crate::report::error::ReportError;
 use crate::report::units;
@@ -45,10 +45,10 @@ pub fn metric_line(m: &AbMetric) -> String {
         None => String::new(),
     };
     let pairs = match m.test {
-        "sequential" | "signed-rank" => {
+        AbTest::Sequential | AbTest::SignedRank => {
             format!(", {} pair{}", m.pairs, if m.pairs == 1 { "" } else { "s" })
         }
-        _ => String::new(),
+        AbTest::Rule => String::new(),
     };
     format!(
         "{} {} → {}, {change}{ci}{pairs}: {}",
@@ -123,6 +123,38 @@ fn warnings(r: &AbReport) -> Vec<String> {
     out
 }
 
+/// One line per measured job that did not pass: what failed, so a launch failure reads as one
+/// and not as a regression of 0 pairs.
+fn failed_jobs(r: &AbReport) -> Vec<String> {
+    r.jobs
+        .iter()
+        .filter(|j| j.outcome.as_deref().is_some_and(|o| o != "passed"))
+        .map(|j| {
+            let mut line = format!(
+                "job {} (arm {}) {}",
+                j.run_id,
+                j.arm,
+                j.outcome.as_deref().unwrap_or("")
+            );
+            // A launch error's outcome holds its message already.
+            if let Some(why) = j.failure.as_ref().filter(|w| !line.contains(w.as_str())) {
+                line.push_str(&format!(": {why}"));
+            }
+            line
+        })
+        .collect()
+}
+
+/// The overall verdict as the reports word it: `job failed` when a job did not pass (the
+/// timing verdicts then mean nothing), else the worst metric's.
+pub fn verdict_label(r: &AbReport) -> &'static str {
+    if r.job_failed() {
+        "job failed"
+    } else {
+        r.verdict().label()
+    }
+}
+
 /// The terminal report.
 pub fn render_terminal(r: &AbReport) -> String {
     let mut s = header(r);
@@ -143,7 +175,10 @@ pub fn render_terminal(r: &AbReport) -> String {
     for w in warnings(r) {
         s.push_str(&format!("warning: {w}\n"));
     }
-    s.push_str(&format!("verdict: {}\n", r.verdict().label()));
+    for f in failed_jobs(r) {
+        s.push_str(&format!("error: {f}\n"));
+    }
+    s.push_str(&format!("verdict: {}\n", verdict_label(r)));
     s
 }
 
@@ -151,10 +186,10 @@ pub fn render_terminal(r: &AbReport) -> String {
 pub fn render_markdown(r: &AbReport) -> String {
     let esc = crate::report::markdown::escape_md;
     let mut s = format!(
-        "### goldgate A/B: `{}` on `{}` — {}\n\n",
-        r.case,
-        r.platform,
-        r.verdict().label()
+        "### goldgate A/B: {} on {} — {}\n\n",
+        esc(&r.case),
+        esc(&r.platform),
+        verdict_label(r)
     );
     s.push_str(&format!(
         "A = {}; B = {}. {} {}(s), {} job(s), {:.1} GPU-minutes, seed {}; {}.\n\n",
@@ -193,6 +228,9 @@ pub fn render_markdown(r: &AbReport) -> String {
     }
     for w in warnings(r) {
         s.push_str(&format!("\n> **warning:** {}\n", esc(&w)));
+    }
+    for f in failed_jobs(r) {
+        s.push_str(&format!("\n> **error:** {}\n", esc(&f)));
     }
     s.push('\n');
     s

@@ -148,9 +148,9 @@ fn real_table((a, b, looks): &RealPairs) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::compare::ab::Sequential;
     use crate::compare::ab_study::{self, Normal, Session};
     use crate::compare::stats::SplitMix64;
-    use goldgate_core::config::Sequential;
 
     #[test]
     fn the_study_markdown() {

@@ -5,11 +5,14 @@
 
 use std::collections::BTreeMap;
 
+use crate::compare::ab::{AbMetric, AbTest, AbVerdict, Sequential};
+use crate::compare::ab_outcome::{AB_SCHEMA_VERSION, AbJob, AbMode, AbModeKind, AbReport, ArmSpec};
 use goldgate_schema::metric_names::{CHECKPOINT_ASYNC_LATENCY, CHECKPOINT_BLOCKING};
 use goldgate_schema::{
     CheckpointRecord, Fingerprint, GpuDevicePeak, GpuMemory, MemAvailableRecord, MemoryRecord,
     Outcome, RunRecord, StepValues, Timeline, VariantRecord,
 };
+use goldgate_schema::{MetricResult, Unit, Verdict};
 
 const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
 /// Summed RSS over PSS at the H200 reference case's host peak (18.06 / 5.40 GiB, issue 14).
@@ -479,4 +482,139 @@ pub fn comparison() -> goldgate_schema::Comparison {
         jobs,
         vec!["iteration-time of gpt/gpt3_mcore_te_tp4_pp1_*dist*|opt@default is unstable (cv 31% > max_cv 20%)".into()],
     )
+}
+
+fn ab_metric(
+    name: &str,
+    verdict: AbVerdict,
+    a: f64,
+    b: f64,
+    ci: Option<(f64, f64)>,
+    pairs: usize,
+) -> AbMetric {
+    AbMetric {
+        metric: name.into(),
+        unit: Unit::of_metric(name),
+        test: if ci.is_some() {
+            AbTest::Sequential
+        } else {
+            AbTest::Rule
+        },
+        verdict,
+        a: Some(a),
+        b: Some(b),
+        change: (a != 0.0).then(|| b / a - 1.0),
+        interval: ci,
+        level: ci.map(|_| 0.99833),
+        pairs,
+        detail: "per-job spread used 5.0 %".into(),
+    }
+}
+
+fn ab_job(index: u32, arm: &str, outcome: &str) -> AbJob {
+    AbJob {
+        index,
+        run_id: format!("{index:02}-{arm}"),
+        arm: arm.into(),
+        block: 1,
+        pair: index.div_ceil(2),
+        warmup: false,
+        results: format!("{index:02}-{arm}/gpt/c/default/1/results.json"),
+        outcome: Some(outcome.into()),
+        wall_seconds: Some(31.5),
+        failure: None,
+    }
+}
+
+/// The A/B report every A/B renderer's snapshot shows: a planted slowdown caught after 4 pairs.
+pub fn ab_report() -> AbReport {
+    let seq = Sequential {
+        alpha: 0.01,
+        min_effect: 0.05,
+        max_pairs: 12,
+        min_pairs: 1,
+        spread: 0.05,
+        spread_df: 8,
+    };
+    AbReport {
+        schema_version: AB_SCHEMA_VERSION,
+        id: "20261201-160000-abcd".into(),
+        case: "gpt/h200-ckpt-power".into(),
+        platform: "h200".into(),
+        mode: AbMode {
+            kind: AbModeKind::Job,
+            reason:
+                "the arms differ in a variant (empty_cache=level2), fixed when the process starts"
+                    .into(),
+        },
+        seed: 7,
+        sequential: seq,
+        within_job: None,
+        arms: [
+            ArmSpec {
+                arm: "a".into(),
+                ..ArmSpec::default()
+            },
+            ArmSpec {
+                arm: "b".into(),
+                variants: vec!["empty_cache=level2".into()],
+                env: vec!["GOLDGATE_PLANT_SAVE_DELAY_S=0.04".into()],
+                dir: None,
+                switches: Vec::new(),
+            },
+        ],
+        jobs: vec![
+            ab_job(1, "a", "passed"),
+            ab_job(2, "b", "passed"),
+            ab_job(3, "b", "passed"),
+            ab_job(4, "a", "passed"),
+        ],
+        pairs: 4,
+        metrics: vec![
+            ab_metric(
+                "checkpoint-blocking-time",
+                AbVerdict::Regression,
+                2.41,
+                2.68,
+                Some((0.079, 0.146)),
+                4,
+            ),
+            ab_metric(
+                "iteration-time",
+                AbVerdict::Inconclusive,
+                0.231,
+                0.236,
+                Some((-0.03, 0.07)),
+                4,
+            ),
+            ab_metric(
+                "empty-cache-calls",
+                AbVerdict::Regression,
+                0.0,
+                11.0,
+                None,
+                4,
+            ),
+            ab_metric("lm loss", AbVerdict::Pass, 2.7665, 2.7665, None, 4),
+        ],
+        goldens: vec![MetricResult {
+            metric: "lm loss".into(),
+            verdict: Verdict::Pass,
+            golden: Some(2.7665),
+            now: Some(2.7665),
+            delta_pct: Some(0.0),
+            interval: None,
+            tolerance: "exact + rtol 5%".into(),
+            unit: Unit::Plain,
+            repeats: 2,
+            detail: String::new(),
+            band: None,
+            pass_reason: None,
+        }],
+        golden_note: None,
+        warnings: Vec::new(),
+        finished: true,
+        job_seconds: 126.0,
+        exit_code: Some(1),
+    }
 }

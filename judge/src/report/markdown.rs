@@ -29,7 +29,7 @@ use crate::report::table::counts_line;
 use crate::report::units;
 use goldgate_schema::{Comparison, JobComparison, MetricResult, Verdict};
 
-const HEADER: &str = "| case | variant | metric | golden | now | Δ % | interval | verdict |\n\
+pub(crate) const HEADER: &str = "| case | variant | metric | golden | now | Δ % | interval | verdict |\n\
                       |---|---|---|---|---|---|---|---|\n";
 
 /// Longest failure line shown (characters); the rest is in the job's log.
@@ -37,6 +37,16 @@ const MAX_LINE: usize = 300;
 
 /// The headline: an icon and the gate's answer, then the counts.
 fn headline(c: &Comparison) -> String {
+    let (icon, word) = answer(c);
+    format!(
+        "## {icon} goldgate: {word}\n\n{}\n",
+        escape_md(&counts_line(c))
+    )
+}
+
+/// The headline's icon and words: the worst job's verdict, or what the gate said when it
+/// failed on what reads as a pass.
+pub(crate) fn answer(c: &Comparison) -> (&'static str, &'static str) {
     let worst = c
         .jobs
         .iter()
@@ -65,10 +75,7 @@ fn headline(c: &Comparison) -> String {
             "improvements fail under --fail-on-improvement (bless the new values)"
         };
     }
-    format!(
-        "## {icon} goldgate: {word}\n\n{}\n",
-        escape_md(&counts_line(c))
-    )
+    (icon, word)
 }
 
 /// Whether a metric or metric-less job belongs in the first section.
@@ -90,7 +97,6 @@ fn band(unit: goldgate_schema::Unit, lo: f64, hi: f64) -> String {
 }
 
 fn metric_row(job: &JobComparison, m: &MetricResult) -> String {
-    let [golden, now, delta, interval] = units::metric_cells(m);
     let mut verdict = format!("**{}**", m.verdict.label());
     if m.verdict != Verdict::Pass {
         verdict.push_str(&format!("<br>tolerance {}", escape_md(&m.tolerance)));
@@ -104,6 +110,12 @@ fn metric_row(job: &JobComparison, m: &MetricResult) -> String {
         }
         verdict.push_str(&format!("<br>{}", escape_md(reason)));
     }
+    row(job, m, &verdict)
+}
+
+/// A metric's row with `verdict` in its last cell.
+pub(crate) fn row(job: &JobComparison, m: &MetricResult, verdict: &str) -> String {
+    let [golden, now, delta, interval] = units::metric_cells(m);
     format!(
         "| {} | {} | {} | {golden} | {now} | {delta} | {interval} | {verdict} |\n",
         escape_md(&job.case),
@@ -233,7 +245,12 @@ fn pre_block(lines: &[String]) -> String {
 /// The markdown report: headline with counts, then regressions and failures, improvements,
 /// unstable metrics, and everything that passed folded in `<details>`; SVG links and warnings.
 pub fn render(c: &Comparison) -> String {
-    let mut out = headline(c);
+    headline(c) + &body(c)
+}
+
+/// Everything below the headline.
+pub(crate) fn body(c: &Comparison) -> String {
+    let mut out = String::new();
     let sections: [(&str, &dyn Fn(Verdict) -> bool); 3] = [
         ("Regressions and failures", &failing),
         ("Improvements", &|v| v == Verdict::Improvement),

@@ -3,6 +3,7 @@
 pub mod ab;
 pub mod ab_study;
 pub mod annotations;
+pub mod comment;
 pub mod error;
 #[cfg(any(test, feature = "fixtures"))]
 pub mod fixtures;

@@ -13,8 +13,7 @@ pub use error::LaunchError;
 pub use escape::TOKEN_VAR;
 pub use outcome::{FailureSigns, classify};
 pub use process::{
-    CHANNEL_CHUNKS, LaunchEvent, LaunchReport, MAX_LINE, ProcessOutcome, Termination, group_alive,
-    launch,
+    CHANNEL_CHUNKS, LaunchEvent, LaunchReport, ProcessOutcome, Termination, group_alive, launch,
 };
 pub use settle::{Settle, SettleError, check as check_settle, settle};
 pub use signals::{StopFlag, install_signal_handlers};

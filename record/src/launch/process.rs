@@ -1,5 +1,6 @@
-//! Stage "launch": runs one job as its own process group, streams its combined output to
-//! the job log and a callback, and enforces the timeout and stop requests on the whole group
+//! Stage "launch": runs one job as its own process group, streams its combined output to a
+//! callback as it comes (the run's log stream splits, redacts and stores it; a raw copy goes
+//! to a file only on request), and enforces the timeout and stop requests on the whole group
 //! and on any process that escaped it (`escape`).
 //!
 //! The output travels from the pipe to the log in chunks through a channel of
@@ -10,7 +11,7 @@
 use std::fs::File;
 use std::io::{BufWriter, PipeReader, Read, Write};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender};
 use std::time::{Duration, Instant};
@@ -28,8 +29,6 @@ use super::spec::{LaunchSpec, resolve_program};
 /// long sleep costs real CPU on a virtual machine (~150 µs each on the 2-core development VM,
 /// measured as the sampler benchmark's `none` row: 0.15 % of a core with a 100 ms tick).
 const TICK: Duration = Duration::from_millis(100);
-/// Longest line handed to the callback; longer output is split into pieces of this size.
-pub const MAX_LINE: usize = 64 * 1024;
 /// Bytes the reader takes from the pipe at once (one chunk).
 const CHUNK: usize = 64 * 1024;
 /// Chunks that may wait between the pipe and the log: with [`CHUNK`], at most 1 MiB of a
@@ -50,8 +49,9 @@ const EOF_WAIT: Duration = Duration::from_secs(2);
 pub enum LaunchEvent<'a> {
     /// The job started; its process group id equals its pid.
     Spawned { pid: u32, pgid: u32 },
-    /// One line of combined stdout+stderr, without the line ending, at most [`MAX_LINE`] bytes.
-    Line(&'a [u8]),
+    /// The next bytes of combined stdout+stderr, as read from the pipe (any number of lines,
+    /// maybe a partial one: `goldgate_core::observe::log::LogStream` splits them).
+    Output(&'a [u8]),
 }
 
 /// How the job's main process ended, as the operating system reported it.
@@ -87,14 +87,13 @@ pub struct LaunchReport {
     pub pgid: u32,
     /// From spawn to the moment the last process of the group was gone.
     pub wall: Duration,
-    /// Lines of output seen.
-    pub lines: u64,
+    /// Bytes of output seen.
+    pub output_bytes: u64,
     /// Processes of the group outlived the main process and had to be terminated.
     pub stray_processes: bool,
     /// Processes that left the group (a `setsid` daemon) and were stopped after it, as
     /// `pid 123 (sleep)`.
     pub escaped: Vec<String>,
-    pub log_path: PathBuf,
 }
 
 enum Msg {
@@ -109,8 +108,8 @@ enum Msg {
 /// Starts the job in its own process group and supervises it until every process of the
 /// group is gone.
 ///
-/// Output goes to `spec.log_path` (flushed whenever the pipe is drained, so the log survives
-/// a crash of the job) and to `on_event` line by line. At the timeout or on a stop request
+/// Output goes to `on_event` chunk by chunk, and to `spec.raw_log` when set (flushed whenever
+/// the pipe is drained, so it survives a crash of the job). At the timeout or on a stop request
 /// the group gets SIGTERM, then SIGKILL after `spec.grace` (at once on a second request).
 /// Processes left in the group after the main process exits are stopped the same way.
 pub fn launch(
@@ -130,7 +129,7 @@ pub fn launch(
         .map(Into::into)
         .or_else(|| std::env::var_os("PATH"));
     let program_path = resolve_program(program, &spec.cwd, path_var)?;
-    let log = open_log(&spec.log_path)?;
+    let log = spec.raw_log.as_deref().map(open_log).transpose()?;
     become_subreaper();
     let token = escape::new_token();
     let (reader, mut command) = command(spec, &program_path, &token)?;
@@ -172,10 +171,9 @@ pub fn launch(
         pid,
         pgid: pid,
         wall: start.elapsed(),
-        lines: sup.lines,
+        output_bytes: sup.output_bytes,
         stray_processes: sup.stray,
         escaped: sup.escaped.unwrap_or_default(),
-        log_path: spec.log_path.clone(),
     })
 }
 
@@ -266,45 +264,6 @@ fn read_chunks(mut pipe: PipeReader, tx: &SyncSender<Msg>) {
     let _ = tx.send(Msg::Eof);
 }
 
-/// Cuts chunks of output into lines of at most [`MAX_LINE`] bytes (a longer line is handed
-/// on in pieces), holding at most one unfinished line.
-#[derive(Default)]
-struct LineSplitter {
-    partial: Vec<u8>,
-}
-
-impl LineSplitter {
-    /// Calls `line` with each line completed by `chunk`, line ending kept.
-    fn feed(&mut self, mut chunk: &[u8], line: &mut impl FnMut(&[u8])) {
-        while !chunk.is_empty() {
-            let room = MAX_LINE - self.partial.len();
-            let window = &chunk[..chunk.len().min(room)];
-            let take = memchr::memchr(b'\n', window).map_or(window.len(), |i| i + 1);
-            let (head, rest) = chunk.split_at(take);
-            chunk = rest;
-            let complete = head.ends_with(b"\n") || self.partial.len() + head.len() == MAX_LINE;
-            match (complete, self.partial.is_empty()) {
-                // The common case: a whole line inside the chunk, handed on without a copy.
-                (true, true) => line(head),
-                (true, false) => {
-                    self.partial.extend_from_slice(head);
-                    line(&self.partial);
-                    self.partial.clear();
-                }
-                (false, _) => self.partial.extend_from_slice(head),
-            }
-        }
-    }
-
-    /// The last line, when the output did not end with a line ending.
-    fn finish(&mut self, line: &mut impl FnMut(&[u8])) {
-        if !self.partial.is_empty() {
-            line(&self.partial);
-            self.partial.clear();
-        }
-    }
-}
-
 /// Sends `sig` to the whole group; a group that is already gone is not an error.
 fn signal_group(pgid: u32, sig: Signal) {
     if let Some(pid) = pid_of(pgid) {
@@ -389,17 +348,16 @@ struct Supervisor<'a> {
     spec: &'a LaunchSpec,
     stop: &'a StopFlag,
     pgid: u32,
-    log: BufWriter<File>,
+    log: Option<BufWriter<File>>,
     start: Instant,
     reason: Option<ProcessOutcome>,
     term_sent: Option<Instant>,
     killed: bool,
     stray: bool,
-    lines: u64,
+    output_bytes: u64,
     status: Option<(Termination, Instant)>,
     eof: bool,
     zombies_since: Option<Instant>,
-    splitter: LineSplitter,
     /// The environment token of this launch's processes (`escape`).
     token: String,
     /// Set once escaped processes were looked for (after the group is gone).
@@ -411,7 +369,7 @@ impl<'a> Supervisor<'a> {
         spec: &'a LaunchSpec,
         stop: &'a StopFlag,
         pgid: u32,
-        log: BufWriter<File>,
+        log: Option<BufWriter<File>>,
         start: Instant,
         token: String,
     ) -> Self {
@@ -425,11 +383,10 @@ impl<'a> Supervisor<'a> {
             term_sent: None,
             killed: false,
             stray: false,
-            lines: 0,
+            output_bytes: 0,
             status: None,
             eof: false,
             zombies_since: None,
-            splitter: LineSplitter::default(),
             token,
             escaped: None,
         }
@@ -467,8 +424,6 @@ impl<'a> Supervisor<'a> {
                 if let Some((termination, since)) = self.status
                     && (self.eof || since.elapsed() >= EOF_WAIT)
                 {
-                    let (splitter, lines) = (&mut self.splitter, &mut self.lines);
-                    splitter.finish(&mut |line| emit_line(line, lines, on_event));
                     self.flush_log()?;
                     return Ok(termination);
                 }
@@ -495,9 +450,12 @@ impl<'a> Supervisor<'a> {
     ) -> Result<(), LaunchError> {
         match msg {
             Msg::Chunk(bytes) => {
-                self.log.write_all(&bytes).map_err(|e| self.log_error(e))?;
-                let (splitter, lines) = (&mut self.splitter, &mut self.lines);
-                splitter.feed(&bytes, &mut |line| emit_line(line, lines, on_event));
+                if let Some(log) = &mut self.log {
+                    let written = log.write_all(&bytes);
+                    written.map_err(|e| self.log_error(e))?;
+                }
+                self.output_bytes += bytes.len() as u64;
+                on_event(LaunchEvent::Output(&bytes));
             }
             Msg::Eof => self.eof = true,
             Msg::Wake => {}
@@ -567,24 +525,19 @@ impl<'a> Supervisor<'a> {
     }
 
     fn flush_log(&mut self) -> Result<(), LaunchError> {
-        self.log.flush().map_err(|e| self.log_error(e))
+        match &mut self.log {
+            Some(log) => log.flush().map_err(|e| self.log_error(e)),
+            None => Ok(()),
+        }
     }
 
     fn log_error(&self, source: std::io::Error) -> LaunchError {
         signal_group(self.pgid, Signal::KILL);
         LaunchError::LogFile {
-            path: self.spec.log_path.clone(),
+            path: self.spec.raw_log.clone().unwrap_or_default(),
             source,
         }
     }
-}
-
-/// Hands one line to the callback without its line ending, and counts it.
-fn emit_line(line: &[u8], lines: &mut u64, on_event: &mut impl FnMut(LaunchEvent<'_>)) {
-    *lines += 1;
-    let text = line.strip_suffix(b"\n").unwrap_or(line);
-    let text = text.strip_suffix(b"\r").unwrap_or(text);
-    on_event(LaunchEvent::Line(text));
 }
 
 fn termination_of(status: ExitStatus) -> Termination {
@@ -594,45 +547,5 @@ fn termination_of(status: ExitStatus) -> Termination {
         // Neither code nor signal happens only for stopped/continued states, which
         // `wait` does not report; treat it as a failure rather than guess success.
         (None, None) => Termination::Exited(-1),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn split(chunks: &[&[u8]]) -> Vec<Vec<u8>> {
-        let mut splitter = LineSplitter::default();
-        let mut lines = Vec::new();
-        for chunk in chunks {
-            splitter.feed(chunk, &mut |l| lines.push(l.to_vec()));
-        }
-        splitter.finish(&mut |l| lines.push(l.to_vec()));
-        lines
-    }
-
-    #[test]
-    fn chunks_become_lines_across_chunk_borders() {
-        assert_eq!(
-            split(&[b"a\nbb", b"b\n", b"\ncc"]),
-            [
-                b"a\n".to_vec(),
-                b"bbb\n".to_vec(),
-                b"\n".to_vec(),
-                b"cc".to_vec()
-            ]
-        );
-        assert!(split(&[b""]).is_empty());
-    }
-
-    #[test]
-    fn long_lines_are_cut_at_max_line() {
-        let long = vec![b'x'; MAX_LINE * 2 + 10];
-        let mut with_end = long.clone();
-        with_end.push(b'\n');
-        let halves: Vec<&[u8]> = with_end.chunks(1000).collect();
-        let lines = split(&halves);
-        let lens: Vec<usize> = lines.iter().map(Vec::len).collect();
-        assert_eq!(lens, [MAX_LINE, MAX_LINE, 11]);
     }
 }

@@ -24,8 +24,10 @@ pub struct LaunchSpec {
     pub env_unset: Vec<String>,
     /// Working directory of the job; must exist.
     pub cwd: PathBuf,
-    /// Combined stdout+stderr, written line by line as it arrives.
-    pub log_path: PathBuf,
+    /// Where the job's combined stdout+stderr is copied as it arrives, unredacted: set only
+    /// on request (`--keep-raw-log`). The log goldgate keeps is the redacted one the run's
+    /// log watch writes from [`crate::launch::LaunchEvent::Output`].
+    pub raw_log: Option<PathBuf>,
     /// Wall-clock limit; then SIGTERM to the group, `grace`, SIGKILL.
     pub timeout: Option<Duration>,
     /// Time between SIGTERM and SIGKILL.
@@ -36,13 +38,13 @@ pub struct LaunchSpec {
 
 impl LaunchSpec {
     /// A spec with the inherited environment, no timeout and the default grace period.
-    pub fn new(argv: Vec<String>, cwd: PathBuf, log_path: PathBuf) -> LaunchSpec {
+    pub fn new(argv: Vec<String>, cwd: PathBuf) -> LaunchSpec {
         LaunchSpec {
             argv,
             env: BTreeMap::new(),
             env_unset: Vec::new(),
             cwd,
-            log_path,
+            raw_log: None,
             timeout: None,
             grace: DEFAULT_GRACE,
             cuda_visible_devices: None,

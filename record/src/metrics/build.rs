@@ -238,7 +238,8 @@ fn variant_record(job: &Job) -> VariantRecord {
 }
 
 /// What the record warns about: each node's sampling problems, overlapping checkpoint saves,
-/// and a log of a job that ran without a single iteration line.
+/// lines of the log cut at the line cap, and a log of a job that ran without a single
+/// iteration line.
 fn job_warnings(
     nodes: Vec<Sampled>,
     summary: &LogSummary,
@@ -247,6 +248,14 @@ fn job_warnings(
 ) -> Vec<String> {
     let mut warnings: Vec<String> = nodes.into_iter().flat_map(|n| n.warnings).collect();
     warnings.extend(overlap_warning(checkpoints));
+    if summary.long_lines > 0 {
+        warnings.push(format!(
+            "{} line(s) of the log were longer than {} KiB: each was kept and parsed up to \
+             there, the rest dropped",
+            summary.long_lines,
+            goldgate_core::observe::log::MAX_LINE / 1024
+        ));
+    }
     if ran && summary.steps_seen == 0 {
         warnings.push(format!(
             "the log has no iteration lines (`iteration N/M | ...`) in {} line(s): no per-step \
@@ -257,22 +266,11 @@ fn job_warnings(
     warnings
 }
 
-/// The log's checkpoint records, each with what the probe counted during that save.
-fn probed_checkpoints(summary: &LogSummary, probe: Option<&ProbeSummary>) -> Vec<CheckpointRecord> {
-    let mut saves = checkpoints(summary);
-    if let Some(probe) = probe {
-        for c in &mut saves {
-            c.probe = probe.save_probe(c.iteration);
-        }
-    }
-    saves
-}
-
 /// The `results.json` record of `job`.
 pub(crate) fn record(job: &Job, result: JobResult) -> RunRecord {
     let ran = result.observed.is_some();
     let observed = result.observed.unwrap_or_default();
-    let checkpoints = probed_checkpoints(&observed.summary, result.probe.as_ref());
+    let checkpoints = probed_checkpoints(&observed, result.probe.as_ref());
     // A job that never ran has no metrics, not even the probe's from an earlier attempt.
     let mut metrics = match ran {
         true => metrics(
@@ -287,9 +285,8 @@ pub(crate) fn record(job: &Job, result: JobResult) -> RunRecord {
         false => BTreeMap::new(),
     };
     let (memory, mut fingerprint) = node0_views(&observed);
-    fingerprint.host = result.host;
+    (fingerprint.host, fingerprint.workload_commit) = (result.host, result.workload_commit);
     fingerprint.goldgate_version = env!("CARGO_PKG_VERSION").to_string();
-    fingerprint.workload_commit = result.workload_commit;
     let nodes = node_memories(&observed);
     let observer_cpu_seconds = observer_cpu(&observed);
     let mut warnings = job_warnings(observed.nodes, &observed.summary, &checkpoints, ran);
@@ -328,7 +325,19 @@ pub(crate) fn record(job: &Job, result: JobResult) -> RunRecord {
         nodes,
         judging: Some(judging(job)),
         tensorboard,
+        ab: job.ab.clone(),
     }
+}
+
+/// The job's saves, each with what the probe recorded of it.
+fn probed_checkpoints(observed: &Observed, probe: Option<&ProbeSummary>) -> Vec<CheckpointRecord> {
+    let mut checkpoints = checkpoints(&observed.summary);
+    if let Some(probe) = probe {
+        for c in &mut checkpoints {
+            c.probe = probe.save_probe(c.iteration);
+        }
+    }
+    checkpoints
 }
 
 /// goldgate's own CPU seconds over the job's nodes, when any node measured it.

@@ -273,6 +273,7 @@ fn assemble(
         golden_variant: golden_variant(inputs, variant),
         from_caller: draft.from_caller.into_inner(),
         warmup: false,
+        ab: None,
         timeout: case.goldgate.timeout.or(inputs.platform.timeout),
     }
 }

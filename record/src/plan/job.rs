@@ -314,6 +314,10 @@ pub struct Job {
     /// not measured, and is recorded but never compared, blessed or calibrated.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub warmup: bool,
+    /// A job of a `goldgate ab` sequence: recorded in its `results.json` and `run.json`, so no
+    /// command takes it for an ordinary run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ab: Option<goldgate_schema::AbMember>,
     /// Time limit of each run: the case's `GOLDGATE.timeout`, else the platform's (`goldgate run
     /// --timeout` overrides both); `None` = no limit.
     #[serde(
@@ -483,6 +487,7 @@ impl Job {
             golden_variant: None,
             from_caller: Vec::new(),
             warmup: false,
+            ab: None,
             timeout: None,
         }
     }

@@ -40,6 +40,9 @@ pub struct RunOptions {
     /// `--no-capture`: each job's output also goes to goldgate's stderr as it arrives (the
     /// command line forces one worker with it).
     pub no_capture: bool,
+    /// `--keep-raw-log`: also keep each job's output unredacted (`console.raw.log`) beside
+    /// the redacted log goldgate keeps.
+    pub keep_raw_log: bool,
     /// `--tensorboard`: read each run's TensorBoard folder (`TENSORBOARD_PATH`) into its metrics.
     pub tensorboard: bool,
 }
@@ -72,6 +75,7 @@ impl RunOptions {
             settle: crate::launch::Settle::None,
             scripts: true,
             no_capture: false,
+            keep_raw_log: false,
             tensorboard: false,
         }
     }

@@ -1,38 +1,43 @@
-//! Stage "run": [`LogWatch`] follows one run's log as it streams — the parser, the summary,
-//! the checkpoint-save marks on the memory timeline — and reports progress as
-//! [`ExecEvent`]s. Every executor feeds it the lines it reads (from a pipe, or from a log on a
-//! shared filesystem).
+//! Stage "run": [`LogWatch`] follows one run's log as it streams — the one [`LogStream`]
+//! (split, redact, clean, parse, summarise, tail), the checkpoint-save marks on the memory
+//! timeline — and reports progress as [`ExecEvent`]s. Every executor feeds it the bytes it
+//! reads (from a pipe, or from a log on a shared filesystem). It also writes the log goldgate
+//! keeps (`logs/console.log`): the stream's lines, the job's secrets masked, so what is stored
+//! or uploaded is redacted like what is printed; a raw copy exists only on request
+//! (`--keep-raw-log`).
 
 use std::collections::BTreeMap;
-use std::io::Write;
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use super::event::ExecEvent;
 use crate::launch::FailureSigns;
-use goldgate_core::{
-    observe::log::{
-        FailureKind, LineCleaner, LogEvent, LogParser, LogSummary, LogTail, SummaryBuilder,
-        TailSummary,
-    },
-    redact::Redactor,
+use goldgate_core::observe::log::{
+    FailureKind, LogEvent, LogLine, LogSink, LogStream, LogSummary, TailSummary,
 };
+use goldgate_core::redact::Redactor;
 
 /// Checkpoint saves on the memory timeline: (start s, end s, iteration).
 pub(super) type Marks = Vec<(f64, Option<f64>, u64)>;
 
 /// The log of one run, parsed as it arrives.
 pub struct LogWatch {
-    parser: LogParser,
-    builder: SummaryBuilder,
-    cleaner: LineCleaner,
-    tail: LogTail,
-    lines: u64,
+    stream: LogStream,
     marks: SaveMarks,
     t0: Instant,
     /// Copy every line to goldgate's stderr (`--no-capture`).
     echo: bool,
-    /// Masks the job's secrets in every line before anything else sees it.
-    redactor: Redactor,
+    /// The redacted log being written, and the first error writing it.
+    store: Option<Store>,
+}
+
+/// The log goldgate keeps, written line by line as the stream masks them.
+struct Store {
+    path: PathBuf,
+    out: BufWriter<File>,
+    error: Option<std::io::Error>,
 }
 
 impl Default for LogWatch {
@@ -45,22 +50,18 @@ impl LogWatch {
     /// Starts watching; save marks are timed from now (start it as the run launches).
     pub fn new() -> LogWatch {
         LogWatch {
-            parser: LogParser::new(),
-            builder: SummaryBuilder::default(),
-            cleaner: LineCleaner::default(),
-            tail: LogTail::default(),
-            lines: 0,
+            stream: LogStream::new(),
             marks: SaveMarks::default(),
             t0: Instant::now(),
             echo: false,
-            redactor: Redactor::default(),
+            store: None,
         }
     }
 
-    /// Masks `redactor`'s secrets in every line before the echo, the parser and the tail see
-    /// it: the one place where a job's output enters goldgate ([`redactor`]).
+    /// Masks `redactor`'s secrets in every line before the stored log, the echo, the parser
+    /// and the tail see it: the one place where a job's output enters goldgate ([`redactor`]).
     pub fn redacting(mut self, redactor: Redactor) -> LogWatch {
-        self.redactor = redactor;
+        self.stream = self.stream.redacting(redactor);
         self
     }
 
@@ -71,48 +72,41 @@ impl LogWatch {
         self
     }
 
-    /// One line of the log, without its line ending: each of its `\r`-separated parts,
-    /// escape sequences dropped ([`LineCleaner`]).
-    pub fn line(&mut self, line: &[u8], on_event: &mut dyn FnMut(ExecEvent)) {
-        self.lines += 1;
-        let line = self.redactor.redact(line);
-        if self.echo {
-            let text = String::from_utf8_lossy(&line);
-            let shown = goldgate_core::printable::terminal(&text, false);
-            let mut err = std::io::stderr().lock();
-            let _ = err
-                .write_all(shown.as_bytes())
-                .and_then(|()| err.write_all(b"\n"));
+    /// Writes the stream's lines (redacted) to a new file at `path`, its folder created.
+    pub fn storing(mut self, path: &Path) -> Result<LogWatch, String> {
+        let err = |e: std::io::Error| format!("cannot write the log {}: {e}", path.display());
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(err)?;
         }
-        let mut cleaner = std::mem::take(&mut self.cleaner);
-        cleaner.split(&line, &mut |part| self.part(part, on_event));
-        self.cleaner = cleaner;
+        let out = BufWriter::with_capacity(64 * 1024, File::create(path).map_err(err)?);
+        self.store = Some(Store {
+            path: path.to_path_buf(),
+            out,
+            error: None,
+        });
+        Ok(self)
     }
 
-    fn part(&mut self, line: &[u8], on_event: &mut dyn FnMut(ExecEvent)) {
-        self.tail.see(line);
-        let Some(parsed) = self.parser.feed(line) else {
-            return;
+    /// The next bytes of the log, any amount; `on_line` sees each line as stored (redacted).
+    /// The stored log is flushed after them, so it survives a crash of goldgate.
+    pub fn feed(
+        &mut self,
+        bytes: &[u8],
+        on_event: &mut dyn FnMut(ExecEvent),
+        on_line: &mut dyn FnMut(&[u8]),
+    ) {
+        let mut sink = WatchSink {
+            marks: &mut self.marks,
+            t0: self.t0,
+            echo: self.echo,
+            store: self.store.as_mut(),
+            on_event,
+            on_line,
         };
-        match &parsed.event {
-            LogEvent::Iteration(it) => on_event(ExecEvent::Step {
-                step: it.iteration,
-                of: it.train_iters,
-                iteration_ms: it
-                    .fields()
-                    .find(|(name, _)| *name == b"elapsed time per iteration (ms)")
-                    .map(|(_, ms)| ms),
-            }),
-            LogEvent::CheckpointSaving { iteration, .. } => {
-                on_event(ExecEvent::CheckpointSave {
-                    iteration: *iteration,
-                });
-            }
-            _ => {}
+        self.stream.feed(bytes, &mut sink);
+        if let Some(store) = &mut self.store {
+            store.flush();
         }
-        self.marks
-            .see(&parsed.event, self.t0.elapsed().as_secs_f64());
-        self.builder.add(&parsed);
     }
 
     /// The summary of every line seen, and the save marks (start s, end s, iteration).
@@ -122,10 +116,126 @@ impl LogWatch {
     }
 
     /// [`LogWatch::finish`], and what the log's end says about a failure.
-    pub fn finish_with_tail(mut self) -> (LogSummary, Marks, TailSummary) {
-        self.builder.set_line_counts(self.lines, 0);
-        (self.builder.finish(), self.marks.list(), self.tail.finish())
+    pub fn finish_with_tail(self) -> (LogSummary, Marks, TailSummary) {
+        let (summary, marks, tail, _) = self.finish_all(&mut |_| {}, &mut |_| {});
+        (summary, marks, tail)
     }
+
+    /// [`LogWatch::finish_with_tail`] after the last line (one without a line ending), and
+    /// whether the stored log was written whole (`Err`: which file, what failed).
+    pub fn finish_all(
+        mut self,
+        on_event: &mut dyn FnMut(ExecEvent),
+        on_line: &mut dyn FnMut(&[u8]),
+    ) -> (LogSummary, Marks, TailSummary, Result<(), String>) {
+        let mut sink = WatchSink {
+            marks: &mut self.marks,
+            t0: self.t0,
+            echo: self.echo,
+            store: self.store.as_mut(),
+            on_event,
+            on_line,
+        };
+        let (summary, tail) = self.stream.finish(&mut sink);
+        let stored = match self.store {
+            Some(mut store) => {
+                store.flush();
+                match store.error {
+                    Some(e) => Err(format!(
+                        "cannot write the log {}: {e}",
+                        store.path.display()
+                    )),
+                    None => Ok(()),
+                }
+            }
+            None => Ok(()),
+        };
+        (summary, self.marks.list(), tail, stored)
+    }
+}
+
+impl Store {
+    fn write(&mut self, line: &[u8], dropped: u64, ended: bool) {
+        if self.error.is_some() {
+            return;
+        }
+        let note = match dropped {
+            0 => String::new(),
+            n => format!(" [goldgate: {n} more bytes of this line not kept]"),
+        };
+        let end: &[u8] = if ended { b"\n" } else { b"" };
+        let written = (self.out.write_all(line))
+            .and_then(|()| self.out.write_all(note.as_bytes()))
+            .and_then(|()| self.out.write_all(end));
+        self.error = written.err();
+    }
+
+    fn flush(&mut self) {
+        if self.error.is_none() {
+            self.error = self.out.flush().err();
+        }
+    }
+}
+
+/// What the watch does with each line the stream hands on.
+struct WatchSink<'a> {
+    marks: &'a mut SaveMarks,
+    t0: Instant,
+    echo: bool,
+    store: Option<&'a mut Store>,
+    on_event: &'a mut dyn FnMut(ExecEvent),
+    on_line: &'a mut dyn FnMut(&[u8]),
+}
+
+impl LogSink for WatchSink<'_> {
+    fn line(&mut self, line: &[u8], dropped: u64, ended: bool) {
+        if let Some(store) = &mut self.store {
+            store.write(line, dropped, ended);
+        }
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        if self.echo {
+            let text = String::from_utf8_lossy(line);
+            let shown = goldgate_core::printable::terminal(&text, false);
+            let mut err = std::io::stderr().lock();
+            let _ = err
+                .write_all(shown.as_bytes())
+                .and_then(|()| err.write_all(b"\n"));
+        }
+        (self.on_line)(line);
+    }
+
+    fn parsed(&mut self, parsed: &LogLine<'_>) {
+        match &parsed.event {
+            LogEvent::Iteration(it) => (self.on_event)(ExecEvent::Step {
+                step: it.iteration,
+                of: it.train_iters,
+                iteration_ms: it
+                    .fields()
+                    .find(|(name, _)| *name == b"elapsed time per iteration (ms)")
+                    .map(|(_, ms)| ms),
+            }),
+            LogEvent::CheckpointSaving { iteration, .. } => {
+                (self.on_event)(ExecEvent::CheckpointSave {
+                    iteration: *iteration,
+                });
+            }
+            _ => {}
+        }
+        if matches!(
+            parsed.event,
+            LogEvent::CheckpointSaving { .. } | LogEvent::CheckpointSaved { .. }
+        ) {
+            self.marks
+                .see(&parsed.event, self.t0.elapsed().as_secs_f64());
+        }
+    }
+}
+
+/// Where `--keep-raw-log` keeps the unredacted output of the run logged at `log`:
+/// `console.log` → `console.raw.log`.
+pub(crate) fn raw_log_path(log: &Path) -> PathBuf {
+    let stem = log.file_stem().map(|s| s.to_string_lossy().into_owned());
+    log.with_file_name(format!("{}.raw.log", stem.unwrap_or_default()))
 }
 
 /// The line that explains a failed run and the log's last lines: a failure marker's line
@@ -195,6 +305,7 @@ impl SaveMarks {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use goldgate_core::observe::log::LogParser;
 
     const SAVING_10: &[u8] = b"[2026-11-29 20:16:15.068999] saving checkpoint at iteration      10 to /c in torch_dist format";
     const SAVED_10: &[u8] = b"  [2026-11-29 20:16:18.552401] successfully saved checkpoint from iteration      10 to /c [ t 1/1, gtp_remat 1/1, p 1/1 ]";
@@ -220,7 +331,7 @@ mod tests {
             b"  File \"x.py\", line 1",
             b"RuntimeError: bad token hf_fromcaller123",
         ] {
-            watch.line(line, &mut |_| {});
+            watch.feed(&[line, b"\n"].concat(), &mut |_| {}, &mut |_| {});
         }
         let (summary, _, tail) = watch.finish_with_tail();
         let (line, lines) = diagnosis(&summary, tail, false);
@@ -237,7 +348,11 @@ mod tests {
         let mut events = Vec::new();
         let step = b" [2026-11-29 20:16:14.1] iteration        3/      30 | consumed samples:           48 | elapsed time per iteration (ms): 10.0 | lm loss: 1.000000E+01 |";
         for line in [&step[..], b"not a megatron line", SAVING_10] {
-            watch.line(line, &mut |e| events.push(e));
+            watch.feed(
+                &[line, b"\n"].concat(),
+                &mut |e| events.push(e),
+                &mut |_| {},
+            );
         }
         assert_eq!(
             events,

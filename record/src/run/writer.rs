@@ -123,6 +123,34 @@ impl ResultsWriter {
     }
 }
 
+/// The command line as `run.json` keeps it: every secret value a job will see masked, as its
+/// output is (one rule: [`super::watch::redactor`]), and the value of every secret-named
+/// `NAME=VALUE` word of the command itself (`ab --b-env HF_TOKEN=…` gives it to arm B's jobs,
+/// but arm A's command line holds it too).
+fn redacted_command(command: Vec<String>, jobs: &[Job]) -> Vec<String> {
+    let assigned = command.iter().filter_map(|word| {
+        // `--b-env=HF_TOKEN=…` as well as `HF_TOKEN=…`.
+        let word = match word.strip_prefix("--") {
+            Some(flag) => flag.split_once('=').map_or(word.as_str(), |(_, rest)| rest),
+            None => word,
+        };
+        word.split_once('=')
+    });
+    let mut redactors = vec![goldgate_core::redact::Redactor::from_env(assigned)];
+    redactors.extend(
+        jobs.iter()
+            .map(|j| super::watch::redactor(&j.env, &j.env_unset)),
+    );
+    command
+        .into_iter()
+        .map(|word| {
+            redactors
+                .iter()
+                .fold(word, |word, r| r.redact_str(&word).into_owned())
+        })
+        .collect()
+}
+
 fn new_index(run_id: &str, jobs: &[Job], run_dir: &Path, command: Vec<String>) -> RunIndex {
     RunIndex {
         schema_version: SCHEMA_VERSION,
@@ -131,7 +159,7 @@ fn new_index(run_id: &str, jobs: &[Job], run_dir: &Path, command: Vec<String>) -
         finished_at: None,
         platform: jobs.first().map(|j| j.platform.clone()).unwrap_or_default(),
         goldgate_version: env!("CARGO_PKG_VERSION").to_string(),
-        command,
+        command: redacted_command(command, jobs),
         jobs: jobs
             .iter()
             .map(|j| JobEntry {
@@ -146,10 +174,43 @@ fn new_index(run_id: &str, jobs: &[Job], run_dir: &Path, command: Vec<String>) -
                 scheduler_job_ids: Vec::new(),
             })
             .collect(),
+        ab: jobs.iter().find_map(|j| j.ab.clone()),
         runner: Some(Runner {
             host: super::provenance::hostname(),
             pid: std::process::id(),
         }),
         rerun_of: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_secret_given_on_the_command_line_never_reaches_run_json() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let run_dir = dir.path().join("r");
+        // Arm A's job: the secret is arm B's, but the command line holds it.
+        let job = Job::fixture(dir.path(), "gpt/c", 1);
+        let secret = "hf_Zq81xVbN0aQ7sLm2Tr5Ye3Uc";
+        let command = [
+            "goldgate",
+            "ab",
+            "gpt/c",
+            "--b-env",
+            &format!("HF_TOKEN={secret}"),
+            &format!("--a-env=WANDB_API_KEY={secret}x"),
+        ]
+        .map(str::to_owned)
+        .to_vec();
+        let writer =
+            ResultsWriter::create(&run_dir, "r", &[job], command).unwrap_or_else(|e| panic!("{e}"));
+        writer.finish().unwrap_or_else(|e| panic!("{e}"));
+        let text = std::fs::read_to_string(run_dir.join("run.json")).unwrap_or_default();
+        assert!(!text.contains(secret), "{text}");
+        let index: RunIndex = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(index.command[4], "HF_TOKEN=<redacted>");
+        assert_eq!(index.command[5], "--a-env=WANDB_API_KEY=<redacted>");
     }
 }

@@ -3,8 +3,8 @@
 //! (`--a-env`/`--b-env`) and workload folder (`--a-dir`/`--b-dir`: where the case's relative
 //! entry resolves, e.g. checkouts of the merge base and the PR head). After `--warmup N`
 //! discarded jobs (alternating arms) the jobs run one at a time in ABBA/BAAB blocks, in a
-//! seeded random order; each job is one run of the run stage (`OUT/<id>/<NN>-<arm>/`, with its
-//! `run.json` and `results.json`, exactly as `goldgate run` records it). After every pair the
+//! seeded random order; each job is one run of the run stage (`OUT/<id>/<id>-<NN>-<arm>/`, with
+//! its `run.json` and `results.json` as `goldgate run` records them, marked as an A/B arm). After every pair the
 //! timing metrics are judged sequentially (`compare::ab`) and the sequence stops once they are
 //! decided or at `--max-pairs`; then B's other metrics are judged against the goldens, the
 //! reports are written and the exit code follows `compare::ab_outcome`'s rule. `ab.json` in the
@@ -24,9 +24,8 @@ use super::args::{ExecArgs, GateArgs};
 use super::error::{AppError, CmdError};
 use super::output::{err, errln, out, stderr_color};
 use super::select::{Selection, plan_selection};
-use goldgate_core::config::Sequential;
 use goldgate_core::config::{Config, ExecutorChoice};
-use goldgate_judge::compare::ab::{self, AbMetric};
+use goldgate_judge::compare::ab::{self, AbMetric, Sequential};
 use goldgate_judge::compare::ab_in_job::{self, InJobTest, InJobUnit, Switch};
 use goldgate_judge::compare::ab_outcome::{
     AB_SCHEMA_VERSION, AbJob, AbMode, AbModeKind, AbReport, ArmSpec,
@@ -35,6 +34,10 @@ use goldgate_record::plan::{Job, Output};
 use goldgate_record::run::{Progress, ResultsWriter, RunOptions};
 use goldgate_schema::Exit;
 use goldgate_schema::RunRecord;
+
+/// Where `ab` writes without `--out`: not `run`'s `results/`, so `compare`, `bless` and
+/// `report` of `results/` never meet an A/B's jobs (they leave them out wherever they are).
+pub const DEFAULT_OUT: &str = "ab-results";
 
 /// Arguments of `goldgate ab`.
 #[derive(clap::Args, Debug)]
@@ -83,9 +86,9 @@ pub struct Args {
     /// Discarded warm-up jobs before the first block, alternating A and B.
     #[arg(long, default_value_t = 0, value_name = "N")]
     pub warmup: u32,
-    /// Most pairs (default: goldgate.yaml's `ab.max_pairs`); the last look ends
+    /// Most pairs, 1 to 1000 (default: goldgate.yaml's `ab.max_pairs`); the last look ends
     /// `inconclusive` if undecided. Looks are Bonferroni-corrected over this many.
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=i64::from(goldgate_core::config::MAX_PAIRS)))]
     pub max_pairs: Option<u32>,
     /// The change that counts (default `ab.min_effect`; 0.05 = 5 %).
     #[arg(long)]
@@ -101,7 +104,8 @@ pub struct Args {
     /// Seed of the block order (default: from the clock; recorded in `ab.json`).
     #[arg(long)]
     pub seed: Option<u64>,
-    /// Where the A/B folder goes: `OUT/<id>/` (default `results`).
+    /// Where the A/B folder goes: `OUT/<id>/` (default `ab-results`, apart from `run`'s
+    /// `results`: an A/B's jobs are arms of a comparison, not runs to gate or bless).
     #[arg(long)]
     pub out: Option<PathBuf>,
     #[command(flatten)]
@@ -147,6 +151,9 @@ impl Arm {
         let mut select = args.select.clone();
         select.variants.extend(variants.iter().cloned());
         let dir = dir.as_deref().map(super::args::absolute).transpose()?;
+        if let Some(dir) = &dir {
+            check_folder(&format!("--{name}-dir"), dir)?;
+        }
         Ok(Arm {
             name,
             select,
@@ -172,6 +179,23 @@ impl Arm {
             switches: switches.iter().map(Switch::render).collect(),
         }
     }
+}
+
+/// An arm's workload folder must be a folder before any job runs: found after the first
+/// jobs, a typo would cost their GPU time and read as a job failure.
+fn check_folder(flag: &str, dir: &Path) -> Result<(), AppError> {
+    let problem = match std::fs::metadata(dir) {
+        Ok(m) if m.is_dir() => return Ok(()),
+        Ok(_) => "is not a folder".to_owned(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => "does not exist".to_owned(),
+        Err(e) => format!("cannot be read: {e}"),
+    };
+    Err(CmdError::NotAFolder {
+        flag: flag.to_owned(),
+        path: dir.to_path_buf(),
+        problem,
+    }
+    .into())
 }
 
 /// Everything a job of the sequence is planned and run with.
@@ -224,11 +248,15 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
     let seed = args.seed.unwrap_or_else(clock_seed);
     let within = within_job(&args)?;
     let mut report = bench.report(&platform, seed, seq);
-    if let Some(mode) = within {
+    let out_of_time = if let Some(mode) = within {
         report.mode = mode;
         bench.sequence_within(&mut report)?;
+        false
     } else {
-        bench.sequence(&mut report)?;
+        bench.sequence(&mut report)?
+    };
+    if out_of_time && report.pairs == 0 && !report.job_failed() {
+        return bench.fits_no_pair(report);
     }
     bench.finish(report)
 }
@@ -238,7 +266,7 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
 fn options(args: &Args, config: &Config) -> Result<(RunOptions, String, ExecutorChoice), AppError> {
     let mut opts = args
         .exec
-        .options(args.out.as_deref().unwrap_or(Path::new("results")))?;
+        .options(args.out.as_deref().unwrap_or(Path::new(DEFAULT_OUT)))?;
     goldgate_record::launch::check_settle(opts.settle)?;
     opts.workers = 1;
     let (platform, choice) = args.select.executor(config)?;
@@ -247,7 +275,7 @@ fn options(args: &Args, config: &Config) -> Result<(RunOptions, String, Executor
 }
 
 fn sequential(args: &Args, config: &Config, platform: &str) -> Result<Sequential, AppError> {
-    let mut seq = config.ab.on(platform);
+    let mut seq = Sequential::from_settings(&config.ab, platform);
     if let Some(n) = args.max_pairs {
         seq.max_pairs = n;
         seq.min_pairs = seq.min_pairs.min(n);
@@ -383,16 +411,18 @@ impl Bench<'_> {
         }
     }
 
-    /// The warm-up jobs, then blocks until the timing metrics are decided or `max_pairs`.
-    fn sequence(&self, report: &mut AbReport) -> Result<(), AppError> {
+    /// The warm-up jobs, then blocks until the timing metrics are decided or `max_pairs`;
+    /// whether `--budget` ended it.
+    fn sequence(&self, report: &mut AbReport) -> Result<bool, AppError> {
         let seq = report.sequential;
         for i in 0..self.args.warmup {
             let arm = (i % 2) as usize;
             self.one_job(report, arm, 0, 0, true)?;
             if self.halted(report) {
-                return Ok(());
+                return Ok(false);
             }
         }
+        let mut out_of_time = false;
         let order = ab::block_order(seq.max_pairs.div_ceil(2), report.seed);
         let (mut a, mut b): (Vec<RunRecord>, Vec<RunRecord>) = (Vec::new(), Vec::new());
         let mut blocks = Vec::new();
@@ -401,11 +431,12 @@ impl Bench<'_> {
             let pair = (a.len().max(b.len()) + usize::from(a.len() == b.len())) as u32;
             // A pair's first job starts only if its partner fits too.
             if self.out_of_time(report, if a.len() == b.len() { 2 } else { 1 }) {
+                out_of_time = true;
                 break;
             }
             let record = self.one_job(report, usize::from(*is_b), block, pair, false)?;
             if self.halted(report) {
-                return Ok(());
+                return Ok(false);
             }
             match is_b {
                 true => b.extend(record),
@@ -424,7 +455,25 @@ impl Bench<'_> {
         }
         ab::close(&mut report.metrics);
         report.finished = true;
-        Ok(())
+        Ok(out_of_time)
+    }
+
+    /// `--budget` ended the sequence before one pair: the budget was the mistake, not the
+    /// change (an `inconclusive` of 0 pairs would pass the gate on nothing). `ab.json` keeps
+    /// the jobs that ran.
+    fn fits_no_pair(&self, mut report: AbReport) -> Result<Exit, AppError> {
+        report.exit_code = Some(i32::from(Exit::Usage.code()));
+        self.write_json(&report)?;
+        let slowest = report
+            .jobs
+            .iter()
+            .filter_map(|j| j.wall_seconds)
+            .fold(0.0, f64::max);
+        Err(CmdError::BudgetFitsNoPair {
+            budget: self.args.budget.unwrap_or_default().as_secs_f64(),
+            job_seconds: slowest,
+        }
+        .into())
     }
 
     /// Within-job: one job after another, both arms in each (`ab_in_job::schedule`), judged
@@ -455,7 +504,7 @@ impl Bench<'_> {
                 ("GOLDGATE_INJOB_B", switches(&self.args.b_switches)),
             ];
             let index = report.jobs.len() as u32 + 1;
-            let run_id = format!("{index:02}-ab");
+            let run_id = format!("{}-{index:02}-ab", report.id);
             let record = self.one_within(report, &run_id, j + 1, &env)?;
             if self.halted(report) {
                 return Ok(());
@@ -490,7 +539,11 @@ impl Bench<'_> {
             job.env_unset.retain(|u| u != k);
             job.env.insert((*k).to_owned(), v.clone());
         }
-        job.env.insert("GOLDGATE_AB_ARM".into(), "ab".into());
+        job.env
+            .insert(goldgate_schema::AB_ARM_VARIABLE.into(), "ab".into());
+        if let Some(member) = &mut job.ab {
+            member.arm = "ab".into();
+        }
         let results = job.dirs.job.join("results.json");
         report.jobs.push(AbJob {
             index: report.jobs.len() as u32 + 1,
@@ -502,6 +555,7 @@ impl Bench<'_> {
             results: relative(&results, &self.ab_dir),
             outcome: None,
             wall_seconds: None,
+            failure: None,
         });
         self.save(report);
         errln!("goldgate ab: job {run_id} (both arms, save by save; job {block})");
@@ -584,9 +638,11 @@ impl Bench<'_> {
     ) -> Result<Option<RunRecord>, AppError> {
         let index = report.jobs.len() as u32 + 1;
         let name = self.arms[arm].name;
+        // The A/B's id leads: every job folder's run id is unique across `ab` runs, so no
+        // store or selection mistakes one A/B's `01-a` for another's.
         let run_id = match warmup {
-            true => format!("{index:02}-{name}-warmup"),
-            false => format!("{index:02}-{name}"),
+            true => format!("{}-{index:02}-{name}-warmup", report.id),
+            false => format!("{}-{index:02}-{name}", report.id),
         };
         let job = self.plan(arm, &run_id, block, pair, warmup)?;
         let results = job.dirs.job.join("results.json");
@@ -600,6 +656,7 @@ impl Bench<'_> {
             results: relative(&results, &self.ab_dir),
             outcome: None,
             wall_seconds: None,
+            failure: None,
         });
         self.save(report);
         errln!("goldgate ab: job {index} ({run_id}, block {block}, pair {pair})");
@@ -607,6 +664,9 @@ impl Bench<'_> {
         if let (Some(entry), Some(r)) = (report.jobs.last_mut(), &record) {
             entry.outcome = Some(r.outcome.label());
             entry.wall_seconds = Some(r.wall_seconds);
+            entry.failure = (!r.outcome.passed())
+                .then(|| r.attempts.last().and_then(|a| a.failure_line.clone()))
+                .flatten();
             report.job_seconds += r.wall_seconds;
         }
         self.save(report);
@@ -650,12 +710,18 @@ impl Bench<'_> {
         }
         let mut job = jobs.remove(0);
         job.warmup = warmup;
+        job.ab = Some(goldgate_schema::AbMember {
+            ab_id: self.opts.run_id.clone(),
+            arm: arm.name.to_owned(),
+            block,
+            pair,
+        });
         if !self.opts.scripts {
             job.before_script = None;
             job.after_script = None;
         }
         let marks = [
-            ("GOLDGATE_AB_ARM", arm.name.to_owned()),
+            (goldgate_schema::AB_ARM_VARIABLE, arm.name.to_owned()),
             ("GOLDGATE_AB_BLOCK", block.to_string()),
             ("GOLDGATE_AB_PAIR", pair.to_string()),
         ];

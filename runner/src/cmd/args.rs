@@ -160,6 +160,11 @@ pub struct ExecArgs {
     /// still parsed and logged; runs one job at a time (`--jobs` is set to 1). Local jobs only.
     #[arg(long)]
     pub no_capture: bool,
+    /// Also keep each job's output as it came, unredacted, in `logs/console.raw.log`. The log
+    /// goldgate keeps (`logs/console.log`, uploaded by CI) has every secret of the job's
+    /// environment masked; the raw copy holds whatever the job printed, tokens included.
+    #[arg(long)]
+    pub keep_raw_log: bool,
     /// Also read each run's TensorBoard event files (Megatron's --tensorboard-dir; cases set it
     /// to ${TENSORBOARD_PATH}): Megatron's golden metrics take TensorBoard's values, metrics only
     /// TensorBoard has (memory, timers) are added, and disagreements with the log are recorded.
@@ -203,6 +208,7 @@ impl ExecArgs {
             // Decided with the platform and executor: `ExecArgs::scripts_on`.
             scripts: self.scripts,
             no_capture: self.no_capture,
+            keep_raw_log: self.keep_raw_log,
             tensorboard: self.tensorboard,
         })
     }

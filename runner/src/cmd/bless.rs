@@ -173,7 +173,7 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
 
 /// `--tensorboard DIR`: Megatron's golden file from the folder's event files.
 fn from_tensorboard(args: &Args) -> Result<Exit, AppError> {
-    use goldgate_core::observe::tensorboard::{accumulate, read_folder};
+    use goldgate_core::observe::tensorboard::accumulate_folder;
     use goldgate_judge::compare::tensorboard::{MegatronGoldenOptions, megatron_golden};
     let m = &args.megatron;
     let (Some(dir), Some(train_iters), Some(output)) =
@@ -184,8 +184,8 @@ fn from_tensorboard(args: &Args) -> Result<Exit, AppError> {
         }
         .into());
     };
-    let files = read_folder(dir)?;
-    let accumulated: Vec<_> = files.iter().map(|f| accumulate(&f.events)).collect();
+    let files = accumulate_folder(dir)?;
+    let accumulated: Vec<_> = files.into_iter().map(|(_, acc)| acc).collect();
     let opts = MegatronGoldenOptions {
         train_iters,
         step_size: m.step_size,
@@ -197,7 +197,7 @@ fn from_tensorboard(args: &Args) -> Result<Exit, AppError> {
         "{} -> {} ({} event file(s); metrics: {})",
         dir.display(),
         output.display(),
-        files.len(),
+        accumulated.len(),
         if names.is_empty() {
             "none".to_owned()
         } else {

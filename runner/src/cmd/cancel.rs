@@ -1,13 +1,15 @@
-//! `goldgate cancel`: cancels what a run left in Slurm's queue — every batch job its
-//! `run.json` records and every job whose comment names the run — after goldgate was killed
-//! (an OOM kill, a runner that died) or gave a job up while Slurm's controller was away.
-//! `goldgate run` does the same first on a results folder whose last run died.
+//! `goldgate cancel`: cancels what a run left in Slurm's queue — this user's jobs whose
+//! comment names the run — after goldgate was killed (an OOM kill, a runner that died) or
+//! gave a job up while Slurm's controller was away. The run is the folder's: a `run.json`
+//! whose run id is not its folder's is refused, and so, without `--force`, is a run whose
+//! goldgate may still be running it. `goldgate run` does the same first on a results folder
+//! whose last run died.
 
 use std::path::{Path, PathBuf};
 
 use super::error::{AppError, CmdError};
 use super::output::{errln, outln};
-use goldgate_schema::Exit;
+use goldgate_schema::{Exit, RunIndex};
 
 /// Arguments of `goldgate cancel`.
 #[derive(clap::Args, Debug)]
@@ -18,6 +20,10 @@ pub struct Args {
     /// The run whose jobs to cancel (default: the newest run under `--out`).
     #[arg(long, value_name = "RUN_ID")]
     pub run: Option<String>,
+    /// Cancel the run's jobs even though its goldgate may still be running it (its process
+    /// is alive on this host, or the run never finished on another host).
+    #[arg(long)]
+    pub force: bool,
 }
 
 /// Runs the command: exit 0 whether or not anything was left.
@@ -37,10 +43,47 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
         }
         None => goldgate_judge::compare::runs::newest_run(&args.out).ok_or_else(missing)?,
     };
+    check_folder(&args.out, args.run.as_deref(), &index)?;
+    if !args.force
+        && let Some(why) = goldgate_record::run::slurm::still_running(&index)
+    {
+        return Err(CmdError::LiveRun {
+            run: index.run_id.clone(),
+            why,
+        }
+        .into());
+    }
     let ids = goldgate_record::run::slurm::cancel_left(&index)
         .map_err(goldgate_record::run::RunError::from)?;
     outln!("{}", cancelled_line(&index.run_id, &ids));
     Ok(Exit::Pass)
+}
+
+/// The run's identity is its folder: `run.json` under `OUT/<id>/` must say run `<id>`.
+/// Jobs are found by the run id (their Slurm comment), so a `run.json` that names another run
+/// would cancel that run's jobs.
+fn check_folder(out: &Path, asked: Option<&str>, index: &RunIndex) -> Result<(), CmdError> {
+    let folder = match asked {
+        Some(id) => id.to_owned(),
+        None => folder_of(out, index).unwrap_or_default(),
+    };
+    if folder == index.run_id {
+        return Ok(());
+    }
+    Err(CmdError::ForeignRunId {
+        path: out.join(&folder).join("run.json"),
+        found: index.run_id.clone(),
+        folder,
+    })
+}
+
+/// The name of the folder under `out` whose `run.json` is `index`.
+fn folder_of(out: &Path, index: &RunIndex) -> Option<String> {
+    std::fs::read_dir(out).ok()?.flatten().find_map(|e| {
+        let found = goldgate_core::metrics::record::load_index(&e.path().join("run.json")).ok()?;
+        (found.run_id == index.run_id && found.started_at == index.started_at)
+            .then(|| e.file_name().to_string_lossy().into_owned())
+    })
 }
 
 /// Before submitting anything: the newest earlier run under `out`, when its goldgate died

@@ -2,19 +2,22 @@
 //!
 //! Renders the comparison the check saved (`--comparison FILE`, one per CI shard, merged; never
 //! judged again, so the comment cannot contradict the check), or compares a recorded run
-//! (`--results DIR`, for local use), then frames the markdown report (marker, run link, size
+//! (`--results DIR`, for local use), with the A/B results `goldgate ab` saved beside it (`--ab
+//! FILE`, one per case: then they are the comment's timing section and the golden timing rows
+//! are diagnostic, `report::comment`), then frames the markdown report (marker, run link, size
 //! limit) and creates or updates the comment for the key.
 
 use std::path::{Path, PathBuf};
 
 use super::error::AppError;
 use super::output::{errln, out};
+use goldgate_judge::compare::ab_outcome::AbReport;
 use goldgate_judge::compare::saved::{merge, parse_saved};
 use goldgate_judge::compare::{CompareError, CompareOptions};
 use goldgate_judge::github::{self, Action, Client, RetryPolicy, context};
 use goldgate_judge::report;
+use goldgate_schema::Comparison;
 use goldgate_schema::Exit;
-use goldgate_schema::{Comparison, Verdict};
 
 /// Arguments of `goldgate comment`.
 #[derive(clap::Args, Debug)]
@@ -24,9 +27,14 @@ pub struct Args {
     #[arg(
         long = "comparison",
         value_name = "FILE",
-        required_unless_present = "results"
+        required_unless_present_any = ["results", "abs"]
     )]
     pub comparisons: Vec<PathBuf>,
+    /// An A/B result saved by `goldgate ab --json FILE` (repeatable: one per case). Its timing
+    /// verdicts are the comment's timing section; the goldens' timing rows of the metrics it
+    /// judged are shown as diagnostic, not gated. CI's `gpu-ab` job saves these.
+    #[arg(long = "ab", value_name = "FILE")]
+    pub abs: Vec<PathBuf>,
     /// Compare this run directory (`OUT/<run-id>`, or a folder of runs: the newest; see
     /// `--run` and `--all-runs`) with the goldens instead, as `goldgate compare` would.
     #[arg(long, conflicts_with = "comparisons")]
@@ -85,6 +93,27 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
 
 /// Reads the saved comparisons (or compares the run) and builds the comment (no network).
 pub fn prepare(args: &Args, env: &dyn Fn(&str) -> Option<String>) -> Result<Prepared, AppError> {
+    let comparison = comparison(args)?;
+    let abs = read_abs(&args.abs)?;
+    let platform = same_platform(comparison.as_ref(), &abs, &args.abs)?;
+    let key = args.key.clone().unwrap_or(platform);
+    github::body::validate_key(&key)?;
+    let trend = match &comparison {
+        Some(c) => super::history_site::trend(&args.trend, c)?,
+        None => String::new(),
+    };
+    let markdown = report::comment::render(comparison.as_ref(), &abs) + &trend;
+    let body = github::compose(&key, &markdown, context::run_url(env).as_deref());
+    Ok(Prepared {
+        key,
+        all_passed: report::comment::all_passed(comparison.as_ref(), &abs),
+        body,
+    })
+}
+
+/// The comparison the comment shows: compared from `--results`, read from `--comparison`, or
+/// none (an A/B alone).
+fn comparison(args: &Args) -> Result<Option<Comparison>, AppError> {
     let comparison = match &args.results {
         Some(results) => {
             let opts = CompareOptions::from_config(
@@ -103,20 +132,51 @@ pub fn prepare(args: &Args, env: &dyn Fn(&str) -> Option<String>) -> Result<Prep
             }
             .into());
         }
+        None if args.comparisons.is_empty() => return Ok(None),
         None => read_saved(&args.comparisons)?,
     };
-    let key = args
-        .key
-        .clone()
-        .unwrap_or_else(|| comparison.platform.clone());
-    github::body::validate_key(&key)?;
-    let trend = super::history_site::trend(&args.trend, &comparison)?;
-    let body = comment_body(&key, &comparison, &trend, context::run_url(env).as_deref());
-    Ok(Prepared {
-        key,
-        body,
-        all_passed: all_passed(&comparison),
-    })
+    Ok(Some(comparison))
+}
+
+/// The saved A/B results, in the order given.
+fn read_abs(paths: &[PathBuf]) -> Result<Vec<AbReport>, CompareError> {
+    let mut out = Vec::new();
+    for path in paths {
+        let limit = goldgate_core::metrics::record::MAX_RECORD_BYTES;
+        let text =
+            goldgate_core::fsio::read_text(path, limit).map_err(|source| CompareError::Read {
+                path: path.clone(),
+                source,
+            })?;
+        out.push(AbReport::parse(path, &text)?);
+    }
+    Ok(out)
+}
+
+/// The one platform of the comment: the comparison's and every A/B's (one sticky comment per
+/// platform).
+fn same_platform(
+    comparison: Option<&Comparison>,
+    abs: &[AbReport],
+    paths: &[PathBuf],
+) -> Result<String, CompareError> {
+    let platform = match (comparison, abs.first()) {
+        (Some(c), _) => c.platform.clone(),
+        (None, Some(r)) => r.platform.clone(),
+        (None, None) => return Err(CompareError::NoComparison),
+    };
+    for (r, path) in abs.iter().zip(paths) {
+        if r.platform != platform {
+            return Err(CompareError::SavedAb {
+                path: path.clone(),
+                message: format!(
+                    "its platform is {}, the comparison's {platform}; one comment holds one platform",
+                    r.platform
+                ),
+            });
+        }
+    }
+    Ok(platform)
 }
 
 /// The saved comparisons, merged into one.
@@ -132,17 +192,6 @@ fn read_saved(paths: &[PathBuf]) -> Result<Comparison, CompareError> {
         parts.push((path.clone(), parse_saved(Path::new(path), &text)?));
     }
     merge(parts)
-}
-
-/// The comment for a comparison: the markdown report framed for GitHub.
-fn comment_body(key: &str, comparison: &Comparison, trend: &str, run_url: Option<&str>) -> String {
-    let markdown = report::markdown::render(comparison) + trend;
-    github::compose(key, &markdown, run_url)
-}
-
-/// Whether the run is worth no new comment: every job plainly passed.
-pub fn all_passed(comparison: &Comparison) -> bool {
-    comparison.jobs.iter().all(|j| j.verdict == Verdict::Pass)
 }
 
 /// Resolves repository, pull request and token, then creates or updates the comment.

@@ -279,6 +279,8 @@ fn compare(e: &CompareError) -> Exit {
         | CompareError::ConfigEdit { .. }
         | CompareError::Read { .. }
         | CompareError::SavedComparison { .. }
+        | CompareError::SavedAb { .. }
+        | CompareError::OnlyAbJobs { .. }
         | CompareError::UnsafeName { .. }
         | CompareError::TensorboardGolden { .. }
         | CompareError::NoComparison => Exit::Usage,
@@ -340,10 +342,14 @@ fn cmd(e: &CmdError) -> Exit {
         CmdError::BadDir { .. }
         | CmdError::NoEarlierRun { .. }
         | CmdError::NoRun { .. }
+        | CmdError::ForeignRunId { .. }
+        | CmdError::LiveRun { .. }
         | CmdError::NotPlanned
         | CmdError::NothingToRun
         | CmdError::NotOneJob { .. }
         | CmdError::BadValue { .. }
+        | CmdError::NotAFolder { .. }
+        | CmdError::BudgetFitsNoPair { .. }
         | CmdError::NotSwitchable { .. }
         | CmdError::NothingToJudge { .. } => Exit::Usage,
         CmdError::Cwd { .. }
@@ -382,6 +388,24 @@ pub enum CmdError {
     #[diagnostic(help("--out names the folder of runs, --run one of them"))]
     NoRun { out: PathBuf, run: Option<String> },
 
+    /// `cancel`: the run's `run.json` names another run than its folder does.
+    #[error("not cancelling: {} says run `{found}`, but it is the run.json of folder `{folder}`", path.display())]
+    #[diagnostic(help(
+        "a run's jobs are found by its id; a run.json edited or copied from another run would cancel that run's jobs"
+    ))]
+    ForeignRunId {
+        path: PathBuf,
+        found: String,
+        folder: String,
+    },
+
+    /// `cancel`: the run may still be running; its jobs are in use.
+    #[error("not cancelling the jobs of run {run}: {why}")]
+    #[diagnostic(help(
+        "stop that goldgate (Ctrl-C cancels its jobs), or pass --force to cancel them under it"
+    ))]
+    LiveRun { run: String, why: String },
+
     /// Some selected cases do not plan; `run` starts nothing.
     #[error("not running: the cases above do not plan")]
     #[diagnostic(help("`goldgate plan` shows the same"))]
@@ -400,6 +424,23 @@ pub enum CmdError {
     #[error("{message}")]
     BadValue { message: &'static str },
 
+    /// A flag that names a folder names something else.
+    #[error("{flag} {}: {problem}", path.display())]
+    #[diagnostic(help("give the folder the case's relative entry words resolve in (a checkout)"))]
+    NotAFolder {
+        flag: String,
+        path: PathBuf,
+        problem: String,
+    },
+
+    /// `ab --budget` left no time for one pair.
+    #[error(
+        "--budget {budget:.1} s fits no pair: one job took {job_seconds:.1} s, and a pair is two"
+    )]
+    #[diagnostic(help(
+        "give --budget at least three jobs' time (two for the pair and a fifth of margin each), or leave it out"
+    ))]
+    BudgetFitsNoPair { budget: f64, job_seconds: f64 },
     /// `ab --within-job` was asked to switch what a running job cannot switch.
     #[error("{message}")]
     #[diagnostic(help(

@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use super::error::AppError;
 use super::output::{errln, out};
 use goldgate_core::observe::log::{CheckpointSave, LogSummary, summarize_file_with_tail};
+use goldgate_core::printable::escaped;
 use goldgate_schema::Exit;
 
 /// Arguments of `goldgate extract`.
@@ -119,11 +120,11 @@ pub fn render_tensorboard_table(f: &TensorboardExtract) -> String {
     let _ = writeln!(
         s,
         "{} (TensorBoard, {} event file(s))",
-        f.dir,
+        escaped(&f.dir),
         f.files.len()
     );
     for file in &f.files {
-        let _ = writeln!(s, "  {file}");
+        let _ = writeln!(s, "  {}", escaped(file));
     }
     for (tag, values) in &f.scalars {
         let steps: Vec<(u64, String)> = values
@@ -139,7 +140,8 @@ pub fn render_tensorboard_table(f: &TensorboardExtract) -> String {
         };
         let _ = writeln!(
             s,
-            "  {tag:<28} {:>6} step(s) {}..{}  last {}",
+            "  {:<28} {:>6} step(s) {}..{}  last {}",
+            escaped(tag),
             steps.len(),
             first.0,
             last.0,

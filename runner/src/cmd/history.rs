@@ -274,12 +274,15 @@ pub fn ingest_dir(
     }
     let mut total = IngestCount::default();
     for run in &found.runs {
-        let records: Vec<&RunRecord> = run.jobs.iter().map(|j| &j.record).collect();
+        // An A/B's jobs are arms of a comparison, not runs of a branch: a planted B arm stored
+        // as `main` would become main's history.
+        let jobs: Vec<_> = run.jobs.iter().filter(|j| !j.record.is_ab()).collect();
+        total.ab_jobs += (run.jobs.len() - jobs.len()) as u64;
+        let records: Vec<&RunRecord> = jobs.iter().map(|j| &j.record).collect();
         let Some(row) = ingest::run_row(&records, ctx) else {
             continue;
         };
-        let rows: Vec<_> = run
-            .jobs
+        let rows: Vec<_> = jobs
             .iter()
             .map(|j| JobRow {
                 passed: j.passed(),
@@ -309,6 +312,12 @@ fn ingest_cmd(store: &mut Store, a: &IngestArgs) -> Result<Exit, AppError> {
         n.samples,
         store.location()
     );
+    if n.ab_jobs > 0 {
+        outln!(
+            "left out {} job(s) of `goldgate ab`: an A/B's arms are not runs of a branch (its ab.json holds the verdict)",
+            n.ab_jobs
+        );
+    }
     for note in &left_out {
         outln!("  not stored: {note}");
     }

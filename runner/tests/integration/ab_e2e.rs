@@ -25,14 +25,25 @@ fn ab(out: &Path, args: &[&str]) -> Output {
 
 /// The one A/B folder under `out` and its `ab.json`.
 fn ab_json(out: &Path) -> (std::path::PathBuf, serde_json::Value) {
-    let dirs: Vec<_> = std::fs::read_dir(out)
+    let all = ab_jsons(out);
+    assert_eq!(all.len(), 1, "{all:?}");
+    all.into_iter().next().unwrap()
+}
+
+/// Every A/B folder under `out` with its `ab.json`.
+fn ab_jsons(out: &Path) -> Vec<(std::path::PathBuf, serde_json::Value)> {
+    let mut dirs: Vec<_> = std::fs::read_dir(out)
         .unwrap()
         .flatten()
         .map(|e| e.path())
         .collect();
-    assert_eq!(dirs.len(), 1, "{dirs:?}");
-    let json = std::fs::read(dirs[0].join("ab.json")).unwrap();
-    (dirs[0].clone(), serde_json::from_slice(&json).unwrap())
+    dirs.sort();
+    dirs.into_iter()
+        .map(|dir| {
+            let json = std::fs::read(dir.join("ab.json")).unwrap();
+            (dir, serde_json::from_slice(&json).unwrap())
+        })
+        .collect()
 }
 
 fn metric<'a>(ab: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
@@ -167,6 +178,233 @@ fn a_bad_arm_is_refused_before_any_job() {
     assert_eq!(code(&o), 2, "{}", text(&o));
     let left: Vec<_> = std::fs::read_dir(out.path()).unwrap().flatten().collect();
     assert!(left.is_empty(), "no job ran: {left:?}");
+}
+
+#[test]
+fn two_ab_runs_never_share_a_run_id_and_no_command_takes_their_jobs_for_a_run() {
+    let out = tempfile::tempdir().unwrap();
+    for _ in 0..2 {
+        let o = ab(out.path(), &["--spread", "0.5", "--max-pairs", "1"]);
+        assert_eq!(code(&o), 0, "{}", text(&o));
+    }
+    let abs = ab_jsons(out.path());
+    assert_eq!(abs.len(), 2);
+    let mut ids: Vec<String> = Vec::new();
+    for (dir, ab) in &abs {
+        for job in ab["jobs"].as_array().unwrap() {
+            let id = job["run_id"].as_str().unwrap().to_owned();
+            assert!(id.starts_with(ab["id"].as_str().unwrap()), "{id}");
+            let record: serde_json::Value = serde_json::from_slice(
+                &std::fs::read(dir.join(job["results"].as_str().unwrap())).unwrap(),
+            )
+            .unwrap();
+            assert_eq!(record["run_id"], id.as_str());
+            assert_eq!(record["ab"]["arm"], job["arm"], "{record}");
+            assert_eq!(record["ab"]["ab_id"], ab["id"]);
+            ids.push(id);
+        }
+    }
+    let unique: std::collections::BTreeSet<_> = ids.iter().collect();
+    assert_eq!(unique.len(), ids.len(), "{ids:?}");
+    let folder = out.path().to_str().unwrap();
+    for cmd in [
+        vec![
+            "compare",
+            "--results",
+            folder,
+            "--root",
+            "runner/tests/fixtures/cases",
+        ],
+        vec!["bless", "--from", folder, "--dry-run"],
+        vec!["report", "--results", folder],
+    ] {
+        let o = cli::goldgate()
+            .current_dir(repo())
+            .args(&cmd)
+            .output()
+            .unwrap();
+        assert_eq!(code(&o), 2, "{cmd:?}: {}", text(&o));
+        assert!(
+            text(&o).contains("holds only A/B jobs (4 of `goldgate ab`"),
+            "{cmd:?}: {}",
+            text(&o)
+        );
+    }
+    // Named, one arm's job is judged like any run.
+    let o = cli::goldgate()
+        .current_dir(repo())
+        .args(["compare", "--results", folder, "--run", &ids[0]])
+        .args(["--root", "runner/tests/fixtures/cases"])
+        .output()
+        .unwrap();
+    assert!(
+        text(&o).contains(&format!("judging run {}", ids[0])),
+        "{}",
+        text(&o)
+    );
+    // Each A/B folder holds its jobs' runs (`OUT/<ab-id>/<run-id>/run.json`).
+    let db = out.path().join("history.sqlite");
+    for (dir, _) in abs.iter().chain(&abs) {
+        let o = cli::goldgate()
+            .current_dir(repo())
+            .args([
+                "history",
+                "ingest",
+                dir.to_str().unwrap(),
+                "--db",
+                db.to_str().unwrap(),
+            ])
+            .env_remove("GITHUB_SHA")
+            .env_remove("GITHUB_REF_NAME")
+            .output()
+            .unwrap();
+        assert_eq!(code(&o), 0, "{}", text(&o));
+        let t = text(&o);
+        assert!(
+            t.contains("ingested 0 runs, 0 jobs (0 already stored)"),
+            "{t}"
+        );
+        assert!(t.contains("left out 2 job(s) of `goldgate ab`"), "{t}");
+    }
+}
+
+#[test]
+fn a_launch_failure_says_what_failed_not_a_regression() {
+    let dir = tempfile::tempdir().unwrap();
+    cli::write(
+        &dir.path().join("cases/fake/nolaunch/model_config.yaml"),
+        "TEST_TYPE: regular\nLAUNCHER: direct\nMODEL_ARGS:\n  --train-iters: 2\n\
+         METRICS: [\"lm loss\"]\nGOLDGATE:\n  entry: [goldgate-no-such-trainer]\n",
+    );
+    let out = dir.path().join("out");
+    let o = cli::goldgate()
+        .current_dir(repo())
+        .args([
+            "ab",
+            "fake/nolaunch",
+            "--root",
+            dir.path().join("cases").to_str().unwrap(),
+        ])
+        .args(["--out", out.to_str().unwrap(), "--seed", "3"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let t = text(&o);
+    assert_eq!(code(&o), 3, "{t}");
+    assert!(t.contains("verdict: job failed"), "{t}");
+    assert!(!t.contains("verdict: regression"), "{t}");
+    let error = t
+        .lines()
+        .find(|l| l.starts_with("error: job "))
+        .unwrap_or_else(|| panic!("no line says what failed: {t}"));
+    assert!(error.contains("goldgate-no-such-trainer"), "{error}");
+    let (_, ab) = ab_json(&out);
+    let id = ab["id"].as_str().unwrap().to_owned();
+    let shown = common::redact::redact(&error.replace(&id, "[AB-ID]"), &[dir.path()]);
+    insta::assert_snapshot!(shown.split(" (looked in").next().unwrap_or_default());
+}
+
+#[test]
+fn a_budget_that_fits_no_pair_is_a_usage_error() {
+    let out = tempfile::tempdir().unwrap();
+    let o = ab(out.path(), &["--budget", "1ms", "--max-pairs", "3"]);
+    let t = text(&o);
+    assert_eq!(code(&o), 2, "{t}");
+    assert!(
+        t.contains("error: --budget 0.0 s fits no pair: one job took"),
+        "{t}"
+    );
+    let (_, ab) = ab_json(out.path());
+    assert_eq!(ab["pairs"], 0);
+    assert_eq!(ab["exit_code"], 2, "ab.json keeps what ran: {ab}");
+}
+
+#[test]
+fn a_missing_or_file_arm_folder_is_refused_before_any_job() {
+    let out = tempfile::tempdir().unwrap();
+    let file = out.path().join("a-file");
+    std::fs::write(&file, "x").unwrap();
+    let runs = out.path().join("runs");
+    let missing = out.path().join("no-such-checkout");
+    for (flag, dir, problem) in [
+        ("--a-dir", &missing, "does not exist"),
+        ("--b-dir", &file, "is not a folder"),
+    ] {
+        let o = ab(&runs, &[flag, dir.to_str().unwrap()]);
+        let t = text(&o);
+        assert_eq!(code(&o), 2, "{t}");
+        assert!(
+            t.contains(&format!("error: {flag} {}: {problem}", dir.display())),
+            "{t}"
+        );
+    }
+    assert!(!runs.exists(), "no job ran");
+}
+
+#[test]
+fn max_pairs_is_bounded() {
+    let out = tempfile::tempdir().unwrap();
+    let o = ab(out.path(), &["--max-pairs", "4294967295"]);
+    let t = text(&o);
+    assert_eq!(code(&o), 2, "{t}");
+    assert!(t.contains("--max-pairs"), "{t}");
+    assert!(std::fs::read_dir(out.path()).unwrap().next().is_none());
+}
+
+#[test]
+fn a_secret_given_to_an_arm_is_never_stored() {
+    let out = tempfile::tempdir().unwrap();
+    let secret = "hf_Q9w8E7r6T5y4U3i2O1pAsDfG";
+    let o = ab(
+        out.path(),
+        &[
+            "--b-env",
+            &format!("HF_TOKEN={secret}"),
+            "--spread",
+            "0.5",
+            "--max-pairs",
+            "1",
+        ],
+    );
+    let t = text(&o);
+    assert_eq!(code(&o), 0, "{t}");
+    assert!(!t.contains(secret), "{t}");
+    let mut files = 0;
+    let mut stack = vec![out.path().to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|e| e == "json") {
+                let text = std::fs::read_to_string(&path).unwrap();
+                assert!(!text.contains(secret), "{}: {text}", path.display());
+                files += 1;
+            }
+        }
+    }
+    assert!(
+        files >= 5,
+        "ab.json, two run.json, two results.json: {files}"
+    );
+    let (dir, ab) = ab_json(out.path());
+    let b = ab["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|j| j["arm"] == "b")
+        .unwrap();
+    let index: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(dir.join(b["run_id"].as_str().unwrap()).join("run.json")).unwrap(),
+    )
+    .unwrap();
+    let command: Vec<&str> = index["command"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w.as_str().unwrap())
+        .collect();
+    assert!(command.contains(&"HF_TOKEN=<redacted>"), "{command:?}");
 }
 
 /// An arm's environment is the planning's too: `--a-env MEGATRON_LM_DIR=TREE` moves the

@@ -617,6 +617,7 @@ fn run_json_and_results_json_that_disagree_on_an_outcome_are_refused() {
         goldgate_version: "0.1.0".into(),
         command: vec!["goldgate".into(), "run".into()],
         runner: None,
+        ab: None,
         rerun_of: None,
         jobs: records
             .iter()

@@ -840,6 +840,7 @@ mod end_to_end {
         .unwrap();
         Args {
             comparisons: vec![],
+            abs: vec![],
             results: Some(dir.join("run")),
             pick: Default::default(),
             pr: None,
@@ -1112,5 +1113,160 @@ mod end_to_end {
         let out = goldgate_comment(&args, &["--repo", "o/r"], &[("GITHUB_TOKEN", TOKEN)]).await;
         assert_eq!(out.status.code(), Some(2));
         assert!(String::from_utf8_lossy(&out.stderr).contains("no pull request number given"));
+    }
+
+    /// `goldgate` in the workspace root (the fixture cases and goldgate.yaml), run to the end.
+    fn goldgate_at_repo(args: &[&str]) -> std::process::Output {
+        common::cli::goldgate()
+            .current_dir(common::cli::repo())
+            .args(args)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap()
+    }
+
+    /// The comment's shape: its headings, table heads and folds, each number written as `N`
+    /// (the figures are this machine's).
+    fn outline(body: &str) -> String {
+        body.lines()
+            .filter(|l| {
+                l.starts_with('#') || l.starts_with("<details>") || l.starts_with("| metric")
+            })
+            .map(|l| {
+                let mut out = String::new();
+                for c in l.chars() {
+                    match c.is_ascii_digit() {
+                        true if out.ends_with('N') => {}
+                        true => out.push('N'),
+                        false => out.push(c),
+                    }
+                }
+                out
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    /// What the `gpu-ab` job and `pr-comment.yml` do, on the fake trainer: `goldgate ab --json`
+    /// beside `goldgate compare --json` of the same platform, then `goldgate comment --comparison
+    /// … --ab …` posts to the fake GitHub. The A/B is the timing section, the goldens' timing
+    /// rows are diagnostic, and a second post updates the one comment.
+    #[tokio::test]
+    async fn the_ab_result_is_the_comments_timing_section() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = |p: &str| dir.path().join(p).to_str().unwrap().to_owned();
+        let (run_dir, golden) = (path("run"), path("golden"));
+        let (saved, ab_dir, ab_json) = (
+            path("comparison.json"),
+            path("ab-results"),
+            path("ab-fake-quick.json"),
+        );
+        let cases = ["--root", "runner/tests/fixtures/cases"];
+        let run = goldgate_at_repo(
+            &[
+                &["run", "fake/quick", "--no-compare", "--out", &run_dir][..],
+                &cases[..],
+            ]
+            .concat(),
+        );
+        assert_eq!(run.status.code(), Some(0), "{}", common::cli::text(&run));
+        let bless = goldgate_at_repo(&["bless", "--from", &run_dir, "--golden-root", &golden]);
+        assert_eq!(
+            bless.status.code(),
+            Some(0),
+            "{}",
+            common::cli::text(&bless)
+        );
+        let compare = goldgate_at_repo(
+            &[
+                &["compare", "--results", &run_dir, "--golden-root", &golden][..],
+                &["--json", &saved][..],
+                &cases[..],
+            ]
+            .concat(),
+        );
+        assert!(
+            Path::new(&saved).is_file(),
+            "{}",
+            common::cli::text(&compare)
+        );
+        let ab = goldgate_at_repo(
+            &[
+                &["ab", "fake/quick", "--seed", "11", "--out", &ab_dir][..],
+                &[
+                    "--b-env",
+                    "GOLDGATE_PLANT_SAVE_DELAY_S=0.6",
+                    "--spread",
+                    "0.1",
+                ][..],
+                &["--max-pairs", "2", "--json", &ab_json][..],
+                &cases[..],
+            ]
+            .concat(),
+        );
+        assert_eq!(ab.status.code(), Some(1), "{}", common::cli::text(&ab));
+        let (_server, gh) = FakeGithub::start("").await;
+        let env = [
+            ("GITHUB_TOKEN", TOKEN),
+            ("GITHUB_API_URL", gh.base.as_str()),
+            ("GITHUB_REPOSITORY", "o/r"),
+        ];
+        let comment = |extra: Vec<String>| {
+            let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_goldgate"));
+            cmd.arg("comment")
+                .args(extra)
+                .args(["--pr", "17", "--only-on-change"])
+                .env_clear()
+                .envs(env.iter().copied());
+            cmd.output()
+        };
+        let files = vec![
+            "--comparison".to_owned(),
+            saved.clone(),
+            "--ab".to_owned(),
+            ab_json.clone(),
+        ];
+        for want in ["created comment 1000", "left unchanged comment 1000"] {
+            let out = comment(files.clone()).await.unwrap();
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(0), "{stderr}");
+            assert!(stderr.contains(want), "{stderr}");
+        }
+        let comments = gh.comments();
+        assert_eq!(comments.len(), 1, "{comments:?}");
+        let body = &comments[0].1;
+        let at = |s: &str| {
+            body.find(s)
+                .unwrap_or_else(|| panic!("{s} missing in {body}"))
+        };
+        assert!(
+            body.starts_with("<!-- goldgate:sticky key=dev_cpu -->\n## ❌ goldgate: "),
+            "{body}"
+        );
+        assert!(body.contains("; timing (A/B): regression"), "{body}");
+        assert!(body.contains("; mode: job ("), "{body}");
+        let timing = &body[at("### goldgate A/B: fake/quick")..];
+        assert!(timing.contains("| checkpoint-blocking-time |"), "{body}");
+        assert!(
+            at("Timing against goldens:") > at("### goldgate A/B"),
+            "{body}"
+        );
+        assert!(body.contains("| diagnostic ("), "{body}");
+        insta::assert_snapshot!(outline(body));
+        // An A/B of another platform cannot join this comment.
+        let mut other: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&ab_json).unwrap()).unwrap();
+        other["platform"] = "h200".into();
+        std::fs::write(path("other.json"), other.to_string()).unwrap();
+        let out = comment(vec![
+            "--comparison".into(),
+            saved.clone(),
+            "--ab".into(),
+            path("other.json"),
+        ])
+        .await
+        .unwrap();
+        assert_eq!(out.status.code(), Some(2));
+        assert!(String::from_utf8_lossy(&out.stderr).contains("its platform is h200"));
     }
 }

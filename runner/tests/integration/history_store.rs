@@ -154,6 +154,7 @@ pub(crate) fn write_run(dir: &Path, run: &str, started: &str, commit: &str, repe
         command: vec!["goldgate".into(), "run".into()],
         jobs,
         runner: None,
+        ab: None,
         rerun_of: None,
     };
     std::fs::write(

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use goldgate_core::observe::log::{LogSink, LogStream, MAX_LINE};
 use goldgate_record::launch::{
     LaunchError, LaunchEvent, LaunchReport, LaunchSpec, ProcessOutcome, StopFlag, Termination,
     group_alive, install_signal_handlers, launch,
@@ -43,10 +44,21 @@ fn helper_argv() -> Vec<String> {
 }
 
 fn helper_spec(mode: &str, dir: &Path) -> LaunchSpec {
-    let mut spec = LaunchSpec::new(helper_argv(), dir.to_path_buf(), dir.join("logs/job.log"));
+    let mut spec = LaunchSpec::new(helper_argv(), dir.to_path_buf());
+    spec.raw_log = Some(dir.join("logs/job.log"));
     spec.env.insert("GG_HELPER".to_owned(), mode.to_owned());
     spec.grace = Duration::from_millis(300);
     spec
+}
+
+/// Hands each line of the job's output, as goldgate's one log stream splits it, to `f`.
+struct Lines<F: FnMut(String)>(F);
+
+impl<F: FnMut(String)> LogSink for Lines<F> {
+    fn line(&mut self, line: &[u8], _dropped: u64, _ended: bool) {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        (self.0)(String::from_utf8_lossy(line).into_owned());
+    }
 }
 
 fn out(line: &str) {
@@ -163,12 +175,15 @@ fn supervise_one_job() {
         }
         out("stop-requested");
     });
+    let mut stream = LogStream::new();
+    let mut sink = Lines(|line: String| {
+        if line.starts_with("child-pid ") || line == "child-ready" {
+            out(&line);
+        }
+    });
     let report = launch(&spec, &stop, |event| {
-        if let LaunchEvent::Line(line) = event {
-            let line = String::from_utf8_lossy(line);
-            if line.starts_with("child-pid ") || line == "child-ready" {
-                out(&line);
-            }
+        if let LaunchEvent::Output(bytes) = event {
+            stream.feed(bytes, &mut sink);
         }
     })
     .unwrap();
@@ -190,25 +205,27 @@ fn run(spec: &LaunchSpec, stop: &StopFlag, stop_when_ready: u32) -> Run {
     let mut child = None;
     let mut ready = false;
     let mut spawned = None;
+    let mut stream = LogStream::new();
+    let mut sink = Lines(|line: String| {
+        // The job prints its child's pid and the child that it is ready, from two
+        // processes into one pipe: either line may come first. Stop only once both are
+        // read, or a stop that kills at once can end the job before it printed the pid.
+        let had_both = ready && child.is_some();
+        if let Some(pid) = line.strip_prefix("child-pid ") {
+            child = pid.parse().ok();
+        }
+        ready |= line == "child-ready";
+        if !had_both && ready && child.is_some() {
+            (0..stop_when_ready).for_each(|_| stop.request());
+        }
+        lines.push(line);
+    });
     let report = launch(spec, stop, |event| match event {
         LaunchEvent::Spawned { pid, pgid } => spawned = Some((pid, pgid)),
-        LaunchEvent::Line(line) => {
-            let line = String::from_utf8_lossy(line).into_owned();
-            // The job prints its child's pid and the child that it is ready, from two
-            // processes into one pipe: either line may come first. Stop only once both are
-            // read, or a stop that kills at once can end the job before it printed the pid.
-            let had_both = ready && child.is_some();
-            if let Some(pid) = line.strip_prefix("child-pid ") {
-                child = pid.parse().ok();
-            }
-            ready |= line == "child-ready";
-            if !had_both && ready && child.is_some() {
-                (0..stop_when_ready).for_each(|_| stop.request());
-            }
-            lines.push(line);
-        }
+        LaunchEvent::Output(bytes) => stream.feed(bytes, &mut sink),
     })
     .unwrap();
+    stream.finish(&mut sink);
     assert_eq!(spawned, Some((report.pid, report.pgid)));
     Run {
         report,
@@ -249,13 +266,12 @@ fn streams_stdout_and_stderr_in_order_to_callback_and_log() {
     assert_eq!(run.report.termination, Termination::Exited(3));
     let start = run.lines.iter().position(|l| l == "out 1").unwrap();
     let ours: Vec<&str> = run.lines[start..].iter().map(String::as_str).collect();
-    let long = "x".repeat(goldgate_record::launch::MAX_LINE);
-    let rest = "x".repeat(70_000 - goldgate_record::launch::MAX_LINE);
+    // A line over the cap keeps its head; the rest is dropped (and counted by the stream).
+    let long = "x".repeat(MAX_LINE);
     let want = [
         "out 1",
         "err 2",
         &long,
-        &rest,
         "crlf",
         "GG_VAR=hello world",
         "GG_UNSET=set",
@@ -264,7 +280,7 @@ fn streams_stdout_and_stderr_in_order_to_callback_and_log() {
     ];
     // env_unset removes inherited variables; `env` is applied after it.
     assert_eq!(ours, want);
-    let log = std::fs::read(&spec.log_path).unwrap();
+    let log = std::fs::read(spec.raw_log.as_ref().unwrap()).unwrap();
     let tail = format!(
         "\nout 1\nerr 2\n{}\ncrlf\r\nGG_VAR=hello world\n",
         "x".repeat(70_000)
@@ -318,7 +334,6 @@ fn stop_request_from_another_thread_wakes_a_supervisor_without_timeout() {
     let spec = LaunchSpec::new(
         vec!["sleep".to_owned(), "20".to_owned()],
         dir.path().to_path_buf(),
-        dir.path().join("job.log"),
     );
     let stop = StopFlag::new();
     let requester = stop.clone();
@@ -413,10 +428,9 @@ fn interrupt_supervisor(grace_ms: u64, signals: u32) -> (LaunchReport, Option<u3
         pid: v["pid"].as_u64().unwrap() as u32,
         pgid: v["pgid"].as_u64().unwrap() as u32,
         wall: Duration::from_secs_f64(v["wall"]["secs"].as_f64().unwrap()),
-        lines: v["lines"].as_u64().unwrap(),
+        output_bytes: v["output_bytes"].as_u64().unwrap(),
         stray_processes: v["stray_processes"].as_bool().unwrap(),
         escaped: serde_json::from_value(v["escaped"].clone()).unwrap(),
-        log_path: PathBuf::from(v["log_path"].as_str().unwrap()),
     };
     (report, job_child)
 }
@@ -449,7 +463,6 @@ fn missing_program_and_cwd_are_clear_errors() {
     let mut spec = LaunchSpec::new(
         vec!["no-such-program-xyz".to_owned()],
         dir.path().to_path_buf(),
-        dir.path().join("l"),
     );
     spec.env
         .insert("PATH".to_owned(), "/nonexistent/bin".to_owned());

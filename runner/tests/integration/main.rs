@@ -10,6 +10,7 @@ mod ab_e2e;
 mod ab_in_job_e2e;
 mod action_e2e;
 mod architecture;
+mod cancel_cli;
 mod changes_otava;
 mod check_cli;
 mod compare_e2e;

@@ -357,6 +357,7 @@ fn an_incomplete_newest_run_is_refused_naming_the_newest_complete_one() {
         goldgate_version: "0.1.0".into(),
         command: vec!["goldgate".into(), "run".into()],
         runner: None,
+        ab: None,
         rerun_of: None,
         jobs: vec![JobEntry {
             job_id: "demo/ckpt@default#1".into(),

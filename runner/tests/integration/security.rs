@@ -55,12 +55,13 @@ impl Scratch {
         self.goldgate(&args)
     }
 
-    /// Every file goldgate wrote or kept under the scratch folder, as text (lossy): all but the
-    /// jobs' own console logs (`*.log`), which hold what the job printed.
+    /// Every file goldgate wrote or kept under the scratch folder, as text (lossy), the jobs'
+    /// console logs included (CI uploads them); only a raw log kept on request
+    /// (`--keep-raw-log`: `*.raw.log`) is left out.
     fn kept_text(&self) -> String {
         walk(self.path())
             .into_iter()
-            .filter(|p| p.is_file() && p.extension().is_none_or(|e| e != "log"))
+            .filter(|p| p.is_file() && !p.to_string_lossy().ends_with(".raw.log"))
             .map(|p| String::from_utf8_lossy(&std::fs::read(p).unwrap()).into_owned())
             .collect::<Vec<_>>()
             .join("\n")
@@ -92,7 +93,7 @@ fn secrets_of_the_jobs_environment_never_leave_the_job() {
         .args(["--markdown", "report.md", "--json", "report.json"])
         .output()
         .unwrap();
-    // The job's own console log holds what it printed; nothing goldgate keeps or shows does.
+    // Nothing goldgate keeps, stores or shows holds a secret, the job's console log included.
     let everything = format!("{}{}{}", text(&o), text(&o2), s.kept_text());
     for secret in [inherited, fed] {
         assert!(
@@ -105,6 +106,45 @@ fn secrets_of_the_jobs_environment_never_leave_the_job() {
     assert!(
         md.contains("bad credentials &lt;redacted&gt; &lt;redacted&gt;"),
         "{md}"
+    );
+}
+
+#[test]
+fn the_console_log_is_stored_redacted_and_a_raw_copy_only_on_request() {
+    let s = Scratch::new();
+    let inherited = "hf-inherited-token-0123456789";
+    s.case(
+        "m/leak",
+        "echo \"token $HF_TOKEN\"; printf 'partial %s' \"$HF_TOKEN\"",
+        "",
+    );
+    let run = |extra: &[&str]| {
+        let o = s.run(extra).env("HF_TOKEN", inherited).output().unwrap();
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    };
+    run(&[]);
+    let logs: Vec<PathBuf> = walk(&s.path().join("out"))
+        .into_iter()
+        .filter(|p| p.to_string_lossy().ends_with(".log"))
+        .collect();
+    let console = logs
+        .iter()
+        .find(|p| p.ends_with("logs/console.log"))
+        .unwrap();
+    assert_eq!(
+        std::fs::read_to_string(console).unwrap(),
+        "token <redacted>\npartial <redacted>"
+    );
+    assert_eq!(logs.len(), 1, "no raw log unless asked: {logs:?}");
+    std::fs::remove_dir_all(s.path().join("out")).unwrap();
+    run(&["--keep-raw-log"]);
+    let raw = walk(&s.path().join("out"))
+        .into_iter()
+        .find(|p| p.ends_with("logs/console.raw.log"))
+        .unwrap();
+    assert_eq!(
+        std::fs::read_to_string(raw).unwrap(),
+        format!("token {inherited}\npartial {inherited}")
     );
 }
 

@@ -821,3 +821,67 @@ fn a_two_node_job_whose_second_node_fails_names_that_nodes_error() {
     );
     assert!(tree.wait_for_empty_queue(), "still in the queue");
 }
+
+/// A log with an iteration line longer than the line cap whose part past the cap holds a
+/// failure marker and another metric, between two ordinary iteration lines.
+fn log_with_a_long_line() -> Vec<u8> {
+    let step = |i: u32, tail: &str| {
+        format!(
+            " [2026-11-29 20:16:14.1] iteration {i:>8}/       3 | elapsed time per iteration \
+             (ms): 10.0 | lm loss: 9.{i} |{tail}\n"
+        )
+    };
+    let long_tail = format!(
+        "{} CUDA out of memory | grad norm: 7.0 | iteration 9/3 |",
+        " ".repeat(goldgate_core::observe::log::MAX_LINE)
+    );
+    [step(1, ""), step(2, &long_tail), step(3, "")]
+        .concat()
+        .into_bytes()
+}
+
+#[test]
+fn one_long_line_parses_the_same_in_a_local_run_a_slurm_run_and_extract() {
+    let _cluster = shared();
+    if !cluster() {
+        return;
+    }
+    let log = log_with_a_long_line();
+    let tree = Tree::new("long", "");
+    let file = tree.path().join("long.log");
+    std::fs::write(&file, &log).unwrap();
+    let case_text = format!(
+        "TEST_TYPE: regular\nLAUNCHER: direct\nMODEL_ARGS: {{}}\nMETRICS: [\"lm loss\"]\n\
+         GOLDGATE:\n  entry: [\"cat\", {:?}]\n",
+        file.display().to_string()
+    );
+    std::fs::write(
+        tree.path().join("cases/demo/long/model_config.yaml"),
+        case_text,
+    )
+    .unwrap();
+    let extracted = cli::goldgate()
+        .args(["extract", "--format", "json"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert_eq!(extracted.status.code(), Some(0), "{}", text(&extracted));
+    let json: serde_json::Value = serde_json::from_slice(&extracted.stdout).unwrap();
+    let summary = &json["logs"][0]["summary"];
+    assert_eq!(summary["long_lines"], 1);
+    assert_eq!(summary["failures"], serde_json::json!([]));
+    let want_loss = &summary["metrics"]["lm loss"];
+    for executor in ["local", "slurm"] {
+        let out = tree.run("n1", &["--executor", executor]).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{executor}: {}", text(&out));
+        let records = tree.records();
+        let r = records.last().unwrap();
+        assert_eq!(r.outcome, Outcome::Passed, "{executor}: {:?}", r.attempts);
+        let loss = serde_json::to_value(&r.metrics["lm loss"]).unwrap();
+        assert_eq!(&loss, want_loss, "{executor}");
+        assert!(!r.metrics.contains_key("grad-norm"), "{executor}");
+        let cut: Vec<&String> = r.warnings.iter().filter(|w| w.contains("64 KiB")).collect();
+        assert_eq!(cut.len(), 1, "{executor}: {:?}", r.warnings);
+        std::fs::remove_dir_all(tree.path().join("out")).unwrap();
+    }
+}

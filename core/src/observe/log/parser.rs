@@ -18,7 +18,7 @@ use super::scan::{self, after, trim, trim_start, uint};
 
 /// Failure markers (megatron-format.md §4), searched for anywhere in a line that is not one
 /// of the structured kinds.
-const MARKERS: [(&str, FailureKind); 8] = [
+pub(super) const MARKERS: [(&str, FailureKind); 8] = [
     (
         "Some NCCL operations have failed or timed out",
         FailureKind::NcclTimeout,
@@ -145,6 +145,16 @@ impl LogParser {
     /// Parses one line (without its `\n`; a trailing `\r` is ignored). Returns `None` for
     /// lines that carry nothing goldgate keeps.
     pub fn feed<'a>(&mut self, line: &'a [u8]) -> Option<LogLine<'a>> {
+        self.feed_checked(line, true)
+    }
+
+    /// [`LogParser::feed`]; `markers` false when the caller knows the line holds no failure
+    /// marker ([`super::stream`] searched its whole chunk at once), which skips that search.
+    pub(super) fn feed_checked<'a>(
+        &mut self,
+        line: &'a [u8],
+        markers: bool,
+    ) -> Option<LogLine<'a>> {
         let line = line.strip_suffix(b"\r").unwrap_or(line);
         let (rank, body) = torchrun_prefix(line);
         if self.timer != TimerMode::Off {
@@ -171,7 +181,8 @@ impl LogParser {
         let event = match self.dispatch(body) {
             Found::Event(e) => e,
             Found::Consumed => return None,
-            Found::Unknown => self.failure(line)?,
+            Found::Unknown if markers => self.failure(line)?,
+            Found::Unknown => return None,
         };
         Some(LogLine { rank, time, event })
     }

@@ -2,12 +2,18 @@
 //! line of the last Python traceback, the last line that looks like an error, and the last
 //! [`TAIL_LINES`] lines of the log — in bounded memory, whatever the log's length.
 
-use std::collections::VecDeque;
+use std::sync::LazyLock;
+
+use aho_corasick::packed;
+use aho_corasick::{AhoCorasick, MatchKind};
 
 /// Lines of the log's end kept.
 pub const TAIL_LINES: usize = 30;
 /// Characters of one kept line.
 const MAX_CHARS: usize = 400;
+/// Bytes of one kept line before it is cut to [`MAX_CHARS`] characters (4 per character at
+/// most in UTF-8).
+const MAX_BYTES: usize = MAX_CHARS * 4 + 4;
 
 /// What the end of a log says about a failure.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -30,74 +36,117 @@ impl TailSummary {
     }
 }
 
-/// Follows a log line by line (lines already split and cleaned).
+/// Follows a log line by line (lines already split and cleaned). Every line of a log passes
+/// here, so it allocates nothing per line: the last lines live in a ring of reused buffers,
+/// and only a line that names an error is turned into text.
 #[derive(Debug, Default)]
 pub struct LogTail {
-    lines: VecDeque<String>,
+    /// The last lines as bytes (cut to [`MAX_BYTES`]); `next` is where the next one goes.
+    ring: Vec<Vec<u8>>,
+    next: usize,
     /// Inside a traceback: its frames have been seen, the exception line comes next.
     in_traceback: bool,
+    /// The line being looked at, in ASCII lower case (reused).
+    lower: Vec<u8>,
     summary: TailSummary,
 }
 
 impl LogTail {
     /// One line of the log.
     pub fn see(&mut self, raw: &[u8]) {
-        let text = cut(&String::from_utf8_lossy(raw));
-        let body = without_rank(&text).trim_end();
-        if body.starts_with("Traceback (most recent call last)") {
+        self.see_checked(raw, true);
+    }
+
+    /// [`LogTail::see`]; `errors` false when the caller knows the line holds none of
+    /// [`ERROR_WORDS`] ([`super::stream`] searched its whole chunk at once).
+    pub(super) fn see_checked(&mut self, raw: &[u8], errors: bool) {
+        let body = trim_end(without_rank(raw));
+        if body.starts_with(b"Traceback (most recent call last)") {
             self.in_traceback = true;
-        } else if self.in_traceback && !body.is_empty() && !body.starts_with([' ', '\t']) {
+        } else if self.in_traceback && !body.is_empty() && !matches!(body[0], b' ' | b'\t') {
             // The first unindented line after the frames is the exception (`raise` chains
             // print "During handling ..." and another traceback, which restarts this).
-            if !body.starts_with("During handling")
-                && !body.starts_with("The above exception")
+            if !body.starts_with(b"During handling")
+                && !body.starts_with(b"The above exception")
                 && (self.summary.exception.is_none() || !is_consequence(body))
             {
-                self.summary.exception = Some(body.to_owned());
+                self.summary.exception = Some(text(body));
             }
             self.in_traceback = false;
         }
-        if looks_like_error(body) && (self.summary.error_line.is_none() || !is_consequence(body)) {
-            self.summary.error_line = Some(body.to_owned());
+        if errors
+            && looks_like_error(body, &mut self.lower)
+            && (self.summary.error_line.is_none() || !is_consequence(body))
+        {
+            self.summary.error_line = Some(text(body));
         }
-        if self.lines.len() == TAIL_LINES {
-            self.lines.pop_front();
+        self.keep(raw);
+    }
+
+    /// Puts `raw` into the ring, in place of the oldest line once it is full.
+    fn keep(&mut self, raw: &[u8]) {
+        let raw = &raw[..raw.len().min(MAX_BYTES)];
+        if self.ring.len() < TAIL_LINES {
+            self.ring.push(raw.to_vec());
+        } else {
+            let slot = &mut self.ring[self.next];
+            slot.clear();
+            slot.extend_from_slice(raw);
         }
-        self.lines.push_back(text);
+        self.next = (self.next + 1) % TAIL_LINES;
     }
 
     pub fn finish(mut self) -> TailSummary {
-        self.summary.lines = self.lines.into();
+        let oldest = if self.ring.len() < TAIL_LINES {
+            0
+        } else {
+            self.next
+        };
+        self.ring.rotate_left(oldest);
+        self.summary.lines = self.ring.iter().map(|l| text(l)).collect();
         self.summary
     }
 }
 
-/// `line` cut to [`MAX_CHARS`] characters.
-fn cut(line: &str) -> String {
+/// `line` as text, cut to [`MAX_CHARS`] characters.
+fn text(line: &[u8]) -> String {
+    let line = String::from_utf8_lossy(line);
     match line.char_indices().nth(MAX_CHARS) {
         Some((i, _)) => format!("{}…", &line[..i]),
-        None => line.to_owned(),
+        None => line.into_owned(),
     }
+}
+
+fn trim_end(s: &[u8]) -> &[u8] {
+    let end = s
+        .iter()
+        .rposition(|b| !b.is_ascii_whitespace())
+        .map_or(0, |i| i + 1);
+    &s[..end]
 }
 
 /// The line without torchrun's `[default0]:` / `[rank0]:` prefix.
-fn without_rank(line: &str) -> &str {
-    let Some(rest) = line.strip_prefix('[') else {
+fn without_rank(line: &[u8]) -> &[u8] {
+    let Some(rest) = line.strip_prefix(b"[") else {
         return line;
     };
-    match rest.split_once("]:") {
-        Some((tag, body)) if tag.starts_with("default") || tag.starts_with("rank") => body,
-        _ => line,
+    let Some(at) = memchr::memchr(b']', rest).filter(|&i| rest.get(i + 1) == Some(&b':')) else {
+        return line;
+    };
+    let tag = &rest[..at];
+    match tag.starts_with(b"default") || tag.starts_with(b"rank") {
+        true => &rest[at + 2..],
+        false => line,
     }
 }
 
-/// An exception or error message, as Python, NCCL, CUDA and shells print them.
 /// A line that only says a process was stopped because something else failed first: a
 /// multi-node job's other nodes, signalled when one node failed (torchrun's
 /// `SignalException: Process 7 got signal: 15`, srun's `task 0: Terminated`, slurmstepd's
 /// `*** STEP 12.0 ON n1 CANCELLED ...`). It never replaces an earlier line that names a
 /// real failure: the first node's real error stays the failure line.
-fn is_consequence(body: &str) -> bool {
+fn is_consequence(body: &[u8]) -> bool {
+    let body = &*String::from_utf8_lossy(body);
     [
         "SignalException",
         "got signal: ",
@@ -112,19 +161,49 @@ fn is_consequence(body: &str) -> bool {
         || body == "Terminated"
 }
 
-fn looks_like_error(body: &str) -> bool {
-    let lower = body.to_ascii_lowercase();
-    [
-        "error",
-        "exception",
-        "fatal",
-        "killed",
-        "segmentation fault",
-        "core dumped",
-    ]
-    .iter()
-    .any(|w| lower.contains(w))
-        && !lower.starts_with("warning")
+/// The words of an error line, in lower case.
+pub(super) const ERROR_WORDS: [&str; 6] = [
+    "error",
+    "exception",
+    "fatal",
+    "killed",
+    "segmentation fault",
+    "core dumped",
+];
+
+/// The search for [`ERROR_WORDS`] in a lower-cased line. Every line of a log is searched and
+/// few match, so it is the packed (Teddy, SIMD) searcher where the CPU has it: a
+/// case-insensitive automaton costs several times more per line.
+enum ErrorWords {
+    Packed(packed::Searcher),
+    Automaton(AhoCorasick),
+}
+
+static SEARCH: LazyLock<ErrorWords> = LazyLock::new(|| {
+    let packed = packed::Config::new().builder().extend(ERROR_WORDS).build();
+    match packed {
+        Some(searcher) => ErrorWords::Packed(searcher),
+        None => ErrorWords::Automaton(
+            AhoCorasick::builder()
+                .match_kind(MatchKind::LeftmostFirst)
+                .build(ERROR_WORDS)
+                .unwrap_or_else(|e| unreachable!("the words are constant: {e}")),
+        ),
+    }
+});
+
+/// An exception or error message, as Python, NCCL, CUDA and shells print them: one of
+/// [`ERROR_WORDS`] in any case, on a line that does not start with `warning`. `lower` is a
+/// buffer for the lower-cased line.
+fn looks_like_error(body: &[u8], lower: &mut Vec<u8>) -> bool {
+    lower.clear();
+    lower.extend_from_slice(body);
+    lower.make_ascii_lowercase();
+    let found = match &*SEARCH {
+        ErrorWords::Packed(s) => s.find(lower.as_slice()).is_some(),
+        ErrorWords::Automaton(a) => a.is_match(lower.as_slice()),
+    };
+    found && !lower.starts_with(b"warning")
 }
 
 #[cfg(test)]

@@ -49,17 +49,25 @@ fn push(series: &mut Vec<TagSeries>, tag: &str, point: (i64, f64)) {
     }
 }
 
-/// The scalars of one file's events.
-pub fn accumulate(events: &[Event]) -> Accumulated {
-    let mut out = Accumulated::default();
-    let mut file_version: Option<f64> = None;
-    let mut most_recent_step: i64 = -1;
-    for event in events {
+/// Folds one file's events, in order, into its [`Accumulated`] scalars: events are handed
+/// over one at a time as they are read, and only the scalars stay.
+#[derive(Debug, Default)]
+pub struct Accumulator {
+    out: Accumulated,
+    file_version: Option<f64>,
+    most_recent_step: Option<i64>,
+}
+
+impl Accumulator {
+    /// The next event of the file.
+    pub fn add(&mut self, event: &Event) {
+        let out = &mut self.out;
         if let Some(v) = &event.file_version {
-            file_version = Some(parse_file_version(v));
+            self.file_version = Some(parse_file_version(v));
         }
         // Python's `self.file_version and self.file_version >= 2` (0.0 is false).
-        let versioned = file_version.is_some_and(|v| v != 0.0 && v >= 2.0);
+        let versioned = self.file_version.is_some_and(|v| v != 0.0 && v >= 2.0);
+        let most_recent_step = self.most_recent_step.unwrap_or(-1);
         if versioned {
             if event.session_start {
                 for s in &mut out.scalars {
@@ -73,7 +81,7 @@ pub fn accumulate(events: &[Event]) -> Accumulated {
                 }
             }
         } else {
-            most_recent_step = event.step;
+            self.most_recent_step = Some(event.step);
         }
         for value in &event.values {
             match value.scalar {
@@ -85,7 +93,20 @@ pub fn accumulate(events: &[Event]) -> Accumulated {
             }
         }
     }
-    out
+
+    /// The file's scalars.
+    pub fn finish(self) -> Accumulated {
+        self.out
+    }
+}
+
+/// The scalars of one file's events.
+pub fn accumulate(events: &[Event]) -> Accumulated {
+    let mut acc = Accumulator::default();
+    for event in events {
+        acc.add(event);
+    }
+    acc.finish()
 }
 
 #[cfg(test)]

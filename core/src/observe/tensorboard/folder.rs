@@ -1,25 +1,19 @@
 //! Stage "observe", TensorBoard: a folder's event files. Like Megatron's
 //! `read_tb_logs_as_list`, the files are `events*tfevents*` in the folder and in its
 //! `results/`, oldest modification time first (equal times: by path, where Python keeps the
-//! listing's order). Each file is read whole (bounded), every record's checksums verified and
-//! its `Event` decoded; a damaged or cut-short record is an error naming the file and offset.
+//! listing's order). Each file is streamed record by record — every record's checksums
+//! verified, its `Event` decoded and folded into the file's scalars at once — so reading a
+//! folder costs one record plus the scalars kept, whatever the files' size; a damaged or
+//! cut-short record is an error naming the file and offset.
 
+use std::io::BufReader;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
+use super::accumulate::{Accumulated, Accumulator};
 use super::error::TensorboardError;
 use super::event::{Event, decode_event};
-use super::record::records;
-
-/// The most goldgate reads of one event file (a 100,000-step run's scalars are a few MB).
-pub const EVENT_FILE_LIMIT: u64 = 256 * 1024 * 1024;
-
-/// One event file, decoded.
-#[derive(Clone, Debug, PartialEq)]
-pub struct EventFile {
-    pub path: PathBuf,
-    pub events: Vec<Event>,
-}
+use super::record::{ReadError, RecordReader};
 
 /// Whether a file name matches the glob `events*tfevents*`.
 fn is_event_file_name(name: &str) -> bool {
@@ -69,49 +63,65 @@ pub fn find_event_files(dir: &Path) -> Result<Vec<PathBuf>, TensorboardError> {
     Ok(found.into_iter().map(|(_, p)| p).collect())
 }
 
-/// Decodes every record of one event file.
-pub fn read_event_file(path: &Path) -> Result<EventFile, TensorboardError> {
-    let bytes = crate::fsio::read_bounded(path, EVENT_FILE_LIMIT).map_err(|source| {
-        TensorboardError::Read {
+/// The scalars of one event file, streamed.
+pub fn accumulate_file(path: &Path) -> Result<Accumulated, TensorboardError> {
+    let read_error = |source| TensorboardError::Read {
+        path: path.to_path_buf(),
+        source,
+    };
+    let (file, len) = crate::fsio::open_regular(path).map_err(read_error)?;
+    let input = BufReader::with_capacity(64 * 1024, std::io::Read::take(file, len));
+    let mut acc = Accumulator::default();
+    each_event(input, len, &mut |e| acc.add(&e)).map_err(|e| match e {
+        ReadError::Io(source) => read_error(source),
+        ReadError::Framing(f) => TensorboardError::Damaged {
             path: path.to_path_buf(),
-            source,
-        }
+            offset: f.offset,
+            problem: f.problem,
+        },
     })?;
-    let events = decode_all(&bytes).map_err(|(offset, problem)| TensorboardError::Damaged {
-        path: path.to_path_buf(),
-        offset,
-        problem,
-    })?;
-    Ok(EventFile {
-        path: path.to_path_buf(),
-        events,
-    })
+    Ok(acc.finish())
+}
+
+/// Hands each event of an event file's `len` bytes to `on_event`, in order; stops at the
+/// first bad record (its offset and why).
+fn each_event(
+    input: impl std::io::Read,
+    len: u64,
+    on_event: &mut dyn FnMut(Event),
+) -> Result<(), ReadError> {
+    let mut reader = RecordReader::new(input, len);
+    while let Some(record) = reader.next_record() {
+        let record = record?;
+        let event = decode_event(record.data).map_err(|e| {
+            ReadError::Framing(super::record::FramingError {
+                offset: record.offset,
+                problem: format!(
+                    "not an Event message (byte {} of its data: {})",
+                    e.at, e.problem
+                ),
+            })
+        })?;
+        on_event(event);
+    }
+    Ok(())
 }
 
 /// The events of an event file's bytes, or the offset of the first bad record and why.
 pub fn decode_all(bytes: &[u8]) -> Result<Vec<Event>, (u64, String)> {
     let mut events = Vec::new();
-    for record in records(bytes) {
-        let record = record.map_err(|e| (e.offset, e.problem))?;
-        let event = decode_event(record.data).map_err(|e| {
-            (
-                record.offset,
-                format!(
-                    "not an Event message (byte {} of its data: {})",
-                    e.at, e.problem
-                ),
-            )
-        })?;
-        events.push(event);
+    match each_event(bytes, bytes.len() as u64, &mut |e| events.push(e)) {
+        Ok(()) => Ok(events),
+        Err(ReadError::Framing(f)) => Err((f.offset, f.problem)),
+        Err(ReadError::Io(e)) => Err((0, e.to_string())),
     }
-    Ok(events)
 }
 
-/// Every event file of `dir`, oldest first.
-pub fn read_folder(dir: &Path) -> Result<Vec<EventFile>, TensorboardError> {
+/// The scalars of every event file of `dir`, oldest first.
+pub fn accumulate_folder(dir: &Path) -> Result<Vec<(PathBuf, Accumulated)>, TensorboardError> {
     find_event_files(dir)?
-        .iter()
-        .map(|p| read_event_file(p))
+        .into_iter()
+        .map(|p| accumulate_file(&p).map(|acc| (p, acc)))
         .collect()
 }
 
@@ -162,19 +172,19 @@ mod tests {
             .unwrap()
             .set_modified(t)
             .unwrap();
-        let files = read_folder(dir.path()).unwrap();
+        let files = accumulate_folder(dir.path()).unwrap();
         assert_eq!(
-            files.iter().map(|f| f.path.clone()).collect::<Vec<_>>(),
+            files.iter().map(|f| f.0.clone()).collect::<Vec<_>>(),
             [old, new]
         );
-        assert_eq!(files[0].events.len(), 3);
-        assert_eq!(files[1].events[1].step, 3);
+        assert_eq!(files[0].1.scalars[0].points, [(1, 1.0), (2, 2.0)]);
+        assert_eq!(files[1].1.scalars[0].points, [(3, 3.0)]);
     }
 
     #[test]
     fn empty_folder_and_damage_are_errors_naming_file_and_offset() {
         let dir = tempfile::tempdir().unwrap();
-        let err = read_folder(dir.path()).unwrap_err();
+        let err = accumulate_folder(dir.path()).unwrap_err();
         assert!(
             matches!(err, TensorboardError::NoEventFiles { .. }),
             "{err:?}"
@@ -184,7 +194,7 @@ mod tests {
         let mut bytes = std::fs::read(&path).unwrap();
         bytes.truncate(bytes.len() - 3);
         std::fs::write(&path, &bytes).unwrap();
-        let err = read_folder(dir.path()).unwrap_err().to_string();
+        let err = accumulate_folder(dir.path()).unwrap_err().to_string();
         let third = encode_record(&encode_file_version(1.0)).len()
             + 2 * encode_record(&encode_scalars(1.0, 1, &[("lm loss", 1.0)])).len();
         let n = encode_scalars(1.0, 3, &[("lm loss", 3.0)]).len();
@@ -252,8 +262,9 @@ mod tests {
 
     /// Whether `at` is where a record of `bytes` starts (a cut there leaves whole records).
     fn is_record_boundary(bytes: &[u8], at: usize) -> bool {
-        records(bytes)
+        super::super::record::tests::all(bytes)
+            .into_iter()
             .filter_map(Result::ok)
-            .any(|r| r.offset == at as u64)
+            .any(|(offset, _)| offset == at as u64)
     }
 }

@@ -1,6 +1,7 @@
 //! Stage "observe", TensorBoard: the TFRecord framing of an event file. Each record is
 //! `u64 length (little-endian) | u32 masked CRC-32C of those 8 bytes | data | u32 masked
-//! CRC-32C of data`; both checksums are verified. The mask is TensorFlow's:
+//! CRC-32C of data`; both checksums are verified. [`RecordReader`] streams them from a file,
+//! one record in memory at a time. The mask is TensorFlow's:
 //! `((crc >> 15) | (crc << 17)) + 0xa282ead8`.
 
 use crc::{CRC_32_ISCSI, Crc};
@@ -30,61 +31,113 @@ pub(crate) fn masked_crc(bytes: &[u8]) -> u32 {
     (crc.rotate_right(15)).wrapping_add(MASK_DELTA)
 }
 
-/// The records of `bytes`, in order; stops at the first damaged or cut-short one (an error
-/// with its offset), or at the end.
-pub fn records(bytes: &[u8]) -> impl Iterator<Item = Result<Record<'_>, FramingError>> + '_ {
-    let mut pos = 0usize;
-    let mut failed = false;
-    std::iter::from_fn(move || {
-        if failed || pos >= bytes.len() {
-            return None;
-        }
-        let next = read_one(bytes, pos);
-        match &next {
-            Ok((_, end)) => pos = *end,
-            Err(_) => failed = true,
-        }
-        Some(next.map(|(record, _)| record))
-    })
+/// Why the next record could not be read.
+#[derive(Debug)]
+pub enum ReadError {
+    /// The record's framing is damaged or cut short.
+    Framing(FramingError),
+    /// Reading the file failed.
+    Io(std::io::Error),
 }
 
-/// The record starting at `pos` and where the next one starts.
-fn read_one(bytes: &[u8], pos: usize) -> Result<(Record<'_>, usize), FramingError> {
-    let offset = pos as u64;
-    let fail = |problem: String| FramingError { offset, problem };
-    let rest = &bytes[pos..];
-    let Some((len_bytes, tail)) = rest.split_first_chunk::<8>() else {
-        return Err(fail(format!(
-            "cut short: {} byte(s) where the 8-byte length should be",
-            rest.len()
-        )));
-    };
-    let Some((len_crc, tail)) = tail.split_first_chunk::<4>() else {
-        return Err(fail("cut short inside the length's checksum".to_owned()));
-    };
-    if u32::from_le_bytes(*len_crc) != masked_crc(len_bytes) {
-        return Err(fail("the length's checksum does not match".to_owned()));
+/// Reads the records of one event file in order, one at a time: it holds the record being
+/// read and nothing else, so a file of any size costs its largest record. `len` is the
+/// file's length: a record claiming more bytes than follow is cut short, never an allocation.
+pub struct RecordReader<R> {
+    input: R,
+    len: u64,
+    offset: u64,
+    buf: Vec<u8>,
+    failed: bool,
+}
+
+impl<R: std::io::Read> RecordReader<R> {
+    /// A reader at the start of `input`, which holds `len` bytes.
+    pub fn new(input: R, len: u64) -> RecordReader<R> {
+        RecordReader {
+            input,
+            len,
+            offset: 0,
+            buf: Vec::new(),
+            failed: false,
+        }
     }
-    let len = u64::from_le_bytes(*len_bytes);
-    let available = tail.len().saturating_sub(4) as u64;
-    let data_len = usize::try_from(len)
-        .ok()
-        .filter(|n| *n <= tail.len().saturating_sub(4))
-        .ok_or_else(|| {
-            fail(format!(
-                "cut short: the record says {len} data byte(s), {available} follow"
-            ))
-        })?;
-    let (data, tail) = tail.split_at(data_len);
-    let Some((data_crc, _)) = tail.split_first_chunk::<4>() else {
-        return Err(fail("cut short inside the data's checksum".to_owned()));
-    };
-    if u32::from_le_bytes(*data_crc) != masked_crc(data) {
-        return Err(fail(format!(
-            "the checksum of its {data_len} data byte(s) does not match"
-        )));
+
+    /// The next record, `None` at the end; after an error, `None`.
+    pub fn next_record(&mut self) -> Option<Result<Record<'_>, ReadError>> {
+        if self.failed || self.offset >= self.len {
+            return None;
+        }
+        match self.read_one() {
+            Ok(data_len) => Some(Ok(Record {
+                offset: self.offset - (HEADER + data_len) as u64,
+                data: &self.buf[..data_len],
+            })),
+            Err(e) => {
+                self.failed = true;
+                Some(Err(e))
+            }
+        }
     }
-    Ok((Record { offset, data }, pos + HEADER + data_len))
+
+    /// Reads one record into `buf`; returns its data's length.
+    fn read_one(&mut self) -> Result<usize, ReadError> {
+        let offset = self.offset;
+        let fail = |problem: String| ReadError::Framing(FramingError { offset, problem });
+        let mut head = [0u8; 12];
+        let got = self.fill(&mut head)?;
+        if got < 8 {
+            return Err(fail(format!(
+                "cut short: {got} byte(s) where the 8-byte length should be"
+            )));
+        }
+        if got < 12 {
+            return Err(fail("cut short inside the length's checksum".to_owned()));
+        }
+        let (len_bytes, len_crc) = head.split_at(8);
+        if len_crc != masked_crc(len_bytes).to_le_bytes() {
+            return Err(fail("the length's checksum does not match".to_owned()));
+        }
+        let len = u64::from_le_bytes(len_bytes.try_into().unwrap_or_default());
+        let available = self.len.saturating_sub(offset + 12).saturating_sub(4);
+        let data_len = usize::try_from(len)
+            .ok()
+            .filter(|_| len <= available)
+            .ok_or_else(|| {
+                fail(format!(
+                    "cut short: the record says {len} data byte(s), {available} follow"
+                ))
+            })?;
+        self.buf.resize(data_len + 4, 0);
+        let mut buf = std::mem::take(&mut self.buf);
+        let got = self.fill(&mut buf);
+        self.buf = buf;
+        if got? < data_len + 4 {
+            return Err(fail("cut short inside the data's checksum".to_owned()));
+        }
+        let (data, data_crc) = self.buf.split_at(data_len);
+        if data_crc != masked_crc(data).to_le_bytes() {
+            return Err(fail(format!(
+                "the checksum of its {data_len} data byte(s) does not match"
+            )));
+        }
+        self.offset = offset + (HEADER + data_len) as u64;
+        Ok(data_len)
+    }
+
+    /// Reads until `out` is full or the input ends; returns the bytes read.
+    fn fill(&mut self, out: &mut [u8]) -> Result<usize, ReadError> {
+        let mut got = 0;
+        while got < out.len() {
+            match self.input.read(&mut out[got..]) {
+                Ok(0) => break,
+                Ok(n) => got += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(ReadError::Io(e)),
+            }
+        }
+        Ok(got)
+    }
 }
 
 /// One record's bytes (the writer side: the fake trainer's event files and tests).
@@ -99,11 +152,21 @@ pub fn encode_record(data: &[u8]) -> Vec<u8> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn all(bytes: &[u8]) -> Vec<Result<Record<'_>, FramingError>> {
-        records(bytes).collect()
+    /// Every record of `bytes` as (offset, data), up to and with the first error.
+    pub(crate) fn all(bytes: &[u8]) -> Vec<Result<(u64, Vec<u8>), FramingError>> {
+        let mut reader = RecordReader::new(bytes, bytes.len() as u64);
+        let mut out = Vec::new();
+        while let Some(next) = reader.next_record() {
+            out.push(match next {
+                Ok(r) => Ok((r.offset, r.data.to_vec())),
+                Err(ReadError::Framing(e)) => Err(e),
+                Err(ReadError::Io(e)) => unreachable!("a slice reads without error: {e}"),
+            });
+        }
+        out
     }
 
     #[test]
@@ -125,18 +188,9 @@ mod tests {
         assert_eq!(
             got,
             [
-                Record {
-                    offset: 0,
-                    data: b"first"
-                },
-                Record {
-                    offset: 21,
-                    data: b""
-                },
-                Record {
-                    offset: 37,
-                    data: b"third one"
-                },
+                (0, b"first".to_vec()),
+                (21, b"".to_vec()),
+                (37, b"third one".to_vec()),
             ]
         );
     }

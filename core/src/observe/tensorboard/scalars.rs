@@ -6,9 +6,9 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use super::accumulate::{TagSeries, accumulate};
+use super::accumulate::TagSeries;
 use super::error::TensorboardError;
-use super::folder::read_folder;
+use super::folder::{accumulate_file, find_event_files};
 
 /// What a job's TensorBoard folder holds.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -20,25 +20,29 @@ pub struct JobScalars {
     pub series: Vec<(String, BTreeMap<u64, f64>)>,
 }
 
-/// Reads every event file of `dir`.
+/// Reads every event file of `dir`, one at a time: what stays is the scalars, merged as each
+/// file is read (tensor tags apart, until the end shows which have no `simple_value`).
 pub fn job_scalars(dir: &Path) -> Result<JobScalars, TensorboardError> {
-    let files = read_folder(dir)?;
+    let files = find_event_files(dir)?;
     let mut series: Vec<(String, BTreeMap<u64, f64>)> = Vec::new();
-    let accumulated: Vec<_> = files.iter().map(|f| accumulate(&f.events)).collect();
-    for acc in &accumulated {
+    let mut tensors: Vec<(String, BTreeMap<u64, f64>)> = Vec::new();
+    for file in &files {
+        let acc = accumulate_file(file)?;
         for s in &acc.scalars {
             add(&mut series, s);
         }
+        for s in &acc.tensors {
+            add(&mut tensors, s);
+        }
     }
-    let simple: Vec<String> = series.iter().map(|(t, _)| t.clone()).collect();
-    for acc in &accumulated {
-        for s in acc.tensors.iter().filter(|s| !simple.contains(&s.tag)) {
-            add(&mut series, s);
+    for (tag, values) in tensors {
+        if !series.iter().any(|(t, _)| *t == tag) {
+            series.push((tag, values));
         }
     }
     Ok(JobScalars {
         dir: dir.to_path_buf(),
-        files: files.into_iter().map(|f| f.path).collect(),
+        files,
         series,
     })
 }

@@ -1,8 +1,8 @@
 // Snapshots of every form of an A/B report (what a user reads), from one fixed report.
 
 use super::*;
+use crate::compare::ab::Sequential;
 use crate::compare::ab_outcome::{AB_SCHEMA_VERSION, AbJob, AbMode, AbModeKind, ArmSpec};
-use goldgate_core::config::Sequential;
 use goldgate_schema::{MetricResult, Unit, Verdict};
 
 fn metric(
@@ -16,7 +16,11 @@ fn metric(
     AbMetric {
         metric: name.into(),
         unit: Unit::of_metric(name),
-        test: if ci.is_some() { "sequential" } else { "rule" },
+        test: if ci.is_some() {
+            AbTest::Sequential
+        } else {
+            AbTest::Rule
+        },
         verdict,
         a: Some(a),
         b: Some(b),
@@ -39,6 +43,7 @@ fn job(index: u32, arm: &str, outcome: &str) -> AbJob {
         results: format!("{index:02}-{arm}/gpt/c/default/1/results.json"),
         outcome: Some(outcome.into()),
         wall_seconds: Some(31.5),
+        failure: None,
     }
 }
 
@@ -163,4 +168,21 @@ fn junit() {
 #[test]
 fn json() {
     insta::assert_snapshot!(render_json(&report()).unwrap());
+}
+
+/// No `torchrun`: the first job fails to launch, no pair is judged, and the report says what
+/// failed instead of a regression of 0 pairs.
+#[test]
+fn a_launch_failure_says_what_failed() {
+    let mut r = report();
+    r.jobs.truncate(1);
+    r.jobs[0].outcome = Some("launch error: torchrun: program not found on PATH".into());
+    r.jobs[0].failure = Some("torchrun: program not found on PATH".into());
+    r.metrics.clear();
+    r.goldens.clear();
+    r.pairs = 0;
+    r.exit_code = Some(3);
+    let text = render_terminal(&r);
+    assert!(text.ends_with("verdict: job failed\n"), "{text}");
+    insta::assert_snapshot!(text);
 }

@@ -4,7 +4,7 @@
 //! observed. `--jobs N` workers each get their own slice of the GPUs.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use super::sampling;
@@ -34,6 +34,8 @@ pub struct LocalExecutor {
     scripts: bool,
     /// `--no-capture`: echo each log line to goldgate's stderr.
     echo: bool,
+    /// `--keep-raw-log`: also keep the job's output unredacted, beside the stored log.
+    keep_raw_log: bool,
 }
 
 impl LocalExecutor {
@@ -49,6 +51,7 @@ impl LocalExecutor {
             host: crate::run::provenance::hostname(),
             scripts: opts.scripts,
             echo: opts.no_capture,
+            keep_raw_log: opts.keep_raw_log,
         })
     }
 }
@@ -110,8 +113,8 @@ impl LocalExecutor {
                 .dirs
                 .logs
                 .join(log_name(job.runs.len(), index, ctx.number));
-            let spec = self.spec(job, run, &env, log, ctx.worker)?;
-            let output = self.run_with_scripts(&spec, index, ctx, settle, on_event)?;
+            let spec = self.spec(job, run, &env, &log, ctx.worker)?;
+            let output = self.run_with_scripts(&spec, &log, index, ctx, settle, on_event)?;
             let passed = output.outcome.passed();
             outputs.push(output);
             if !passed {
@@ -126,6 +129,7 @@ impl LocalExecutor {
     fn run_with_scripts(
         &self,
         spec: &LaunchSpec,
+        run_log: &Path,
         index: usize,
         ctx: &AttemptContext<'_>,
         settle: (&str, Option<f64>),
@@ -144,7 +148,7 @@ impl LocalExecutor {
         {
             return Ok(self.script_failed(failed));
         }
-        let mut output = self.run_once(spec, ctx, settle, on_event)?;
+        let mut output = self.run_once(spec, run_log, ctx, settle, on_event)?;
         if let Some(text) = script(&job.after_script) {
             let mut after = spec.clone();
             let code = scripts::exit_code(&output.outcome).to_string();
@@ -181,14 +185,17 @@ impl LocalExecutor {
         job: &Job,
         run: &RunSpec,
         env: &BTreeMap<String, String>,
-        log: PathBuf,
+        log: &Path,
         worker: usize,
     ) -> Result<LaunchSpec, String> {
         let port = launch::free_port().map_err(|e| e.to_string())?;
         let site = job.site(&port.to_string());
         let argv = launch::command_line(&job.launcher, run, &site, &job.dirs.job)
             .map_err(|e| e.to_string())?;
-        let mut spec = LaunchSpec::new(argv, job.dirs.job.clone(), log);
+        let mut spec = LaunchSpec::new(argv, job.dirs.job.clone());
+        spec.raw_log = self
+            .keep_raw_log
+            .then(|| crate::run::watch::raw_log_path(log));
         spec.env = env.clone();
         spec.env
             .extend(run.env.iter().map(|(k, v)| (k.clone(), v.clone())));
@@ -236,29 +243,32 @@ impl LocalExecutor {
     fn run_once(
         &self,
         spec: &LaunchSpec,
+        log: &Path,
         ctx: &AttemptContext<'_>,
         (settle, settle_seconds): (&str, Option<f64>),
         on_event: &mut dyn FnMut(ExecEvent),
     ) -> Result<AttemptOutput, String> {
+        let mut watch = LogWatch::new()
+            .echoing(self.echo)
+            .redacting(crate::run::watch::redactor(&spec.env, &spec.env_unset))
+            .storing(log)?;
         let node = crate::observe::node::watch(&ctx.job.dirs.checkpoints, settle, settle_seconds);
         let sampler = sampling::start(
             self.sample_interval,
             spec.cuda_visible_devices.as_deref(),
             node,
         );
-        let mut watch = LogWatch::new()
-            .echoing(self.echo)
-            .redacting(crate::run::watch::redactor(&spec.env, &spec.env_unset));
         let report = launch::launch(spec, ctx.stop, |event| match event {
             LaunchEvent::Spawned { pgid, .. } => sampler.watch(pgid),
-            LaunchEvent::Line(line) => watch.line(line, on_event),
+            LaunchEvent::Output(bytes) => watch.feed(bytes, on_event, &mut |_| {}),
         });
         let mut sampled = sampler.stop(self.host.clone());
         let report = report.map_err(|e| with_causes(&e))?;
         if !report.escaped.is_empty() {
             sampled.warnings.push(escaped_warning(&report.escaped));
         }
-        let (summary, save_marks, tail) = watch.finish_with_tail();
+        let (summary, save_marks, tail, stored) = watch.finish_all(on_event, &mut |_| {});
+        stored?;
         let signs = crate::run::watch::signs(&summary);
         let outcome = launch::classify(report.outcome, signs, self.timeout_of(ctx.job));
         let (failure_line, log_tail) =
@@ -268,7 +278,7 @@ impl LocalExecutor {
             signs,
             failure_line,
             log_tail,
-            log: report.log_path,
+            log: log.to_path_buf(),
             wall: report.wall,
             queued: None,
             host: self.host.clone(),

@@ -9,6 +9,7 @@
 use std::path::PathBuf;
 
 use crate::launch::{self, LaunchSpec, StopFlag};
+use crate::run::watch::LogWatch;
 use goldgate_schema::Outcome;
 
 /// Which script.
@@ -37,7 +38,8 @@ pub(super) struct ScriptFailure {
 }
 
 /// Runs `script` like the training run `run` (folder, environment, timeout), its output in
-/// `log`. `Ok(None)`: it passed.
+/// `log` (redacted, as the training run's; raw beside it when the run keeps its raw log).
+/// `Ok(None)`: it passed.
 pub(super) fn run_script(
     hook: Hook,
     script: &str,
@@ -46,7 +48,7 @@ pub(super) fn run_script(
     stop: &StopFlag,
 ) -> Result<Option<ScriptFailure>, String> {
     let argv = ["bash", "-euo", "pipefail", "-c", script].map(str::to_owned);
-    let mut spec = LaunchSpec::new(argv.to_vec(), run.cwd.clone(), log);
+    let mut spec = LaunchSpec::new(argv.to_vec(), run.cwd.clone());
     spec.env = run.env.clone();
     // bash keeps an inherited `PWD` that names another folder; the script's is the job's.
     spec.env
@@ -55,17 +57,27 @@ pub(super) fn run_script(
     spec.timeout = run.timeout;
     spec.grace = run.grace;
     spec.cuda_visible_devices = run.cuda_visible_devices.clone();
+    spec.raw_log = run
+        .raw_log
+        .as_ref()
+        .map(|_| crate::run::watch::raw_log_path(&log));
     let redactor = crate::run::watch::redactor(&spec.env, &spec.env_unset);
+    let mut watch = LogWatch::new().redacting(redactor).storing(&log)?;
     let mut last = String::new();
+    let mut keep_last = |line: &[u8]| {
+        let line = String::from_utf8_lossy(line);
+        if !line.trim().is_empty() {
+            last = line.trim().to_owned();
+        }
+    };
     let report = launch::launch(&spec, stop, |event| {
-        if let launch::LaunchEvent::Line(line) = event {
-            let line = String::from_utf8_lossy(line);
-            if !line.trim().is_empty() {
-                last = redactor.redact_str(line.trim()).into_owned();
-            }
+        if let launch::LaunchEvent::Output(bytes) = event {
+            watch.feed(bytes, &mut |_| {}, &mut keep_last);
         }
     })
     .map_err(|e| format!("cannot run the {}: {e}", hook.field()))?;
+    let (.., stored) = watch.finish_all(&mut |_| {}, &mut keep_last);
+    stored?;
     let outcome = launch::classify(report.outcome, launch::FailureSigns::NONE, spec.timeout);
     if outcome.passed() {
         return Ok(None);
@@ -77,7 +89,7 @@ pub(super) fn run_script(
     Ok(Some(ScriptFailure {
         line: format!("{} {}: {said}", hook.field(), outcome.label()),
         outcome,
-        log: report.log_path,
+        log,
     }))
 }
 

@@ -1,10 +1,21 @@
 //! Stage "run", Slurm executor: the Slurm commands goldgate runs — `sbatch --parsable`,
 //! `squeue`, `scontrol show job`, `scancel` — each started directly (no shell), its failure a
-//! typed [`SlurmError`].
+//! typed [`SlurmError`]. Each may take at most [`COMMAND_TIMEOUT`] (a controller that hangs
+//! hangs its clients) and its output is read line by line, each line bounded, so a queue of
+//! any size costs goldgate one line of memory where it is streamed ([`own_jobs`]).
 
+use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
+
+/// How long one Slurm command may run before goldgate stops it and calls it failed.
+pub(crate) const COMMAND_TIMEOUT: Duration = Duration::from_secs(60);
+/// Bytes of one output line kept (the rest of a longer line is dropped).
+const MAX_OUTPUT_LINE: usize = 4096;
+/// Bytes of a command's stderr kept for its error message.
+const MAX_STDERR: usize = 16 * 1024;
 
 /// A Slurm command that could not be run or failed.
 #[derive(Debug, thiserror::Error, miette::Diagnostic)]
@@ -29,25 +40,123 @@ pub enum SlurmError {
     /// `sbatch --parsable` printed something other than a job id.
     #[error("`sbatch --parsable` printed `{output}`, not a job id")]
     JobId { output: String },
+    /// The command did not finish in time (a controller that does not answer); it was stopped.
+    #[error("`{command}` did not finish within {} s; stopped", after.as_secs())]
+    #[diagnostic(help("is slurmctld answering? `scontrol ping` says"))]
+    TimedOut { command: String, after: Duration },
 }
 
 /// Runs `program args...` and returns its stdout.
 fn run(program: &str, args: &[&str]) -> Result<String, SlurmError> {
-    let output = Command::new(program)
+    let mut out = String::new();
+    run_lines(program, args, COMMAND_TIMEOUT, &mut |line| {
+        out.push_str(line);
+        out.push('\n');
+    })?;
+    Ok(out)
+}
+
+/// Runs `program args...`, handing each line of its stdout (without `\n`, cut to
+/// [`MAX_OUTPUT_LINE`] bytes) to `on_line` as it comes; stops it after `limit`.
+fn run_lines(
+    program: &str,
+    args: &[&str],
+    limit: Duration,
+    on_line: &mut dyn FnMut(&str),
+) -> Result<(), SlurmError> {
+    let command = || format!("{program} {}", args.join(" "));
+    let spawn_error = |source| SlurmError::Spawn {
+        program: program.to_owned(),
+        source,
+    };
+    let mut child = Command::new(program)
         .args(args)
-        .output()
-        .map_err(|source| SlurmError::Spawn {
-            program: program.to_owned(),
-            source,
-        })?;
-    if output.status.success() {
-        return Ok(String::from_utf8_lossy(&output.stdout).into_owned());
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(spawn_error)?;
+    let stderr = child
+        .stderr
+        .take()
+        .map(|e| std::thread::spawn(|| read_bounded(e)));
+    let (done, watchdog) = watchdog(&child, limit);
+    if let Some(stdout) = child.stdout.take() {
+        read_lines(stdout, on_line);
+    }
+    // The watchdog is told and joined before the child is reaped: it never signals a pid
+    // that another process may have been given.
+    let _ = done.send(());
+    let timed_out = watchdog.join().unwrap_or(false);
+    let status = child.wait().map_err(spawn_error)?;
+    let stderr = stderr.and_then(|t| t.join().ok()).unwrap_or_default();
+    if timed_out {
+        return Err(SlurmError::TimedOut {
+            command: command(),
+            after: limit,
+        });
+    }
+    if status.success() {
+        return Ok(());
     }
     Err(SlurmError::Failed {
-        command: format!("{program} {}", args.join(" ")),
-        status: output.status.to_string(),
-        stderr: String::from_utf8_lossy(&output.stderr).trim().to_owned(),
+        command: command(),
+        status: status.to_string(),
+        stderr: stderr.trim().to_owned(),
     })
+}
+
+/// A thread that kills `child` unless told within `limit` that it is done; it returns
+/// whether it killed.
+fn watchdog(child: &Child, limit: Duration) -> (mpsc::Sender<()>, std::thread::JoinHandle<bool>) {
+    let (tx, rx) = mpsc::channel::<()>();
+    let pid = i32::try_from(child.id())
+        .ok()
+        .and_then(rustix::process::Pid::from_raw);
+    let handle = std::thread::spawn(move || match rx.recv_timeout(limit) {
+        Err(mpsc::RecvTimeoutError::Timeout) => {
+            if let Some(pid) = pid {
+                let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+            }
+            true
+        }
+        _ => false,
+    });
+    (tx, handle)
+}
+
+/// Hands each line of `input` to `on_line`, holding at most one line of
+/// [`MAX_OUTPUT_LINE`] bytes.
+fn read_lines(input: impl Read, on_line: &mut dyn FnMut(&str)) {
+    let mut reader = BufReader::with_capacity(64 * 1024, input);
+    let mut line: Vec<u8> = Vec::new();
+    while let Ok(buf) = reader.fill_buf()
+        && !buf.is_empty()
+    {
+        let (take, complete) = match memchr::memchr(b'\n', buf) {
+            Some(i) => (i, true),
+            None => (buf.len(), false),
+        };
+        let room = MAX_OUTPUT_LINE.saturating_sub(line.len());
+        line.extend_from_slice(&buf[..take.min(room)]);
+        reader.consume(take + usize::from(complete));
+        if complete {
+            on_line(&String::from_utf8_lossy(&line));
+            line.clear();
+        }
+    }
+    if !line.is_empty() {
+        on_line(&String::from_utf8_lossy(&line));
+    }
+}
+
+/// The first [`MAX_STDERR`] bytes of `input`, read to its end.
+fn read_bounded(input: impl Read) -> String {
+    let mut kept = Vec::new();
+    let mut input = input;
+    let _ = (&mut input).take(MAX_STDERR as u64).read_to_end(&mut kept);
+    let _ = std::io::copy(&mut input, &mut std::io::sink());
+    String::from_utf8_lossy(&kept).into_owned()
 }
 
 /// Checks that Slurm's client commands run (`sbatch --version`; no call to the controller).
@@ -181,14 +290,57 @@ pub(crate) fn unhealthy_nodes(nodes: &str) -> Result<Vec<String>, SlurmError> {
     Ok(names)
 }
 
-/// Every job in the queue with its comment (`%i|%k`), for finding what a run left behind.
-pub(crate) fn squeue_comments() -> Result<String, SlurmError> {
-    run("squeue", &["--noheader", "--format=%i|%T|%k"])
+/// Each of this user's jobs in the queue — id, state and comment (`%i|%T|%k`) — handed to
+/// `on_job` as `squeue` prints it, for finding what a run left behind. Only the user's own
+/// jobs (`--user`): another user's job never counts, whatever its comment says.
+pub(crate) fn own_jobs(on_job: &mut dyn FnMut(u64, &str, &str)) -> Result<(), SlurmError> {
+    let user = format!("--user={}", rustix::process::getuid().as_raw());
+    let args = ["--noheader", &user, "--format=%i|%T|%k"];
+    run_lines("squeue", &args, COMMAND_TIMEOUT, &mut |line| {
+        let mut fields = line.trim().splitn(3, '|');
+        if let (Some(id), Some(state), Some(comment)) =
+            (fields.next(), fields.next(), fields.next())
+            && let Ok(id) = id.parse()
+        {
+            on_job(id, state, comment);
+        }
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_command_that_hangs_is_stopped_at_its_limit() {
+        let t = Instant::now();
+        let err = run_lines("sleep", &["30"], Duration::from_millis(300), &mut |_| {});
+        assert!(matches!(err, Err(SlurmError::TimedOut { .. })), "{err:?}");
+        assert!(t.elapsed() < Duration::from_secs(20), "{:?}", t.elapsed());
+    }
+
+    #[test]
+    fn output_is_read_line_by_line_with_each_line_bounded() {
+        let script = "head -c 100000 /dev/zero | tr '\\0' x; echo; echo 1\\|R\\|c; printf last";
+        let mut lines = Vec::new();
+        run_lines("sh", &["-c", script], COMMAND_TIMEOUT, &mut |l| {
+            lines.push(l.to_owned())
+        })
+        .unwrap();
+        let lens: Vec<usize> = lines.iter().map(String::len).collect();
+        assert_eq!(lens, [MAX_OUTPUT_LINE, 5, 4]);
+        assert_eq!(lines[1..], ["1|R|c", "last"]);
+        let err = run_lines(
+            "sh",
+            &["-c", "echo no >&2; exit 4"],
+            COMMAND_TIMEOUT,
+            &mut |_| {},
+        );
+        assert!(
+            matches!(&err, Err(SlurmError::Failed { stderr, .. }) if stderr == "no"),
+            "{err:?}"
+        );
+    }
 
     #[test]
     fn job_ids_with_and_without_a_cluster() {

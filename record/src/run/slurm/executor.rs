@@ -44,6 +44,8 @@ pub struct SlurmExecutor {
     platforms: BTreeMap<String, SlurmConfig>,
     timeout: Option<Duration>,
     grace: Duration,
+    /// `--keep-raw-log`: keep Slurm's own copy of the output as `console.raw.log`.
+    keep_raw_log: bool,
     /// `--pending-limit` (wins over each platform's `slurm.pending_limit`).
     pending_limit: Option<Duration>,
     sample_interval: Duration,
@@ -87,6 +89,7 @@ impl SlurmExecutor {
             platforms,
             timeout: opts.timeout,
             grace: opts.grace,
+            keep_raw_log: opts.keep_raw_log,
             pending_limit: opts.pending_limit,
             sample_interval: opts.sample_interval,
             goldgate: std::env::current_exe().ok(),
@@ -137,6 +140,12 @@ impl SlurmExecutor {
         let default = SlurmConfig::default();
         let slurm = self.platforms.get(&job.platform).unwrap_or(&default);
         let log = job.dirs.logs.join(log_name(ctx.number));
+        // Slurm writes the job's output as it came, secrets and all, outside `logs/` (which
+        // CI uploads); goldgate keeps it redacted in `logs/` as it reads it.
+        let raw = job
+            .dirs
+            .job
+            .join(format!("slurm-output.attempt{}.log", ctx.number));
         let limit = batch_time_limit(job, self.timeout, slurm);
         let script = job
             .dirs
@@ -149,7 +158,7 @@ impl SlurmExecutor {
         let spec = BatchSpec {
             slurm,
             time_limit: limit,
-            log: &log,
+            log: &raw,
             entry_program: program.as_deref(),
             sampler: goldgate.as_deref().map(|goldgate| SamplerStep {
                 goldgate,
@@ -160,7 +169,7 @@ impl SlurmExecutor {
         };
         goldgate_core::fsio::write_atomic(&script, render_batch(job, &spec).as_bytes())
             .map_err(|e| format!("cannot write {}: {e}", script.display()))?;
-        let _ = std::fs::remove_file(&log);
+        let _ = std::fs::remove_file(&raw);
         let id = super::command::sbatch(&script, &[]).map_err(|e| e.to_string())?;
         on_event(ExecEvent::Submitted { id });
         self.queue.watch(id);
@@ -170,8 +179,10 @@ impl SlurmExecutor {
                 .unwrap_or(goldgate_core::config::DEFAULT_PENDING_LIMIT),
             slurm.outage_limit,
         );
-        let followed = self.follow(Followed::new(id, limits), ctx, &log, limit, on_event);
+        let logs = (raw.as_path(), log.as_path());
+        let followed = self.follow(Followed::new(id, limits), ctx, logs, limit, on_event);
         self.queue.forget(id);
+        self.settle_raw(&raw, &log)?;
         let mut output = followed?;
         if let Some(observed) = output.observed.as_mut().filter(|_| !output.wall.is_zero()) {
             // Stopped by Ctrl-C: read what the samplers wrote, without waiting for the rest.
@@ -183,6 +194,21 @@ impl SlurmExecutor {
         }
         self.note_node_failure(job, &mut output);
         Ok(output)
+    }
+
+    /// Slurm's unredacted copy of the output, once the job is over: removed, or moved to
+    /// `console.raw.log` beside the log with `--keep-raw-log`.
+    fn settle_raw(&self, raw: &Path, log: &Path) -> Result<(), String> {
+        let result = match self.keep_raw_log {
+            true => std::fs::rename(raw, crate::run::watch::raw_log_path(log)),
+            false => std::fs::remove_file(raw),
+        };
+        match result {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                Err(format!("cannot remove the raw log {}: {e}", raw.display()))
+            }
+            _ => Ok(()),
+        }
     }
 
     /// This attempt's own `sbatch` options: the run id as `--comment`, and `--exclude` with
@@ -243,21 +269,27 @@ impl SlurmExecutor {
         &self,
         mut job: Followed,
         ctx: &AttemptContext<'_>,
-        log: &Path,
+        (raw, log): (&Path, &Path),
         limit: Option<Duration>,
         on_event: &mut dyn FnMut(ExecEvent),
     ) -> Result<AttemptOutput, String> {
-        let mut tail = Tail::new(log.to_path_buf());
+        let mut tail = Tail::new(raw.to_path_buf());
         // The batch job inherits goldgate's environment (sbatch's `--export=ALL`) and sets
         // the job's on top: its secrets are masked as the log's lines arrive.
-        let mut watch = LogWatch::new().redacting(crate::run::watch::redactor(
-            &ctx.job.env,
-            &ctx.job.env_unset,
-        ));
+        let mut watch = LogWatch::new()
+            .redacting(crate::run::watch::redactor(
+                &ctx.job.env,
+                &ctx.job.env_unset,
+            ))
+            .storing(log)?;
         // goldgate's own limit backs Slurm's up: a minute after Slurm's (whole minutes).
         let watchdog = limit.map(|l| Duration::from_secs(crate::plan::slurm_minutes(l) * 60 + 60));
+        // A read that fails is kept for the end: the job is followed until it left the queue.
+        let mut unread = None;
         let state = loop {
-            read_log(&mut tail, &mut watch, &mut job, log, on_event);
+            if let Err(e) = read_log(&mut tail, &mut watch, &mut job, raw, on_event) {
+                unread.get_or_insert(e);
+            }
             // The script's exit line with code 0 and no error from Slurm's step tools: its
             // nodes all ended well, which Slurm will call COMPLETED; no need to wait for the
             // next poll. Anything else waits for Slurm's word (srun may exit 0 after a node
@@ -272,11 +304,11 @@ impl SlurmExecutor {
             self.maybe_cancel(&mut job, ctx, watchdog)?;
             std::thread::sleep(TICK);
         };
-        tail.finish(&mut |line| {
-            see_exit(line, &mut job);
-            watch.line(line, on_event);
-        });
-        self.ended(job, state, watch, log, limit)
+        read_log(&mut tail, &mut watch, &mut job, raw, on_event)?;
+        match unread {
+            Some(e) => Err(e),
+            None => self.ended(job, state, watch, log, limit, on_event),
+        }
     }
 
     /// Asks the queue about the job; `Some(state)` once it left the queue (or was given up
@@ -383,7 +415,11 @@ impl SlurmExecutor {
         watch: LogWatch,
         log: &Path,
         limit: Option<Duration>,
+        on_event: &mut dyn FnMut(ExecEvent),
     ) -> Result<AttemptOutput, String> {
+        let (summary, save_marks, tail, stored) =
+            watch.finish_all(on_event, &mut |line| see_exit(line, &mut job));
+        stored?;
         if state == "FAILED" && job.exit.is_none() {
             job.exit = show_job(job.id).ok().flatten().and_then(|t| exit_code(&t));
         }
@@ -394,7 +430,6 @@ impl SlurmExecutor {
         let wall = job
             .started
             .map_or(Duration::ZERO, |s| end.duration_since(s));
-        let (summary, save_marks, tail) = watch.finish_with_tail();
         let signs = crate::run::watch::signs(&summary);
         let cancelled = job.cancel.clone().map_or(Cancelled::No, |(why, _, _)| why);
         let ours = cancelled_line(job.id, &cancelled, job.failing.as_ref());
@@ -426,21 +461,20 @@ impl SlurmExecutor {
     }
 }
 
-/// Reads what the log gained; the log's existence means the batch script started.
+/// Reads what Slurm's copy of the output gained; its existence means the batch script
+/// started. A log that cannot be read is an infrastructure error that names it.
 fn read_log(
     tail: &mut Tail,
     watch: &mut LogWatch,
     job: &mut Followed,
-    log: &Path,
+    raw: &Path,
     on_event: &mut dyn FnMut(ExecEvent),
-) {
-    if job.started.is_none() && log.exists() {
+) -> Result<(), String> {
+    if job.started.is_none() && raw.exists() {
         mark_started(job, on_event);
     }
-    tail.read(&mut |line| {
-        see_exit(line, job);
-        watch.line(line, on_event);
-    });
+    tail.read(&mut |bytes| watch.feed(bytes, on_event, &mut |line| see_exit(line, job)))
+        .map_err(|e| format!("cannot read the job's output {}: {e}", raw.display()))
 }
 
 /// `samples`, or `samples.attempt2` for later attempts: where every node's sampler writes.

@@ -15,4 +15,4 @@ mod tail;
 pub use command::SlurmError;
 pub use executor::SlurmExecutor;
 pub use node::{NodeSamples, node_file, sample_node};
-pub use orphans::{cancel_left, died, left_in_queue};
+pub use orphans::{cancel_left, died, left_in_queue, still_running};

@@ -1,14 +1,15 @@
-//! Stage "run", Slurm executor: what a run left in Slurm's queue — the batch jobs whose ids
-//! its `run.json` records, and any job whose `--comment` names the run (submitted, but
-//! goldgate died before it wrote the id) — found and cancelled. `goldgate cancel` calls it,
-//! and so does `goldgate run` on a results folder whose last run died (`--rerun-failed`
-//! included), before it submits anything new behind the orphans.
+//! Stage "run", Slurm executor: what a run left in Slurm's queue — this user's jobs whose
+//! `--comment` names the run (every batch job goldgate submits carries it) — found and
+//! cancelled. `goldgate cancel` calls it, and so does `goldgate run` on a results folder
+//! whose last run died (`--rerun-failed` included), before it submits anything new behind the
+//! orphans. The job ids a `run.json` records are not trusted on their own: a job is the run's
+//! only when Slurm says it is the user's and carries the run's comment.
 
 use std::collections::BTreeSet;
 
-use super::command::{SlurmError, scancel_all, squeue, squeue_comments};
+use super::command::{SlurmError, own_jobs, scancel_all};
 use super::executor::run_comment;
-use super::state::{Phase, parse_squeue, phase};
+use super::state::{Phase, phase};
 use goldgate_schema::RunIndex;
 
 /// Whether the goldgate process that ran `index` is known to be gone while the run never
@@ -27,34 +28,33 @@ pub fn died(index: &RunIndex) -> bool {
         && !std::path::Path::new(&format!("/proc/{}", runner.pid)).exists()
 }
 
-/// The jobs of the run still pending or running in Slurm's queue, in id order.
-pub fn left_in_queue(index: &RunIndex) -> Result<Vec<u64>, SlurmError> {
-    let recorded: Vec<u64> = index
-        .jobs
-        .iter()
-        .flat_map(|j| j.scheduler_job_ids.iter().copied())
-        .collect();
-    let mut live = BTreeSet::new();
-    if !recorded.is_empty() {
-        for (id, entry) in parse_squeue(&squeue(&recorded)?) {
-            if phase(&entry.state) != Phase::Ended {
-                live.insert(id);
-            }
-        }
+/// Why the run's goldgate may still be running it, or `None` when it finished or is known to
+/// have died.
+pub fn still_running(index: &RunIndex) -> Option<String> {
+    if index.finished_at.is_some() || died(index) {
+        return None;
     }
+    Some(match &index.runner {
+        Some(r) if r.host == crate::run::provenance::hostname() => {
+            format!("its goldgate (pid {}) is still running", r.pid)
+        }
+        Some(r) => format!(
+            "it never finished, and its goldgate ran on {} (pid {}), where this cannot look",
+            r.host, r.pid
+        ),
+        None => "it never finished, and it records no goldgate process".to_owned(),
+    })
+}
+
+/// This user's jobs of the run still pending or running in Slurm's queue, in id order.
+pub fn left_in_queue(index: &RunIndex) -> Result<Vec<u64>, SlurmError> {
     let comment = run_comment(&index.run_id);
-    for line in squeue_comments()?.lines() {
-        let mut fields = line.trim().splitn(3, '|');
-        let (Some(id), Some(state), Some(c)) = (fields.next(), fields.next(), fields.next()) else {
-            continue;
-        };
-        if c == comment
-            && phase(state) != Phase::Ended
-            && let Ok(id) = id.parse()
-        {
+    let mut live = BTreeSet::new();
+    own_jobs(&mut |id, state, c| {
+        if c == comment && phase(state) != Phase::Ended {
             live.insert(id);
         }
-    }
+    })?;
     Ok(live.into_iter().collect())
 }
 
