@@ -24,7 +24,7 @@ fn ab(out: &Path, args: &[&str]) -> Output {
 }
 
 /// The one A/B folder under `out` and its `ab.json`.
-fn ab_json(out: &Path) -> (std::path::PathBuf, serde_json::Value) {
+pub(crate) fn ab_json(out: &Path) -> (std::path::PathBuf, serde_json::Value) {
     let all = ab_jsons(out);
     assert_eq!(all.len(), 1, "{all:?}");
     all.into_iter().next().unwrap()
@@ -46,7 +46,8 @@ fn ab_jsons(out: &Path) -> Vec<(std::path::PathBuf, serde_json::Value)> {
         .collect()
 }
 
-fn metric<'a>(ab: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+/// The entry of `ab.json`'s `metrics` for `name`.
+pub(crate) fn metric<'a>(ab: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
     ab["metrics"]
         .as_array()
         .unwrap()

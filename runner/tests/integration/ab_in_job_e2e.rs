@@ -7,6 +7,7 @@
 use std::path::Path;
 use std::process::{Output, Stdio};
 
+use crate::ab_e2e::{ab_json, metric};
 use crate::common;
 
 use common::cli::{self, code, repo, text};
@@ -22,26 +23,6 @@ fn ab(out: &Path, args: &[&str]) -> Output {
         .stdin(Stdio::null())
         .output()
         .unwrap()
-}
-
-fn ab_json(out: &Path) -> (std::path::PathBuf, serde_json::Value) {
-    let dirs: Vec<_> = std::fs::read_dir(out)
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .collect();
-    assert_eq!(dirs.len(), 1, "{dirs:?}");
-    let json = std::fs::read(dirs[0].join("ab.json")).unwrap();
-    (dirs[0].clone(), serde_json::from_slice(&json).unwrap())
-}
-
-fn metric<'a>(ab: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
-    ab["metrics"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["metric"] == name)
-        .unwrap_or_else(|| panic!("no {name} in {ab}"))
 }
 
 #[test]
