@@ -7,8 +7,9 @@
 //!   (`observe::tensorboard`);
 //! - [`metrics`]: loading `results.json` and `run.json` (`metrics::record`), `downsample`, the
 //!   TensorBoard merge;
-//! - [`fsio`], [`printable`], [`redact`], [`hash`], [`duration`], [`exit`]: the one file I/O
-//!   layer, terminal-safe text, secret scrubbing, the stable hash, durations, exit-code texts.
+//! - [`fsio`], [`printable`], [`redact`], [`hash`], [`duration`], [`exit`], [`units`]: the one
+//!   file I/O layer, terminal-safe text, secret scrubbing, the stable hash, durations, exit-code
+//!   texts, byte figures.
 //!
 //! The record and comparison types and the metric names are `goldgate_schema`'s. This crate
 //! depends on no recording code (no NVML, no rustix, no process launching): `goldgate_record`
@@ -29,3 +30,4 @@ pub mod observe;
 pub mod printable;
 pub mod redact;
 pub mod rules;
+pub mod units;

@@ -135,6 +135,10 @@ pub struct AbReport {
     pub finished: bool,
     /// Sum of every job's wall time, warm-up included (GPU time on one machine).
     pub job_seconds: f64,
+    /// The most GPUs a job saw (NVML); 0 on a machine without one, where `job_seconds` is no
+    /// GPU time. Absent (0) in older reports.
+    #[serde(default)]
+    pub gpus: u32,
     /// The exit code once gated.
     pub exit_code: Option<i32>,
 }
@@ -289,6 +293,7 @@ mod tests {
             warnings: Vec::new(),
             finished: true,
             job_seconds: 0.0,
+            gpus: 0,
             exit_code: None,
         }
     }

@@ -244,11 +244,13 @@ pub fn judge_against(
             .iter()
             .map(|(_, r)| r.metrics.get(metric).map(|s| &s.0))
             .collect();
-        job.metrics.push(if rule.wants_two_sample() {
+        let mut result = if rule.wants_two_sample() {
             judge_two_sample::judge(metric, rule, series, &samples, &repeats, nondeterministic)
         } else {
             judge::judge(metric, rule, series, &repeats, nondeterministic)
-        });
+        };
+        not_sampled(&mut result, group);
+        job.metrics.push(result);
     }
     let resumed = super::resumed::judge_resumed(group, selected, &opts.rules, nondeterministic);
     job.metrics.extend(resumed);
@@ -271,6 +273,30 @@ pub fn judge_against(
     flag_overlapping_saves(&mut job, group, warnings);
     set_verdict(&mut job, warnings);
     Ok(job)
+}
+
+/// A metric missing from repeats whose samplers tried and could not read it (each record's
+/// `memory.not_sampled` says why) is `not-sampled`, not missing: no regression, and no pass of
+/// that metric either.
+fn not_sampled(result: &mut MetricResult, group: &[(PathBuf, RunRecord)]) {
+    if result.verdict != Verdict::MissingMetric {
+        return;
+    }
+    let mut why = Vec::new();
+    for (i, (_, r)) in group.iter().enumerate() {
+        if r.metrics.contains_key(&result.metric) {
+            continue;
+        }
+        match r.memory.not_sampled.get(&result.metric) {
+            Some(reason) => why.push(format!("repeat {}: {reason}", i + 1)),
+            None => return, // not recorded, and nothing says why: missing
+        }
+    }
+    if why.is_empty() {
+        return;
+    }
+    result.verdict = Verdict::NotSampled;
+    result.detail = format!("not sampled, so not judged ({})", why.join("; "));
 }
 
 /// On a platform with `clocks: ab`, a clock beyond its band (a time: `iteration-time`,

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use super::error::CompareError;
 use goldgate_schema::Exit;
-use goldgate_schema::{COMPARISON_SCHEMA_VERSION, Comparison, GateDecision};
+use goldgate_schema::{Comparison, GateDecision, READABLE_COMPARISON_VERSIONS};
 
 /// Parses a saved comparison; a file from another schema version is refused, naming both.
 pub fn parse_saved(path: &Path, text: &str) -> Result<Comparison, CompareError> {
@@ -23,10 +23,15 @@ pub fn parse_saved(path: &Path, text: &str) -> Result<Comparison, CompareError> 
         .get("schema_version")
         .and_then(serde_json::Value::as_u64)
     {
-        Some(v) if v == u64::from(COMPARISON_SCHEMA_VERSION) => {}
+        Some(v) if READABLE_COMPARISON_VERSIONS.iter().any(|r| u64::from(*r) == v) => {}
         Some(v) => {
+            let readable: Vec<String> = READABLE_COMPARISON_VERSIONS
+                .iter()
+                .map(u32::to_string)
+                .collect();
             return Err(invalid(format!(
-                "schema_version {v}, but this goldgate reads {COMPARISON_SCHEMA_VERSION}"
+                "schema_version {v}, but this goldgate reads {}",
+                readable.join(" and ")
             )));
         }
         None => {
@@ -113,7 +118,7 @@ mod tests {
             ),
             (
                 r#"{"schema_version": 99}"#,
-                "c.json: schema_version 99, but this goldgate reads 1",
+                "c.json: schema_version 99, but this goldgate reads 1 and 2",
             ),
             (
                 r#"{"jobs": []}"#,

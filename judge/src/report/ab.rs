@@ -82,7 +82,7 @@ fn header(r: &AbReport) -> String {
         ),
     };
     format!(
-        "A/B {} on {}: A = {}; B = {}\n{}\n{} {}(s), {} job(s), {:.1} GPU-minutes, seed {}; {test}\n",
+        "A/B {} on {}: A = {}; B = {}\n{}\n{} {}(s), {} job(s), {}, seed {}; {test}\n",
         r.case,
         r.platform,
         r.arms[0].describe(),
@@ -91,9 +91,20 @@ fn header(r: &AbReport) -> String {
         r.pairs,
         pair_word(r),
         r.jobs.len(),
-        r.job_seconds / 60.0,
+        job_minutes(r),
         r.seed,
     )
+}
+
+/// The jobs' time: `3.2 GPU-minutes` where a job saw a GPU, else `0.1 CPU-minutes (no GPU)`
+/// (wall time of jobs that had none: no GPU time was spent).
+fn job_minutes(r: &AbReport) -> String {
+    let minutes = r.job_seconds / 60.0;
+    match r.gpus {
+        0 => format!("{minutes:.1} CPU-minutes (no GPU)"),
+        1 => format!("{minutes:.1} GPU-minutes"),
+        n => format!("{minutes:.1} minutes on {n} GPUs ({:.1} GPU-minutes)", minutes * f64::from(n)),
+    }
 }
 
 /// `pair` (of jobs) or `save pair`.
@@ -192,13 +203,13 @@ pub fn render_markdown(r: &AbReport) -> String {
         verdict_label(r)
     );
     s.push_str(&format!(
-        "A = {}; B = {}. {} {}(s), {} job(s), {:.1} GPU-minutes, seed {}; {}.\n\n",
+        "A = {}; B = {}. {} {}(s), {} job(s), {}, seed {}; {}.\n\n",
         esc(&r.arms[0].describe()),
         esc(&r.arms[1].describe()),
         r.pairs,
         pair_word(r),
         r.jobs.len(),
-        r.job_seconds / 60.0,
+        job_minutes(r),
         r.seed,
         esc(&mode_line(r))
     ));

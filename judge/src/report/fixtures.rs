@@ -264,6 +264,7 @@ fn memory(shape: Shape, j: f64) -> MemoryRecord {
             shm_bytes: shm,
             saves,
         },
+        not_sampled: Default::default(),
     }
 }
 
@@ -615,6 +616,7 @@ pub fn ab_report() -> AbReport {
         warnings: Vec::new(),
         finished: true,
         job_seconds: 126.0,
+        gpus: 1,
         exit_code: Some(1),
     }
 }

@@ -407,6 +407,7 @@ impl Bench<'_> {
             warnings: Vec::new(),
             finished: false,
             job_seconds: 0.0,
+            gpus: 0,
             exit_code: None,
         }
     }
@@ -564,6 +565,7 @@ impl Bench<'_> {
             entry.outcome = Some(r.outcome.label());
             entry.wall_seconds = Some(r.wall_seconds);
             report.job_seconds += r.wall_seconds;
+            report.gpus = report.gpus.max(r.fingerprint.gpu_count.unwrap_or(0));
         }
         self.save(report);
         Ok(record)
@@ -668,6 +670,7 @@ impl Bench<'_> {
                 .then(|| r.attempts.last().and_then(|a| a.failure_line.clone()))
                 .flatten();
             report.job_seconds += r.wall_seconds;
+            report.gpus = report.gpus.max(r.fingerprint.gpu_count.unwrap_or(0));
         }
         self.save(report);
         Ok(record.filter(|_| !warmup))

@@ -135,6 +135,7 @@ fn report() -> AbReport {
         warnings: Vec::new(),
         finished: true,
         job_seconds: 126.0,
+        gpus: 1,
         exit_code: Some(1),
     }
 }
@@ -185,4 +186,17 @@ fn a_launch_failure_says_what_failed() {
     let text = render_terminal(&r);
     assert!(text.ends_with("verdict: job failed\n"), "{text}");
     insta::assert_snapshot!(text);
+}
+
+/// On a machine without a GPU the jobs' time is no GPU time: the header says so.
+#[test]
+fn a_machine_without_a_gpu_counts_cpu_minutes() {
+    let mut r = report();
+    r.gpus = 0;
+    let text = render_terminal(&r);
+    let header = text.lines().nth(2).unwrap_or_default();
+    assert!(!text.contains("GPU-minutes"), "{text}");
+    insta::assert_snapshot!(header, @"4 pair(s), 4 job(s), 2.1 CPU-minutes (no GPU), seed 7; alpha 0.01 over 12 looks, min effect 5 %, spread floor 5 %");
+    let markdown = render_markdown(&r);
+    assert!(markdown.contains("2.1 CPU-minutes (no GPU)"), "{markdown}");
 }
