@@ -14,8 +14,8 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use goldgate_core::golden;
 use goldgate_core::rules::RuleSet;
 use goldgate_judge::compare::CompareOptions;
-use goldgate_judge::compare::engine::{judge_against, skeleton};
-use goldgate_judge::compare::platform;
+use goldgate_judge::compare::golden::engine::{judge_against, skeleton};
+use goldgate_judge::compare::golden::platform;
 use goldgate_schema::Verdict;
 use goldgate_schema::{Fingerprint, RunRecord, StepValues, VariantRecord};
 

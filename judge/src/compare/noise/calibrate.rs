@@ -17,9 +17,9 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
-use super::engine::{Group, group};
-use super::judge::{self, Series, reduce};
-use super::stats::{self, SplitMix64};
+use crate::compare::golden::band::{self, Series, reduce};
+use crate::compare::golden::engine::{Group, group};
+use crate::compare::stats::summary::{self, SplitMix64};
 use goldgate_core::rules::{Rule, RuleSet};
 use goldgate_schema::RunRecord;
 use goldgate_schema::{Unit, Verdict};
@@ -139,11 +139,11 @@ fn one(
     let false_alarms = (0..series.len())
         .filter(|&i| {
             let golden = step_median_except(series, i);
-            let v = judge::judge(metric, rule, &golden, &[Some(series[i])], nondet).verdict;
+            let v = band::judge(metric, rule, &golden, &[Some(series[i])], nondet).verdict;
             matches!(v, Verdict::Regression | Verdict::Improvement)
         })
         .count();
-    let outliers = super::twosample::outliers(&values);
+    let outliers = crate::compare::stats::t_test::outliers(&values);
     let kept: Vec<f64> = (0..values.len())
         .filter(|i| !outliers.contains(i))
         .map(|i| values[i])
@@ -159,10 +159,10 @@ fn one(
         metric: metric.into(),
         unit: rule.unit,
         repeats: series.len(),
-        median: stats::median(&values).unwrap_or(f64::NAN),
+        median: summary::median(&values).unwrap_or(f64::NAN),
         min: values.iter().copied().fold(f64::INFINITY, f64::min),
         max: values.iter().copied().fold(f64::NEG_INFINITY, f64::max),
-        cv: stats::cv(&values),
+        cv: summary::cv(&values),
         current: rule.describe(rule.exact && !nondet),
         current_rtol: rule.rtol,
         false_alarms,
@@ -171,7 +171,7 @@ fn one(
             .map(|&i| {
                 (
                     i + 1,
-                    values[i] / stats::median(&kept).unwrap_or(f64::NAN) - 1.0,
+                    values[i] / summary::median(&kept).unwrap_or(f64::NAN) - 1.0,
                 )
             })
             .collect(),
@@ -192,7 +192,7 @@ fn step_median_except(series: &[&Series], skip: usize) -> Series {
         .into_iter()
         .map(|(s, v)| {
             let finite: Vec<f64> = v.into_iter().filter(|x| x.is_finite()).collect();
-            (s, stats::median(&finite).unwrap_or(f64::NAN))
+            (s, summary::median(&finite).unwrap_or(f64::NAN))
         })
         .collect()
 }
@@ -200,10 +200,10 @@ fn step_median_except(series: &[&Series], skip: usize) -> Series {
 /// The 99th percentile of `|now - golden| - atol` relative to golden over bootstrap draws of
 /// the gate (median of `k` repeats each side).
 fn bootstrap_needed(values: &[f64], atol: f64, k: usize) -> f64 {
-    let mut rng = SplitMix64::new(stats::SEED);
+    let mut rng = SplitMix64::new(summary::SEED);
     let draw = |rng: &mut SplitMix64| {
         let picks: Vec<f64> = (0..k).map(|_| values[rng.below(values.len())]).collect();
-        stats::median(&picks).unwrap_or(f64::NAN)
+        summary::median(&picks).unwrap_or(f64::NAN)
     };
     let mut gaps: Vec<f64> = (0..DRAWS)
         .map(|_| {

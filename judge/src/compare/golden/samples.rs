@@ -24,7 +24,7 @@ use std::path::Path;
 
 use serde_json::{Map, Value as Json};
 
-use super::judge::Series;
+use super::band::Series;
 use goldgate_core::golden::{GoldenError, GoldenFile, round5};
 
 /// The top-level key.
@@ -159,7 +159,7 @@ mod tests {
     #[test]
     fn samples_round_trip_through_a_golden_file_that_megatron_can_read() {
         let loss = BTreeMap::from([("lm loss".to_string(), Series::from([(1, 9.5)]))]);
-        let mut file = crate::compare::golden_io::to_golden_file(&loss);
+        let mut file = crate::compare::golden::io::to_golden_file(&loss);
         file.extra.push((SAMPLES_KEY.into(), to_json(&samples())));
         let text = render_golden(&file);
         assert!(text.contains("\"20\": 2.01235"), "{text}");

@@ -7,12 +7,12 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use super::error::CompareError;
-use super::golden_io;
-use super::judge::{self, Series};
-use super::judge_two_sample;
-use super::options::CompareOptions;
+use super::band::{self, Series};
+use super::io;
 use super::platform;
+use super::two_sample;
+use crate::compare::error::CompareError;
+use crate::compare::options::CompareOptions;
 use goldgate_schema::RunRecord;
 use goldgate_schema::metric_names::{CHECKPOINT_ASYNC_LATENCY, GOLDGATE_METRICS};
 use goldgate_schema::{Comparison, JobComparison, MetricResult, Verdict};
@@ -56,7 +56,8 @@ pub(crate) fn group(records: Vec<(PathBuf, RunRecord)>) -> BTreeMap<(String, Str
 
 /// Loads every `results.json` under `results` and compares it (an incomplete run is an error).
 pub fn compare_dir(results: &Path, opts: &CompareOptions) -> Result<Comparison, CompareError> {
-    let (records, _) = super::runs::load_runs(results, &super::runs::RunSelection::All)?;
+    let (records, _) =
+        crate::compare::runs::load_runs(results, &crate::compare::runs::RunSelection::All)?;
     compare_records(records, opts)
 }
 
@@ -220,8 +221,8 @@ pub fn judge_against(
     for d in &file.duplicates {
         warnings.push(format!("{}:{}: {}", path.display(), d.line, d.describe()));
     }
-    let samples = super::golden_samples::from_golden(path, &file)?;
-    let golden = golden_io::to_series(&file);
+    let samples = super::samples::from_golden(path, &file)?;
+    let golden = io::to_series(&file);
     let nondeterministic = group.iter().any(|(_, r)| r.nondeterministic);
     let wanted = |m: &String| selected.is_none_or(|list| list.contains(m));
     for (metric, shape) in file.unsupported.iter().filter(|(m, _)| wanted(m)) {
@@ -245,9 +246,9 @@ pub fn judge_against(
             .map(|(_, r)| r.metrics.get(metric).map(|s| &s.0))
             .collect();
         job.metrics.push(if rule.wants_two_sample() {
-            judge_two_sample::judge(metric, rule, series, &samples, &repeats, nondeterministic)
+            two_sample::judge(metric, rule, series, &samples, &repeats, nondeterministic)
         } else {
-            judge::judge(metric, rule, series, &repeats, nondeterministic)
+            band::judge(metric, rule, series, &repeats, nondeterministic)
         });
     }
     let resumed = super::resumed::judge_resumed(group, selected, &opts.rules, nondeterministic);
@@ -371,7 +372,7 @@ fn flag_overlapping_saves(
 
 /// Reads a golden file for comparison; any problem names the file (exit 2).
 pub(crate) fn read_golden(path: &Path) -> Result<BTreeMap<String, Series>, CompareError> {
-    Ok(golden_io::load(path)?)
+    Ok(io::load(path)?)
 }
 
 fn check_platform(

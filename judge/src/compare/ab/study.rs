@@ -20,10 +20,10 @@
 
 use serde::Serialize;
 
-use super::ab::Sequential;
-use super::ab::{self, AbVerdict, Pair};
-use super::stats::{self, SplitMix64};
-use super::twosample;
+use super::across_jobs::Sequential;
+use super::across_jobs::{self, AbVerdict, Pair};
+use crate::compare::stats::summary::{self, SplitMix64};
+use crate::compare::stats::t_test;
 use goldgate_core::rules::Direction;
 
 /// One session's unchanged jobs: each job's counted save times (seconds) and wall time.
@@ -78,7 +78,7 @@ impl Normal {
 impl SessionModel {
     /// The model of `s`; `None` without two jobs with a save each.
     pub fn fit(s: &Session, rng: &mut Normal) -> Option<SessionModel> {
-        let levels: Vec<f64> = s.jobs.iter().filter_map(|j| stats::median(j)).collect();
+        let levels: Vec<f64> = s.jobs.iter().filter_map(|j| summary::median(j)).collect();
         if levels.len() < 2 {
             return None;
         }
@@ -94,7 +94,7 @@ impl SessionModel {
         let mut model = SessionModel {
             name: s.name.clone(),
             jobs: levels.len(),
-            median_save: stats::median(&levels)?,
+            median_save: summary::median(&levels)?,
             job_spread,
             save_spread: sd(&residuals.iter().map(|r| r.ln()).collect::<Vec<_>>()),
             between: 0.0,
@@ -117,7 +117,7 @@ impl SessionModel {
             })
             .collect();
         v.sort_by(f64::total_cmp);
-        stats::median_sorted(&v).unwrap_or(f64::NAN)
+        summary::median_sorted(&v).unwrap_or(f64::NAN)
     }
 
     /// One synthetic job's value.
@@ -167,7 +167,7 @@ fn sequence(
     seq: &Sequential,
     rng: &mut Normal,
 ) -> (AbVerdict, usize) {
-    let order = ab::block_order(seq.max_pairs.div_ceil(2), rng.0.next_u64());
+    let order = across_jobs::block_order(seq.max_pairs.div_ceil(2), rng.0.next_u64());
     let (mut a, mut b, mut pairs) = (Vec::new(), Vec::new(), Vec::new());
     for (i, is_b) in order.iter().enumerate() {
         match is_b {
@@ -183,13 +183,13 @@ fn sequence(
             a: a[k],
             b: b[k],
         });
-        let Ok(e) = ab::estimate(&pairs, seq) else {
+        let Ok(e) = across_jobs::estimate(&pairs, seq) else {
             return (AbVerdict::Inconclusive, pairs.len());
         };
         let v = if (pairs.len() as u32) < seq.min_pairs {
             AbVerdict::Undecided
         } else {
-            ab::decide(&e, Direction::LowerIsBetter, seq.min_effect)
+            across_jobs::decide(&e, Direction::LowerIsBetter, seq.min_effect)
         };
         if !v.is_open() {
             return (v, pairs.len());
@@ -271,11 +271,11 @@ pub fn todays_rules(models: &[SessionModel], band_rtol: f64, opts: &StudyOptions
                     .map(|_| gold.job(10, 0.0, &mut rng))
                     .collect();
                 let cand: Vec<f64> = (0..jobs).map(|_| now.job(10, delay, &mut rng)).collect();
-                let g = stats::median(&golden).unwrap_or(f64::NAN);
+                let g = summary::median(&golden).unwrap_or(f64::NAN);
                 let hit = match rule {
                     "band" => cand[0] > g * (1.0 + band_rtol),
                     "megatron-5%" => cand[0] > golden[0] * 1.05,
-                    _ => twosample::estimate(&golden, &cand, 0.01).is_ok_and(|e| e.low > 0.02),
+                    _ => t_test::estimate(&golden, &cand, 0.01).is_ok_and(|e| e.low > 0.02),
                 };
                 hits += usize::from(hit);
             }
@@ -307,13 +307,13 @@ pub fn real_pairs(
             a: *x,
             b: *y,
         });
-        if let Ok(e) = ab::estimate(&pairs, seq) {
+        if let Ok(e) = across_jobs::estimate(&pairs, seq) {
             out.push((
                 k + 1,
                 e.change,
                 e.low,
                 e.high,
-                ab::decide(&e, Direction::LowerIsBetter, seq.min_effect),
+                across_jobs::decide(&e, Direction::LowerIsBetter, seq.min_effect),
             ));
         }
     }

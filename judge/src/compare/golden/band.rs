@@ -11,8 +11,8 @@
 
 use std::collections::BTreeMap;
 
-use super::stats::collapse;
-use super::stats::{self, Tolerance};
+use crate::compare::stats::summary::collapse;
+use crate::compare::stats::summary::{self, Tolerance};
 use goldgate_core::rules::MetricKind;
 use goldgate_core::rules::{Direction, Rule, Statistic};
 use goldgate_schema::{MetricResult, Verdict};
@@ -255,10 +255,10 @@ fn median_at(cursors: &mut [Cursor], step: u64) -> f64 {
     if vals.is_empty() {
         let v = &mut buf[..k];
         v.sort_by(f64::total_cmp);
-        return stats::median_sorted(v).unwrap_or(f64::INFINITY);
+        return summary::median_sorted(v).unwrap_or(f64::INFINITY);
     }
     vals.extend_from_slice(&buf[..k]);
-    stats::median(&vals).unwrap_or(f64::INFINITY)
+    summary::median(&vals).unwrap_or(f64::INFINITY)
 }
 
 /// Median over repeats at one step; a repeat without a finite value there makes it infinite.
@@ -270,7 +270,7 @@ fn step_median(repeats: &[&Series], step: u64) -> f64 {
         };
         vals.push(v);
     }
-    stats::median(&vals).unwrap_or(f64::INFINITY)
+    summary::median(&vals).unwrap_or(f64::INFINITY)
 }
 
 /// Reduces a series to the one value the rule judges, with a note on how: the window's
@@ -354,7 +354,7 @@ pub(crate) fn reduce_repeats(
     for (i, r) in repeats.iter().enumerate() {
         values.push(reduce(rule, r, last_golden_step).ok_or(i)?.0);
     }
-    let median = stats::median(&values).unwrap_or(f64::NAN);
+    let median = summary::median(&values).unwrap_or(f64::NAN);
     Ok((values, median))
 }
 
@@ -406,8 +406,8 @@ fn judge_distribution(rule: &Rule, golden: &Series, repeats: &[&Series], out: &m
         out.verdict = side(rule, band, now, now);
         out.detail = how;
     } else {
-        let cv = stats::cv(&nows);
-        out.interval = stats::bootstrap_median_ci(&nows, LEVEL, stats::SEED);
+        let cv = summary::cv(&nows);
+        out.interval = summary::bootstrap_median_ci(&nows, LEVEL, summary::SEED);
         let (lo, hi) = out.interval.unwrap_or((now, now));
         (out.verdict, out.detail) = decide_by_interval(rule, band, (lo, hi), cv, nows.len(), &how);
     }
@@ -789,7 +789,7 @@ mod tests {
         let now = [save(0.139), save(0.148), save(0.219)];
         let reps: Vec<Option<&Series>> = now.iter().map(Some).collect();
         let r = judge("checkpoint-blocking-time", &rule, &golden, &reps, false);
-        assert!(stats::cv(&[0.139, 0.148, 0.219]).unwrap() > 0.25);
+        assert!(summary::cv(&[0.139, 0.148, 0.219]).unwrap() > 0.25);
         assert_eq!(r.verdict, Verdict::Regression, "{}", r.detail);
         assert!(r.detail.contains("wholly beyond the band"), "{}", r.detail);
         // The same spread straddling the band's upper edge (0.0957 s) is unstable.

@@ -260,10 +260,10 @@ pub(crate) fn outliers(values: &[f64]) -> Vec<usize> {
 mod tests {
     // Tests of the two-sample test, among them the simulations that measure its error rates on
     // synthetic jobs with a between-job and a within-job noise component (issue 17). Run them with
-    // `cargo test -p goldgate --lib twosample -- --nocapture` to see the measured rates.
+    // `cargo test -p goldgate-judge --lib t_test -- --nocapture` to see the measured rates.
 
     use super::*;
-    use crate::compare::stats::{self, SplitMix64};
+    use crate::compare::stats::summary::{self, SplitMix64};
 
     /// Normal draws from the crate's seeded generator (Box–Muller), for synthetic jobs.
     struct Normal(SplitMix64);
@@ -322,7 +322,7 @@ mod tests {
     /// Per-job summaries as the gate takes them: the median of each job's saves.
     fn summaries(jobs: &[Vec<f64>]) -> Vec<f64> {
         jobs.iter()
-            .map(|j| stats::median(j).unwrap_or(f64::NAN))
+            .map(|j| summary::median(j).unwrap_or(f64::NAN))
             .collect()
     }
 
@@ -528,8 +528,8 @@ mod tests {
             let now: Vec<Vec<f64>> = (0..3).map(|_| job(&mut rng, PILOT, 1.0)).collect();
             let mut diffs: Vec<f64> = (0..resamples)
                 .map(|_| {
-                    let a = stats::median(&resample(&golden, &mut pick)).unwrap_or(f64::NAN);
-                    let b = stats::median(&resample(&now, &mut pick)).unwrap_or(f64::NAN);
+                    let a = summary::median(&resample(&golden, &mut pick)).unwrap_or(f64::NAN);
+                    let b = summary::median(&resample(&now, &mut pick)).unwrap_or(f64::NAN);
                     b.ln() - a.ln()
                 })
                 .collect();

@@ -32,9 +32,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::judge::{self, Series};
-use super::stats::{self, Tolerance};
-use super::twosample::t_quantile;
+use crate::compare::golden::band::{self, Series};
+use crate::compare::stats::summary::{self, Tolerance};
+use crate::compare::stats::t_test::t_quantile;
 use goldgate_core::config::AbSettings;
 use goldgate_core::rules::{Direction, Rule, RuleSet};
 use goldgate_schema::RunRecord;
@@ -218,7 +218,7 @@ pub fn decide(e: &AbEstimate, direction: Direction, min_effect: f64) -> AbVerdic
 pub fn job_summary(rule: &Rule, record: &RunRecord, metric: &str) -> Option<f64> {
     let series: &Series = &record.metrics.get(metric)?.0;
     let last = series.keys().next_back().copied().unwrap_or(0);
-    judge::reduce(rule, series, last).map(|(v, _)| v)
+    band::reduce(rule, series, last).map(|(v, _)| v)
 }
 
 /// How a metric of an A/B comparison is judged.
@@ -227,7 +227,7 @@ pub fn job_summary(rule: &Rule, record: &RunRecord, metric: &str) -> Option<f64>
 pub enum AbTest {
     /// Timing: B/A with its interval, pair by pair.
     Sequential,
-    /// Timing within one job: a signed-rank test on save pairs (`compare::ab_in_job`).
+    /// Timing within one job: a signed-rank test on save pairs (`compare::ab::within_job`).
     SignedRank,
     /// B against A under the metric's own rule, no statistics (loss, counters, memory).
     Rule,
@@ -348,7 +348,7 @@ pub fn judge_exact(
             .collect()
     };
     let (va, vb) = (values(a), values(b));
-    let (ma, mb) = (stats::median(&va), stats::median(&vb));
+    let (ma, mb) = (summary::median(&va), summary::median(&vb));
     let deterministic = a.iter().chain(b).all(|r| !r.nondeterministic);
     let exact = rule.exact && deterministic;
     let mut out = AbMetric {
@@ -440,7 +440,7 @@ pub fn close(metrics: &mut [AbMetric]) {
 
 /// The order of `blocks` blocks of two pairs, each ABBA or BAAB by a seeded coin: `true` = B.
 pub fn block_order(blocks: u32, seed: u64) -> Vec<bool> {
-    let mut rng = stats::SplitMix64::new(seed);
+    let mut rng = summary::SplitMix64::new(seed);
     let mut order = Vec::new();
     for _ in 0..blocks {
         let b_first = rng.next_u64() & 1 == 1;

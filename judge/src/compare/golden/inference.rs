@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use super::error::CompareError;
+use crate::compare::error::CompareError;
 use goldgate_schema::RunRecord;
 use goldgate_schema::{MetricResult, Unit, Verdict};
 

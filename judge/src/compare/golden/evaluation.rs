@@ -5,14 +5,14 @@
 //! outcome alone. `TEST_EVALUATION: xpass`: a failure of the program is the expected result and
 //! passes ([`failed_as_expected`], the one place that decides it); a training that passed is
 //! compared as usual. `MODE: inference`: the job is judged by its requests
-//! (`compare::inference`), not by metric series. `METRICS`: the golden metrics compared.
+//! (`compare::golden::inference`), not by metric series. `METRICS`: the golden metrics compared.
 //! The case file as it is today is read only to say what changed since the run (its hash) and
 //! which keys it holds twice, never for an input of a recorded judgement.
 
 use std::path::{Path, PathBuf};
 
-use super::error::CompareError;
-use super::options::CompareOptions;
+use crate::compare::error::CompareError;
+use crate::compare::options::CompareOptions;
 use goldgate_schema::{Judging, Outcome, RunRecord};
 
 /// What a job's case says about its evaluation.
@@ -22,7 +22,7 @@ pub(crate) struct Evaluation {
     pub(crate) skip_checks: bool,
     /// `TEST_EVALUATION: xpass`: the training is expected to fail.
     pub(crate) expect_failure: bool,
-    /// `MODE: inference`: judged by its requests (`compare::inference`).
+    /// `MODE: inference`: judged by its requests (`compare::golden::inference`).
     pub(crate) inference: bool,
     /// The case's `METRICS`; `None` when neither the record nor a case file says (every golden
     /// metric is compared).

@@ -12,7 +12,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use super::error::CompareError;
+use crate::compare::error::CompareError;
 use goldgate_core::golden::{self, GoldenFile, GoldenStyle, Series, Value};
 use goldgate_core::observe::tensorboard::Accumulated;
 use goldgate_schema::metric_names::MEGATRON_TENSORBOARD_METRICS;

@@ -4,7 +4,7 @@
 //! every axis at its default): a golden file is what `compare` judges every variant of the
 //! case against, so it must describe the case as written. Repeats are combined as `compare`
 //! combines them: per-step metrics by the median at each step (finite values only), metrics
-//! judged by one value per repeat by the median of those values (`judge::reduce_repeats`). Every recorded metric is written: Megatron's keys and
+//! judged by one value per repeat by the median of those values (`golden::band::reduce_repeats`). Every recorded metric is written: Megatron's keys and
 //! goldgate's own (memory peaks, checkpoint times) as extra keys, and every blessed job's own
 //! values of the window, scalar and per-save metrics under one more key for the two-sample
 //! test (`golden_samples`). A failed repeat of the
@@ -15,12 +15,12 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use super::engine::{Group, golden_variant, group, read_golden};
-use super::error::CompareError;
-use super::golden_io;
-use super::golden_samples::GoldenSamples;
-use super::judge::{Series, reduce, representative};
-use super::stats;
+use crate::compare::error::CompareError;
+use crate::compare::golden::band::{Series, reduce, representative};
+use crate::compare::golden::engine::{Group, golden_variant, group, read_golden};
+use crate::compare::golden::io;
+use crate::compare::golden::samples::GoldenSamples;
+use crate::compare::stats::summary;
 use goldgate_core::rules::RuleSet;
 use goldgate_schema::RunRecord;
 use goldgate_schema::Unit;
@@ -143,7 +143,7 @@ fn job_samples(g: &Group, rules: &RuleSet) -> GoldenSamples {
 /// The golden series of each metric: per-step metrics keep the median over repeats at each
 /// step (Megatron's check reads it step by step, as `compare` combines repeats); a metric
 /// judged by one value per repeat (window, scalar, per-save) gets a series whose value is the
-/// median over repeats of each repeat's value (`judge::representative`), the one reduction
+/// median over repeats of each repeat's value (`golden::band::representative`), the one reduction
 /// `compare` applies to the repeats it judges.
 fn golden_series(g: &Group, rules: &RuleSet) -> BTreeMap<String, Series> {
     let mut out = median_series(g);
@@ -182,7 +182,7 @@ fn median_series(g: &Group) -> BTreeMap<String, Series> {
         .map(|(m, per_step)| {
             let series = per_step
                 .into_iter()
-                .map(|(s, vals)| (s, stats::median(&vals).unwrap_or(f64::NAN)))
+                .map(|(s, vals)| (s, summary::median(&vals).unwrap_or(f64::NAN)))
                 .collect();
             (m.to_string(), series)
         })
@@ -193,7 +193,7 @@ fn median_series(g: &Group) -> BTreeMap<String, Series> {
 /// `golden_root` and through no symbolic link.
 pub fn write(files: &[BlessFile], golden_root: &Path) -> Result<(), CompareError> {
     for f in files {
-        let file = golden_io::to_golden_file_with_samples(&f.metrics, &f.samples);
+        let file = io::to_golden_file_with_samples(&f.metrics, &f.samples);
         goldgate_core::golden::write_golden(golden_root, &f.path, &file)?;
     }
     Ok(())

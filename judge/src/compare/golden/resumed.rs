@@ -8,7 +8,7 @@
 
 use std::path::PathBuf;
 
-use super::judge::{self, Series};
+use super::band::{self, Series};
 use goldgate_core::rules::RuleSet;
 use goldgate_schema::RunRecord;
 use goldgate_schema::metric_names::GOLDGATE_METRICS;
@@ -91,7 +91,7 @@ fn one_repeat(
         );
         return missing(&name, rule, detail);
     };
-    let mut result = judge::judge(&name, rule, &first, &[Some(second)], nondeterministic);
+    let mut result = band::judge(&name, rule, &first, &[Some(second)], nondeterministic);
     let prefix = format!(
         "second run (resumed at step {}) against the first",
         resumed.from_step

@@ -28,8 +28,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::ab::{AbMetric, AbVerdict};
-use super::stats;
+use super::across_jobs::{AbMetric, AbVerdict};
+use crate::compare::stats::summary;
 use goldgate_schema::RunRecord;
 use goldgate_schema::Unit;
 
@@ -170,7 +170,8 @@ pub fn check_arms(a: &[Switch], b: &[Switch]) -> Result<(), String> {
 /// The arm of every save of job `job` (0-based) under `seed`: `skip` saves outside the design
 /// (`-`), then `pairs` pairs, each `ab` or `ba` by a seeded coin.
 pub fn schedule(seed: u64, job: u32, skip: usize, pairs: usize) -> String {
-    let mut rng = stats::SplitMix64::new(seed ^ u64::from(job).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+    let mut rng =
+        summary::SplitMix64::new(seed ^ u64::from(job).wrapping_mul(0x9E37_79B9_7F4A_7C15));
     let mut out = "-".repeat(skip);
     for _ in 0..pairs {
         out.push_str(if rng.next_u64() & 1 == 1 { "ba" } else { "ab" });
@@ -408,7 +409,7 @@ fn timed_metric(name: &str, pairs: &[(f64, f64)], jobs: usize, test: &InJobTest)
     let mut m = AbMetric {
         metric: name.to_owned(),
         unit: Unit::of_metric(name),
-        test: crate::compare::ab::AbTest::SignedRank,
+        test: crate::compare::ab::across_jobs::AbTest::SignedRank,
         verdict: AbVerdict::Undecided,
         a: None,
         b: None,
@@ -447,7 +448,7 @@ fn timed_metric(name: &str, pairs: &[(f64, f64)], jobs: usize, test: &InJobTest)
 /// A counter per save: B's median against A's, no statistics (a count that moves is the
 /// switch taking effect, or its side effect).
 fn counter_metric(name: &str, a: &[f64], b: &[f64]) -> Option<AbMetric> {
-    let (x, y) = (stats::median(a)?, stats::median(b)?);
+    let (x, y) = (summary::median(a)?, summary::median(b)?);
     let verdict = match y.partial_cmp(&x) {
         Some(std::cmp::Ordering::Greater) => AbVerdict::Regression,
         Some(std::cmp::Ordering::Less) => AbVerdict::Improvement,
@@ -456,7 +457,7 @@ fn counter_metric(name: &str, a: &[f64], b: &[f64]) -> Option<AbMetric> {
     Some(AbMetric {
         metric: name.to_owned(),
         unit: Unit::of_metric(name),
-        test: crate::compare::ab::AbTest::Rule,
+        test: crate::compare::ab::across_jobs::AbTest::Rule,
         verdict,
         a: Some(x),
         b: Some(y),

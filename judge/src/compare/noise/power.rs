@@ -17,12 +17,12 @@
 
 use std::collections::BTreeMap;
 
-use super::golden_samples::GoldenSamples;
-use super::judge::{self, Series};
-use super::judge_two_sample;
-use super::noise::{self, Noise};
-use super::stats::{self, SplitMix64};
-use super::twosample;
+use super::components::{self, Noise};
+use crate::compare::golden::band::{self, Series};
+use crate::compare::golden::samples::GoldenSamples;
+use crate::compare::golden::two_sample;
+use crate::compare::stats::summary::{self, SplitMix64};
+use crate::compare::stats::t_test;
 use goldgate_core::rules::{Rule, TestKind};
 use goldgate_schema::RunRecord;
 use goldgate_schema::{Unit, Verdict};
@@ -163,10 +163,10 @@ fn flagged(which: Which, rules: &Rules, metric: &str, golden: &[&Series], now: &
                     golden.iter().map(|s| (*s).clone()).collect(),
                 )]),
             };
-            judge_two_sample::judge(metric, rule, &center, &samples, &repeats, false).verdict
+            two_sample::judge(metric, rule, &center, &samples, &repeats, false).verdict
         }
         Which::Megatron | Which::Band => {
-            judge::judge(metric, rule, &center, &repeats, false).verdict
+            band::judge(metric, rule, &center, &repeats, false).verdict
         }
     };
     verdict == Verdict::Regression
@@ -182,7 +182,7 @@ pub(crate) fn median_series(jobs: &[&Series]) -> Series {
     }
     steps
         .into_iter()
-        .map(|(s, v)| (s, stats::median(&v).unwrap_or(f64::NAN)))
+        .map(|(s, v)| (s, summary::median(&v).unwrap_or(f64::NAN)))
         .collect()
 }
 
@@ -300,7 +300,7 @@ fn rule_power(
     if n < k + needs || (which == Which::Megatron && k != 1) {
         return None;
     }
-    let mut rng = SplitMix64::new(stats::SEED ^ (k as u64) << 8 ^ which as u64);
+    let mut rng = SplitMix64::new(summary::SEED ^ (k as u64) << 8 ^ which as u64);
     let cases = comparisons(which, n, k, opts.golden_jobs, &mut rng);
     let alarms = rate(which, rules, metric, jobs, &cases, 0.0);
     let at = |size: f64| rate(which, rules, metric, jobs, &cases, size * center);
@@ -365,7 +365,7 @@ fn planted(
 
 /// The synthetic detection rate of a planted size for a rule row (same splits as the row).
 fn rate_for(row: &RulePower, rules: &Rules, metric: &str, jobs: &[Series], add: f64) -> f64 {
-    let mut rng = SplitMix64::new(stats::SEED ^ (row.repeats as u64) << 8 ^ row.which as u64);
+    let mut rng = SplitMix64::new(summary::SEED ^ (row.repeats as u64) << 8 ^ row.which as u64);
     let cases = comparisons(row.which, jobs.len(), row.repeats, None, &mut rng);
     rate(row.which, rules, metric, jobs, &cases, add)
 }
@@ -376,11 +376,11 @@ fn measured(rule: &Rule, unchanged: &[Series], planted: &[Series]) -> Option<(f6
         jobs.iter()
             .filter_map(|s| {
                 let last = s.keys().next_back().copied().unwrap_or(0);
-                judge::reduce(rule, s, last).map(|(v, _)| v)
+                band::reduce(rule, s, last).map(|(v, _)| v)
             })
             .collect()
     };
-    let e = twosample::estimate(&values(unchanged), &values(planted), rule.alpha).ok()?;
+    let e = t_test::estimate(&values(unchanged), &values(planted), rule.alpha).ok()?;
     Some((e.change, e.low, e.high))
 }
 
@@ -402,7 +402,7 @@ pub(crate) fn metric_power(
     planted_sets: &[(String, Vec<&RunRecord>)],
     opts: &PowerOptions,
 ) -> Option<(Noise, Vec<RulePower>, Vec<Planted>)> {
-    let noise = noise::noise(rule, metric, unchanged)?;
+    let noise = components::noise(rule, metric, unchanged)?;
     let series = |records: &[&RunRecord]| -> Vec<Series> {
         records
             .iter()
@@ -452,7 +452,7 @@ pub fn power(
         warmups: Vec::new(),
         notes: Vec::new(),
     };
-    for ((case, variant), group) in super::engine::group(unchanged) {
+    for ((case, variant), group) in crate::compare::golden::engine::group(unchanged) {
         let jobs: Vec<&RunRecord> = usable(&group, &mut report.notes);
         let names: std::collections::BTreeSet<&String> =
             jobs.iter().flat_map(|r| r.metrics.keys()).collect();
@@ -539,7 +539,7 @@ fn warmup_lines(
             continue;
         };
         let last = s.0.keys().next_back().copied().unwrap_or(0);
-        if let Some((v, _)) = judge::reduce(rule, &s.0, last) {
+        if let Some((v, _)) = band::reduce(rule, &s.0, last) {
             out.push(format!(
                 "{} `{metric}`: {:+.1}% against the unchanged jobs' median",
                 r.job_id,

@@ -5,8 +5,8 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use super::golden_samples::{self, GoldenSamples};
-use super::judge::Series;
+use super::band::Series;
+use super::samples::{self, GoldenSamples};
 use goldgate_core::golden::{self, GoldenError, GoldenFile, GoldenStyle, Value};
 
 /// Reads a golden file into metric → series (`"nan"` as NaN). Errors name the file.
@@ -34,10 +34,8 @@ pub(crate) fn to_golden_file_with_samples(
 ) -> GoldenFile {
     let mut file = to_golden_file(metrics);
     if !samples.is_empty() {
-        file.extra.push((
-            golden_samples::SAMPLES_KEY.to_string(),
-            golden_samples::to_json(samples),
-        ));
+        file.extra
+            .push((samples::SAMPLES_KEY.to_string(), samples::to_json(samples)));
     }
     file
 }

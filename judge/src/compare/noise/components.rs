@@ -7,9 +7,9 @@
 //! number of samples per job removes, so it decides the smallest change a gate can see, and the
 //! fingerprint figures say which part of it a setting such as `--settle sync` could control.
 
-use super::judge::{Series, samples};
-use super::stats;
-use super::twosample;
+use crate::compare::golden::band::{Series, samples};
+use crate::compare::stats::summary;
+use crate::compare::stats::t_test;
 use goldgate_core::rules::Rule;
 use goldgate_schema::RunRecord;
 
@@ -66,14 +66,17 @@ pub(crate) fn noise(rule: &Rule, metric: &str, records: &[&RunRecord]) -> Option
     if kept.is_empty() {
         return None;
     }
-    let values: Vec<f64> = kept.iter().filter_map(|(_, s)| stats::median(s)).collect();
+    let values: Vec<f64> = kept
+        .iter()
+        .filter_map(|(_, s)| summary::median(s))
+        .collect();
     let sizes = kept.iter().map(|(_, s)| s.len());
     let (between, within) =
         components(&kept.iter().map(|(_, s)| s.as_slice()).collect::<Vec<_>>()).unzip();
     Some(Noise {
         jobs: kept.len(),
         samples: (sizes.clone().min().unwrap_or(0), sizes.max().unwrap_or(0)),
-        center: stats::median(&values).unwrap_or(f64::NAN),
+        center: summary::median(&values).unwrap_or(f64::NAN),
         job_spread: log_sd(&values),
         between,
         within,
@@ -81,7 +84,7 @@ pub(crate) fn noise(rule: &Rule, metric: &str, records: &[&RunRecord]) -> Option
             let total = b * b + w * w;
             (total > 0.0).then(|| b * b / total)
         }),
-        outliers: twosample::outliers(&values)
+        outliers: t_test::outliers(&values)
             .into_iter()
             .map(|i| (i, relative_to_others(&values, i)))
             .collect(),
@@ -101,7 +104,7 @@ fn log_sd(values: &[f64]) -> Option<f64> {
         .iter()
         .map(|v| if log { v.ln() } else { *v })
         .collect();
-    let m = twosample::mean(&xs);
+    let m = t_test::mean(&xs);
     let sd = (xs.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (xs.len() - 1) as f64).sqrt();
     Some(if log {
         sd
@@ -124,7 +127,7 @@ fn components(jobs: &[&[f64]]) -> Option<(f64, f64)> {
         .map(|j| j.iter().map(|v| v.ln()).collect())
         .collect();
     let grand = logs.iter().flatten().sum::<f64>() / n as f64;
-    let means: Vec<f64> = logs.iter().map(|j| twosample::mean(j)).collect();
+    let means: Vec<f64> = logs.iter().map(|j| t_test::mean(j)).collect();
     let ssw: f64 = logs
         .iter()
         .zip(&means)
@@ -147,7 +150,7 @@ fn relative_to_others(values: &[f64], i: usize) -> f64 {
         .filter(|&j| j != i)
         .map(|j| values[j])
         .collect();
-    values[i] / stats::median(&others).unwrap_or(f64::NAN) - 1.0
+    values[i] / summary::median(&others).unwrap_or(f64::NAN) - 1.0
 }
 
 fn by_settle(kept: &[(&RunRecord, Vec<f64>)], values: &[f64]) -> Vec<(String, usize, Option<f64>)> {
@@ -217,7 +220,7 @@ fn spearman(pairs: &[(f64, f64)]) -> Option<f64> {
     }
     let xs = ranks(&pairs.iter().map(|p| p.0).collect::<Vec<_>>());
     let ys = ranks(&pairs.iter().map(|p| p.1).collect::<Vec<_>>());
-    let (mx, my) = (twosample::mean(&xs), twosample::mean(&ys));
+    let (mx, my) = (t_test::mean(&xs), t_test::mean(&ys));
     let cov: f64 = xs.iter().zip(&ys).map(|(x, y)| (x - mx) * (y - my)).sum();
     let vx: f64 = xs.iter().map(|x| (x - mx).powi(2)).sum();
     let vy: f64 = ys.iter().map(|y| (y - my).powi(2)).sum();

@@ -15,9 +15,9 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use super::ab::{AbMetric, AbTest, AbVerdict, Sequential};
-use super::ab_in_job::InJobTest;
-use super::error::CompareError;
+use super::across_jobs::{AbMetric, AbTest, AbVerdict, Sequential};
+use super::within_job::InJobTest;
+use crate::compare::error::CompareError;
 use goldgate_schema::Exit;
 use goldgate_schema::{MetricResult, Verdict};
 
@@ -60,9 +60,9 @@ impl ArmSpec {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum AbModeKind {
-    /// Each job runs one arm; jobs pair up in ABBA/BAAB blocks (`compare::ab`).
+    /// Each job runs one arm; jobs pair up in ABBA/BAAB blocks (`compare::ab::across_jobs`).
     Job,
-    /// Every job runs both arms, switched by the probe save by save (`compare::ab_in_job`).
+    /// Every job runs both arms, switched by the probe save by save (`compare::ab::within_job`).
     WithinJob,
 }
 

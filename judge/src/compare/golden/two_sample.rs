@@ -3,13 +3,13 @@
 //!
 //! Each job, golden or now, is reduced by the rule exactly as the band rule reduces a repeat
 //! (the median of its saves after the skipped warm-up ones, the window's statistic, the
-//! scalar), and [`twosample`](super::twosample) tests the two sets of job values. When the
+//! scalar), and [`t_test`](crate::compare::stats::t_test) tests the two sets of job values. When the
 //! golden file keeps no per-job samples (written before they existed) or there are too few
 //! jobs in all, the metric is judged by the band and the detail says why.
 
-use super::golden_samples::GoldenSamples;
-use super::judge::{self, Series, reduce};
-use super::twosample::{self, Estimate, Scale};
+use super::band::{self, Series, reduce};
+use super::samples::GoldenSamples;
+use crate::compare::stats::t_test::{self, Estimate, Scale};
 use goldgate_core::rules::Rule;
 use goldgate_schema::MetricResult;
 #[cfg(test)]
@@ -25,7 +25,7 @@ pub(crate) fn judge(
     repeats: &[Option<&Series>],
     nondeterministic: bool,
 ) -> MetricResult {
-    let band = || judge::judge(metric, rule, golden, repeats, nondeterministic);
+    let band = || band::judge(metric, rule, golden, repeats, nondeterministic);
     let Some(jobs) = samples.metrics.get(metric).filter(|j| !j.is_empty()) else {
         return fallback(
             band(),
@@ -51,7 +51,7 @@ pub(crate) fn judge(
     let (Some((g, _)), Some((n, how))) = (summarize(&golden_jobs), summarize(&now_jobs)) else {
         return band();
     };
-    match twosample::estimate(&g, &n, rule.alpha) {
+    match t_test::estimate(&g, &n, rule.alpha) {
         Ok(e) => result(metric, rule, &e, &g, &n, &how),
         Err(why) => fallback(band(), &why.describe()),
     }
@@ -74,10 +74,10 @@ fn result(
     // On the linear scale the rule's atol counts too, relative like the change.
     let min_effect = match e.scale {
         Scale::Log => rule.min_effect,
-        Scale::Linear => rule.min_effect + rule.atol / twosample::linear_base(e.golden_center),
+        Scale::Linear => rule.min_effect + rule.atol / t_test::linear_base(e.golden_center),
     };
-    let verdict = twosample::decide(e, rule.direction, min_effect, rule.max_cv);
-    let (up, down) = twosample::thresholds(e.scale, min_effect);
+    let verdict = t_test::decide(e, rule.direction, min_effect, rule.max_cv);
+    let (up, down) = t_test::thresholds(e.scale, min_effect);
     let base = e.golden_center;
     let in_unit = |rel: f64| match e.scale {
         Scale::Log => base * (1.0 + rel),
@@ -97,7 +97,7 @@ fn result(
         e.spread * 100.0,
     );
     for (side, values) in [("golden job", golden), ("repeat", now)] {
-        for i in twosample::outliers(values) {
+        for i in t_test::outliers(values) {
             detail.push_str(&format!(
                 "; outlier: {side} {} ({} from the others' median)",
                 i + 1,
@@ -126,7 +126,7 @@ fn median_without(values: &[f64], skip: usize) -> f64 {
         .filter(|&i| i != skip)
         .map(|i| values[i])
         .collect();
-    super::stats::median(&others).unwrap_or(f64::NAN)
+    crate::compare::stats::summary::median(&others).unwrap_or(f64::NAN)
 }
 
 fn pct(rel: f64) -> String {

@@ -2,7 +2,7 @@
 // simulated error rates of the whole sequence (A/A false alarms, stopping on large changes).
 
 use super::*;
-use crate::compare::stats::SplitMix64;
+use crate::compare::stats::summary::SplitMix64;
 use goldgate_schema::StepValues;
 
 /// Normal draws (Box–Muller) from the crate's seeded generator.
