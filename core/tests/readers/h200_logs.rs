@@ -10,7 +10,7 @@ use goldgate_core::observe::log::summarize_file;
 
 fn fixture(name: &str) -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../core/tests/fixtures/h200")
+        .join("tests/fixtures/h200")
         .join(name)
 }
 

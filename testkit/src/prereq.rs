@@ -4,6 +4,9 @@
 //! missing, since a skip there would pass without checking anything (`.ci/run` installs every
 //! prerequisite). Hardware (a GPU, a Slurm cluster) has its own switch, as `.ci/run` can only
 //! start a cluster where it has root: `GOLDGATE_SLURM_REQUIRED` (runner/tests/integration/slurm.rs).
+//!
+//! A skip line goes through [`missing`] only: `runner/tests/integration/prerequisites.rs` fails
+//! on any other `"skipped: ` in the workspace's code.
 
 use std::io::Write as _;
 
@@ -35,5 +38,23 @@ pub fn missing(what: &str) {
             let _ = writeln!(std::io::stderr(), "{line}");
         }
         Err(message) => panic!("{message}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::decide;
+
+    #[test]
+    fn under_ci_a_missing_prerequisite_fails_and_elsewhere_it_skips() {
+        let ci = decide("t", "python3 not found", true).unwrap_err();
+        assert!(
+            ci.contains("python3 not found") && ci.contains("CI=true"),
+            "{ci}"
+        );
+        assert_eq!(
+            decide("t", "python3 not found", false).as_deref(),
+            Ok("skipped: t: python3 not found")
+        );
     }
 }

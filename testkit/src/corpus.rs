@@ -24,6 +24,7 @@ pub fn megatron_corpus() -> Option<PathBuf> {
         );
         return Some(dir);
     }
+    // This crate's folder is one below the workspace root, as every member's is.
     let beside = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/megatron_corpus");
     if beside.join(CASES).is_dir() {
         return Some(beside);
@@ -48,7 +49,6 @@ pub const SCRIPT_FOLDERS: [&str; 2] = [
 ];
 
 /// Those of [`SCRIPT_FOLDERS`] that this corpus holds (under its case root `cases`).
-#[allow(dead_code)] // the benches include this file (`#[path]`) without counting them
 pub fn script_folders_in(cases: &std::path::Path) -> Vec<&'static str> {
     SCRIPT_FOLDERS
         .into_iter()
@@ -56,9 +56,9 @@ pub fn script_folders_in(cases: &std::path::Path) -> Vec<&'static str> {
         .collect()
 }
 
-/// The skip line, or under `CI=true` the test's failure ([`super::prereq::missing`]).
+/// The skip line, or under `CI=true` the test's failure ([`crate::prereq::missing`]).
 fn skip_line() {
-    super::prereq::missing(&format!(
+    crate::prereq::missing(&format!(
         "no Megatron-LM corpus (set {CORPUS_VAR} to a Megatron-LM checkout, or put one at \
          ../shared/megatron_corpus beside the workspace)"
     ));

@@ -1,16 +1,15 @@
-//! The Python probe (`sitecustomize.py`) run by a real Python interpreter against a stub
-//! `torch` package and a stub `megatron.training`, as the issue asks: CI has no CUDA build
-//! of PyTorch. Skips (and says so) when `python3` is missing; under `CI=true` fails instead.
+//! Stage "observe", the probe's tests in Python: the embedded `sitecustomize.py` run by a real
+//! Python interpreter against a stub `torch` package and a stub `megatron.training` (CI has no
+//! CUDA build of PyTorch), read back by [`super::read`]. Skips (and says so) when `python3` is
+//! missing; under `CI=true` fails instead (`goldgate_testkit::prereq`).
 
 #![allow(clippy::unwrap_used)] // test helpers outside #[test] functions
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::common;
-
-use goldgate_record::observe::probe::install::{ProbeMode, install};
-use goldgate_record::observe::probe::read::read;
+use super::install::{ProbeMode, install};
+use super::read::read;
 
 fn python() -> Option<&'static str> {
     let ok = Command::new("python3")
@@ -121,7 +120,7 @@ fn run_script_env(
 
 fn setup() -> Option<(tempfile::TempDir, PathBuf, PathBuf)> {
     if python().is_none() {
-        common::prereq::missing("python3 not found");
+        goldgate_testkit::prereq::missing("python3 not found");
         return None;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -315,7 +314,7 @@ fn save_windows_count_empty_cache_allocator_and_bytes() {
     assert!(seconds.iter().all(|(_, s)| *s >= 0.03), "{seconds:?}");
     // Bytes passed to write() in each save against the folder the save left on disk: the
     // stub writes nothing else in a save, so they are equal.
-    let folders = goldgate_record::observe::ckpt_folders::folder_sizes(&job.join("ckpt"));
+    let folders = crate::observe::ckpt_folders::folder_sizes(&job.join("ckpt"));
     assert_eq!(
         folders,
         std::collections::BTreeMap::from([(3, 100_000), (6, 100_000)])
@@ -371,7 +370,7 @@ fn a_save_does_not_count_another_threads_writes_made_during_it() {
     );
     let summary = read(&job).expect("probe file");
     let written = &summary.per_save_metrics()[names::CKPT_WRITTEN_BYTES];
-    let folders = goldgate_record::observe::ckpt_folders::folder_sizes(&job.join("ckpt"));
+    let folders = crate::observe::ckpt_folders::folder_sizes(&job.join("ckpt"));
     assert_eq!(folders[&3], 100_000);
     assert_eq!(written[&3], 100_000.0, "{written:?}");
 }
