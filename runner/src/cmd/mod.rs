@@ -24,6 +24,7 @@ pub mod output;
 pub mod plan;
 pub mod power;
 pub mod report;
+pub(crate) mod report_files;
 pub mod repro;
 pub mod run;
 mod run_notes;
