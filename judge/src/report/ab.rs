@@ -5,8 +5,8 @@
 
 use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
 
-use crate::compare::ab::{AbMetric, AbTest, AbVerdict};
-use crate::compare::ab_outcome::AbReport;
+use crate::compare::ab::metric::{AbMetric, AbTest, AbVerdict};
+use crate::compare::ab::outcome::AbReport;
 use crate::report::error::ReportError;
 use crate::report::units;
 
