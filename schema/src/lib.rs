@@ -30,8 +30,7 @@ pub mod step_values;
 
 pub use comparison::{
     COMPARISON_SCHEMA_VERSION, Comparison, Counts, GateDecision, JobComparison, MetricResult,
-    READABLE_COMPARISON_VERSIONS, Unit,
-    Verdict,
+    READABLE_COMPARISON_VERSIONS, Unit, Verdict,
 };
 pub use exit::Exit;
 pub use index::{JobEntry, RunIndex, Runner};

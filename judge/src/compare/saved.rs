@@ -23,7 +23,10 @@ pub fn parse_saved(path: &Path, text: &str) -> Result<Comparison, CompareError> 
         .get("schema_version")
         .and_then(serde_json::Value::as_u64)
     {
-        Some(v) if READABLE_COMPARISON_VERSIONS.iter().any(|r| u64::from(*r) == v) => {}
+        Some(v)
+            if READABLE_COMPARISON_VERSIONS
+                .iter()
+                .any(|r| u64::from(*r) == v) => {}
         Some(v) => {
             let readable: Vec<String> = READABLE_COMPARISON_VERSIONS
                 .iter()

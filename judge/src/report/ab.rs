@@ -103,7 +103,10 @@ fn job_minutes(r: &AbReport) -> String {
     match r.gpus {
         0 => format!("{minutes:.1} CPU-minutes (no GPU)"),
         1 => format!("{minutes:.1} GPU-minutes"),
-        n => format!("{minutes:.1} minutes on {n} GPUs ({:.1} GPU-minutes)", minutes * f64::from(n)),
+        n => format!(
+            "{minutes:.1} minutes on {n} GPUs ({:.1} GPU-minutes)",
+            minutes * f64::from(n)
+        ),
     }
 }
 

@@ -31,7 +31,6 @@ pub(crate) fn metric_label(
     )
 }
 
-
 /// `4.10 s`, `23.4 ms`, `812 µs`, `184 s` (three significant digits).
 pub(crate) fn seconds(v: f64) -> String {
     if !v.is_finite() {

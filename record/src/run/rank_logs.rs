@@ -17,7 +17,12 @@ const PIECE: u64 = 1 << 20;
 
 /// Masks every regular file under `logs` but the console log (`console`) and raw copies
 /// (`*.raw.log`); links are never followed. Returns a warning per file it could not mask.
-pub(crate) fn mask(logs: &Path, console: &Path, redactor: &Redactor, keep_raw: bool) -> Vec<String> {
+pub(crate) fn mask(
+    logs: &Path,
+    console: &Path,
+    redactor: &Redactor,
+    keep_raw: bool,
+) -> Vec<String> {
     let mut warnings = Vec::new();
     if redactor.is_empty() {
         return warnings;
@@ -25,12 +30,18 @@ pub(crate) fn mask(logs: &Path, console: &Path, redactor: &Redactor, keep_raw: b
     let mut files = Vec::new();
     collect(logs, &mut files);
     for path in files {
-        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
         if path == console || name.ends_with(".raw.log") {
             continue;
         }
         if let Err(e) = mask_file(&path, redactor, keep_raw) {
-            warnings.push(format!("cannot mask the secrets in {}: {e}", path.display()));
+            warnings.push(format!(
+                "cannot mask the secrets in {}: {e}",
+                path.display()
+            ));
         }
     }
     warnings
@@ -56,7 +67,9 @@ fn collect(dir: &Path, out: &mut Vec<PathBuf>) {
 fn mask_file(path: &Path, redactor: &Redactor, keep_raw: bool) -> std::io::Result<()> {
     let tmp = path.with_file_name(format!(
         ".{}.goldgate-masking",
-        path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default()
+        path.file_name()
+            .map(|n| n.to_string_lossy())
+            .unwrap_or_default()
     ));
     let changed = match write_masked(path, &tmp, redactor) {
         Ok(changed) => changed,
@@ -99,7 +112,10 @@ fn write_masked(path: &Path, tmp: &Path, redactor: &Redactor) -> std::io::Result
 
 /// `stdout.log` → `stdout.raw.log`, `error.json` → `error.json.raw.log`.
 fn raw_path(path: &Path) -> PathBuf {
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let stem = name.strip_suffix(".log").unwrap_or(&name);
     path.with_file_name(format!("{stem}.raw.log"))
 }
@@ -134,18 +150,32 @@ mod tests {
                 "token <redacted>\nno newline <redacted>"
             );
             assert_eq!(std::fs::read_to_string(&clean).unwrap(), "nothing here\n");
-            assert!(std::fs::read_to_string(&console).unwrap().starts_with("hf-secret-123"));
-            assert_eq!(std::fs::read_to_string(outside.path()).unwrap(), "hf-secret-123");
+            assert!(
+                std::fs::read_to_string(&console)
+                    .unwrap()
+                    .starts_with("hf-secret-123")
+            );
+            assert_eq!(
+                std::fs::read_to_string(outside.path()).unwrap(),
+                "hf-secret-123"
+            );
             let raw = rank.join("stdout.raw.log");
             assert_eq!(raw.exists(), keep_raw);
             if keep_raw {
-                assert!(std::fs::read_to_string(&raw).unwrap().contains("hf-secret-123"));
+                assert!(
+                    std::fs::read_to_string(&raw)
+                        .unwrap()
+                        .contains("hf-secret-123")
+                );
             }
             let names: Vec<String> = std::fs::read_dir(&rank)
                 .unwrap()
                 .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
                 .collect();
-            assert!(!names.iter().any(|n| n.contains("goldgate-masking")), "{names:?}");
+            assert!(
+                !names.iter().any(|n| n.contains("goldgate-masking")),
+                "{names:?}"
+            );
         }
     }
 
@@ -156,9 +186,17 @@ mod tests {
         let mut text = "x".repeat(PIECE as usize - 5);
         text.push_str(" hf-secret-123 tail\n");
         std::fs::write(&path, &text).unwrap();
-        mask(dir.path(), &dir.path().join("console.log"), &redactor(), false);
+        mask(
+            dir.path(),
+            &dir.path().join("console.log"),
+            &redactor(),
+            false,
+        );
         let masked = std::fs::read_to_string(&path).unwrap();
         let end = &masked[masked.len() - 40..];
-        assert!(!masked.contains("hf-secret-123") && end.contains(" <redacted>"), "{end}");
+        assert!(
+            !masked.contains("hf-secret-123") && end.contains(" <redacted>"),
+            "{end}"
+        );
     }
 }

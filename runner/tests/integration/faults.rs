@@ -631,13 +631,17 @@ fn two_runs_into_one_out_folder_at_once_each_pass_their_own_gate() {
         let o = run.wait_with_output().unwrap();
         assert_eq!(o.status.code(), Some(0), "{}", text(&o));
         let t = text(&o);
-        assert!(t.contains("1 job: 1 passed"), "{t}");
+        assert!(t.contains("1 job on dev_cpu: 1 passed"), "{t}");
     }
     let mut ids: Vec<String> = s.records().into_iter().map(|r| r.run_id).collect();
     ids.sort();
     ids.dedup();
     assert_eq!(ids.len(), 3, "the blessed run and the two at once: {ids:?}");
-    assert!(s.records().iter().all(|r| r.memory.host_peak_pss_bytes.is_some()));
+    assert!(
+        s.records()
+            .iter()
+            .all(|r| r.memory.host_peak_pss_bytes.is_some())
+    );
 }
 
 #[test]

@@ -283,21 +283,32 @@ fn not_sampled(result: &mut MetricResult, group: &[(PathBuf, RunRecord)]) {
     if result.verdict != Verdict::MissingMetric {
         return;
     }
-    let mut why = Vec::new();
+    // The reasons, each with the repeats that give it.
+    let mut why: Vec<(&str, Vec<String>)> = Vec::new();
     for (i, (_, r)) in group.iter().enumerate() {
         if r.metrics.contains_key(&result.metric) {
             continue;
         }
-        match r.memory.not_sampled.get(&result.metric) {
-            Some(reason) => why.push(format!("repeat {}: {reason}", i + 1)),
-            None => return, // not recorded, and nothing says why: missing
+        let Some(reason) = r.memory.not_sampled.get(&result.metric) else {
+            return; // not recorded, and nothing says why: missing
+        };
+        match why.iter_mut().find(|(w, _)| w == reason) {
+            Some((_, repeats)) => repeats.push((i + 1).to_string()),
+            None => why.push((reason, vec![(i + 1).to_string()])),
         }
     }
     if why.is_empty() {
         return;
     }
+    let said: Vec<String> = why
+        .iter()
+        .map(|(reason, repeats)| {
+            let s = if repeats.len() == 1 { "" } else { "s" };
+            format!("repeat{s} {}: {reason}", repeats.join(", "))
+        })
+        .collect();
     result.verdict = Verdict::NotSampled;
-    result.detail = format!("not sampled, so not judged ({})", why.join("; "));
+    result.detail = format!("not sampled, so not judged ({})", said.join("; "));
 }
 
 /// On a platform with `clocks: ab`, a clock beyond its band (a time: `iteration-time`,

@@ -500,7 +500,11 @@ fn an_async_save_counts_what_its_workers_and_finalizers_wrote_for_it() {
             String::from_utf8_lossy(&out.stderr)
         );
         let summary = read(&job).expect("probe file");
-        assert!(summary.warnings.is_empty(), "{mode}: {:?}", summary.warnings);
+        assert!(
+            summary.warnings.is_empty(),
+            "{mode}: {:?}",
+            summary.warnings
+        );
         let folders = goldgate_record::observe::ckpt_folders::folder_sizes(&job.join("ckpt"));
         assert_eq!(
             folders,
@@ -514,9 +518,21 @@ fn an_async_save_counts_what_its_workers_and_finalizers_wrote_for_it() {
         let written = &summary.per_save_metrics()[names::CKPT_WRITTEN_BYTES];
         for w in &rank.saves {
             let (c, iteration) = (w.counters.as_ref().unwrap(), w.iteration.unwrap());
-            assert_eq!(c.async_parts, Some(2), "{mode}: the worker's part and the finalizer");
-            let here: u64 = rank.parts.iter().filter(|p| Some(p.index) == w.index).map(|p| p.wchar).sum();
-            assert_eq!(here, 500, "{mode}: the finalizer ran in the training process");
+            assert_eq!(
+                c.async_parts,
+                Some(2),
+                "{mode}: the worker's part and the finalizer"
+            );
+            let here: u64 = rank
+                .parts
+                .iter()
+                .filter(|p| Some(p.index) == w.index)
+                .map(|p| p.wchar)
+                .sum();
+            assert_eq!(
+                here, 500,
+                "{mode}: the finalizer ran in the training process"
+            );
             let beyond = c.wchar.unwrap() as i64 - folders[&iteration] as i64;
             match mode {
                 "temporal" => assert_eq!(beyond, 0, "save {iteration}"),

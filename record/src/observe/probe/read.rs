@@ -224,7 +224,9 @@ pub fn read(job_dir: &Path) -> Option<ProbeSummary> {
             goldgate_core::fsio::read_bounded(path, MAX_PROBE_FILE_BYTES).map_err(|e| e.to_string())
         };
         let (version, what) = if is_part {
-            match read(&path).and_then(|b| serde_json::from_slice::<RawPart>(&b).map_err(|e| e.to_string())) {
+            match read(&path)
+                .and_then(|b| serde_json::from_slice::<RawPart>(&b).map_err(|e| e.to_string()))
+            {
                 Ok(raw) if raw.schema_version == 1 => {
                     parts.push(raw.part);
                     continue;
@@ -232,8 +234,14 @@ pub fn read(job_dir: &Path) -> Option<ProbeSummary> {
                 Ok(raw) => (Ok(raw.schema_version), "probe part file"),
                 Err(e) => (Err(e), "probe part file"),
             }
-        } else if path.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("probe-rank")) {
-            match read(&path).and_then(|b| serde_json::from_slice::<RawFile>(&b).map_err(|e| e.to_string())) {
+        } else if path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n.starts_with("probe-rank"))
+        {
+            match read(&path)
+                .and_then(|b| serde_json::from_slice::<RawFile>(&b).map_err(|e| e.to_string()))
+            {
                 Ok(raw) if raw.schema_version == 1 => {
                     summary.ranks.push(raw.rank);
                     continue;
@@ -245,7 +253,10 @@ pub fn read(job_dir: &Path) -> Option<ProbeSummary> {
             continue;
         };
         summary.warnings.push(match version {
-            Ok(v) => format!("{}: probe schema_version {v} is not supported", path.display()),
+            Ok(v) => format!(
+                "{}: probe schema_version {v} is not supported",
+                path.display()
+            ),
             Err(e) => format!("{}: unreadable {what}: {e}", path.display()),
         });
     }
@@ -275,7 +286,8 @@ fn credit(ranks: &mut [RankProbe], part: &SavePart) -> Result<(), String> {
             "{} B written by the async part of save {} (rank {}, pid {}) have no save window \
              to count in",
             part.wchar,
-            part.iteration.map_or_else(|| format!("#{}", part.index), |i| i.to_string()),
+            part.iteration
+                .map_or_else(|| format!("#{}", part.index), |i| i.to_string()),
             part.rank,
             part.pid
         ));
