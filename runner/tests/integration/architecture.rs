@@ -18,7 +18,15 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// Modules every stage may use; they use no stage.
-const BASE: &[&str] = &["exit", "fsio", "duration", "printable", "hash", "redact"];
+const BASE: &[&str] = &[
+    "exit",
+    "fsio",
+    "duration",
+    "printable",
+    "hash",
+    "redact",
+    "units",
+];
 
 /// Pipeline stages in order; a stage may use its own rank and earlier ones. `golden` reads
 /// and writes the case stage's golden files; `config` is the plan stage's schema and `rules`

@@ -245,13 +245,12 @@ pub fn judge_against(
             .iter()
             .map(|(_, r)| r.metrics.get(metric).map(|s| &s.0))
             .collect();
-        let mut result = if rule.wants_two_sample() {
+        let result = if rule.wants_two_sample() {
             two_sample::judge(metric, rule, series, &samples, &repeats, nondeterministic)
         } else {
             band::judge(metric, rule, series, &repeats, nondeterministic)
         };
-        not_sampled(&mut result, group);
-        job.metrics.push(result);
+        job.metrics.push(not_sampled(result, group));
     }
     let resumed = super::resumed::judge_resumed(group, selected, &opts.rules, nondeterministic);
     job.metrics.extend(resumed);
@@ -279,9 +278,9 @@ pub fn judge_against(
 /// A metric missing from repeats whose samplers tried and could not read it (each record's
 /// `memory.not_sampled` says why) is `not-sampled`, not missing: no regression, and no pass of
 /// that metric either.
-fn not_sampled(result: &mut MetricResult, group: &[(PathBuf, RunRecord)]) {
+fn not_sampled(mut result: MetricResult, group: &[(PathBuf, RunRecord)]) -> MetricResult {
     if result.verdict != Verdict::MissingMetric {
-        return;
+        return result;
     }
     // The reasons, each with the repeats that give it.
     let mut why: Vec<(&str, Vec<String>)> = Vec::new();
@@ -290,7 +289,7 @@ fn not_sampled(result: &mut MetricResult, group: &[(PathBuf, RunRecord)]) {
             continue;
         }
         let Some(reason) = r.memory.not_sampled.get(&result.metric) else {
-            return; // not recorded, and nothing says why: missing
+            return result; // not recorded, and nothing says why: missing
         };
         match why.iter_mut().find(|(w, _)| w == reason) {
             Some((_, repeats)) => repeats.push((i + 1).to_string()),
@@ -298,7 +297,7 @@ fn not_sampled(result: &mut MetricResult, group: &[(PathBuf, RunRecord)]) {
         }
     }
     if why.is_empty() {
-        return;
+        return result;
     }
     let said: Vec<String> = why
         .iter()
@@ -309,6 +308,7 @@ fn not_sampled(result: &mut MetricResult, group: &[(PathBuf, RunRecord)]) {
         .collect();
     result.verdict = Verdict::NotSampled;
     result.detail = format!("not sampled, so not judged ({})", said.join("; "));
+    result
 }
 
 /// On a platform with `clocks: ab`, a clock beyond its band (a time: `iteration-time`,

@@ -505,7 +505,7 @@ fn an_async_save_counts_what_its_workers_and_finalizers_wrote_for_it() {
             "{mode}: {:?}",
             summary.warnings
         );
-        let folders = goldgate_record::observe::ckpt_folders::folder_sizes(&job.join("ckpt"));
+        let folders = crate::observe::ckpt_folders::folder_sizes(&job.join("ckpt"));
         assert_eq!(
             folders,
             std::collections::BTreeMap::from([(3, 150_500), (6, 150_500)]),

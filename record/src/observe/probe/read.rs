@@ -214,51 +214,9 @@ pub fn read(job_dir: &Path) -> Option<ProbeSummary> {
     paths.sort();
     let mut parts = Vec::new();
     for path in paths {
-        let is_part = path
-            .file_name()
-            .and_then(|n| n.to_str())
-            .is_some_and(|n| n.starts_with("probe-part-"));
-        let read = |path: &Path| {
-            // The job wrote these files: a link to a device or a huge file must not stall
-            // goldgate.
-            goldgate_core::fsio::read_bounded(path, MAX_PROBE_FILE_BYTES).map_err(|e| e.to_string())
-        };
-        let (version, what) = if is_part {
-            match read(&path)
-                .and_then(|b| serde_json::from_slice::<RawPart>(&b).map_err(|e| e.to_string()))
-            {
-                Ok(raw) if raw.schema_version == 1 => {
-                    parts.push(raw.part);
-                    continue;
-                }
-                Ok(raw) => (Ok(raw.schema_version), "probe part file"),
-                Err(e) => (Err(e), "probe part file"),
-            }
-        } else if path
-            .file_name()
-            .and_then(|n| n.to_str())
-            .is_some_and(|n| n.starts_with("probe-rank"))
-        {
-            match read(&path)
-                .and_then(|b| serde_json::from_slice::<RawFile>(&b).map_err(|e| e.to_string()))
-            {
-                Ok(raw) if raw.schema_version == 1 => {
-                    summary.ranks.push(raw.rank);
-                    continue;
-                }
-                Ok(raw) => (Ok(raw.schema_version), "probe file"),
-                Err(e) => (Err(e), "probe file"),
-            }
-        } else {
-            continue;
-        };
-        summary.warnings.push(match version {
-            Ok(v) => format!(
-                "{}: probe schema_version {v} is not supported",
-                path.display()
-            ),
-            Err(e) => format!("{}: unreadable {what}: {e}", path.display()),
-        });
+        if let Err(warning) = read_file(&path, &mut summary, &mut parts) {
+            summary.warnings.push(warning);
+        }
     }
     summary.ranks.sort_by_key(|r| (r.rank, r.pid));
     let own: Vec<SavePart> = summary.ranks.iter().flat_map(|r| r.parts.clone()).collect();
@@ -271,6 +229,48 @@ pub fn read(job_dir: &Path) -> Option<ProbeSummary> {
         return None;
     }
     Some(summary)
+}
+
+/// Reads one probe file into `summary` (a rank's) or `parts` (a save part's); Err: the warning
+/// that names it.
+fn read_file(
+    path: &Path,
+    summary: &mut ProbeSummary,
+    parts: &mut Vec<SavePart>,
+) -> Result<(), String> {
+    let name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or_default();
+    let (is_part, what) = match name {
+        n if n.starts_with("probe-part-") => (true, "probe part file"),
+        n if n.starts_with("probe-rank") => (false, "probe file"),
+        _ => return Ok(()),
+    };
+    // The job wrote these files: a link to a device or a huge file must not stall goldgate.
+    let bytes = goldgate_core::fsio::read_bounded(path, MAX_PROBE_FILE_BYTES)
+        .map_err(|e| format!("{}: unreadable {what}: {e}", path.display()))?;
+    let unreadable = |e: serde_json::Error| format!("{}: unreadable {what}: {e}", path.display());
+    let unsupported = |v: u32| {
+        format!(
+            "{}: probe schema_version {v} is not supported",
+            path.display()
+        )
+    };
+    if is_part {
+        let raw: RawPart = serde_json::from_slice(&bytes).map_err(unreadable)?;
+        if raw.schema_version != 1 {
+            return Err(unsupported(raw.schema_version));
+        }
+        parts.push(raw.part);
+    } else {
+        let raw: RawFile = serde_json::from_slice(&bytes).map_err(unreadable)?;
+        if raw.schema_version != 1 {
+            return Err(unsupported(raw.schema_version));
+        }
+        summary.ranks.push(raw.rank);
+    }
+    Ok(())
 }
 
 /// Adds what a save's async parts wrote to that save's window (matched by the saving
