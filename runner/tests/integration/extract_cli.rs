@@ -5,9 +5,7 @@
 
 use std::path::Path;
 
-use goldgate_core::observe::log::{
-    FailureKind, LogSummary, MAX_LINE, summarize_file, summarize_reader,
-};
+use goldgate_core::log::{FailureKind, LogSummary, MAX_LINE, summarize_file, summarize_reader};
 
 use crate::common;
 

@@ -121,7 +121,7 @@ impl Scratch {
     }
 
     fn index(&self) -> RunIndex {
-        let runs = goldgate_core::metrics::record::load_indexes(&self.path().join("out")).unwrap();
+        let runs = goldgate_core::records::load_indexes(&self.path().join("out")).unwrap();
         assert_eq!(runs.len(), 1, "{runs:?}");
         runs.into_iter().next().unwrap().1
     }
@@ -378,7 +378,7 @@ fn a_long_log_of_iteration_lines_is_thinned_in_results_json() {
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let record = &s.records()[0];
     let loss = &record.metrics["lm loss"].0;
-    let max = goldgate_core::metrics::downsample::MAX_POINTS;
+    let max = goldgate_record::metrics::downsample::MAX_POINTS;
     assert!(loss.len() <= max + 2, "{} values kept", loss.len());
     assert!(
         (1..=2_000).all(|step| loss.contains_key(&step)),
@@ -647,7 +647,7 @@ fn a_closed_or_broken_stderr_does_not_lose_the_run() {
         .output()
         .unwrap();
     assert_eq!(closed.status.code(), Some(0), "{}", text(&closed));
-    let runs = goldgate_core::metrics::record::load_indexes(&s.path().join("out")).unwrap();
+    let runs = goldgate_core::records::load_indexes(&s.path().join("out")).unwrap();
     assert_eq!(runs.len(), 2);
     for (_, index) in runs {
         assert!(

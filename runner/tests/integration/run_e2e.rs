@@ -700,7 +700,7 @@ fn a_rerun_of_the_failures_is_judged_with_the_rest_of_its_run() {
         "--rerun-failed",
     ]);
     assert_eq!(rerun.status.code(), Some(0), "{}", text(&rerun));
-    let indexes = goldgate_core::metrics::record::load_indexes(&d.join("out")).unwrap();
+    let indexes = goldgate_core::records::load_indexes(&d.join("out")).unwrap();
     let (original, again): (Vec<_>, Vec<_>) = indexes
         .into_iter()
         .map(|(_, i)| i)

@@ -152,7 +152,7 @@ fn blocking_from_version_4(bytes: &[u8], record: &mut RunRecord) {
 }
 
 /// The job output a record carries (failure lines, log tails, warnings), with what looks like
-/// a secret by itself masked (`observe::log::scrub`): a record may come from another machine
+/// a secret by itself masked (`redact::scrub`): a record may come from another machine
 /// or an older goldgate, whose output did not pass this machine's redactor, and every report
 /// and PR comment is rendered from loaded records.
 fn scrub_output(record: &mut RunRecord) {
