@@ -148,9 +148,9 @@ fn real_table((a, b, looks): &RealPairs) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compare::ab::across_jobs::Sequential;
     use crate::compare::ab::study::{self, Normal, Session};
     use crate::compare::stats::summary::SplitMix64;
+    use goldgate_core::config::Sequential;
 
     #[test]
     fn the_study_markdown() {

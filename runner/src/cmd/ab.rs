@@ -24,8 +24,9 @@ use super::args::{ExecArgs, GateArgs};
 use super::error::{AppError, CmdError};
 use super::output::{err, errln, out, stderr_color};
 use super::select::{Selection, plan_selection};
+use goldgate_core::config::Sequential;
 use goldgate_core::config::{Config, ExecutorChoice};
-use goldgate_judge::compare::ab::across_jobs::{self, AbMetric, Sequential};
+use goldgate_judge::compare::ab::across_jobs::{self, AbMetric};
 use goldgate_judge::compare::ab::outcome::{
     AB_SCHEMA_VERSION, AbJob, AbMode, AbModeKind, AbReport, ArmSpec,
 };
@@ -275,7 +276,7 @@ fn options(args: &Args, config: &Config) -> Result<(RunOptions, String, Executor
 }
 
 fn sequential(args: &Args, config: &Config, platform: &str) -> Result<Sequential, AppError> {
-    let mut seq = Sequential::from_settings(&config.ab, platform);
+    let mut seq = config.ab.on(platform);
     if let Some(n) = args.max_pairs {
         seq.max_pairs = n;
         seq.min_pairs = seq.min_pairs.min(n);

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use super::error::{AppError, CmdError};
 use super::output::out;
-use goldgate_judge::compare::ab::across_jobs::Sequential;
+use goldgate_core::config::Sequential;
 use goldgate_judge::compare::ab::study::{self, Normal, Session, SessionModel, StudyOptions};
 use goldgate_judge::compare::stats::summary::SplitMix64;
 use goldgate_schema::Exit;
@@ -155,7 +155,7 @@ fn real_session(
     };
     let (a, b) = (medians(a)?, medians(b)?);
     let shipped = goldgate_core::config::Config::builtin()?;
-    let seq = Sequential::from_settings(&shipped.ab, "h200");
+    let seq = shipped.ab.on("h200");
     let looks = study::real_pairs(&a, &b, &seq);
     Ok(Some((a, b, looks)))
 }

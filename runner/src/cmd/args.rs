@@ -372,7 +372,7 @@ mod tests {
         check::<bless::Args>("bless");
         check::<calibrate::Args>("calibrate");
         check::<power::Args>("power");
-        check::<history::Args>("history");
+        check::<history_args::Args>("history");
         check::<report::Args>("report");
         check::<comment::Args>("comment");
     }

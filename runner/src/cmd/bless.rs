@@ -19,11 +19,11 @@ fn from_history(
     if runs == 0 {
         return Err(HistoryError::Usage("--from-history takes 1 or more runs".into()).into());
     }
-    let store_args = super::history::StoreArgs {
+    let store_args = super::history_args::StoreArgs {
         db: args.db.clone(),
         config: args.config.clone(),
     };
-    let mut store = super::history::open_read(&store_args)?;
+    let mut store = super::history_store::open_read(&store_args)?;
     let names = store.series_names()?;
     let mut series: Vec<(String, String, String)> = names
         .into_iter()

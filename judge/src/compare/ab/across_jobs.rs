@@ -35,48 +35,10 @@ use serde::{Deserialize, Serialize};
 use crate::compare::golden::band::{self, Series};
 use crate::compare::stats::summary::{self, Tolerance};
 use crate::compare::stats::t_test::t_quantile;
-use goldgate_core::config::AbSettings;
+use goldgate_core::config::Sequential;
 use goldgate_core::rules::{Direction, Rule, RuleSet};
 use goldgate_schema::RunRecord;
 use goldgate_schema::Unit;
-
-/// The sequential test's parameters for one platform.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Sequential {
-    /// False-alarm rate of a metric's whole sequence (one-sided).
-    pub alpha: f64,
-    pub min_effect: f64,
-    pub max_pairs: u32,
-    pub min_pairs: u32,
-    /// One job's spread floor (coefficient of variation).
-    pub spread: f64,
-    /// Degrees of freedom the floor is worth.
-    pub spread_df: u32,
-}
-
-impl Sequential {
-    /// The settings of `goldgate.yaml` on `platform`.
-    pub fn from_settings(s: &AbSettings, platform: &str) -> Sequential {
-        Sequential {
-            alpha: s.alpha,
-            min_effect: s.min_effect,
-            max_pairs: s.max_pairs,
-            min_pairs: s.min_pairs,
-            spread: s.spread_on(platform),
-            spread_df: s.spread_df,
-        }
-    }
-
-    /// What one look may spend (Bonferroni over `max_pairs` looks).
-    pub fn alpha_per_look(&self) -> f64 {
-        self.alpha / f64::from(self.max_pairs.max(1))
-    }
-
-    /// The two-sided level of each look's interval (`1 − 2·alpha_per_look`).
-    pub fn level(&self) -> f64 {
-        1.0 - 2.0 * self.alpha_per_look()
-    }
-}
 
 /// One A job and one B job: their summaries in the metric's unit.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]

@@ -15,9 +15,10 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use super::across_jobs::{AbMetric, AbTest, AbVerdict, Sequential};
+use super::across_jobs::{AbMetric, AbTest, AbVerdict};
 use super::within_job::InJobTest;
 use crate::compare::error::CompareError;
+use goldgate_core::config::Sequential;
 use goldgate_schema::Exit;
 use goldgate_schema::{MetricResult, Verdict};
 
@@ -275,10 +276,7 @@ mod tests {
                 reason: "test".into(),
             },
             seed: 1,
-            sequential: Sequential::from_settings(
-                &goldgate_core::config::AbSettings::default(),
-                "p",
-            ),
+            sequential: Sequential::default(),
             within_job: None,
             arms: Default::default(),
             jobs: Vec::new(),

@@ -20,10 +20,10 @@
 
 use serde::Serialize;
 
-use super::across_jobs::Sequential;
 use super::across_jobs::{self, AbVerdict, Pair};
 use crate::compare::stats::summary::{self, SplitMix64};
 use crate::compare::stats::t_test;
+use goldgate_core::config::Sequential;
 use goldgate_core::rules::Direction;
 
 /// One session's unchanged jobs: each job's counted save times (seconds) and wall time.
