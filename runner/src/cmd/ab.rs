@@ -26,7 +26,8 @@ use super::output::{err, errln, out, stderr_color};
 use super::select::{Selection, plan_selection};
 use goldgate_core::config::Sequential;
 use goldgate_core::config::{Config, ExecutorChoice};
-use goldgate_judge::compare::ab::across_jobs::{self, AbMetric};
+use goldgate_judge::compare::ab::across_jobs;
+use goldgate_judge::compare::ab::metric::{self, AbMetric};
 use goldgate_judge::compare::ab::outcome::{
     AB_SCHEMA_VERSION, AbJob, AbMode, AbModeKind, AbReport, ArmSpec,
 };
@@ -450,11 +451,11 @@ impl Bench<'_> {
             report.pairs = a.len();
             report.metrics = self.judge(&a, &b, &blocks, &seq);
             self.save(report);
-            if across_jobs::settled(&report.metrics) || report.pairs as u32 >= seq.max_pairs {
+            if metric::settled(&report.metrics) || report.pairs as u32 >= seq.max_pairs {
                 break;
             }
         }
-        across_jobs::close(&mut report.metrics);
+        metric::close(&mut report.metrics);
         report.finished = true;
         Ok(out_of_time)
     }
@@ -518,11 +519,11 @@ impl Bench<'_> {
             report.pairs = jobs.iter().map(Vec::len).sum();
             report.metrics = within_job::judge(&jobs, &test);
             self.save(report);
-            if across_jobs::settled(&report.metrics) {
+            if metric::settled(&report.metrics) {
                 break;
             }
         }
-        across_jobs::close(&mut report.metrics);
+        metric::close(&mut report.metrics);
         report.finished = true;
         Ok(())
     }
