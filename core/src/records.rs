@@ -54,7 +54,7 @@ pub enum RecordError {
 /// Largest `results.json` or `run.json` goldgate reads: 32 MiB. Long series are downsampled
 /// when a record is built, so a record of a million-step run stays a few MiB (2.1 MB for two
 /// million steps). Reading a record takes about 5 times its size in memory for `compare` and 13
-/// times for `bless` (`benches/memory.sh`; issue 22 item 7: a 159 MB record took 1.6 GiB to
+/// times for `bless` (`benches/memory.sh`: a 159 MB record took 1.6 GiB to
 /// bless under the old 256 MiB limit), so the limit is what bounds goldgate's memory on one.
 pub const MAX_RECORD_BYTES: u64 = 32 << 20;
 

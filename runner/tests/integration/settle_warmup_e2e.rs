@@ -1,4 +1,4 @@
-//! `goldgate run --warmup` and `--settle` end to end with the fake trainer (issue 17): a
+//! `goldgate run --warmup` and `--settle` end to end with the fake trainer: a
 //! warm-up job is recorded but never judged, and every job's fingerprint says what the node's
 //! page cache and disks did while it ran.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
