@@ -17,6 +17,8 @@ use serde::{Deserialize, Serialize};
 
 use super::ab::{AbMetric, AbTest, AbVerdict, Sequential};
 use super::ab_in_job::InJobTest;
+use super::ab_in_job::checks::InJobChecks;
+use super::ab_precision::Precision;
 use super::error::CompareError;
 use goldgate_schema::Exit;
 use goldgate_schema::{MetricResult, Verdict};
@@ -137,6 +139,12 @@ pub struct AbReport {
     pub job_seconds: f64,
     /// The exit code once gated.
     pub exit_code: Option<i32>,
+    /// `--precision`: the half-width asked for and where the intervals stand.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub precision: Option<Precision>,
+    /// Within-job: the design checks (carry-over, order, end of job) over every job so far.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checks: Option<InJobChecks>,
 }
 
 impl AbReport {
@@ -290,6 +298,8 @@ mod tests {
             finished: true,
             job_seconds: 0.0,
             exit_code: None,
+            precision: None,
+            checks: None,
         }
     }
 

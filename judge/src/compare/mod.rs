@@ -4,6 +4,7 @@
 pub mod ab;
 pub mod ab_in_job;
 pub mod ab_outcome;
+pub mod ab_precision;
 pub mod ab_study;
 pub mod bless;
 pub mod calibrate;

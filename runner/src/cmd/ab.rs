@@ -27,6 +27,7 @@ use super::select::{Selection, plan_selection};
 use goldgate_core::config::{Config, ExecutorChoice};
 use goldgate_judge::compare::ab::{self, AbMetric, Sequential};
 use goldgate_judge::compare::ab_in_job::{self, InJobTest, InJobUnit, Switch};
+use goldgate_judge::compare::ab_precision::{self, Precision};
 use goldgate_judge::compare::ab_outcome::{
     AB_SCHEMA_VERSION, AbJob, AbMode, AbModeKind, AbReport, ArmSpec,
 };
@@ -93,6 +94,11 @@ pub struct Args {
     /// The change that counts (default `ab.min_effect`; 0.05 = 5 %).
     #[arg(long)]
     pub min_effect: Option<f64>,
+    /// Run until every timing interval is this narrow (half-width, `3%` or `0.03`), not only
+    /// until the gate's question is decided; within the jobs (`--max-jobs`) or pairs
+    /// (`--max-pairs`) allowed. For "how much faster is B?".
+    #[arg(long, value_name = "HALF-WIDTH", value_parser = parse_precision)]
+    pub precision: Option<f64>,
     /// One job's spread floor (default: the platform's `ab.platforms.<p>.spread`, else
     /// `ab.spread`).
     #[arg(long)]
@@ -132,6 +138,10 @@ pub(crate) fn parse_env(text: &str) -> Result<(String, String), String> {
 
 fn parse_switch(text: &str) -> Result<Switch, String> {
     Switch::parse(text)
+}
+
+fn parse_precision(text: &str) -> Result<f64, String> {
+    ab_precision::parse(text)
 }
 
 /// One arm: its selection (variants), extra environment and workload folder.
@@ -408,6 +418,8 @@ impl Bench<'_> {
             finished: false,
             job_seconds: 0.0,
             exit_code: None,
+            precision: None,
+            checks: None,
         }
     }
 
@@ -448,8 +460,9 @@ impl Bench<'_> {
             blocks.push(block);
             report.pairs = a.len();
             report.metrics = self.judge(&a, &b, &blocks, &seq);
+            let done = self.done(report);
             self.save(report);
-            if ab::settled(&report.metrics) || report.pairs as u32 >= seq.max_pairs {
+            if done || report.pairs as u32 >= seq.max_pairs {
                 break;
             }
         }
@@ -516,8 +529,10 @@ impl Bench<'_> {
             jobs.push(pairs);
             report.pairs = jobs.iter().map(Vec::len).sum();
             report.metrics = ab_in_job::judge(&jobs, &test);
+            report.checks = ab_in_job::checks::checks(&jobs);
+            let done = self.done(report);
             self.save(report);
-            if ab::settled(&report.metrics) {
+            if done {
                 break;
             }
         }
@@ -590,6 +605,21 @@ impl Bench<'_> {
             report.pairs
         ));
         true
+    }
+
+    /// Whether the sequence may stop after this look: the timing metrics are decided or, with
+    /// `--precision`, every timing interval is that narrow (`report.precision` says where they
+    /// stand).
+    fn done(&self, report: &mut AbReport) -> bool {
+        match self.args.precision {
+            Some(target) => {
+                let p = Precision::of(&report.metrics, target, report.pairs);
+                let reached = p.reached;
+                report.precision = Some(p);
+                reached
+            }
+            None => ab::settled(&report.metrics),
+        }
     }
 
     /// A failed job or Ctrl-C ends the sequence.
