@@ -5,8 +5,8 @@
 
 use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
 
-use crate::compare::ab::{AbMetric, AbTest, AbVerdict};
-use crate::compare::ab_outcome::AbReport;
+use crate::compare::ab::across_jobs::{AbMetric, AbTest, AbVerdict};
+use crate::compare::ab::outcome::AbReport;
 use crate::report::error::ReportError;
 use crate::report::units;
 
@@ -163,7 +163,9 @@ fn warnings(r: &AbReport) -> Vec<String> {
                     (n as f64 / per_job).ceil() as usize
                 )
             }
-            (Some(n), false) => format!("; at this spread about {n} pairs would reach it (--max-pairs {n})"),
+            (Some(n), false) => {
+                format!("; at this spread about {n} pairs would reach it (--max-pairs {n})")
+            }
             _ => String::new(),
         };
         out.push(format!(

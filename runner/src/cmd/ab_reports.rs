@@ -7,7 +7,7 @@ use std::path::Path;
 use super::args::GateArgs;
 use super::error::{AppError, CmdError};
 use super::output::{err, out};
-use goldgate_judge::compare::ab_outcome::AbReport;
+use goldgate_judge::compare::ab::outcome::AbReport;
 use goldgate_judge::report::ab;
 
 /// Prints and writes every requested form of `report`.

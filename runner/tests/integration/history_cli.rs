@@ -289,7 +289,7 @@ fn a_store_on_a_read_only_mount_is_read() {
     let unshare = Path::new("/usr/bin/unshare");
     let is_root = rustix::process::geteuid().is_root();
     if !is_root || !unshare.is_file() {
-        common::prereq::missing("root and unshare (to bind-mount the store read-only)");
+        goldgate_testkit::prereq::missing("root and unshare (to bind-mount the store read-only)");
         return;
     }
     let out = tempfile::tempdir().unwrap();

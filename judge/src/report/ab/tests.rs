@@ -1,8 +1,8 @@
 // Snapshots of every form of an A/B report (what a user reads), from one fixed report.
 
 use super::*;
-use crate::compare::ab::Sequential;
-use crate::compare::ab_outcome::{AB_SCHEMA_VERSION, AbJob, AbMode, AbModeKind, ArmSpec};
+use crate::compare::ab::outcome::{AB_SCHEMA_VERSION, AbJob, AbMode, AbModeKind, ArmSpec};
+use goldgate_core::config::Sequential;
 use goldgate_schema::{MetricResult, Unit, Verdict};
 
 fn metric(
@@ -193,9 +193,9 @@ fn a_launch_failure_says_what_failed() {
 /// (one failed): the terminal and the markdown say where the intervals stand, how many more
 /// jobs would reach the precision, and which check failed and what it means.
 fn within_job_report() -> AbReport {
-    use crate::compare::ab_in_job::InJobTest;
-    use crate::compare::ab_in_job::checks::{DesignCheck, InJobChecks};
-    use crate::compare::ab_precision::Precision;
+    use crate::compare::ab::precision::Precision;
+    use crate::compare::ab::within_job::InJobTest;
+    use crate::compare::ab::within_job::checks::{DesignCheck, InJobChecks};
     let mut r = report();
     r.mode = AbMode {
         kind: AbModeKind::WithinJob,
@@ -245,14 +245,15 @@ fn within_job_report() -> AbReport {
     r.goldens.clear();
     r.golden_note = Some("within-job: every job ran both arms, so none is judged against the goldens (goldgate run does that)".into());
     r.precision = Some(Precision::of(&r.metrics, 0.03, 66));
-    let check = |name: &str, compares: &str, change: f64, ci: (f64, f64), passed: bool| DesignCheck {
-        check: name.into(),
-        compares: compares.into(),
-        change,
-        interval: ci,
-        n: (17, 16),
-        passed,
-    };
+    let check =
+        |name: &str, compares: &str, change: f64, ci: (f64, f64), passed: bool| DesignCheck {
+            check: name.into(),
+            compares: compares.into(),
+            change,
+            interval: ci,
+            n: (17, 16),
+            passed,
+        };
     r.checks = Some(InJobChecks {
         metric: "checkpoint-window-time".into(),
         level: 0.99,
@@ -261,10 +262,34 @@ fn within_job_report() -> AbReport {
         tail_a: 6,
         tail_b: 6,
         checks: vec![
-            check("carry-over into A", "A units after the other arm against A units after A", 0.023, (-0.048, 0.098), true),
-            check("carry-over into B", "B units after the other arm against B units after B", -0.011, (-0.07, 0.05), true),
-            check("order", "the second save of a pair against the first", -0.031, (-0.058, -0.004), false),
-            check("end of job", "the last 2 pairs of each job against its other pairs", 0.012, (-0.03, 0.055), true),
+            check(
+                "carry-over into A",
+                "A units after the other arm against A units after A",
+                0.023,
+                (-0.048, 0.098),
+                true,
+            ),
+            check(
+                "carry-over into B",
+                "B units after the other arm against B units after B",
+                -0.011,
+                (-0.07, 0.05),
+                true,
+            ),
+            check(
+                "order",
+                "the second save of a pair against the first",
+                -0.031,
+                (-0.058, -0.004),
+                false,
+            ),
+            check(
+                "end of job",
+                "the last 2 pairs of each job against its other pairs",
+                0.012,
+                (-0.03, 0.055),
+                true,
+            ),
         ],
     });
     r.exit_code = Some(0);
@@ -276,7 +301,10 @@ fn a_within_job_report_shows_its_precision_and_design_checks() {
     let r = within_job_report();
     let text = render_terminal(&r);
     assert!(text.contains("precision ±3 % asked: NOT reached"), "{text}");
-    assert!(text.contains("(--max-jobs 6)"), "(4.05/3)² × 66 = 121 pairs at 22 a job: {text}");
+    assert!(
+        text.contains("(--max-jobs 6)"),
+        "(4.05/3)² × 66 = 121 pairs at 22 a job: {text}"
+    );
     assert!(text.contains("check failed: order"), "{text}");
     insta::assert_snapshot!("within_job_terminal", text);
     insta::assert_snapshot!("within_job_markdown", render_markdown(&r));
@@ -285,5 +313,8 @@ fn a_within_job_report_shows_its_precision_and_design_checks() {
     assert_eq!(json["checks"]["checks"][2]["passed"], false);
     // A job-level report without either says nothing of them.
     let plain = render_json(&report()).unwrap();
-    assert!(!plain.contains("\"precision\"") && !plain.contains("\"checks\""), "{plain}");
+    assert!(
+        !plain.contains("\"precision\"") && !plain.contains("\"checks\""),
+        "{plain}"
+    );
 }
