@@ -5,7 +5,7 @@
 
 use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
 
-use crate::compare::ab::across_jobs::{AbMetric, AbTest, AbVerdict};
+use crate::compare::ab::metric::{AbMetric, AbTest, AbVerdict};
 use crate::compare::ab::outcome::AbReport;
 use crate::report::error::ReportError;
 use crate::report::units;

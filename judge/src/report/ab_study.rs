@@ -1,6 +1,6 @@
 //! Stage "report": the A/B resampling study as markdown (docs/book/src/results/ab-study.md).
 
-use crate::compare::ab::across_jobs::AbVerdict;
+use crate::compare::ab::metric::AbVerdict;
 use crate::compare::ab::study::{DesignRow, RuleRow, SessionModel, StudyOptions};
 
 fn pct(v: f64) -> String {

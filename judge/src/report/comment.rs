@@ -46,7 +46,7 @@ pub fn all_passed(comparison: Option<&Comparison>, abs: &[AbReport]) -> bool {
 fn ab_passed(r: &AbReport) -> bool {
     r.exit_code == Some(0)
         && !r.job_failed()
-        && r.verdict() == crate::compare::ab::across_jobs::AbVerdict::Pass
+        && r.verdict() == crate::compare::ab::metric::AbVerdict::Pass
 }
 
 /// `comparison` without the metrics in `timed`, each job's verdict taken again from what is
@@ -114,7 +114,7 @@ fn counts(c: &Comparison) -> String {
 }
 
 /// Orders A/B results by how badly they went: a failed job, then the verdict.
-fn ab_rank(r: &AbReport) -> (bool, crate::compare::ab::across_jobs::AbVerdict) {
+fn ab_rank(r: &AbReport) -> (bool, crate::compare::ab::metric::AbVerdict) {
     (r.job_failed(), r.verdict())
 }
 

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::compare::ab::across_jobs::{AbMetric, AbTest, AbVerdict};
+use crate::compare::ab::metric::{AbMetric, AbTest, AbVerdict};
 use crate::compare::ab::outcome::{
     AB_SCHEMA_VERSION, AbJob, AbMode, AbModeKind, AbReport, ArmSpec,
 };

@@ -26,7 +26,8 @@ use super::output::{err, errln, out, stderr_color};
 use super::select::{Selection, plan_selection};
 use goldgate_core::config::Sequential;
 use goldgate_core::config::{Config, ExecutorChoice};
-use goldgate_judge::compare::ab::across_jobs::{self, AbMetric};
+use goldgate_judge::compare::ab::across_jobs;
+use goldgate_judge::compare::ab::metric::{self, AbMetric};
 use goldgate_judge::compare::ab::outcome::{
     AB_SCHEMA_VERSION, AbJob, AbMode, AbModeKind, AbReport, ArmSpec,
 };
@@ -467,7 +468,7 @@ impl Bench<'_> {
                 break;
             }
         }
-        across_jobs::close(&mut report.metrics);
+        metric::close(&mut report.metrics);
         report.finished = true;
         Ok(out_of_time)
     }
@@ -537,7 +538,7 @@ impl Bench<'_> {
                 break;
             }
         }
-        across_jobs::close(&mut report.metrics);
+        metric::close(&mut report.metrics);
         report.finished = true;
         Ok(())
     }
@@ -619,7 +620,7 @@ impl Bench<'_> {
                 report.precision = Some(p);
                 reached
             }
-            None => across_jobs::settled(&report.metrics),
+            None => metric::settled(&report.metrics),
         }
     }
 
@@ -869,7 +870,7 @@ impl Bench<'_> {
         let mut records = Vec::new();
         for job in report.jobs.iter().filter(|j| j.arm == "b" && !j.warmup) {
             let path = self.ab_dir.join(&job.results);
-            let record = goldgate_core::metrics::record::load_record(&path)?;
+            let record = goldgate_core::records::load_record(&path)?;
             records.push((path, record));
         }
         let opts = goldgate_judge::compare::CompareOptions::from_config(

@@ -30,8 +30,9 @@
 //! tight needs no statistics; B's value is judged against A's under the metric's own rule
 //! ([`judge_exact`]), and against the goldens by the ordinary comparison.
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
+use super::metric::{AbMetric, AbTest, AbVerdict};
 use crate::compare::golden::band::{self, Series};
 use crate::compare::stats::summary::{self, Tolerance};
 use crate::compare::stats::t_test::t_quantile;
@@ -118,40 +119,6 @@ pub fn estimate(pairs: &[Pair], seq: &Sequential) -> Result<AbEstimate, Unusable
     })
 }
 
-/// A metric's verdict in an A/B comparison.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum AbVerdict {
-    Pass,
-    Improvement,
-    /// Not decided yet (only while pairs are still being added).
-    Undecided,
-    /// Not decided at `max_pairs`, or when the sequence stopped on another metric.
-    Inconclusive,
-    /// In one arm's jobs but not the other's.
-    MissingMetric,
-    Regression,
-}
-
-impl AbVerdict {
-    /// The kebab-case label every report uses.
-    pub fn label(self) -> &'static str {
-        match self {
-            AbVerdict::Pass => "pass",
-            AbVerdict::Improvement => "improvement",
-            AbVerdict::Undecided => "undecided",
-            AbVerdict::Inconclusive => "inconclusive",
-            AbVerdict::MissingMetric => "missing-metric",
-            AbVerdict::Regression => "regression",
-        }
-    }
-
-    /// Whether more pairs can change it.
-    pub fn is_open(self) -> bool {
-        matches!(self, AbVerdict::Undecided)
-    }
-}
-
 /// The verdict of one look at an estimate.
 pub fn decide(e: &AbEstimate, direction: Direction, min_effect: f64) -> AbVerdict {
     let up = min_effect;
@@ -181,37 +148,6 @@ pub fn job_summary(rule: &Rule, record: &RunRecord, metric: &str) -> Option<f64>
     let series: &Series = &record.metrics.get(metric)?.0;
     let last = series.keys().next_back().copied().unwrap_or(0);
     band::reduce(rule, series, last).map(|(v, _)| v)
-}
-
-/// How a metric of an A/B comparison is judged.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum AbTest {
-    /// Timing: B/A with its interval, pair by pair.
-    Sequential,
-    /// Timing within one job: a signed-rank test on save pairs (`compare::ab::within_job`).
-    SignedRank,
-    /// B against A under the metric's own rule, no statistics (loss, counters, memory).
-    Rule,
-}
-
-/// How one metric of an A/B comparison came out.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct AbMetric {
-    pub metric: String,
-    pub unit: Unit,
-    pub test: AbTest,
-    pub verdict: AbVerdict,
-    /// A's and B's value (geometric means over pairs, or medians over jobs for `rule`).
-    pub a: Option<f64>,
-    pub b: Option<f64>,
-    /// `B/A − 1`.
-    pub change: Option<f64>,
-    /// The change's interval and its level (sequential only).
-    pub interval: Option<(f64, f64)>,
-    pub level: Option<f64>,
-    pub pairs: usize,
-    pub detail: String,
 }
 
 /// The sequential metric `metric` after the pairs so far (`a` and `b` are the arms' jobs in
@@ -382,22 +318,6 @@ pub fn judge_all(
             }
         })
         .collect()
-}
-
-/// Whether the sequence may stop: a metric regressed (a timing interval wholly above the
-/// minimum effect, or a counter off A's value: more pairs cannot undo either), or none is open.
-pub fn settled(metrics: &[AbMetric]) -> bool {
-    metrics.iter().any(|m| m.verdict == AbVerdict::Regression)
-        || !metrics.iter().any(|m| m.verdict.is_open())
-}
-
-/// Closes the sequence: every metric still open becomes `inconclusive`.
-pub fn close(metrics: &mut [AbMetric]) {
-    for m in metrics {
-        if m.verdict.is_open() {
-            m.verdict = AbVerdict::Inconclusive;
-        }
-    }
 }
 
 /// The order of `blocks` blocks of two pairs, each ABBA or BAAB by a seeded coin: `true` = B.

@@ -15,7 +15,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use super::across_jobs::{AbMetric, AbTest, AbVerdict};
+use super::metric::{AbMetric, AbTest, AbVerdict};
 use super::precision::Precision;
 use super::within_job::InJobTest;
 use super::within_job::checks::InJobChecks;

@@ -12,7 +12,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::across_jobs::{AbMetric, AbTest};
+use super::metric::{AbMetric, AbTest};
 
 /// What `--precision` asked for and what the run reached (`ab.json`'s `precision`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -113,7 +113,7 @@ pub fn parse(text: &str) -> Result<f64, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compare::ab::across_jobs::AbVerdict;
+    use crate::compare::ab::metric::AbVerdict;
     use goldgate_schema::Unit;
 
     fn timed_metric(name: &str, interval: Option<(f64, f64)>) -> AbMetric {

@@ -20,7 +20,8 @@
 
 use serde::Serialize;
 
-use super::across_jobs::{self, AbVerdict, Pair};
+use super::across_jobs::{self, Pair};
+use super::metric::AbVerdict;
 use crate::compare::stats::summary::{self, SplitMix64};
 use crate::compare::stats::t_test;
 use goldgate_core::config::Sequential;

@@ -28,7 +28,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::across_jobs::{AbMetric, AbVerdict};
+use super::metric::{AbMetric, AbVerdict};
 use crate::compare::stats::summary;
 use goldgate_schema::RunRecord;
 use goldgate_schema::Unit;
@@ -409,7 +409,7 @@ fn timed_metric(name: &str, pairs: &[(f64, f64)], jobs: usize, test: &InJobTest)
     let mut m = AbMetric {
         metric: name.to_owned(),
         unit: Unit::of_metric(name),
-        test: crate::compare::ab::across_jobs::AbTest::SignedRank,
+        test: crate::compare::ab::metric::AbTest::SignedRank,
         verdict: AbVerdict::Undecided,
         a: None,
         b: None,
@@ -457,7 +457,7 @@ fn counter_metric(name: &str, a: &[f64], b: &[f64]) -> Option<AbMetric> {
     Some(AbMetric {
         metric: name.to_owned(),
         unit: Unit::of_metric(name),
-        test: crate::compare::ab::across_jobs::AbTest::Rule,
+        test: crate::compare::ab::metric::AbTest::Rule,
         verdict,
         a: Some(x),
         b: Some(y),

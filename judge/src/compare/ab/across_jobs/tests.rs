@@ -281,7 +281,7 @@ fn judges_timing_sequentially_and_counters_by_their_rule() {
     assert_eq!(out[0].pairs, 2);
     assert_eq!(out[1].test, AbTest::Rule);
     assert_eq!(out[1].verdict, AbVerdict::Regression, "{:?}", out[1]);
-    assert!(settled(&out));
+    assert!(crate::compare::ab::metric::settled(&out));
 }
 
 #[test]
