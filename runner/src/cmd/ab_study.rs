@@ -71,7 +71,7 @@ fn load(
     metric: &str,
     skip: usize,
 ) -> Result<Vec<(Vec<f64>, f64, String)>, AppError> {
-    let mut jobs: Vec<_> = goldgate_core::metrics::record::load_results(dir)?
+    let mut jobs: Vec<_> = goldgate_core::records::load_results(dir)?
         .iter()
         .filter_map(|(_, r)| saves(r, metric, skip))
         .collect();

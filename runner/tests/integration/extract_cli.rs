@@ -5,9 +5,7 @@
 
 use std::path::Path;
 
-use goldgate_core::observe::log::{
-    FailureKind, LogSummary, MAX_LINE, summarize_file, summarize_reader,
-};
+use goldgate_core::log::{FailureKind, LogSummary, MAX_LINE, summarize_file, summarize_reader};
 
 use crate::common;
 
@@ -219,7 +217,7 @@ fn edge_cases_never_panic() {
     assert_eq!(long.long_lines, 1);
 }
 
-/// Issue 14 item 4: a progress line rewritten with lone `\r`s gives every step, colour codes do
+/// A progress line rewritten with lone `\r`s gives every step, colour codes do
 /// not hide a line, milliseconds become seconds in decimal, and a log without iteration lines
 /// says so.
 #[test]
