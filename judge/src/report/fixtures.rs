@@ -621,5 +621,7 @@ pub fn ab_report() -> AbReport {
         job_seconds: 126.0,
         gpus: 1,
         exit_code: Some(1),
+        precision: None,
+        checks: None,
     }
 }

@@ -16,7 +16,9 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use super::metric::{AbMetric, AbTest, AbVerdict};
+use super::precision::Precision;
 use super::within_job::InJobTest;
+use super::within_job::checks::InJobChecks;
 use crate::compare::error::CompareError;
 use goldgate_core::config::Sequential;
 use goldgate_schema::Exit;
@@ -142,6 +144,12 @@ pub struct AbReport {
     pub gpus: u32,
     /// The exit code once gated.
     pub exit_code: Option<i32>,
+    /// `--precision`: the half-width asked for and where the intervals stand.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub precision: Option<Precision>,
+    /// Within-job: the design checks (carry-over, order, end of job) over every job so far.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checks: Option<InJobChecks>,
 }
 
 impl AbReport {
@@ -293,6 +301,8 @@ mod tests {
             job_seconds: 0.0,
             gpus: 0,
             exit_code: None,
+            precision: None,
+            checks: None,
         }
     }
 
