@@ -2,6 +2,7 @@
 //! `calibrate`.
 
 pub mod ab;
+pub mod ab_covariate;
 pub mod ab_in_job;
 pub mod ab_outcome;
 pub mod ab_study;
