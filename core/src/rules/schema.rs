@@ -63,7 +63,7 @@ pub enum TestKind {
     #[default]
     Band,
     /// The golden's jobs against the jobs now: a t-test on per-job summaries with false-alarm
-    /// rate `alpha` and `min_effect` as the tolerance (`compare::twosample`).
+    /// rate `alpha` and `min_effect` as the tolerance (`compare::stats::t_test`).
     TwoSample,
 }
 

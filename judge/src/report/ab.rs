@@ -5,8 +5,8 @@
 
 use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
 
-use crate::compare::ab::{AbMetric, AbTest, AbVerdict};
-use crate::compare::ab_outcome::AbReport;
+use crate::compare::ab::metric::{AbMetric, AbTest, AbVerdict};
+use crate::compare::ab::outcome::AbReport;
 use crate::report::error::ReportError;
 use crate::report::units;
 use goldgate_schema::Verdict;
@@ -67,7 +67,7 @@ fn mode_line(r: &AbReport) -> String {
 
 /// `covariate: checkpoint-blocking-time adjusted by iteration-time (slope 0.76, floor 5.5 %): applied`.
 fn covariate_line(r: &AbReport) -> Option<String> {
-    use crate::compare::ab_covariate::{ADJUSTED, BY};
+    use crate::compare::ab::covariate::{ADJUSTED, BY};
     let c = r.covariate.as_ref()?;
     let state = match (&c.off, c.applied) {
         (Some(why), _) => why.clone(),

@@ -1,8 +1,8 @@
 //! Stage "report": the covariate's resampling study as markdown
 //! (docs/book/src/results/ab-study-covariate.md, `goldgate ab-study --covariate`).
 
-use crate::compare::ab::Sequential;
-use crate::compare::ab_covariate::study::{Cell, Design, Fit, RealLook};
+use crate::compare::ab::covariate::study::{Cell, Design, Fit, RealLook};
+use goldgate_core::config::Sequential;
 
 fn pct(v: f64) -> String {
     format!("{:.1} %", v * 100.0)

@@ -16,7 +16,7 @@ use goldgate_core::observe::log::one_line;
 use std::collections::BTreeMap;
 
 use super::variant_rows::{FIXED, Role, RowRules, extra_metric_keys, is_gated};
-use crate::compare::stats::median_sorted;
+use crate::compare::stats::summary::median_sorted;
 use crate::report::markdown::escape_md;
 use crate::report::units;
 use goldgate_core::config::Config;

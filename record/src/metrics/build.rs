@@ -535,14 +535,10 @@ fn nondeterministic(job: &Job) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use goldgate_core::observe::log::summarize_file;
-    use std::path::Path;
 
+    /// A real H200 log of the parser's fixtures, parsed.
     fn fixture(name: &str) -> LogSummary {
-        let p = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../core/tests/fixtures/h200")
-            .join(name);
-        summarize_file(&p).unwrap()
+        goldgate_core::observe::log::fixtures::h200_summary(name).unwrap()
     }
 
     #[test]

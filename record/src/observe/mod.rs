@@ -2,7 +2,7 @@
 //! I/O state and the checkpoint folders' sizes; the streaming Megatron log parser and the
 //! TensorBoard reader are `goldgate_core::observe` (judging reads them too).
 
-pub mod ckpt_folders;
+pub(crate) mod ckpt_folders;
 pub(crate) mod node;
 pub mod probe;
 pub mod sample;

@@ -5,13 +5,13 @@
 //! discarded jobs (alternating arms) the jobs run one at a time in ABBA/BAAB blocks, in a
 //! seeded random order; each job is one run of the run stage (`OUT/<id>/<id>-<NN>-<arm>/`, with
 //! its `run.json` and `results.json` as `goldgate run` records them, marked as an A/B arm). After every pair the
-//! timing metrics are judged sequentially (`compare::ab`) and the sequence stops once they are
+//! timing metrics are judged sequentially (`compare::ab::across_jobs`) and the sequence stops once they are
 //! decided or at `--max-pairs`; then B's other metrics are judged against the goldens, the
-//! reports are written and the exit code follows `compare::ab_outcome`'s rule. `ab.json` in the
+//! reports are written and the exit code follows `compare::ab::outcome`'s rule. `ab.json` in the
 //! A/B folder is rewritten after every job (a crash loses nothing).
 //!
 //! `--within-job` (implied by `--a-switch`/`--b-switch`) runs both arms inside every job: the
-//! probe switches a setting that can change while the process runs (`compare::ab_in_job`'s
+//! probe switches a setting that can change while the process runs (`compare::ab::within_job`'s
 //! switches) save by save, in a seeded order per pair of saves, and each job is judged with
 //! the ones before it until decided or `--max-jobs`. What is fixed when a process starts (a
 //! variant, the environment, a workload folder) is refused there: job-level `ab` compares it.
@@ -24,13 +24,15 @@ use super::args::{ExecArgs, GateArgs};
 use super::error::{AppError, CmdError};
 use super::output::{err, errln, out, stderr_color};
 use super::select::{Selection, plan_selection};
+use goldgate_core::config::Sequential;
 use goldgate_core::config::{Config, ExecutorChoice};
-use goldgate_judge::compare::ab::{self, AbMetric, Sequential};
-use goldgate_judge::compare::ab_covariate::{self, Covariate, CovariateUse};
-use goldgate_judge::compare::ab_in_job::{self, InJobTest, InJobUnit, Switch};
-use goldgate_judge::compare::ab_outcome::{
+use goldgate_judge::compare::ab::across_jobs;
+use goldgate_judge::compare::ab::covariate::{self, Covariate, CovariateUse};
+use goldgate_judge::compare::ab::metric::{self, AbMetric};
+use goldgate_judge::compare::ab::outcome::{
     AB_SCHEMA_VERSION, AbJob, AbMode, AbModeKind, AbReport, ArmSpec,
 };
+use goldgate_judge::compare::ab::within_job::{self, InJobTest, InJobUnit, Switch};
 use goldgate_record::plan::{Job, Output};
 use goldgate_record::run::{Progress, ResultsWriter, RunOptions};
 use goldgate_schema::Exit;
@@ -284,7 +286,7 @@ fn options(args: &Args, config: &Config) -> Result<(RunOptions, String, Executor
 }
 
 fn sequential(args: &Args, config: &Config, platform: &str) -> Result<Sequential, AppError> {
-    let mut seq = Sequential::from_settings(&config.ab, platform);
+    let mut seq = config.ab.on(platform);
     if let Some(n) = args.max_pairs {
         seq.max_pairs = n;
         seq.min_pairs = seq.min_pairs.min(n);
@@ -362,7 +364,7 @@ fn within_job(args: &Args) -> Result<Option<AbMode>, AppError> {
         }
         .into());
     }
-    ab_in_job::check_arms(&args.a_switches, &args.b_switches)
+    within_job::check_arms(&args.a_switches, &args.b_switches)
         .map_err(|message| CmdError::NotSwitchable { message })?;
     let names: Vec<String> = args
         .a_switches
@@ -456,7 +458,7 @@ impl Bench<'_> {
             }
         }
         let mut out_of_time = false;
-        let order = ab::block_order(seq.max_pairs.div_ceil(2), report.seed);
+        let order = across_jobs::block_order(seq.max_pairs.div_ceil(2), report.seed);
         let (mut a, mut b): (Vec<RunRecord>, Vec<RunRecord>) = (Vec::new(), Vec::new());
         let mut blocks = Vec::new();
         for (i, is_b) in order.iter().enumerate() {
@@ -482,11 +484,11 @@ impl Bench<'_> {
             report.pairs = a.len();
             report.metrics = self.judge(&a, &b, &blocks, &seq, report.covariate.as_mut());
             self.save(report);
-            if ab::settled(&report.metrics) || report.pairs as u32 >= seq.max_pairs {
+            if metric::settled(&report.metrics) || report.pairs as u32 >= seq.max_pairs {
                 break;
             }
         }
-        ab::close(&mut report.metrics);
+        metric::close(&mut report.metrics);
         report.finished = true;
         Ok(out_of_time)
     }
@@ -509,7 +511,7 @@ impl Bench<'_> {
         .into())
     }
 
-    /// Within-job: one job after another, both arms in each (`ab_in_job::schedule`), judged
+    /// Within-job: one job after another, both arms in each (`within_job::schedule`), judged
     /// after each until decided or `--max-jobs`.
     fn sequence_within(&self, report: &mut AbReport) -> Result<(), AppError> {
         let rules = goldgate_core::rules::RuleSet::from_config(&self.config.rules);
@@ -530,7 +532,7 @@ impl Bench<'_> {
                 break;
             }
             let schedule =
-                ab_in_job::schedule(report.seed, j, skip, self.args.schedule_pairs as usize);
+                within_job::schedule(report.seed, j, skip, self.args.schedule_pairs as usize);
             let env = [
                 ("GOLDGATE_INJOB_SCHEDULE", schedule),
                 ("GOLDGATE_INJOB_A", switches(&self.args.a_switches)),
@@ -543,18 +545,18 @@ impl Bench<'_> {
                 return Ok(());
             }
             let Some(record) = record else { break };
-            let pairs = ab_in_job::job_pairs(&run_id, &record).map_err(|e| CmdError::InJob {
+            let pairs = within_job::job_pairs(&run_id, &record).map_err(|e| CmdError::InJob {
                 message: e.to_string(),
             })?;
             jobs.push(pairs);
             report.pairs = jobs.iter().map(Vec::len).sum();
-            report.metrics = ab_in_job::judge(&jobs, &test);
+            report.metrics = within_job::judge(&jobs, &test);
             self.save(report);
-            if ab::settled(&report.metrics) {
+            if metric::settled(&report.metrics) {
                 break;
             }
         }
-        ab::close(&mut report.metrics);
+        metric::close(&mut report.metrics);
         report.finished = true;
         Ok(())
     }
@@ -651,7 +653,7 @@ impl Bench<'_> {
         }
         let ra: Vec<&RunRecord> = a.iter().collect();
         let rb: Vec<&RunRecord> = b.iter().collect();
-        let mut metrics = ab::judge_all(
+        let mut metrics = across_jobs::judge_all(
             &names,
             &self.config.ab.metrics,
             &rules,
@@ -660,7 +662,7 @@ impl Bench<'_> {
             seq,
         );
         if let Some(state) = covariate {
-            ab_covariate::apply(&mut metrics, &rules, (&ra, &rb), blocks, seq, state);
+            covariate::apply(&mut metrics, &rules, (&ra, &rb), blocks, seq, state);
         }
         metrics
     }

@@ -1,4 +1,4 @@
-//! `goldgate ab-study` (hidden): the A/B resampling study of `compare::ab_study` on recorded
+//! `goldgate ab-study` (hidden): the A/B resampling study of `compare::ab::study` on recorded
 //! jobs — unchanged jobs per session (`--session NAME=DIR`), optionally a real interleaved A/B
 //! session (`--real-a`, `--real-b`) — printed as markdown (docs/book/src/results/ab-study.md is its
 //! output; docs/archive/ab-study/ab-study.sh reruns it on the H200 records).
@@ -7,11 +7,13 @@ use std::path::PathBuf;
 
 use super::error::{AppError, CmdError};
 use super::output::out;
-use goldgate_judge::compare::ab::{self, Pair, Sequential};
-use goldgate_judge::compare::ab_covariate::study::{self, Plant, StudyJob};
-use goldgate_judge::compare::ab_covariate::{self, Covariate};
-use goldgate_judge::compare::ab_study::{self, Normal, Session, SessionModel, StudyOptions};
-use goldgate_judge::compare::stats::SplitMix64;
+use goldgate_core::config::Sequential;
+use goldgate_judge::compare::ab::across_jobs::{self, Pair};
+use goldgate_judge::compare::ab::covariate::study as cov_study;
+use goldgate_judge::compare::ab::covariate::study::{Plant, StudyJob};
+use goldgate_judge::compare::ab::covariate::{self, Covariate};
+use goldgate_judge::compare::ab::study::{self, Normal, Session, SessionModel, StudyOptions};
+use goldgate_judge::compare::stats::summary::SplitMix64;
 use goldgate_schema::Exit;
 use goldgate_schema::RunRecord;
 
@@ -45,7 +47,7 @@ pub struct Args {
     /// Also write the markdown here.
     #[arg(long)]
     pub markdown: Option<PathBuf>,
-    /// The save/iteration covariate's study instead (`compare::ab_covariate::study`): each
+    /// The save/iteration covariate's study instead (`compare::ab::covariate::study`): each
     /// `--session` one group of jobs (one session's one arm), `--real-a`/`--real-b` judged
     /// plain and adjusted.
     #[arg(long)]
@@ -110,9 +112,9 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
             spread,
             spread_df: 8,
         };
-        designs.push(ab_study::design(&models, saves, &seq, &opts));
+        designs.push(study::design(&models, saves, &seq, &opts));
     }
-    let rules = ab_study::todays_rules(&models, 0.55, &opts);
+    let rules = study::todays_rules(&models, 0.55, &opts);
     let real = real_session(&args)?;
     let text =
         goldgate_judge::report::ab_study::render(&models, &designs, &rules, real.as_ref(), &opts);
@@ -141,7 +143,7 @@ fn study_jobs(dir: &std::path::Path, group: &str) -> Result<Vec<StudyJob>, AppEr
     let summary = |r: &RunRecord, metric: &str| {
         rules
             .find(metric)
-            .and_then(|rule| ab::job_summary(rule, r, metric))
+            .and_then(|rule| across_jobs::job_summary(rule, r, metric))
     };
     let mut jobs: Vec<(String, StudyJob)> = goldgate_core::metrics::record::load_results(dir)?
         .iter()
@@ -151,8 +153,8 @@ fn study_jobs(dir: &std::path::Path, group: &str) -> Result<Vec<StudyJob>, AppEr
                 r.started_at.clone(),
                 StudyJob {
                     group: group.to_owned(),
-                    save: summary(r, ab_covariate::ADJUSTED)?,
-                    iteration: summary(r, ab_covariate::BY)?,
+                    save: summary(r, covariate::ADJUSTED)?,
+                    iteration: summary(r, covariate::BY)?,
                     wall: r.wall_seconds,
                 },
             ))
@@ -166,11 +168,11 @@ fn study_jobs(dir: &std::path::Path, group: &str) -> Result<Vec<StudyJob>, AppEr
 /// changes with the saves unchanged; floors at the shipped guard, then the guard's level at
 /// one floor (the look's own level is the guard first tried).
 fn covariate_designs(
-    fit: &study::Fit,
+    fit: &cov_study::Fit,
     seq: &Sequential,
     draws: usize,
     seed: u64,
-) -> Vec<study::Design> {
+) -> Vec<cov_study::Design> {
     let mut plants: Vec<Plant> = [0.0, 0.05, 0.10, 0.15, 0.20, 0.30]
         .map(|save| Plant {
             save,
@@ -183,14 +185,14 @@ fn covariate_designs(
             iteration,
         }),
     );
-    let mut designs = vec![study::design(fit, &plants, seq, None, draws, seed)];
+    let mut designs = vec![cov_study::design(fit, &plants, seq, None, draws, seed)];
     let slope = (fit.slope * 100.0).round() / 100.0;
-    let guard = ab_covariate::GUARD_LEVEL;
+    let guard = covariate::GUARD_LEVEL;
     let mut grid: Vec<(f64, f64)> = [0.07, 0.06, 0.055, 0.05].map(|s| (s, guard)).to_vec();
     grid.extend([(0.055, 0.8), (0.055, seq.level())]);
     for (spread, level) in grid {
         let c = Covariate { slope, spread };
-        designs.push(study::design(
+        designs.push(cov_study::design(
             fit,
             &plants,
             seq,
@@ -208,7 +210,7 @@ fn real_covariate(
     b: &[StudyJob],
     seq: &Sequential,
     c: Covariate,
-) -> Vec<study::RealLook> {
+) -> Vec<cov_study::RealLook> {
     let pairs = |f: fn(&StudyJob) -> f64| -> Vec<Pair> {
         (a.iter().zip(b).enumerate())
             .map(|(k, (x, y))| Pair {
@@ -218,7 +220,7 @@ fn real_covariate(
             })
             .collect()
     };
-    study::real_pairs(&pairs(|j| j.save), &pairs(|j| j.iteration), seq, c)
+    cov_study::real_pairs(&pairs(|j| j.save), &pairs(|j| j.iteration), seq, c)
 }
 
 /// `--covariate`: the fit, the plain and covariate designs on every plant, the real session.
@@ -227,11 +229,11 @@ fn covariate_study(args: &Args) -> Result<Exit, AppError> {
     for (name, dir) in &args.sessions {
         jobs.extend(study_jobs(dir, name)?);
     }
-    let fit = study::fit(&jobs).ok_or(CmdError::BadValue {
+    let fit = cov_study::fit(&jobs).ok_or(CmdError::BadValue {
         message: "ab-study --covariate needs two or more --session groups of two or more passed jobs with saves and iteration times",
     })?;
     let shipped = goldgate_core::config::Config::builtin()?;
-    let seq = Sequential::from_settings(&shipped.ab, "h200");
+    let seq = shipped.ab.on("h200");
     let draws = args.draws.max(1);
     let designs = covariate_designs(&fit, &seq, draws, args.seed);
     let real = match (&args.real_a, &args.real_b) {
@@ -280,13 +282,13 @@ fn real_session(
     let medians = |dir: &std::path::Path| -> Result<Vec<f64>, AppError> {
         Ok(load(dir, &args.metric, args.skip_saves)?
             .into_iter()
-            .filter_map(|(v, _, _)| goldgate_judge::compare::stats::median(&v))
+            .filter_map(|(v, _, _)| goldgate_judge::compare::stats::summary::median(&v))
             .collect())
     };
     let (a, b) = (medians(a)?, medians(b)?);
     let shipped = goldgate_core::config::Config::builtin()?;
-    let seq = Sequential::from_settings(&shipped.ab, "h200");
-    let looks = ab_study::real_pairs(&a, &b, &seq);
+    let seq = shipped.ab.on("h200");
+    let looks = study::real_pairs(&a, &b, &seq);
     Ok(Some((a, b, looks)))
 }
 

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use super::error::AppError;
 use super::output::{errln, out};
-use goldgate_judge::compare::ab_outcome::AbReport;
+use goldgate_judge::compare::ab::outcome::AbReport;
 use goldgate_judge::compare::saved::{merge, parse_saved};
 use goldgate_judge::compare::{CompareError, CompareOptions};
 use goldgate_judge::github::{self, Action, Client, RetryPolicy, context};

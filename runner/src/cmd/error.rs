@@ -124,6 +124,7 @@ fn history(e: &HistoryError) -> Exit {
             Exit::Usage
         }
         HistoryError::OpenSqlite { .. }
+        | HistoryError::ReadOnly { .. }
         | HistoryError::Connect { .. }
         | HistoryError::Sqlite { .. }
         | HistoryError::Postgres { .. }

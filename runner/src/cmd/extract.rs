@@ -255,7 +255,7 @@ fn iteration_time(m: &LogSummary) -> String {
         .unwrap_or_default();
     t.retain(|v| v.is_finite());
     let n = t.len();
-    let Some(median) = goldgate_judge::compare::stats::median(&t) else {
+    let Some(median) = goldgate_judge::compare::stats::summary::median(&t) else {
         return "-".to_owned();
     };
     format!("median {median:.4} s over {n} steps")

@@ -26,3 +26,8 @@ pub use stream::{
 };
 pub use summary::{CheckpointSave, Failure, LogSummary, SummaryBuilder, TimerStats};
 pub use tail::{LogTail, TAIL_LINES, TailSummary};
+
+/// The real Megatron logs of an H200 that the parser's own tests read, for other crates' unit
+/// tests too (the `fixtures` feature).
+#[cfg(any(test, feature = "fixtures"))]
+pub mod fixtures;

@@ -1,8 +1,8 @@
 // Snapshots of every form of an A/B report (what a user reads), from one fixed report.
 
 use super::*;
-use crate::compare::ab::Sequential;
-use crate::compare::ab_outcome::{AB_SCHEMA_VERSION, AbJob, AbMode, AbModeKind, ArmSpec};
+use crate::compare::ab::outcome::{AB_SCHEMA_VERSION, AbJob, AbMode, AbModeKind, ArmSpec};
+use goldgate_core::config::Sequential;
 use goldgate_schema::{MetricResult, Unit, Verdict};
 
 fn metric(

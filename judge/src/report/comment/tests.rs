@@ -82,7 +82,7 @@ fn warnings_about_golden_timing_are_diagnostic_under_an_ab() {
 fn a_comment_of_an_ab_alone_has_its_own_headline() {
     let mut r = ab();
     r.metrics.truncate(1);
-    r.metrics[0].verdict = crate::compare::ab::AbVerdict::Pass;
+    r.metrics[0].verdict = crate::compare::ab::metric::AbVerdict::Pass;
     r.exit_code = Some(0);
     let body = render(None, &[r.clone()]);
     assert!(
@@ -112,7 +112,7 @@ fn a_timing_regression_against_goldens_alone_no_longer_fails_the_headline() {
     let mut r = ab();
     r.metrics.truncate(2);
     for m in &mut r.metrics {
-        m.verdict = crate::compare::ab::AbVerdict::Pass;
+        m.verdict = crate::compare::ab::metric::AbVerdict::Pass;
     }
     r.exit_code = Some(0);
     let body = render(Some(&c), &[r.clone()]);
