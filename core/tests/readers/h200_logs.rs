@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use goldgate_core::observe::log::summarize_file;
+use goldgate_core::log::summarize_file;
 
 fn fixture(name: &str) -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

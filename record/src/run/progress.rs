@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use super::event::{ExecEvent, RunEvent};
-use goldgate_core::observe::log::one_line;
+use goldgate_core::log::one_line;
 use goldgate_schema::{Attempt, RunRecord};
 
 /// Where progress goes.
@@ -230,7 +230,7 @@ impl Progress {
     /// A line in plain mode; the bar's message on a terminal.
     fn say(&mut self, job_id: &str, line: &str) {
         match &mut self.sink {
-            Sink::Bar(bar) => bar.set_message(goldgate_core::observe::log::one_line(job_id)),
+            Sink::Bar(bar) => bar.set_message(goldgate_core::log::one_line(job_id)),
             Sink::Lines(out) => {
                 let _ = writeln!(out, "{}", goldgate_core::printable::terminal(line, false));
             }
@@ -564,7 +564,7 @@ mod tests {
             job: &jobs[1],
             event,
         });
-        let record = goldgate_core::metrics::record::fixtures::sample();
+        let record = goldgate_core::records::fixtures::sample();
         progress.event(&RunEvent::JobFinished {
             index: 0,
             job: &jobs[0],
@@ -597,7 +597,7 @@ mod tests {
             jobs: &jobs,
         });
         for (index, escaped) in [(0, "pid 7 (sleep)"), (1, "pid 9 (sleep)")] {
-            let mut record = goldgate_core::metrics::record::fixtures::sample();
+            let mut record = goldgate_core::records::fixtures::sample();
             record.warnings = vec!["no GPU driver".into(), format!("escaped: {escaped}")];
             progress.event(&RunEvent::JobFinished {
                 index,

@@ -878,7 +878,7 @@ impl Bench<'_> {
         let mut records = Vec::new();
         for job in report.jobs.iter().filter(|j| j.arm == "b" && !j.warmup) {
             let path = self.ab_dir.join(&job.results);
-            let record = goldgate_core::metrics::record::load_record(&path)?;
+            let record = goldgate_core::records::load_record(&path)?;
             records.push((path, record));
         }
         let opts = goldgate_judge::compare::CompareOptions::from_config(

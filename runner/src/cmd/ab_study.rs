@@ -80,7 +80,7 @@ fn load(
     metric: &str,
     skip: usize,
 ) -> Result<Vec<(Vec<f64>, f64, String)>, AppError> {
-    let mut jobs: Vec<_> = goldgate_core::metrics::record::load_results(dir)?
+    let mut jobs: Vec<_> = goldgate_core::records::load_results(dir)?
         .iter()
         .filter_map(|(_, r)| saves(r, metric, skip))
         .collect();
@@ -145,7 +145,7 @@ fn study_jobs(dir: &std::path::Path, group: &str) -> Result<Vec<StudyJob>, AppEr
             .find(metric)
             .and_then(|rule| across_jobs::job_summary(rule, r, metric))
     };
-    let mut jobs: Vec<(String, StudyJob)> = goldgate_core::metrics::record::load_results(dir)?
+    let mut jobs: Vec<(String, StudyJob)> = goldgate_core::records::load_results(dir)?
         .iter()
         .filter(|(_, r)| r.outcome.passed())
         .filter_map(|(_, r)| {

@@ -173,7 +173,7 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
 
 /// `--tensorboard DIR`: Megatron's golden file from the folder's event files.
 fn from_tensorboard(args: &Args) -> Result<Exit, AppError> {
-    use goldgate_core::observe::tensorboard::accumulate_folder;
+    use goldgate_core::tensorboard::accumulate_folder;
     use goldgate_judge::compare::bless::tensorboard::{MegatronGoldenOptions, megatron_golden};
     let m = &args.megatron;
     let (Some(dir), Some(train_iters), Some(output)) =

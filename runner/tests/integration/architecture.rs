@@ -22,7 +22,9 @@ const BASE: &[&str] = &["exit", "fsio", "duration", "printable", "hash", "redact
 
 /// Pipeline stages in order; a stage may use its own rank and earlier ones. `golden` reads
 /// and writes the case stage's golden files; `config` is the plan stage's schema and `rules`
-/// its metric rules (schema, matching, the `calibrate --write` edit).
+/// its metric rules (schema, matching, the `calibrate --write` edit). The base's readers sit
+/// at the rank of the stage they read for: `log` and `tensorboard` (what a job wrote) at
+/// `observe`'s, `records` (loading `results.json` and `run.json`) at `metrics`'.
 const STAGES: &[(&str, u32)] = &[
     ("case", 1),
     ("golden", 1),
@@ -31,7 +33,10 @@ const STAGES: &[(&str, u32)] = &[
     ("plan", 3),
     ("launch", 4),
     ("observe", 5),
+    ("log", 5),
+    ("tensorboard", 5),
     ("metrics", 6),
+    ("records", 6),
     ("compare", 7),
     ("history", 7),
     ("report", 8),
@@ -436,11 +441,15 @@ fn the_checks_catch_what_they_are_for() {
     assert!(violation("fsio", "case").is_some());
     assert!(violation("cmd", "run").is_none());
     let code = "use crate::{case::TestCase, plan};\nuse goldgate_judge::{compare::{A, B}, report};\n\
-                let x = crate::metrics::build::record(goldgate_core::observe::log::one_line); // crate::run";
+                let x = crate::metrics::build::record(goldgate_core::log::one_line); // crate::run";
     let found: Vec<String> = crate_modules(&production_code(code)).into_iter().collect();
     assert_eq!(
         found,
-        ["case", "compare", "metrics", "observe", "plan", "report"]
+        ["case", "compare", "log", "metrics", "plan", "report"]
+    );
+    assert!(
+        violation("log", "records").is_some(),
+        "the log reader is observe's rank, records metrics'"
     );
     let mut graph: BTreeMap<String, BTreeMap<String, PathBuf>> = BTreeMap::new();
     for (a, b) in [("a", "b"), ("b", "c"), ("c", "a")] {

@@ -208,7 +208,7 @@ impl Tree {
 
     /// The `run.json` of every run under `out`.
     fn indexes(&self) -> Vec<RunIndex> {
-        goldgate_core::metrics::record::load_indexes(&self.path().join("out"))
+        goldgate_core::records::load_indexes(&self.path().join("out"))
             .unwrap()
             .into_iter()
             .map(|(_, i)| i)
@@ -1159,7 +1159,7 @@ fn log_with_a_long_line() -> Vec<u8> {
     };
     let long_tail = format!(
         "{} CUDA out of memory | grad norm: 7.0 | iteration 9/3 |",
-        " ".repeat(goldgate_core::observe::log::MAX_LINE)
+        " ".repeat(goldgate_core::log::MAX_LINE)
     );
     [step(1, ""), step(2, &long_tail), step(3, "")]
         .concat()

@@ -14,7 +14,7 @@ use std::path::Path;
 
 use crate::compare::error::CompareError;
 use goldgate_core::golden::{self, GoldenFile, GoldenStyle, Series, Value};
-use goldgate_core::observe::tensorboard::Accumulated;
+use goldgate_core::tensorboard::Accumulated;
 use goldgate_schema::metric_names::MEGATRON_TENSORBOARD_METRICS;
 
 /// The script's options: `--train-iters`, `--step-size`, `--is-convergence-test`.
@@ -132,7 +132,7 @@ fn gcd(a: u64, b: u64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use goldgate_core::observe::tensorboard::TagSeries;
+    use goldgate_core::tensorboard::TagSeries;
 
     fn acc(series: &[(&str, &[(i64, f64)])]) -> Accumulated {
         Accumulated {

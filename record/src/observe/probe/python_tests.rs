@@ -256,7 +256,7 @@ fn a_killed_rank_leaves_a_valid_partial_file() {
     assert_eq!(summary.ranks[0].empty_cache.calls_in_checkpoint, 1);
 }
 
-/// Issue 20's counters from a real interpreter: what happened inside each save window, the
+/// The probe's counters from a real interpreter: what happened inside each save window, the
 /// allocator counters' deltas, the CUDA tensors received, and the bytes written, checked
 /// against independent readings (the stub's own counts, the checkpoint folders on disk).
 #[test]

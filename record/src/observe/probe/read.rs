@@ -251,7 +251,7 @@ impl ProbeSummary {
         m
     }
 
-    /// The job-total counters (issue 20): allocator counts (max across ranks), CUDA tensors
+    /// The job-total counters: allocator counts (max across ranks), CUDA tensors
     /// received and bytes written (summed over processes).
     fn counter_metrics(&self, m: &mut BTreeMap<String, f64>) {
         let max = |f: fn(&MemoryStats) -> Option<u64>| {

@@ -70,7 +70,7 @@ fn switches_parse_and_fixed_settings_are_refused_with_the_way_out() {
 
 /// A job of `saves` saves every 2 steps: save window `window(i, arm)`, steps of 0.2 s.
 fn job(schedule: &str, window: impl Fn(usize, char) -> f64) -> RunRecord {
-    let mut r = goldgate_core::metrics::record::fixtures::sample();
+    let mut r = goldgate_core::records::fixtures::sample();
     let mut steps = std::collections::BTreeMap::new();
     r.checkpoints = schedule
         .chars()

@@ -433,7 +433,7 @@ fn dedup_steps(mut points: Vec<(u64, f64)>, max: bool) -> Vec<(u64, f64)> {
 mod tests {
     use super::*;
 
-    use crate::observe::log::IterationLine;
+    use crate::log::IterationLine;
 
     fn line(set: &mut SeriesSet, step: u64, rest: &str) {
         let it = IterationLine {

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use super::downsample::downsample;
-use crate::observe::tensorboard::JobScalars;
+use goldgate_core::tensorboard::JobScalars;
 use goldgate_schema::metric_names::MEGATRON_TENSORBOARD_METRICS;
 use goldgate_schema::{SourceDisagreement, StepValues, TensorboardRecord};
 
@@ -19,7 +19,7 @@ const RELATIVE: f64 = 1e-3;
 const ABSOLUTE: f64 = 1e-4;
 
 /// A TensorBoard folder that could not be read: the record says why, the metrics stay the log's.
-pub fn unreadable(dir: &Path, job_dir: &Path, error: String) -> TensorboardRecord {
+pub(crate) fn unreadable(dir: &Path, job_dir: &Path, error: String) -> TensorboardRecord {
     TensorboardRecord {
         dir: shown(dir, job_dir),
         error: Some(error),
@@ -36,7 +36,7 @@ fn shown(dir: &Path, job_dir: &Path) -> String {
 
 /// Merges `tb` into `metrics`, keeping only steps `keep` accepts (a resumed run's steps after
 /// the one it resumed from).
-pub fn merge(
+pub(crate) fn merge(
     metrics: &mut BTreeMap<String, StepValues>,
     tb: &JobScalars,
     job_dir: &Path,

@@ -54,7 +54,7 @@ pub enum RecordError {
 /// Largest `results.json` or `run.json` goldgate reads: 32 MiB. Long series are downsampled
 /// when a record is built, so a record of a million-step run stays a few MiB (2.1 MB for two
 /// million steps). Reading a record takes about 5 times its size in memory for `compare` and 13
-/// times for `bless` (`benches/memory.sh`; issue 22 item 7: a 159 MB record took 1.6 GiB to
+/// times for `bless` (`benches/memory.sh`: a 159 MB record took 1.6 GiB to
 /// bless under the old 256 MiB limit), so the limit is what bounds goldgate's memory on one.
 pub const MAX_RECORD_BYTES: u64 = 32 << 20;
 
@@ -152,7 +152,7 @@ fn blocking_from_version_4(bytes: &[u8], record: &mut RunRecord) {
 }
 
 /// The job output a record carries (failure lines, log tails, warnings), with what looks like
-/// a secret by itself masked (`observe::log::scrub`): a record may come from another machine
+/// a secret by itself masked (`redact::scrub`): a record may come from another machine
 /// or an older goldgate, whose output did not pass this machine's redactor, and every report
 /// and PR comment is rendered from loaded records.
 fn scrub_output(record: &mut RunRecord) {

@@ -357,7 +357,7 @@ impl SummaryBuilder {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use crate::observe::log::LogParser;
+    use crate::log::LogParser;
 
     fn summarize(lines: &[&str]) -> LogSummary {
         let mut p = LogParser::new();

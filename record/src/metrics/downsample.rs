@@ -16,7 +16,7 @@ const DENSE_STEPS: u64 = 2_000;
 pub const MAX_POINTS: usize = 25_000;
 
 /// The series, thinned when it holds more than [`MAX_POINTS`] values.
-pub fn downsample(points: impl IntoIterator<Item = (u64, f64)>) -> BTreeMap<u64, f64> {
+pub(crate) fn downsample(points: impl IntoIterator<Item = (u64, f64)>) -> BTreeMap<u64, f64> {
     let points: Vec<(u64, f64)> = points.into_iter().collect();
     if points.len() <= MAX_POINTS {
         return points.into_iter().collect();
