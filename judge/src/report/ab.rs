@@ -286,8 +286,8 @@ pub fn render_terminal(r: &AbReport) -> String {
     s
 }
 
-/// The markdown of the step summary and the PR comment.
-pub fn render_markdown(r: &AbReport) -> String {
+/// The markdown's heading, its line of what ran and the covariate's line.
+fn markdown_head(r: &AbReport) -> String {
     let esc = crate::report::markdown::escape_md;
     let mut s = format!(
         "### goldgate A/B: {} on {} — {}\n\n",
@@ -309,7 +309,13 @@ pub fn render_markdown(r: &AbReport) -> String {
     if let Some(c) = covariate_line(r) {
         s.push_str(&format!("{}.\n\n", esc(&c)));
     }
-    s.push_str(
+    s
+}
+
+/// The markdown's table: a row per metric and per golden row of B.
+fn markdown_rows(r: &AbReport) -> String {
+    let esc = crate::report::markdown::escape_md;
+    let mut s = String::from(
         "| metric | A | B | change | interval | pairs | verdict |\n|---|---|---|---|---|---|---|\n",
     );
     for m in &r.metrics {
@@ -333,6 +339,14 @@ pub fn render_markdown(r: &AbReport) -> String {
             g.verdict.label()
         ));
     }
+    s
+}
+
+/// The markdown of the step summary and the PR comment.
+pub fn render_markdown(r: &AbReport) -> String {
+    let esc = crate::report::markdown::escape_md;
+    let mut s = markdown_head(r);
+    s.push_str(&markdown_rows(r));
     if let Some(line) = precision_line(r) {
         s.push_str(&format!("\n{}\n", esc(&line)));
     }
