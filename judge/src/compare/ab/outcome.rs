@@ -16,7 +16,9 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use super::metric::{AbMetric, AbTest, AbVerdict};
+use super::precision::Precision;
 use super::within_job::InJobTest;
+use super::within_job::checks::InJobChecks;
 use crate::compare::error::CompareError;
 use goldgate_core::config::Sequential;
 use goldgate_schema::Exit;
@@ -138,6 +140,12 @@ pub struct AbReport {
     pub job_seconds: f64,
     /// The exit code once gated.
     pub exit_code: Option<i32>,
+    /// `--precision`: the half-width asked for and where the intervals stand.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub precision: Option<Precision>,
+    /// Within-job: the design checks (carry-over, order, end of job) over every job so far.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checks: Option<InJobChecks>,
 }
 
 impl AbReport {
@@ -272,6 +280,8 @@ mod tests {
             finished: true,
             job_seconds: 0.0,
             exit_code: None,
+            precision: None,
+            checks: None,
         }
     }
 

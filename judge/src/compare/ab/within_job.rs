@@ -455,5 +455,7 @@ fn counter_metric(name: &str, a: &[f64], b: &[f64]) -> Option<AbMetric> {
     })
 }
 
+pub mod checks;
+
 #[cfg(test)]
 mod tests;
