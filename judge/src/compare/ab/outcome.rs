@@ -220,25 +220,9 @@ impl AbReport {
             path: path.to_path_buf(),
             message,
         };
-        let value: serde_json::Value =
-            serde_json::from_str(text).map_err(|e| invalid(format!("invalid JSON: {e}")))?;
-        match value
-            .get("schema_version")
-            .and_then(serde_json::Value::as_u64)
-        {
-            Some(v) if v == u64::from(AB_SCHEMA_VERSION) => {}
-            Some(v) => {
-                return Err(invalid(format!(
-                    "schema_version {v}, but this goldgate reads {AB_SCHEMA_VERSION}"
-                )));
-            }
-            None => {
-                return Err(invalid(
-                    "no schema_version: not a goldgate A/B result".into(),
-                ));
-            }
-        }
-        let report: AbReport = serde_json::from_value(value).map_err(|e| invalid(e.to_string()))?;
+        let report: AbReport =
+            crate::compare::saved::read_versioned(text, AB_SCHEMA_VERSION, "A/B result")
+                .map_err(invalid)?;
         if !report.finished {
             return Err(invalid(
                 "the A/B sequence did not finish (its jobs were still running)".into(),
