@@ -619,5 +619,7 @@ pub fn ab_report() -> AbReport {
         finished: true,
         job_seconds: 126.0,
         exit_code: Some(1),
+        precision: None,
+        checks: None,
     }
 }

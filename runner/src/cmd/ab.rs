@@ -31,6 +31,7 @@ use goldgate_judge::compare::ab::metric::{self, AbMetric};
 use goldgate_judge::compare::ab::outcome::{
     AB_SCHEMA_VERSION, AbJob, AbMode, AbModeKind, AbReport, ArmSpec,
 };
+use goldgate_judge::compare::ab::precision::{self, Precision};
 use goldgate_judge::compare::ab::within_job::{self, InJobTest, InJobUnit, Switch};
 use goldgate_record::plan::{Job, Output};
 use goldgate_record::run::{Progress, ResultsWriter, RunOptions};
@@ -95,6 +96,11 @@ pub struct Args {
     /// The change that counts (default `ab.min_effect`; 0.05 = 5 %).
     #[arg(long)]
     pub min_effect: Option<f64>,
+    /// Run until every timing interval is this narrow (half-width, `3%` or `0.03`), not only
+    /// until the gate's question is decided; within the jobs (`--max-jobs`) or pairs
+    /// (`--max-pairs`) allowed. For "how much faster is B?".
+    #[arg(long, value_name = "HALF-WIDTH", value_parser = parse_precision)]
+    pub precision: Option<f64>,
     /// One job's spread floor (default: the platform's `ab.platforms.<p>.spread`, else
     /// `ab.spread`).
     #[arg(long)]
@@ -134,6 +140,10 @@ pub(crate) fn parse_env(text: &str) -> Result<(String, String), String> {
 
 fn parse_switch(text: &str) -> Result<Switch, String> {
     Switch::parse(text)
+}
+
+fn parse_precision(text: &str) -> Result<f64, String> {
+    precision::parse(text)
 }
 
 /// One arm: its selection (variants), extra environment and workload folder.
@@ -410,6 +420,8 @@ impl Bench<'_> {
             finished: false,
             job_seconds: 0.0,
             exit_code: None,
+            precision: None,
+            checks: None,
         }
     }
 
@@ -450,8 +462,9 @@ impl Bench<'_> {
             blocks.push(block);
             report.pairs = a.len();
             report.metrics = self.judge(&a, &b, &blocks, &seq);
+            let done = self.done(report);
             self.save(report);
-            if metric::settled(&report.metrics) || report.pairs as u32 >= seq.max_pairs {
+            if done || report.pairs as u32 >= seq.max_pairs {
                 break;
             }
         }
@@ -518,8 +531,10 @@ impl Bench<'_> {
             jobs.push(pairs);
             report.pairs = jobs.iter().map(Vec::len).sum();
             report.metrics = within_job::judge(&jobs, &test);
+            report.checks = within_job::checks::checks(&jobs);
+            let done = self.done(report);
             self.save(report);
-            if metric::settled(&report.metrics) {
+            if done {
                 break;
             }
         }
@@ -592,6 +607,21 @@ impl Bench<'_> {
             report.pairs
         ));
         true
+    }
+
+    /// Whether the sequence may stop after this look: the timing metrics are decided or, with
+    /// `--precision`, every timing interval is that narrow (`report.precision` says where they
+    /// stand).
+    fn done(&self, report: &mut AbReport) -> bool {
+        match self.args.precision {
+            Some(target) => {
+                let p = Precision::of(&report.metrics, target, report.pairs);
+                let reached = p.reached;
+                report.precision = Some(p);
+                reached
+            }
+            None => metric::settled(&report.metrics),
+        }
     }
 
     /// A failed job or Ctrl-C ends the sequence.
