@@ -615,6 +615,7 @@ pub fn ab_report() -> AbReport {
             pass_reason: None,
         }],
         golden_note: None,
+        covariate: None,
         warnings: Vec::new(),
         finished: true,
         job_seconds: 126.0,

@@ -15,6 +15,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use super::covariate::CovariateUse;
 use super::metric::{AbMetric, AbTest, AbVerdict};
 use super::precision::Precision;
 use super::within_job::InJobTest;
@@ -133,6 +134,10 @@ pub struct AbReport {
     pub goldens: Vec<MetricResult>,
     /// Why no golden was judged (no golden file for B's variant), if so.
     pub golden_note: Option<String>,
+    /// The save/iteration covariate (`ab --covariate`), when asked for: its settings and
+    /// whether, or from which pair on why not, it applied.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub covariate: Option<CovariateUse>,
     pub warnings: Vec<String>,
     /// Whether the sequence is over (`false` while jobs still run).
     pub finished: bool,
@@ -276,6 +281,7 @@ mod tests {
             metrics: verdicts.iter().map(|v| metric(*v)).collect(),
             goldens: Vec::new(),
             golden_note: None,
+            covariate: None,
             warnings: Vec::new(),
             finished: true,
             job_seconds: 0.0,

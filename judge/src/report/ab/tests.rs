@@ -132,6 +132,7 @@ fn report() -> AbReport {
             pass_reason: None,
         }],
         golden_note: None,
+        covariate: None,
         warnings: Vec::new(),
         finished: true,
         job_seconds: 126.0,
@@ -165,6 +166,52 @@ fn junit() {
     let mut r = report();
     r.jobs[3].outcome = Some("failed (exit 1)".into());
     insta::assert_snapshot!(render_junit(&r).unwrap());
+}
+
+/// What a check annotation shows is the message: a failed job says what it failed on, a golden
+/// regression of B is a failing test, and `--strict`'s exit 1 on an inconclusive says so.
+#[test]
+fn every_failure_in_the_junit_says_why() {
+    let mut r = report();
+    r.jobs[3].outcome = Some("failed (exit 1)".into());
+    r.jobs[3].failure = Some("torch.OutOfMemoryError: CUDA out of memory".into());
+    r.goldens[0].verdict = Verdict::Regression;
+    r.goldens[0].now = Some(2.9);
+    r.goldens[0].delta_pct = Some(4.8);
+    let xml = render_junit(&r).unwrap();
+    assert!(
+        xml.contains(r#"<error message="job 04-a (arm a) failed (exit 1): torch.OutOfMemoryError: CUDA out of memory" type="job-failed"/>"#),
+        "{xml}"
+    );
+    assert!(
+        xml.contains(r#"<testcase name="lm loss (B vs golden)""#)
+            && xml.contains("lm loss golden 2.7665, B 2.9000"),
+        "{xml}"
+    );
+    insta::assert_snapshot!(xml);
+
+    let mut strict = report();
+    strict
+        .metrics
+        .retain(|m| m.verdict == AbVerdict::Inconclusive);
+    strict.exit_code = Some(1);
+    let xml = render_junit(&strict).unwrap();
+    assert!(
+        xml.contains("4 pairs: inconclusive (exit 1 under --strict: no answer at the last pair)"),
+        "{xml}"
+    );
+
+    let mut interrupted = report();
+    interrupted.metrics.retain(|m| m.verdict == AbVerdict::Pass);
+    interrupted.warnings = vec!["interrupted: the sequence did not finish".into()];
+    interrupted.exit_code = Some(3);
+    let xml = render_junit(&interrupted).unwrap();
+    assert!(
+        xml.contains(
+            r#"<error message="exit 3: interrupted: the sequence did not finish" type="exit"/>"#
+        ),
+        "{xml}"
+    );
 }
 
 #[test]
