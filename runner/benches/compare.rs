@@ -152,6 +152,7 @@ fn bench(c: &mut Criterion) {
         rules_ref: None,
         current_case: false,
         ab_clock_platforms: Vec::new(),
+        clocks: None,
     };
     let (compared, unsupported, verdicts) = compare_all(&files, &opts);
     println!(

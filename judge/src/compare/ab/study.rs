@@ -70,7 +70,7 @@ impl Normal {
         ((self.0.next_u64() >> 11) as f64 + 0.5) / (1u64 << 53) as f64
     }
 
-    fn next(&mut self) -> f64 {
+    pub(crate) fn next(&mut self) -> f64 {
         let (u, v) = (self.uniform(), self.uniform());
         (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * v).cos()
     }
@@ -254,11 +254,40 @@ pub struct RuleRow {
     pub gpu_minutes: f64,
 }
 
+/// The golden of a rule in [`todays_rules`]: the next session's jobs, or for
+/// [`POOLED_TWO_SAMPLE`] [`POOLED_GOLDEN_JOBS`] jobs taken in turn from every session but the
+/// candidate's (`now`), as a golden blessed from jobs of several days would be.
+fn golden_jobs(rule: &str, models: &[SessionModel], now: usize, rng: &mut Normal) -> Vec<f64> {
+    let n = models.len();
+    if rule == POOLED_TWO_SAMPLE {
+        let others = (n - 1).max(1);
+        return (0..POOLED_GOLDEN_JOBS)
+            .map(|k| models[(now + 1 + k % others) % n].job(10, 0.0, rng))
+            .collect();
+    }
+    let gold = &models[(now + 1) % n];
+    (0..gold.jobs.max(2))
+        .map(|_| gold.job(10, 0.0, rng))
+        .collect()
+}
+
+/// The two-sample test against a golden of [`POOLED_GOLDEN_JOBS`] jobs from the other sessions.
+pub const POOLED_TWO_SAMPLE: &str = "two-sample, 10 golden jobs of the other sessions";
+
+/// Golden jobs of [`POOLED_TWO_SAMPLE`]: what `bless` is advised to keep (gating.md).
+const POOLED_GOLDEN_JOBS: usize = 10;
+
 /// The band (`rtol`), Megatron's 5 % and the two-sample test (3 jobs against the other session's
-/// golden jobs, `alpha` 1 %, `min_effect` 2 %, the rule's defaults).
+/// golden jobs, and against [`POOLED_GOLDEN_JOBS`] of all other sessions; `alpha` 1 %,
+/// `min_effect` 2 %, the rule's defaults).
 pub fn todays_rules(models: &[SessionModel], band_rtol: f64, opts: &StudyOptions) -> Vec<RuleRow> {
     let mut rng = Normal(SplitMix64::new(opts.seed ^ 0x5eed));
-    let rules: [(&str, usize); 3] = [("band", 1), ("megatron-5%", 1), ("two-sample", 3)];
+    let rules: [(&str, usize); 4] = [
+        ("band", 1),
+        ("megatron-5%", 1),
+        ("two-sample", 3),
+        (POOLED_TWO_SAMPLE, 3),
+    ];
     let mut out = Vec::new();
     for (rule, jobs) in rules {
         let mut flagged = Vec::new();
@@ -266,11 +295,8 @@ pub fn todays_rules(models: &[SessionModel], band_rtol: f64, opts: &StudyOptions
             let mut hits = 0;
             for d in 0..opts.draws {
                 let now = &models[d % models.len()];
-                let gold = &models[(d + 1) % models.len()];
                 let delay = size * now.median_save;
-                let golden: Vec<f64> = (0..gold.jobs.max(2))
-                    .map(|_| gold.job(10, 0.0, &mut rng))
-                    .collect();
+                let golden = golden_jobs(rule, models, d % models.len(), &mut rng);
                 let cand: Vec<f64> = (0..jobs).map(|_| now.job(10, delay, &mut rng)).collect();
                 let g = summary::median(&golden).unwrap_or(f64::NAN);
                 let hit = match rule {
@@ -373,7 +399,7 @@ mod tests {
         assert!(row.sizes[1].regression > 0.99, "{row:?}");
         assert!(row.sizes[1].mean_pairs <= 2.0, "{row:?}");
         let rules = todays_rules(&models, 0.55, &opts);
-        assert_eq!(rules.len(), 3);
+        assert_eq!(rules.len(), 4);
         assert!(
             rules[0].flagged[1].1 < 0.05,
             "the 55 % band misses +30 %: {rules:?}"

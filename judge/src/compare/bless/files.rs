@@ -361,6 +361,7 @@ mod tests {
                 rules_ref: None,
                 current_case: false,
                 ab_clock_platforms: Vec::new(),
+                clocks: None,
             };
             let c = compare_records(records, &opts).unwrap();
             let metrics = &c.jobs[0].metrics;

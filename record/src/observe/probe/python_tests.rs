@@ -86,7 +86,8 @@ fn stub_packages(root: &Path) {
          \x20   time.sleep(float(os.environ.get('STUB_SAVE_SLEEP_S', '0')))\n\
          \x20   _in_save()\n\
          def _in_save():\n    pass\n\
-         def save_checkpoint_and_time(iteration, model):\n    torch.cuda.empty_cache()\n    save_checkpoint(iteration, model)\n",
+         def save_checkpoint_and_time(iteration, model):\n    torch.cuda.empty_cache()\n    save_checkpoint(iteration, model)\n\
+         def pretrain(*args, **kwargs):\n    time.sleep(0.05)\n    return 'trained'\n",
     );
     // A sitecustomize that the probe shadows and must still run.
     write(
@@ -184,6 +185,65 @@ fn records_empty_cache_in_and_out_of_checkpoints_and_chains() {
     assert_eq!(
         rank.allocator.get("backend").cloned().flatten().as_deref(),
         Some("native")
+    );
+}
+
+/// The probe records when the process started (on the epoch clock, as goldgate's `started_at`)
+/// and when it had imported torch and Megatron's training module and entered `pretrain`, in
+/// that order: where a job's start-up went, beside the log's own timestamps.
+#[test]
+fn the_probe_marks_where_start_up_went() {
+    let Some((_dir, stubs, job)) = setup() else {
+        return;
+    };
+    let before = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64();
+    let script = "import time\ntime.sleep(0.1)\nimport torch\ntorch.cuda.set_device(0)\n\
+        time.sleep(0.1)\nfrom megatron.training.training import pretrain\ntime.sleep(0.1)\n\
+        print(pretrain())\n";
+    let out = run_script(
+        &job,
+        &stubs,
+        ProbeMode {
+            torch: true,
+            history: false,
+        },
+        script,
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "trained");
+    let summary = read(&job).expect("probe file");
+    let rank = &summary.ranks[0];
+    let started = rank.started_unix.expect("started_unix");
+    assert!(
+        started >= before - 1.0 && started <= before + 30.0,
+        "{started} vs {before}"
+    );
+    let mark = |name: &str| {
+        *rank
+            .startup
+            .get(name)
+            .unwrap_or_else(|| panic!("{name} in {:?}", rank.startup))
+    };
+    let (torch, megatron, pretrain) = (
+        mark("torch_imported"),
+        mark("megatron_training_imported"),
+        mark("pretrain_entered"),
+    );
+    assert!(torch >= 0.1, "{:?}", rank.startup);
+    assert!(megatron >= torch + 0.1, "{:?}", rank.startup);
+    assert!(pretrain >= megatron + 0.1, "{:?}", rank.startup);
+    assert!(
+        pretrain <= rank.wall_seconds,
+        "{:?} {}",
+        rank.startup,
+        rank.wall_seconds
     );
 }
 
