@@ -6,8 +6,8 @@
 //! - [`log`]: the one stream from a job's bytes to its `LogSummary` and the Megatron log parser;
 //! - [`tensorboard`]: TensorBoard event files, read without TensorFlow;
 //! - [`records`]: loading `results.json` and `run.json` back (names checked, size-limited);
-//! - [`fsio`], [`printable`], [`redact`], [`hash`], [`duration`], [`exit`]: the one file I/O
-//!   layer, terminal-safe text, secret scrubbing, the stable hash, durations, exit-code texts.
+//! - [`fsio`], [`printable`], [`redact`], [`hash`], [`duration`]: the one file I/O
+//!   layer, terminal-safe text, secret scrubbing, the stable hash, durations.
 //!
 //! The record and comparison types and the metric names are `goldgate_schema`'s. This crate
 //! depends on no recording code (no NVML, no rustix, no process launching): `goldgate_record`
@@ -19,7 +19,6 @@
 pub mod case;
 pub mod config;
 pub mod duration;
-pub mod exit;
 pub mod fsio;
 pub mod golden;
 pub mod hash;
