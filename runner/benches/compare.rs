@@ -21,7 +21,7 @@ use goldgate_schema::{Fingerprint, RunRecord, StepValues, VariantRecord};
 
 // The tests' corpus lookup: `$GOLDGATE_MEGATRON_CORPUS`, else `../shared/megatron_corpus`
 // (when there is none: skip, or fail under CI=true).
-use goldgate_testkit::corpus;
+use goldgate_core::fixtures::corpus;
 
 fn golden_files(dir: &Path, out: &mut Vec<PathBuf>) {
     for e in std::fs::read_dir(dir).unwrap() {

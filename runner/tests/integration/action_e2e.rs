@@ -313,11 +313,11 @@ fn find(dir: &Path, name: &str) -> Vec<PathBuf> {
 /// artifact store.
 #[tokio::test]
 async fn a_megatron_fork_blesses_gates_and_keeps_one_comment_through_the_action() {
-    let Some(corpus) = goldgate_testkit::corpus::megatron_corpus() else {
+    let Some(corpus) = goldgate_core::fixtures::corpus::megatron_corpus() else {
         return;
     };
     if let Some(tool) = tools_missing() {
-        goldgate_testkit::prereq::missing(&format!(
+        goldgate_core::fixtures::prereq::missing(&format!(
             "{tool} is not installed (the action's scripts use it)"
         ));
         return;
@@ -534,7 +534,7 @@ fn adopt(corpus: &Path, github: &str, gh: &FakeGithub) {
 #[test]
 fn the_action_refuses_a_release_archive_whose_checksum_does_not_match() {
     if let Some(tool) = tools_missing() {
-        goldgate_testkit::prereq::missing(&format!(
+        goldgate_core::fixtures::prereq::missing(&format!(
             "{tool} is not installed (the action's scripts use it)"
         ));
         return;

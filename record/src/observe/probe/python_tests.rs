@@ -1,7 +1,7 @@
 //! Stage "observe", the probe's tests in Python: the embedded `sitecustomize.py` run by a real
 //! Python interpreter against a stub `torch` package and a stub `megatron.training` (CI has no
 //! CUDA build of PyTorch), read back by [`super::read`]. Skips (and says so) when `python3` is
-//! missing; under `CI=true` fails instead (`goldgate_testkit::prereq`).
+//! missing; under `CI=true` fails instead (`goldgate_core::fixtures::prereq`).
 
 #![allow(clippy::unwrap_used)] // test helpers outside #[test] functions
 
@@ -213,7 +213,7 @@ fn run_script_env(
 
 fn setup() -> Option<(tempfile::TempDir, PathBuf, PathBuf)> {
     if python().is_none() {
-        goldgate_testkit::prereq::missing("python3 not found");
+        goldgate_core::fixtures::prereq::missing("python3 not found");
         return None;
     }
     let dir = tempfile::tempdir().unwrap();
