@@ -22,8 +22,11 @@ root=${INPUT_ROOT:-test_cases}
 golden_root=${INPUT_GOLDEN_ROOT:-golden}
 
 words cases "${INPUT_CASES:-}"
-words extra "${INPUT_ARGS:-}"
-words ab_extra "${INPUT_AB_ARGS:-}"
+lines extra args "${INPUT_ARGS:-}"
+lines ab_extra ab-args "${INPUT_AB_ARGS:-}"
+# The filter is one argument whatever it holds (spaces in a `(?x)` regex).
+filter=()
+[ -n "${INPUT_FILTER:-}" ] && filter=(--filter "$INPUT_FILTER")
 # Which cases: list, plan and run take the root and the scope; list, run and ab also the goldens.
 where=(--root "$root" --platform "$platform")
 [ -n "${INPUT_SCOPE:-}" ] && where+=(--scope "$INPUT_SCOPE")
@@ -56,7 +59,7 @@ gg() {
 
 words ab_cases "${INPUT_AB_CASES:-${INPUT_CASES:-}}"
 # What is listed and planned: the A/B's cases in mode ab, else the selection.
-listed=("${shard[@]}" "${cases[@]}")
+listed=("${shard[@]}" "${filter[@]}" "${cases[@]}")
 [ "$mode" = ab ] && listed=("${ab_cases[@]}")
 echo "::group::goldgate list"
 # Not through a pipe: gg records the exit code in this shell.
@@ -76,7 +79,7 @@ summary() {
 }
 
 if [ "$code" -eq 0 ] && { [ "$mode" = gate ] || [ "$mode" = both ]; }; then
-  gg run "${select[@]}" "${shard[@]}" "${cases[@]}" "${extra[@]}" --out "$work/results" \
+  gg run "${select[@]}" "${shard[@]}" "${filter[@]}" "${cases[@]}" "${extra[@]}" --out "$work/results" \
     --json "$out/comparison.json" --junit "$out/junit.xml" --markdown "$out/report.md"
   summary "$out/report.md"
 fi
@@ -101,7 +104,7 @@ if [ "$code" -le 1 ] && { [ "$mode" = ab ] || [ "$mode" = both ]; }; then
 fi
 
 if [ "$code" -eq 0 ] && [ "$mode" = bless ]; then
-  gg run "${select[@]}" "${shard[@]}" "${cases[@]}" "${extra[@]}" --out "$work/results" --no-compare
+  gg run "${select[@]}" "${shard[@]}" "${filter[@]}" "${cases[@]}" "${extra[@]}" --out "$work/results" --no-compare
   if [ "$code" -eq 0 ]; then
     gg bless --golden-root "$golden_root" --platform "$platform" --from "$work/results"
     # The golden files bless wrote or changed, at their paths in the repository: unpack the
