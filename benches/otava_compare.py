@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """goldgate's change-point detection side by side with Apache Otava, on the same series.
 
-Series: Otava's own test series (runner/tests/fixtures/otava/otava_series.json, every case its
+Series: Otava's own test series (judge/tests/fixtures/otava/otava_series.json, every case its
 tests run), goldgate's H200 records (the save-noise records in shared/data and
 docs/archive/h200-checkpoints, as recorded and with a planted step), and synthetic series with
 planted steps (Gaussian noise, 100 to 10,000 points). Each series goes through Otava's
@@ -32,7 +32,7 @@ import tempfile
 import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-FIXTURE = os.path.join(REPO, "runner/tests/fixtures/otava/otava_series.json")
+FIXTURE = os.path.join(REPO, "judge/tests/fixtures/otava/otava_series.json")
 DEFAULT = {"window": 50, "max_pvalue": 0.001, "min_magnitude": 0.0}
 
 
@@ -249,7 +249,7 @@ NOTES = """
 
 - **Same change points.** On every series both tools return the same indices: on Otava's own
   test series for every window, p-value and magnitude its tests use (and
-  `runner/tests/integration/changes_otava.rs` checks those on every `cargo test`), on goldgate's H200
+  `judge/src/history/changes.rs`'s `every_otava_test_case_finds_otavas_change_points` checks those on every `cargo test`), on goldgate's H200
   records, and on the synthetic series. Where Otava finds points that are not planted (the
   2,000- and 10,000-point series, uniform noise in `history::changes`' unit tests), goldgate
   finds the same ones: it is the algorithm, not a different detector.

@@ -3,10 +3,9 @@
 //! - [`case`]: test cases and recipes (`TestCase`, discovery, the YAML reader with spans);
 //! - [`golden`]: golden files, their names and layout;
 //! - [`config`] and [`rules`]: `goldgate.yaml` and its metric rules;
-//! - [`observe`]: the streaming Megatron log parser (`observe::log`) and the TensorBoard reader
-//!   (`observe::tensorboard`);
-//! - [`metrics`]: loading `results.json` and `run.json` (`metrics::record`), `downsample`, the
-//!   TensorBoard merge;
+//! - [`log`]: the one stream from a job's bytes to its `LogSummary` and the Megatron log parser;
+//! - [`tensorboard`]: TensorBoard event files, read without TensorFlow;
+//! - [`records`]: loading `results.json` and `run.json` back (names checked, size-limited);
 //! - [`fsio`], [`printable`], [`redact`], [`hash`], [`duration`], [`exit`]: the one file I/O
 //!   layer, terminal-safe text, secret scrubbing, the stable hash, durations, exit-code texts.
 //!
@@ -24,8 +23,9 @@ pub mod exit;
 pub mod fsio;
 pub mod golden;
 pub mod hash;
-pub mod metrics;
-pub mod observe;
+pub mod log;
 pub mod printable;
+pub mod records;
 pub mod redact;
 pub mod rules;
+pub mod tensorboard;

@@ -4,7 +4,7 @@
 //! is shown as its escape (`\r`, `\u{1b}`) instead of acting, and no line can start a GitHub
 //! workflow command (`::warning::…`, `##[error]…`) unless it is one of goldgate's own
 //! annotations. Names and log lines inside a line are made one line at their source
-//! (`observe::log::one_line`); this guard holds even where one was missed. [`error_text`] is
+//! (`log::one_line`); this guard holds even where one was missed. [`error_text`] is
 //! the one way an error is written (`error:`, `caused by:`, `help:`).
 
 use std::borrow::Cow;

@@ -5,10 +5,10 @@
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    if let Err((offset, _)) = goldgate_core::observe::tensorboard::folder::decode_all(data) {
+    if let Err((offset, _)) = goldgate_core::tensorboard::folder::decode_all(data) {
         assert!(offset < data.len() as u64);
     }
-    if let Ok(events) = goldgate_core::observe::tensorboard::folder::decode_all(data) {
-        let _ = goldgate_core::observe::tensorboard::accumulate(&events);
+    if let Ok(events) = goldgate_core::tensorboard::folder::decode_all(data) {
+        let _ = goldgate_core::tensorboard::accumulate(&events);
     }
 });

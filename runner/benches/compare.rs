@@ -14,19 +14,14 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use goldgate_core::golden;
 use goldgate_core::rules::RuleSet;
 use goldgate_judge::compare::CompareOptions;
-use goldgate_judge::compare::engine::{judge_against, skeleton};
-use goldgate_judge::compare::platform;
+use goldgate_judge::compare::golden::engine::{judge_against, skeleton};
+use goldgate_judge::compare::golden::platform;
 use goldgate_schema::Verdict;
 use goldgate_schema::{Fingerprint, RunRecord, StepValues, VariantRecord};
 
-// The tests' corpus lookup: `$GOLDGATE_MEGATRON_CORPUS`, else `../shared/megatron_corpus`.
-#[allow(dead_code)] // the bench needs only the corpus root, not the case root
-#[path = "../tests/integration/common/corpus.rs"]
-mod corpus;
-// What the corpus lookup does when there is none (skip, or fail under CI=true).
-#[allow(dead_code)]
-#[path = "../tests/integration/common/prereq.rs"]
-mod prereq;
+// The tests' corpus lookup: `$GOLDGATE_MEGATRON_CORPUS`, else `../shared/megatron_corpus`
+// (when there is none: skip, or fail under CI=true).
+use goldgate_testkit::corpus;
 
 fn golden_files(dir: &Path, out: &mut Vec<PathBuf>) {
     for e in std::fs::read_dir(dir).unwrap() {

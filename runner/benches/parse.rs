@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use criterion::measurement::{Measurement, ValueFormatter, WallTime};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use goldgate_core::observe::log::{MAX_LINE, summarize_reader};
+use goldgate_core::log::{MAX_LINE, summarize_reader};
 
 const NOISE: [&str; 4] = [
     "node-3:41234:41502 [5] NCCL INFO Channel 07/0 : 5[5] -> 6[6] via P2P/CUMEM/read",

@@ -8,7 +8,7 @@
 //! - `goldgate_schema`: the files goldgate writes for other tools (`RunRecord`, `RunIndex`,
 //!   `Comparison`, `Exit`, `metric_names`);
 //! - `goldgate_core`: the base both sides read (`case`, `golden`, `config`, `rules`, `fsio`,
-//!   `observe::log`, `observe::tensorboard`, `metrics::record`, …);
+//!   `log`, `tensorboard`, `records`, …);
 //! - `goldgate_record`: `plan`, `launch`, the samplers in `observe`, `metrics::build`, `run`;
 //! - `goldgate_judge`: `compare`, `report`, `github`, `history`.
 //!

@@ -53,7 +53,7 @@ enum Command {
     #[command(hide = true)]
     AbStudy(cmd::ab_study::Args),
     /// The history store: ingest runs, show a metric over commits, prune, annotate.
-    History(cmd::history::Args),
+    History(cmd::history_args::Args),
     /// Render recorded runs without judging them.
     Report(cmd::report::Args),
     /// Post or update the sticky PR comment.

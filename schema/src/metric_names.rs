@@ -43,7 +43,7 @@ pub const HOST_PEAK_RSS_V1: &str = "host-peak-rss-bytes";
 /// Peak `/dev/shm` usage above the pre-job baseline (bytes).
 pub const SHM_PEAK: &str = "shm-peak-bytes";
 
-// Counters (issue 20): what the save path and the allocator did, counted by the probe (or a
+// Counters: what the save path and the allocator did, counted by the probe (or a
 // workload writing probe files itself, as the fake trainer does). They do not drift with the
 // machine, so they are judged exactly (counts) or tightly (bytes), with one job, no statistics.
 // Job totals are the max across ranks; `checkpoint-*` counters are per save, keyed by the save

@@ -35,9 +35,10 @@ pub enum Outcome {
     /// `BOOT_FAIL`, or its controller unreachable for longer than `slurm.outage_limit`):
     /// retried under `--retries`.
     Infrastructure { state: String },
-    /// The job never left the batch scheduler's queue: goldgate cancelled it after
-    /// `pending_seconds`, past the pending limit or at once when Slurm's `reason` can never
-    /// clear (`PartitionConfig`, `BadConstraints`, ...).
+    /// The job never left the batch scheduler's queue: goldgate cancelled it, past the
+    /// pending limit or at once when Slurm's `reason` can never clear (`PartitionConfig`,
+    /// `BadConstraints`, ...). `pending_seconds`: its whole time in the queue, from
+    /// submission until it left (the attempt's `queued_seconds`).
     NotStarted {
         reason: String,
         pending_seconds: f64,

@@ -66,8 +66,10 @@ pub struct Attempt {
     pub log_tail: Vec<String>,
     /// Log file, relative to the job folder.
     pub log: PathBuf,
-    /// Seconds the attempt waited in a batch scheduler's queue before it ran (not part of
-    /// `wall_seconds` nor of the timeout); absent where there is no queue (the local executor).
+    /// Seconds the attempt waited in a batch scheduler's queue: from submission until it
+    /// started, or, for one that never started, until it left the queue (then the outcome's
+    /// `pending_seconds`, the same figure). Not part of `wall_seconds` nor of the timeout;
+    /// absent where there is no queue (the local executor).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub queued_seconds: Option<f64>,
 }

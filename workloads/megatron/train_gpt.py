@@ -19,38 +19,30 @@ Two adjustments, both outside the measured path:
   see with one job. The training loop's saves go through ``save_checkpoint_and_time``, the
   probe's save window, which calls ``save_checkpoint``: the planted calls fall inside it.
 
+Torch and Megatron are imported inside the functions, not at the top of this file. Megatron's
+first save starts a ``multiprocessing`` Manager with the ``spawn`` method (the write-results
+queue of ``megatron.core.dist_checkpointing.strategies.filesystem_async``), and a spawned process
+runs this file again as ``__mp_main__`` before it serves: with the imports at the top that child
+imported torch and all of Megatron, which made the first save of every job take 14-18 s on an
+H200 instead of under half a second (issue 31). Nothing in what the training computes or saves
+changes; the saves after the first are unchanged.
+
 Users with a Megatron-LM checkout point goldgate at its ``pretrain_gpt.py`` instead.
 """
+
+from __future__ import annotations  # the annotations name torch, imported inside the functions
 
 import os
 import time
 from functools import partial
-
-import torch
-
-import megatron.core.datasets.utils as _dataset_utils
-
-_dataset_utils.compile_helpers = lambda: None
-
-from megatron.core.datasets.blended_megatron_dataset_builder import (  # noqa: E402
-    BlendedMegatronDatasetBuilder,
-)
-from megatron.core.datasets.gpt_dataset import GPTDatasetConfig, MockGPTDataset  # noqa: E402
-from megatron.core.enums import ModelType  # noqa: E402
-from megatron.training import get_args, get_tokenizer  # noqa: E402
-from megatron.training import training as _training  # noqa: E402
-from megatron.training.argument_utils import (  # noqa: E402
-    gpt_config_from_args,
-    pretrain_cfg_container_from_args,
-)
-from megatron.training.arguments import parse_and_validate_args  # noqa: E402
-from megatron.training.training import pretrain  # noqa: E402
 
 
 def _plant_save_delay() -> None:
     delay = float(os.environ.get("GOLDGATE_PLANT_SAVE_DELAY_S", "0") or 0)
     if delay <= 0:
         return
+    from megatron.training import training as _training
+
     original = _training.save_checkpoint
 
     def slow_save_checkpoint(*args, **kwargs):
@@ -68,6 +60,9 @@ def _plant_empty_cache() -> None:
     calls = int(text)  # a bad value stops the job at start-up, naming the variable below
     if calls <= 0:
         return
+    import torch
+    from megatron.training import training as _training
+
     original = _training.save_checkpoint
 
     def save_checkpoint_emptying_cache(*args, **kwargs):
@@ -86,6 +81,12 @@ def _is_dataset_built_on_rank() -> bool:
 
 def datasets_provider(train_val_test_num_samples, vp_stage=None):
     """Mock GPT datasets of the requested sizes (no data files needed)."""
+    from megatron.core.datasets.blended_megatron_dataset_builder import (
+        BlendedMegatronDatasetBuilder,
+    )
+    from megatron.core.datasets.gpt_dataset import GPTDatasetConfig, MockGPTDataset
+    from megatron.training import get_args, get_tokenizer
+
     args = get_args()
     config = GPTDatasetConfig(
         random_seed=args.seed,
@@ -112,6 +113,8 @@ datasets_provider.is_distributed = True
 
 def loss_func(loss_mask: torch.Tensor, output_tensor: torch.Tensor):
     """Token-averaged cross entropy, reported as ``lm loss`` like pretrain_gpt.py."""
+    import torch
+
     losses = output_tensor.float().view(-1)
     mask = loss_mask.view(-1).float()
     loss = torch.sum(losses * mask)
@@ -135,6 +138,17 @@ def forward_step(data_iterator, model):
 
 
 def main() -> None:
+    import megatron.core.datasets.utils as _dataset_utils
+
+    _dataset_utils.compile_helpers = lambda: None
+    from megatron.core.enums import ModelType
+    from megatron.training.argument_utils import (
+        gpt_config_from_args,
+        pretrain_cfg_container_from_args,
+    )
+    from megatron.training.arguments import parse_and_validate_args
+    from megatron.training.training import pretrain
+
     _plant_save_delay()
     try:
         _plant_empty_cache()

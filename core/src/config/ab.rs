@@ -2,13 +2,17 @@
 //! statistics (false-alarm rate, minimum effect, most pairs, the job-to-job spread floor and the
 //! metrics it times), with per-platform spread floors (a machine's own measured noise).
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use crate::rules::{Alpha, Effect, Tolerance};
+use goldgate_schema::metric_names::{
+    CHECKPOINT_ASYNC_LATENCY, CHECKPOINT_BLOCKING, ITERATION_TIME,
+};
 
-/// The A/B comparison's settings, validated.
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
-pub struct AbSettings {
+/// The sequential test's parameters on one platform: what `goldgate ab` judges with, and what
+/// `ab.json` records under `sequential`.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Sequential {
     /// One-sided false-alarm rate of one metric's whole sequence (all looks together).
     pub alpha: f64,
     /// The change that counts: a regression is an interval wholly above `+min_effect`.
@@ -22,7 +26,41 @@ pub struct AbSettings {
     pub spread: f64,
     /// How many degrees of freedom the floor is worth (the jobs it was measured from, less one).
     pub spread_df: u32,
-    /// Per platform: its own spread floor, replacing `spread`.
+}
+
+/// Built-in defaults, chosen by the resampling study (docs/book/src/results/ab-study.md).
+impl Default for Sequential {
+    fn default() -> Sequential {
+        Sequential {
+            alpha: 0.01,
+            min_effect: 0.03,
+            max_pairs: 6,
+            min_pairs: 1,
+            spread: 0.05,
+            spread_df: 8,
+        }
+    }
+}
+
+impl Sequential {
+    /// What one look may spend (Bonferroni over `max_pairs` looks).
+    pub fn alpha_per_look(&self) -> f64 {
+        self.alpha / f64::from(self.max_pairs.max(1))
+    }
+
+    /// The two-sided level of each look's interval (`1 − 2·alpha_per_look`).
+    pub fn level(&self) -> f64 {
+        1.0 - 2.0 * self.alpha_per_look()
+    }
+}
+
+/// The `ab:` block, validated.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct AbSettings {
+    /// The test's parameters; its `spread` is the floor of a platform without its own.
+    #[serde(flatten)]
+    pub sequential: Sequential,
+    /// Per platform: its own spread floor, replacing `sequential.spread`.
     pub platform_spread: Vec<(String, f64)>,
     /// The timing metrics judged by the sequential test (the others: exact B-vs-A and goldens).
     pub metrics: Vec<String>,
@@ -33,33 +71,34 @@ pub struct AbSettings {
 /// anything a shorter sequence could not, and 1000 pairs of a one-minute job are 33 GPU-hours.
 pub const MAX_PAIRS: u32 = 1000;
 
-/// Built-in defaults, chosen by the resampling study (docs/results/ab-study.md).
 impl Default for AbSettings {
     fn default() -> AbSettings {
         AbSettings {
-            alpha: 0.01,
-            min_effect: 0.03,
-            max_pairs: 6,
-            min_pairs: 1,
-            spread: 0.05,
-            spread_df: 8,
+            sequential: Sequential::default(),
             platform_spread: Vec::new(),
-            metrics: vec![
-                "checkpoint-blocking-time".into(),
-                "checkpoint-async-latency".into(),
-                "iteration-time".into(),
-            ],
+            metrics: [
+                CHECKPOINT_BLOCKING,
+                CHECKPOINT_ASYNC_LATENCY,
+                ITERATION_TIME,
+            ]
+            .map(String::from)
+            .to_vec(),
         }
     }
 }
 
 impl AbSettings {
-    /// The spread floor on `platform` (its own, else the block's).
-    pub fn spread_on(&self, platform: &str) -> f64 {
-        self.platform_spread
+    /// The test's parameters on `platform`: its own spread floor, else the block's.
+    pub fn on(&self, platform: &str) -> Sequential {
+        let spread = self
+            .platform_spread
             .iter()
             .find(|(name, _)| name == platform)
-            .map_or(self.spread, |(_, s)| *s)
+            .map_or(self.sequential.spread, |(_, s)| *s);
+        Sequential {
+            spread,
+            ..self.sequential
+        }
     }
 }
 
@@ -94,7 +133,7 @@ struct RawAbPlatform {
 impl RawAb {
     /// The validated settings; the message names the offending key.
     pub(crate) fn settings(self) -> Result<AbSettings, String> {
-        let base = AbSettings::default();
+        let base = Sequential::default();
         let max_pairs = self.max_pairs.unwrap_or(base.max_pairs);
         let min_pairs = self.min_pairs.unwrap_or(base.min_pairs);
         if max_pairs == 0 || min_pairs == 0 || min_pairs > max_pairs || max_pairs > MAX_PAIRS {
@@ -112,15 +151,20 @@ impl RawAb {
         if spread <= 0.0 || platform_spread.iter().any(|(_, s)| *s <= 0.0) {
             return Err("ab: spread must be above 0 (0.05 = 5 % between jobs)".into());
         }
-        Ok(AbSettings {
+        let sequential = Sequential {
             alpha: self.alpha.map_or(base.alpha, |a| a.0),
             min_effect: self.min_effect.map_or(base.min_effect, |e| e.0),
             max_pairs,
             min_pairs,
             spread,
             spread_df: self.spread_df.unwrap_or(base.spread_df),
+        };
+        Ok(AbSettings {
+            sequential,
             platform_spread,
-            metrics: self.metrics.unwrap_or(base.metrics),
+            metrics: self
+                .metrics
+                .unwrap_or_else(|| AbSettings::default().metrics),
         })
     }
 }
@@ -137,9 +181,9 @@ mod tests {
     #[test]
     fn defaults_and_platform_floor() {
         let s = parse("max_pairs: 6\nplatforms:\n  h200: {spread: 0.04}\n").unwrap();
-        assert_eq!(s.max_pairs, 6);
-        assert_eq!(s.spread_on("h200"), 0.04);
-        assert_eq!(s.spread_on("dev_cpu"), AbSettings::default().spread);
+        assert_eq!(s.sequential.max_pairs, 6);
+        assert_eq!(s.on("h200").spread, 0.04);
+        assert_eq!(s.on("dev_cpu"), Sequential::default());
     }
 
     #[test]

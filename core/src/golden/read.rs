@@ -21,7 +21,7 @@ use crate::case::{Span, position};
 use crate::fsio::read_limited;
 
 /// Largest golden file goldgate reads: 16 MiB (the corpus' largest is well under 1 MiB). A
-/// golden takes about 11 times its size in memory while it is read and judged (issue 22 item 7,
+/// golden takes about 11 times its size in memory while it is read and judged (measured with
 /// `benches/memory.sh`: an 8-million-value list of 40 MB took 600 MiB to check), so the limit is
 /// what bounds goldgate's memory on one: under 200 MiB.
 pub const MAX_GOLDEN_BYTES: u64 = 16 << 20;

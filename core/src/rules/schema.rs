@@ -63,7 +63,7 @@ pub enum TestKind {
     #[default]
     Band,
     /// The golden's jobs against the jobs now: a t-test on per-job summaries with false-alarm
-    /// rate `alpha` and `min_effect` as the tolerance (`compare::twosample`).
+    /// rate `alpha` and `min_effect` as the tolerance (`compare::stats::t_test`).
     TwoSample,
 }
 
@@ -467,10 +467,10 @@ impl Default for Rules {
     }
 }
 
-/// The counters' built-in rules (issue 20, `metric_names::EXACT_COUNTERS`, `BYTE_COUNTERS` and
+/// The counters' built-in rules (`metric_names::EXACT_COUNTERS`, `BYTE_COUNTERS` and
 /// `ALLOCATOR_COUNTERS`).
 fn counter_rules() -> Vec<(String, MetricRule)> {
-    // Counters (issue 20) are judged save by save (as steps) and exactly: one more
+    // Counters are judged save by save (as steps) and exactly: one more
     // `empty_cache` in one save is a regression, with one job and no statistics. A count
     // that fell is an improvement where the run is non-deterministic (exact checks off),
     // a change to bless otherwise.

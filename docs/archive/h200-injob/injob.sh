@@ -13,6 +13,14 @@
 #             (--b-switch empty-cache=remove), 3 jobs (--min-effect 0.001: no early pass, the
 #             interval is the answer)
 #   gcab      gc-threshold 0.99 (A) against 0.8 (B), one job
+#   startup   startup.sh: Python, torch, torchrun, Megatron's imports and the first save's
+#             spawned Manager timed outside goldgate
+#   eager     one in-job A/A job of $GG_EAGER_CASE (the case with the entry as it was before
+#             it imported Megatron inside main(): $GG_EAGER_ROOT), checkpoints kept, then their
+#             removal timed (what goldgate's end of a job does)
+#   aaN       in-job A/A, N jobs, --min-effect 0.001 (no early pass: every job runs)
+#   seedp     the seed's change to a precision: --precision ${GG_PRECISION:-3%},
+#             --max-jobs ${GG_SEED_JOBS:-8}, the gate's own min-effect
 # Environment: GG (.device/goldgate), GG_ROOT (.device/injob/test_cases), GG_CASE
 # (gpt/h200-ckpt-injob), GG_PLATFORM (h200), GG_SETUP (1), BUDGET_S (560), GG_MEDIAN_S.
 # Rehearsal (no GPU, fake trainer): GG=target/release/goldgate GG_ROOT=runner/tests/fixtures/cases
@@ -58,12 +66,13 @@ else:
 PY
 }
 
-# ab PART ARGS...: one goldgate ab --within-job under what is left of the budget.
+# ab PART ARGS...: one goldgate ab --within-job under what is left of the budget (AB_CASE and
+# AB_ROOT, when set, instead of CASE and ROOT).
 ab() {
   local part=$1
   shift
   local rest=$(( $(left) - 15 ))
-  step "$part" 100 "$G" ab "$CASE" --root "$ROOT" --platform "$PLATFORM" --out "$W/$part" \
+  step "$part" 100 "$G" ab "${AB_CASE:-$CASE}" --root "${AB_ROOT:-$ROOT}" --platform "$PLATFORM" --out "$W/$part" \
     --within-job --timeout 200s --budget "${rest}s" \
     --markdown "$W/$part.md" --json "$W/$part.json" "$@"
   log "$part: exit $?"
@@ -73,6 +82,19 @@ for part in "$@"; do
   case $part in
     gc) step gc 40 python3 "$H/gc_switch.py" ;;
     aa) ab aa --max-jobs 3 --seed 3101 ;;
+    aa[0-9]*) ab "$part" --max-jobs "${part#aa}" --seed "31${part#aa}0" --min-effect 0.001 ;;
+    startup) step startup 60 bash "$H/startup.sh" ;;
+    eager)
+      AB_CASE=${GG_EAGER_CASE:-gpt/h200-ckpt-injob-eager} AB_ROOT=${GG_EAGER_ROOT:-.device/injob/eager_cases} \
+        ab eager --max-jobs 1 --seed 3120 --min-effect 0.001 --keep-checkpoints
+      for c in $(find "$W/eager" -type d -name checkpoints -prune); do
+        s=$(date +%s.%N)
+        rm -rf "$c"
+        log "eager: rm -rf of the kept checkpoints ($c) took $(awk -v s="$s" -v e="$(date +%s.%N)" 'BEGIN { printf "%.2f", e - s }') s"
+      done
+      ;;
+    seedp) ab seedp --max-jobs "${GG_SEED_JOBS:-8}" --seed 3115 --precision "${GG_PRECISION:-3%}" \
+      --b-switch empty-cache=remove ;;
     plant*)
       size=${part#plant}
       median=$(median_window)

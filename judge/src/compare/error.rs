@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use goldgate_core::golden::GoldenError;
-use goldgate_core::metrics::record::RecordError;
+use goldgate_core::records::RecordError;
 
 /// Comparing, blessing or calibrating failed.
 #[derive(Debug, thiserror::Error, miette::Diagnostic)]
@@ -128,7 +128,7 @@ pub enum CompareError {
     /// TensorBoard event files could not be read.
     #[error(transparent)]
     #[diagnostic(transparent)]
-    Tensorboard(#[from] goldgate_core::observe::tensorboard::TensorboardError),
+    Tensorboard(#[from] goldgate_core::tensorboard::TensorboardError),
     /// Megatron's golden script would write no golden file from these event files.
     #[error("{}: {message}", dir.display())]
     #[diagnostic(help(

@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use super::error::CompareError;
-use goldgate_core::metrics::record::{self, RecordError};
+use goldgate_core::records::{self, RecordError};
 use goldgate_schema::{RunIndex, RunRecord};
 
 /// Which runs of a results folder to judge.
@@ -51,8 +51,8 @@ pub fn load_runs(
     dir: &Path,
     selection: &RunSelection,
 ) -> Result<(Records, Option<String>), CompareError> {
-    let indexes = record::load_indexes(dir)?;
-    let records = match record::load_results(dir) {
+    let indexes = records::load_indexes(dir)?;
+    let records = match records::load_results(dir) {
         Ok(records) => records,
         // A run killed before its first job ended has an index and no results.
         Err(RecordError::Empty { .. }) if !indexes.is_empty() => Vec::new(),
@@ -128,7 +128,7 @@ fn name_fallback(e: CompareError, dir: &Path, indexes: &[(PathBuf, RunIndex)]) -
     else {
         return e;
     };
-    let records = record::load_results(dir).unwrap_or_default();
+    let records = records::load_results(dir).unwrap_or_default();
     let mut runs: Vec<(&str, Option<jiff::Timestamp>)> = run_starts(&records, indexes)
         .into_iter()
         .filter(|(id, _)| *id != run)
@@ -416,7 +416,7 @@ pub fn newest_run(out: &Path) -> Option<goldgate_schema::RunIndex> {
         .into_iter()
         .flatten()
         .flatten()
-        .filter_map(|e| goldgate_core::metrics::record::load_index(&e.path().join("run.json")).ok())
+        .filter_map(|e| goldgate_core::records::load_index(&e.path().join("run.json")).ok())
         .max_by(|a, b| {
             let key = |i: &RunIndex| {
                 (

@@ -459,4 +459,48 @@ mod tests {
         let z = fill_missing(&[f64::NAN, 2.0, f64::NAN, 4.0, f64::NAN]);
         assert_eq!(z, vec![2.0, 2.0, 2.0, 4.0, 4.0]);
     }
+
+    /// Otava's own test series (`judge/tests/fixtures/otava/otava_series.json`, every case with
+    /// the change points apache-otava 0.8.0 returned for it, recorded by
+    /// `benches/otava_compare.py`): for every window, p-value and magnitude its tests use, this
+    /// finds the points Otava finds.
+    #[test]
+    fn every_otava_test_case_finds_otavas_change_points() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/otava/otava_series.json"
+        );
+        let doc: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        let cases = doc["cases"].as_array().unwrap();
+        assert!(cases.len() >= 12);
+        let numbers = |v: &serde_json::Value| -> Vec<f64> {
+            v.as_array()
+                .unwrap()
+                .iter()
+                .map(|x| x.as_f64().unwrap())
+                .collect()
+        };
+        let mut failures = Vec::new();
+        for case in cases {
+            let name = case["series"].as_str().unwrap();
+            let series = numbers(&doc["series"][name]);
+            let opts = Options {
+                window: case["window"].as_u64().unwrap() as usize,
+                max_pvalue: case["max_pvalue"].as_f64().unwrap(),
+                min_magnitude: case["min_magnitude"].as_f64().unwrap(),
+            };
+            let otava: Vec<usize> = numbers(&case["otava_0_8_0"])
+                .into_iter()
+                .map(|i| i as usize)
+                .collect();
+            let ours = detect(&series, &opts).indices();
+            if ours != otava {
+                failures.push(format!(
+                    "{name} {opts:?}:\n  otava    {otava:?}\n  goldgate {ours:?}"
+                ));
+            }
+        }
+        assert!(failures.is_empty(), "{}", failures.join("\n"));
+    }
 }

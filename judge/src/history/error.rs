@@ -13,6 +13,18 @@ pub enum HistoryError {
         #[source]
         source: rusqlite::Error,
     },
+    /// The SQLite file is there but cannot be written (a read-only mount, no write permission),
+    /// and the command writes it.
+    #[error("cannot write the history database {}", path.display())]
+    #[diagnostic(help(
+        "`history show`, `changes`, `site`, `bless --from-history` and `--trend-db` read a \
+         read-only store as it is; `ingest`, `prune` and `annotate` need it writable"
+    ))]
+    ReadOnly {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
     /// The PostgreSQL server did not accept the connection.
     #[error("cannot connect to the history database {url}")]
     #[diagnostic(help("is the server running, and does the URL name an existing database?"))]

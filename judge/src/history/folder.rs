@@ -9,7 +9,7 @@
 
 use std::path::Path;
 
-use goldgate_core::metrics::record::{self, RecordError};
+use goldgate_core::records::{self, RecordError};
 use goldgate_schema::{Outcome, RunIndex, RunRecord};
 
 /// The outcome stored for a job its run.json lists without one.
@@ -61,7 +61,7 @@ pub struct Folder {
 /// folder without any run.json has no runs. Warm-up jobs are left out (nothing judges them).
 pub fn read(dir: &Path) -> Result<Folder, RecordError> {
     let mut folder = Folder::default();
-    for (index_path, index) in record::load_indexes(dir)? {
+    for (index_path, index) in records::load_indexes(dir)? {
         let run_dir = index_path.parent().unwrap_or(dir);
         let mut jobs = Vec::new();
         for entry in &index.jobs {
@@ -75,7 +75,7 @@ pub fn read(dir: &Path) -> Result<Folder, RecordError> {
                 folder.left_out.push(format!("{shown}: no results.json"));
                 continue;
             }
-            let record = record::load_record(&path)?;
+            let record = records::load_record(&path)?;
             if record.run_id != index.run_id || record.job_id != entry.job_id {
                 folder.left_out.push(format!(
                     "{shown}: it records {} of run {}, but run.json lists {} there",

@@ -349,6 +349,20 @@ fn open_sqlite(path: &std::path::Path) -> Result<Backend, HistoryError> {
             source,
         })?;
     }
+    // SQLite would open a file it cannot write read-only and fail later, deep in a migration
+    // or a write, with `unable to open database file`: say what is wrong before.
+    if goldgate_core::fsio::exists(path)
+        && let Err(source) = std::fs::OpenOptions::new().append(true).open(path)
+        && matches!(
+            source.kind(),
+            std::io::ErrorKind::ReadOnlyFilesystem | std::io::ErrorKind::PermissionDenied
+        )
+    {
+        return Err(HistoryError::ReadOnly {
+            path: path.to_path_buf(),
+            source,
+        });
+    }
     let open_error = |source| HistoryError::OpenSqlite {
         path: path.to_path_buf(),
         source,

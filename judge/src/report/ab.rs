@@ -5,8 +5,8 @@
 
 use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
 
-use crate::compare::ab::{AbMetric, AbTest, AbVerdict};
-use crate::compare::ab_outcome::AbReport;
+use crate::compare::ab::metric::{AbMetric, AbTest, AbVerdict};
+use crate::compare::ab::outcome::AbReport;
 use crate::report::error::ReportError;
 use crate::report::units;
 
@@ -104,8 +104,85 @@ fn pair_word(r: &AbReport) -> &'static str {
     }
 }
 
+/// `precision ±3 % asked: reached (widest checkpoint-window-time ±2.8 %, 154 save pairs)`.
+fn precision_line(r: &AbReport) -> Option<String> {
+    let p = r.precision.as_ref()?;
+    let widest = match (&p.widest, p.half_width) {
+        (Some(m), Some(w)) => format!("widest {m} ±{:.2} %", w * 100.0),
+        (Some(m), None) => format!("{m} has no bounded interval yet"),
+        _ => "no interval yet".to_owned(),
+    };
+    Some(format!(
+        "precision ±{} % asked: {} ({widest}, {} {}(s))",
+        trim(p.target * 100.0),
+        if p.reached { "reached" } else { "NOT reached" },
+        p.pairs,
+        pair_word(r)
+    ))
+}
+
+/// The design checks, one line each: `carry-over into A: … +2.3 % (99 % CI -4.8 to +9.8 %),
+/// 16 against 17: ok`.
+fn check_lines(r: &AbReport) -> Vec<String> {
+    let Some(c) = &r.checks else {
+        return Vec::new();
+    };
+    let mut out = vec![format!(
+        "design checks on {} ({} % CI each; {} ab / {} ba pairs; the last pairs of each job hold {} A and {} B units):",
+        c.metric,
+        trim(c.level * 100.0),
+        c.ab_pairs,
+        c.ba_pairs,
+        c.tail_a,
+        c.tail_b
+    )];
+    for k in &c.checks {
+        out.push(format!(
+            "  {}: {} {} ({:+.1} to {:+.1} %), {} against {}: {}",
+            k.check,
+            k.compares,
+            pct(k.change),
+            k.interval.0 * 100.0,
+            k.interval.1 * 100.0,
+            k.n.0,
+            k.n.1,
+            if k.passed { "ok" } else { "FAILED" }
+        ));
+    }
+    out
+}
+
 fn warnings(r: &AbReport) -> Vec<String> {
     let mut out = r.warnings.clone();
+    if let Some(p) = r.precision.as_ref().filter(|p| !p.reached) {
+        let more = match (p.needed_pairs(), r.within_job.is_some()) {
+            (Some(n), true) if !r.jobs.is_empty() && r.pairs > 0 => {
+                let per_job = r.pairs as f64 / r.jobs.len() as f64;
+                format!(
+                    "; at this spread about {n} save pairs would reach it (--max-jobs {})",
+                    (n as f64 / per_job).ceil() as usize
+                )
+            }
+            (Some(n), false) => {
+                format!("; at this spread about {n} pairs would reach it (--max-pairs {n})")
+            }
+            _ => String::new(),
+        };
+        out.push(format!(
+            "precision ±{} % not reached after {} {}(s): {}{more}",
+            trim(p.target * 100.0),
+            r.pairs,
+            pair_word(r),
+            match (&p.widest, p.half_width) {
+                (Some(m), Some(w)) => format!("{m} is ±{:.2} %", w * 100.0),
+                (Some(m), None) => format!("{m} has no bounded interval"),
+                _ => "no interval".to_owned(),
+            }
+        ));
+    }
+    if let Some(c) = &r.checks {
+        out.extend(c.warnings());
+    }
     let open = r.inconclusive();
     if !open.is_empty() {
         out.push(format!(
@@ -113,7 +190,7 @@ fn warnings(r: &AbReport) -> Vec<String> {
             r.pairs,
             pair_word(r),
             open.join(", "),
-            trim(r.sequential.min_effect * 100.0),
+            trim(r.within_job.map_or(r.sequential.min_effect, |t| t.min_effect) * 100.0),
             if r.within_job.is_some() { "--max-jobs" } else { "--max-pairs" }
         ));
     }
@@ -160,6 +237,12 @@ pub fn render_terminal(r: &AbReport) -> String {
     let mut s = header(r);
     for m in &r.metrics {
         s.push_str(&format!("  {}\n", metric_line(m)));
+    }
+    if let Some(line) = precision_line(r) {
+        s.push_str(&format!("{line}\n"));
+    }
+    for line in check_lines(r) {
+        s.push_str(&format!("{line}\n"));
     }
     if !r.goldens.is_empty() {
         s.push_str("B against the goldens (metrics not timed):\n");
@@ -225,6 +308,33 @@ pub fn render_markdown(r: &AbReport) -> String {
             esc(&g.tolerance),
             g.verdict.label()
         ));
+    }
+    if let Some(line) = precision_line(r) {
+        s.push_str(&format!("\n{}\n", esc(&line)));
+    }
+    if let Some(c) = &r.checks {
+        s.push_str(&format!(
+            "\nDesign checks on {} ({} % CI each; {} ab / {} ba pairs; the last pairs of each job hold {} A and {} B units):\n\n| check | compares | change | interval | units | result |\n|---|---|---|---|---|---|\n",
+            esc(&c.metric),
+            trim(c.level * 100.0),
+            c.ab_pairs,
+            c.ba_pairs,
+            c.tail_a,
+            c.tail_b
+        ));
+        for k in &c.checks {
+            s.push_str(&format!(
+                "| {} | {} | {} | {:+.1} to {:+.1} % | {} against {} | {} |\n",
+                esc(&k.check),
+                esc(&k.compares),
+                pct(k.change),
+                k.interval.0 * 100.0,
+                k.interval.1 * 100.0,
+                k.n.0,
+                k.n.1,
+                if k.passed { "ok" } else { "**failed**" }
+            ));
+        }
     }
     for w in warnings(r) {
         s.push_str(&format!("\n> **warning:** {}\n", esc(&w)));

@@ -1,7 +1,7 @@
 //! Stage "report": the A/B resampling study as markdown (docs/book/src/results/ab-study.md).
 
-use crate::compare::ab::AbVerdict;
-use crate::compare::ab_study::{DesignRow, RuleRow, SessionModel, StudyOptions};
+use crate::compare::ab::metric::AbVerdict;
+use crate::compare::ab::study::{DesignRow, RuleRow, SessionModel, StudyOptions};
 
 fn pct(v: f64) -> String {
     format!("{:.1} %", v * 100.0)
@@ -148,9 +148,9 @@ fn real_table((a, b, looks): &RealPairs) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compare::ab::Sequential;
-    use crate::compare::ab_study::{self, Normal, Session};
-    use crate::compare::stats::SplitMix64;
+    use crate::compare::ab::study::{self, Normal, Session};
+    use crate::compare::stats::summary::SplitMix64;
+    use goldgate_core::config::Sequential;
 
     #[test]
     fn the_study_markdown() {
@@ -183,11 +183,11 @@ mod tests {
             spread: 0.03,
             spread_df: 8,
         };
-        let designs = vec![ab_study::design(&models, 10, &seq, &opts)];
-        let rules = ab_study::todays_rules(&models, 0.55, &opts);
+        let designs = vec![study::design(&models, 10, &seq, &opts)];
+        let rules = study::todays_rules(&models, 0.55, &opts);
         let a = vec![0.36, 0.38];
         let b = vec![0.40, 0.41];
-        let looks = ab_study::real_pairs(&a, &b, &seq);
+        let looks = study::real_pairs(&a, &b, &seq);
         insta::assert_snapshot!(render(
             &models,
             &designs,

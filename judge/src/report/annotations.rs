@@ -15,7 +15,7 @@ fn escape_data(s: &str) -> String {
         .replace('%', "%25")
         .replace('\r', "%0D")
         .replace('\n', "%0A");
-    goldgate_core::observe::log::one_line(&s)
+    goldgate_core::log::one_line(&s)
 }
 
 fn escape_property(s: &str) -> String {

@@ -9,7 +9,7 @@
 
 use std::collections::BTreeSet;
 
-use crate::compare::ab_outcome::AbReport;
+use crate::compare::ab::outcome::AbReport;
 use crate::report::markdown::{self, HEADER, escape_md};
 use crate::report::table::counts_line;
 use goldgate_schema::{Comparison, Counts, JobComparison, MetricResult, Verdict};
@@ -44,7 +44,9 @@ pub fn all_passed(comparison: Option<&Comparison>, abs: &[AbReport]) -> bool {
 }
 
 fn ab_passed(r: &AbReport) -> bool {
-    r.exit_code == Some(0) && !r.job_failed() && r.verdict() == crate::compare::ab::AbVerdict::Pass
+    r.exit_code == Some(0)
+        && !r.job_failed()
+        && r.verdict() == crate::compare::ab::metric::AbVerdict::Pass
 }
 
 /// `comparison` without the metrics in `timed`, each job's verdict taken again from what is
@@ -112,7 +114,7 @@ fn counts(c: &Comparison) -> String {
 }
 
 /// Orders A/B results by how badly they went: a failed job, then the verdict.
-fn ab_rank(r: &AbReport) -> (bool, crate::compare::ab::AbVerdict) {
+fn ab_rank(r: &AbReport) -> (bool, crate::compare::ab::metric::AbVerdict) {
     (r.job_failed(), r.verdict())
 }
 

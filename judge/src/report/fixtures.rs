@@ -5,8 +5,11 @@
 
 use std::collections::BTreeMap;
 
-use crate::compare::ab::{AbMetric, AbTest, AbVerdict, Sequential};
-use crate::compare::ab_outcome::{AB_SCHEMA_VERSION, AbJob, AbMode, AbModeKind, AbReport, ArmSpec};
+use crate::compare::ab::metric::{AbMetric, AbTest, AbVerdict};
+use crate::compare::ab::outcome::{
+    AB_SCHEMA_VERSION, AbJob, AbMode, AbModeKind, AbReport, ArmSpec,
+};
+use goldgate_core::config::Sequential;
 use goldgate_schema::metric_names::{CHECKPOINT_ASYNC_LATENCY, CHECKPOINT_BLOCKING};
 use goldgate_schema::{
     CheckpointRecord, Fingerprint, GpuDevicePeak, GpuMemory, MemAvailableRecord, MemoryRecord,
@@ -616,5 +619,7 @@ pub fn ab_report() -> AbReport {
         finished: true,
         job_seconds: 126.0,
         exit_code: Some(1),
+        precision: None,
+        checks: None,
     }
 }

@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 
 use super::units::value;
-use crate::compare::power::{MetricPower, POWER, Planted, PowerReport, RulePower};
+use crate::compare::noise::power::{MetricPower, POWER, Planted, PowerReport, RulePower};
 
 /// The terminal report.
 pub fn render_terminal(r: &PowerReport) -> String {
@@ -283,8 +283,8 @@ smallest: the first of +1, 2, 3, 5, 7.5, 10, 15, 20, 30, 40, 50, 75, 100, 150, 2
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compare::noise::Noise;
-    use crate::compare::power::Which;
+    use crate::compare::noise::components::Noise;
+    use crate::compare::noise::power::Which;
     use goldgate_schema::Unit;
 
     fn report() -> PowerReport {

@@ -127,10 +127,7 @@ fn all_series(r: &RunRecord, scale: f64) -> Vec<(String, RGBColor, Segments)> {
             } else {
                 ("host RSS", some(&tl.host_rss_bytes))
             };
-            let label = format!(
-                "{} {what}",
-                goldgate_core::observe::log::one_line(&node.host)
-            );
+            let label = format!("{} {what}", goldgate_core::log::one_line(&node.host));
             let segs = segments(&tl.t_seconds, &values, scale);
             (label, NODES[i % NODES.len()], segs)
         })
@@ -160,7 +157,7 @@ fn series(tl: &Timeline, scale: f64) -> Vec<(&'static str, RGBColor, Segments)> 
 
 /// The chart's title; names on one line, without the control characters XML cannot hold.
 fn title(r: &RunRecord) -> String {
-    use goldgate_core::observe::log::one_line;
+    use goldgate_core::log::one_line;
     format!(
         "{} @ {} #{} — {}",
         one_line(&r.case),

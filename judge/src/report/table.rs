@@ -3,7 +3,7 @@
 //! verdict counts. Colour only when the caller asks (`cmd::output::color` decides: `--color`, `NO_COLOR`,
 //! `CLICOLOR_FORCE`, a terminal).
 
-use goldgate_core::observe::log::one_line;
+use goldgate_core::log::one_line;
 use tabled::settings::object::Cell;
 use tabled::settings::{Color, Style as TableStyle};
 

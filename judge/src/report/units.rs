@@ -21,7 +21,7 @@ pub(crate) fn metric_label(
     job: &goldgate_schema::JobComparison,
     m: &goldgate_schema::MetricResult,
 ) -> String {
-    use goldgate_core::observe::log::one_line;
+    use goldgate_core::log::one_line;
     format!(
         "{} @ {}: {} {}",
         one_line(&job.case),

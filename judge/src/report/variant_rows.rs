@@ -4,7 +4,7 @@
 
 use std::collections::BTreeSet;
 
-use crate::compare::stats::{collapse, median};
+use crate::compare::stats::summary::{collapse, median};
 use goldgate_core::rules::{Rules, Statistic, Window};
 use goldgate_schema::RunRecord;
 use goldgate_schema::Unit;

@@ -12,11 +12,11 @@
 //! them, so their differences are mostly noise. They come last, under their own heading, and
 //! without a Δ, so they never read as the loudest result.
 
-use goldgate_core::observe::log::one_line;
+use goldgate_core::log::one_line;
 use std::collections::BTreeMap;
 
 use super::variant_rows::{FIXED, Role, RowRules, extra_metric_keys, is_gated};
-use crate::compare::stats::median_sorted;
+use crate::compare::stats::summary::median_sorted;
 use crate::report::markdown::escape_md;
 use crate::report::units;
 use goldgate_core::config::Config;

@@ -50,7 +50,7 @@ pub enum LaunchEvent<'a> {
     /// The job started; its process group id equals its pid.
     Spawned { pid: u32, pgid: u32 },
     /// The next bytes of combined stdout+stderr, as read from the pipe (any number of lines,
-    /// maybe a partial one: `goldgate_core::observe::log::LogStream` splits them).
+    /// maybe a partial one: `goldgate_core::log::LogStream` splits them).
     Output(&'a [u8]),
 }
 

@@ -8,8 +8,8 @@ use std::time::Duration;
 use super::sampled::Sampled;
 use crate::observe::probe::read::ProbeSummary;
 use crate::plan::Job;
-use goldgate_core::observe::log::{CheckpointSave, LogSummary};
-use goldgate_core::observe::tensorboard::JobScalars;
+use goldgate_core::log::{CheckpointSave, LogSummary};
+use goldgate_core::tensorboard::JobScalars;
 use goldgate_schema::metric_names::{
     CHECKPOINT_ASYNC_LATENCY, CHECKPOINT_BLOCKING, CKPT_FOLDER_BYTES, GPU_PEAK, HOST_PEAK, SHM_PEAK,
 };
@@ -82,7 +82,7 @@ pub(crate) fn metrics(
         .metrics
         .iter()
         .map(|(name, values)| {
-            let thinned = goldgate_core::metrics::downsample::downsample(values.iter());
+            let thinned = crate::metrics::downsample::downsample(values.iter());
             (name.clone(), StepValues(thinned))
         })
         .collect();
@@ -197,8 +197,8 @@ fn merge_folder(
     keep: impl Fn(u64) -> bool,
 ) -> TensorboardRecord {
     match &read.1 {
-        Ok(scalars) => goldgate_core::metrics::tensorboard::merge(metrics, scalars, job_dir, keep),
-        Err(e) => goldgate_core::metrics::tensorboard::unreadable(&read.0, job_dir, e.clone()),
+        Ok(scalars) => crate::metrics::tensorboard::merge(metrics, scalars, job_dir, keep),
+        Err(e) => crate::metrics::tensorboard::unreadable(&read.0, job_dir, e.clone()),
     }
 }
 
@@ -253,7 +253,7 @@ fn job_warnings(
             "{} line(s) of the log were longer than {} KiB: each was kept and parsed up to \
              there, the rest dropped",
             summary.long_lines,
-            goldgate_core::observe::log::MAX_LINE / 1024
+            goldgate_core::log::MAX_LINE / 1024
         ));
     }
     if ran && summary.steps_seen == 0 {
@@ -412,7 +412,7 @@ fn resumed_run(job: &Job, summary: &LogSummary) -> ResumedRun {
             let after = values.iter().filter(|(step, _)| *step > from_step);
             (
                 name.clone(),
-                StepValues(goldgate_core::metrics::downsample::downsample(after)),
+                StepValues(crate::metrics::downsample::downsample(after)),
             )
         })
         .filter(|(_, v)| !v.0.is_empty())
@@ -535,14 +535,10 @@ fn nondeterministic(job: &Job) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use goldgate_core::observe::log::summarize_file;
-    use std::path::Path;
 
+    /// A real H200 log of the parser's fixtures, parsed.
     fn fixture(name: &str) -> LogSummary {
-        let p = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../core/tests/fixtures/h200")
-            .join(name);
-        summarize_file(&p).unwrap()
+        goldgate_core::log::fixtures::h200_summary(name).unwrap()
     }
 
     #[test]

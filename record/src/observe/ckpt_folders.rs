@@ -11,7 +11,7 @@ const MAX_DEPTH: usize = 8;
 /// Bytes of regular-file content under each `iter_NNNNNNN` folder of `save_dir`, by
 /// iteration. Links are not followed (a job's link must not make goldgate walk elsewhere);
 /// an unreadable entry counts nothing. Empty when `save_dir` does not exist.
-pub fn folder_sizes(save_dir: &Path) -> BTreeMap<u64, u64> {
+pub(crate) fn folder_sizes(save_dir: &Path) -> BTreeMap<u64, u64> {
     let Ok(entries) = std::fs::read_dir(save_dir) else {
         return BTreeMap::new();
     };

@@ -1,5 +1,5 @@
 //! Stage "observe": the node's I/O state around one job — what moves checkpoint save times
-//! besides the code under test (issue 17): dirty and writeback pages in the page cache at the
+//! besides the code under test: dirty and writeback pages in the page cache at the
 //! start and their peaks, the checkpoint folder's filesystem, the node's block I/O and I/O
 //! pressure while the job ran. The figures go into the job's fingerprint, so a slow job can be
 //! told from a slow node, and `goldgate power` can relate the noise between jobs to them.

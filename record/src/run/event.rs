@@ -26,6 +26,15 @@ pub enum ExecEvent {
     },
     /// The log says a checkpoint save began at `iteration`.
     CheckpointSave { iteration: u64 },
+    /// The batch scheduler's controller stopped answering (`error`: the failed call's own
+    /// words); the jobs are followed on its last answer and given up after `limit` of
+    /// silence. Said once per outage, whichever job's worker noticed it.
+    ControllerSilent {
+        error: String,
+        limit: std::time::Duration,
+    },
+    /// The controller answers again, `after` its first unanswered call began.
+    ControllerAnswers { after: std::time::Duration },
 }
 
 /// What happens during a run, in order. `index` is the job's place in the plan.

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use super::event::{ExecEvent, RunEvent};
-use goldgate_core::observe::log::one_line;
+use goldgate_core::log::one_line;
 use goldgate_schema::{Attempt, RunRecord};
 
 /// Where progress goes.
@@ -178,17 +178,7 @@ impl Progress {
                 }
             }
             RunEvent::JobStarted { job, .. } => self.say(&job.id, &start_line(&job.id)),
-            // Slurm's `None`: not looked at yet, as nearly every job for a moment.
-            RunEvent::Exec {
-                event: ExecEvent::Pending { reason },
-                ..
-            } if reason == "None" => {}
-            RunEvent::Exec {
-                job,
-                event: ExecEvent::Pending { reason },
-                ..
-            } => self.say(&job.id, &pending_start_line(&job.id, reason)),
-            RunEvent::Exec { job, event, .. } => self.status(&exec_status(&job.id, event)),
+            RunEvent::Exec { job, event, .. } => self.exec(&job.id, event),
             RunEvent::AttemptFinished {
                 job,
                 attempt,
@@ -225,12 +215,35 @@ impl Progress {
         }
     }
 
+    /// Handles an event of a job's attempt.
+    fn exec(&mut self, job_id: &str, event: &ExecEvent) {
+        match event {
+            // Slurm's `None`: not looked at yet, as nearly every job for a moment.
+            ExecEvent::Pending { reason } if reason == "None" => {}
+            ExecEvent::Pending { reason } => self.say(job_id, &pending_start_line(job_id, reason)),
+            ExecEvent::ControllerSilent { error, limit } => self.print(&silent_line(error, *limit)),
+            ExecEvent::ControllerAnswers { after } => self.print(&answers_line(*after)),
+            event => self.status(&exec_status(job_id, event)),
+        }
+    }
+
     /// A line in plain mode; the bar's message on a terminal.
     fn say(&mut self, job_id: &str, line: &str) {
         match &mut self.sink {
-            Sink::Bar(bar) => bar.set_message(goldgate_core::observe::log::one_line(job_id)),
+            Sink::Bar(bar) => bar.set_message(goldgate_core::log::one_line(job_id)),
             Sink::Lines(out) => {
                 let _ = writeln!(out, "{}", goldgate_core::printable::terminal(line, false));
+            }
+        }
+    }
+
+    /// A line in plain mode and above the bar on a terminal (rare, and worth keeping).
+    fn print(&mut self, line: &str) {
+        let line = goldgate_core::printable::terminal(line, false);
+        match &mut self.sink {
+            Sink::Bar(bar) => bar.println(line),
+            Sink::Lines(out) => {
+                let _ = writeln!(out, "{line}");
             }
         }
     }
@@ -307,6 +320,21 @@ fn pending_line(job_id: &str, pending: Duration, reason: &str) -> String {
 /// `pend   <job>: PartitionDown`, when the queue's reason for a job changes.
 fn pending_start_line(job_id: &str, reason: &str) -> String {
     format!("pend   {}: {}", one_line(job_id), one_line(reason))
+}
+
+/// `slurm  controller not answering: <the failed call>; ...`, when the batch scheduler's
+/// controller stops answering.
+fn silent_line(error: &str, limit: Duration) -> String {
+    format!(
+        "slurm  controller not answering: {}; jobs are followed on its last answer and given up after {} of silence (slurm.outage_limit)",
+        one_line(error),
+        clock(limit)
+    )
+}
+
+/// `slurm  controller answers again after 47s`.
+fn answers_line(after: Duration) -> String {
+    format!("slurm  controller answers again after {}", clock(after))
 }
 
 /// `45s`, `1m30s`, `2h05m`.
@@ -405,6 +433,8 @@ fn exec_status(job_id: &str, event: &ExecEvent) -> String {
         }
         ExecEvent::Submitted { id } => format!("{job_id}  submitted (Slurm job {id})"),
         ExecEvent::Pending { reason } => format!("{job_id}  pending: {reason}"),
+        ExecEvent::ControllerSilent { error, limit } => silent_line(error, *limit),
+        ExecEvent::ControllerAnswers { after } => answers_line(*after),
     }
 }
 
@@ -488,6 +518,29 @@ mod tests {
     }
 
     #[test]
+    fn a_controller_outage_is_said_when_it_starts_and_when_it_ends() {
+        let out = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let mut progress = Progress::lines(Box::new(Shared(out.clone())));
+        let job = crate::plan::Job::fixture(std::path::Path::new("/o"), "m/a", 1);
+        let exec = |event| RunEvent::Exec {
+            index: 0,
+            job: &job,
+            event,
+        };
+        let silent = ExecEvent::ControllerSilent {
+            error: "`squeue --noheader --jobs=12` failed (exit status: 1): slurm_load_jobs error: Unable to contact slurm controller (connect failure)".into(),
+            limit: Duration::from_secs(600),
+        };
+        progress.event(&exec(silent));
+        let back = ExecEvent::ControllerAnswers {
+            after: Duration::from_secs(47),
+        };
+        progress.event(&exec(back));
+        let text = String::from_utf8(out.lock().unwrap().clone()).unwrap();
+        insta::assert_snapshot!(text);
+    }
+
+    #[test]
     fn heartbeat_follows_running_jobs_only_and_never_a_bar() {
         let out = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
         let mut progress = Progress::lines(Box::new(Shared(out.clone())))
@@ -511,7 +564,7 @@ mod tests {
             job: &jobs[1],
             event,
         });
-        let record = goldgate_core::metrics::record::fixtures::sample();
+        let record = goldgate_core::records::fixtures::sample();
         progress.event(&RunEvent::JobFinished {
             index: 0,
             job: &jobs[0],
@@ -544,7 +597,7 @@ mod tests {
             jobs: &jobs,
         });
         for (index, escaped) in [(0, "pid 7 (sleep)"), (1, "pid 9 (sleep)")] {
-            let mut record = goldgate_core::metrics::record::fixtures::sample();
+            let mut record = goldgate_core::records::fixtures::sample();
             record.warnings = vec!["no GPU driver".into(), format!("escaped: {escaped}")];
             progress.event(&RunEvent::JobFinished {
                 index,

@@ -246,8 +246,7 @@ fn read_tensorboard(job: &Job) -> build::TensorboardRead {
             .and_then(|r| r.env.get("TENSORBOARD_PATH"))
             .or_else(|| job.env.get("TENSORBOARD_PATH"))
             .map_or_else(|| job.dirs.tensorboard.clone(), std::path::PathBuf::from);
-        let scalars =
-            goldgate_core::observe::tensorboard::job_scalars(&dir).map_err(|e| e.to_string());
+        let scalars = goldgate_core::tensorboard::job_scalars(&dir).map_err(|e| e.to_string());
         (dir, scalars)
     };
     build::TensorboardRead {
@@ -581,7 +580,7 @@ mod tests {
         let mock = Mock::default().script("m/b", &[Script::Fail { flaky: false }]);
         let mut writer =
             ResultsWriter::create(&run_dir, "r", &jobs, vec!["goldgate".into()]).unwrap();
-        let index = goldgate_core::metrics::record::load_index(&index_path).unwrap();
+        let index = goldgate_core::records::load_index(&index_path).unwrap();
         assert!(index.jobs.iter().all(|j| j.outcome.is_none()));
         assert!(index.finished_at.is_none());
         let mut after_first = None;
@@ -595,7 +594,7 @@ mod tests {
                 if let RunEvent::JobStarted { index: 1, .. } = e {
                     // What a crash right now would leave behind.
                     let first = jobs[0].dirs.job.join("results.json");
-                    let index = goldgate_core::metrics::record::load_index(&index_path).unwrap();
+                    let index = goldgate_core::records::load_index(&index_path).unwrap();
                     after_first = Some((first.is_file(), index));
                 }
             },
@@ -609,14 +608,13 @@ mod tests {
         );
         assert_eq!(index.jobs[0].outcome, Some(Outcome::Passed));
         assert_eq!(index.jobs[1].outcome, None);
-        let index = goldgate_core::metrics::record::load_index(&index_path).unwrap();
+        let index = goldgate_core::records::load_index(&index_path).unwrap();
         assert_eq!(
             index.jobs[1].outcome,
             Some(Outcome::Failed { exit_code: 1 })
         );
         assert!(index.finished_at.is_some());
-        let record =
-            goldgate_core::metrics::record::load_record(&jobs[1].dirs.job.join("results.json"));
+        let record = goldgate_core::records::load_record(&jobs[1].dirs.job.join("results.json"));
         assert_eq!(record.unwrap().attempts.len(), 1);
     }
 

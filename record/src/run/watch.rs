@@ -14,7 +14,7 @@ use std::time::Instant;
 
 use super::event::ExecEvent;
 use crate::launch::FailureSigns;
-use goldgate_core::observe::log::{
+use goldgate_core::log::{
     FailureKind, LogEvent, LogLine, LogSink, LogStream, LogSummary, TailSummary,
 };
 use goldgate_core::redact::Redactor;
@@ -305,7 +305,7 @@ impl SaveMarks {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use goldgate_core::observe::log::LogParser;
+    use goldgate_core::log::LogParser;
 
     const SAVING_10: &[u8] = b"[2026-11-29 20:16:15.068999] saving checkpoint at iteration      10 to /c in torch_dist format";
     const SAVED_10: &[u8] = b"  [2026-11-29 20:16:18.552401] successfully saved checkpoint from iteration      10 to /c [ t 1/1, gtp_remat 1/1, p 1/1 ]";

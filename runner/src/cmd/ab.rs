@@ -5,13 +5,13 @@
 //! discarded jobs (alternating arms) the jobs run one at a time in ABBA/BAAB blocks, in a
 //! seeded random order; each job is one run of the run stage (`OUT/<id>/<id>-<NN>-<arm>/`, with
 //! its `run.json` and `results.json` as `goldgate run` records them, marked as an A/B arm). After every pair the
-//! timing metrics are judged sequentially (`compare::ab`) and the sequence stops once they are
+//! timing metrics are judged sequentially (`compare::ab::across_jobs`) and the sequence stops once they are
 //! decided or at `--max-pairs`; then B's other metrics are judged against the goldens, the
-//! reports are written and the exit code follows `compare::ab_outcome`'s rule. `ab.json` in the
+//! reports are written and the exit code follows `compare::ab::outcome`'s rule. `ab.json` in the
 //! A/B folder is rewritten after every job (a crash loses nothing).
 //!
 //! `--within-job` (implied by `--a-switch`/`--b-switch`) runs both arms inside every job: the
-//! probe switches a setting that can change while the process runs (`compare::ab_in_job`'s
+//! probe switches a setting that can change while the process runs (`compare::ab::within_job`'s
 //! switches) save by save, in a seeded order per pair of saves, and each job is judged with
 //! the ones before it until decided or `--max-jobs`. What is fixed when a process starts (a
 //! variant, the environment, a workload folder) is refused there: job-level `ab` compares it.
@@ -24,12 +24,15 @@ use super::args::{ExecArgs, GateArgs};
 use super::error::{AppError, CmdError};
 use super::output::{err, errln, out, stderr_color};
 use super::select::{Selection, plan_selection};
+use goldgate_core::config::Sequential;
 use goldgate_core::config::{Config, ExecutorChoice};
-use goldgate_judge::compare::ab::{self, AbMetric, Sequential};
-use goldgate_judge::compare::ab_in_job::{self, InJobTest, InJobUnit, Switch};
-use goldgate_judge::compare::ab_outcome::{
+use goldgate_judge::compare::ab::across_jobs;
+use goldgate_judge::compare::ab::metric::{self, AbMetric};
+use goldgate_judge::compare::ab::outcome::{
     AB_SCHEMA_VERSION, AbJob, AbMode, AbModeKind, AbReport, ArmSpec,
 };
+use goldgate_judge::compare::ab::precision::{self, Precision};
+use goldgate_judge::compare::ab::within_job::{self, InJobTest, InJobUnit, Switch};
 use goldgate_record::plan::{Job, Output};
 use goldgate_record::run::{Progress, ResultsWriter, RunOptions};
 use goldgate_schema::Exit;
@@ -93,6 +96,11 @@ pub struct Args {
     /// The change that counts (default `ab.min_effect`; 0.05 = 5 %).
     #[arg(long)]
     pub min_effect: Option<f64>,
+    /// Run until every timing interval is this narrow (half-width, `3%` or `0.03`), not only
+    /// until the gate's question is decided; within the jobs (`--max-jobs`) or pairs
+    /// (`--max-pairs`) allowed. For "how much faster is B?".
+    #[arg(long, value_name = "HALF-WIDTH", value_parser = parse_precision)]
+    pub precision: Option<f64>,
     /// One job's spread floor (default: the platform's `ab.platforms.<p>.spread`, else
     /// `ab.spread`).
     #[arg(long)]
@@ -132,6 +140,10 @@ pub(crate) fn parse_env(text: &str) -> Result<(String, String), String> {
 
 fn parse_switch(text: &str) -> Result<Switch, String> {
     Switch::parse(text)
+}
+
+fn parse_precision(text: &str) -> Result<f64, String> {
+    precision::parse(text)
 }
 
 /// One arm: its selection (variants), extra environment and workload folder.
@@ -275,7 +287,7 @@ fn options(args: &Args, config: &Config) -> Result<(RunOptions, String, Executor
 }
 
 fn sequential(args: &Args, config: &Config, platform: &str) -> Result<Sequential, AppError> {
-    let mut seq = Sequential::from_settings(&config.ab, platform);
+    let mut seq = config.ab.on(platform);
     if let Some(n) = args.max_pairs {
         seq.max_pairs = n;
         seq.min_pairs = seq.min_pairs.min(n);
@@ -330,7 +342,7 @@ fn within_job(args: &Args) -> Result<Option<AbMode>, AppError> {
         }
         .into());
     }
-    ab_in_job::check_arms(&args.a_switches, &args.b_switches)
+    within_job::check_arms(&args.a_switches, &args.b_switches)
         .map_err(|message| CmdError::NotSwitchable { message })?;
     let names: Vec<String> = args
         .a_switches
@@ -408,6 +420,8 @@ impl Bench<'_> {
             finished: false,
             job_seconds: 0.0,
             exit_code: None,
+            precision: None,
+            checks: None,
         }
     }
 
@@ -423,7 +437,7 @@ impl Bench<'_> {
             }
         }
         let mut out_of_time = false;
-        let order = ab::block_order(seq.max_pairs.div_ceil(2), report.seed);
+        let order = across_jobs::block_order(seq.max_pairs.div_ceil(2), report.seed);
         let (mut a, mut b): (Vec<RunRecord>, Vec<RunRecord>) = (Vec::new(), Vec::new());
         let mut blocks = Vec::new();
         for (i, is_b) in order.iter().enumerate() {
@@ -448,12 +462,13 @@ impl Bench<'_> {
             blocks.push(block);
             report.pairs = a.len();
             report.metrics = self.judge(&a, &b, &blocks, &seq);
+            let done = self.done(report);
             self.save(report);
-            if ab::settled(&report.metrics) || report.pairs as u32 >= seq.max_pairs {
+            if done || report.pairs as u32 >= seq.max_pairs {
                 break;
             }
         }
-        ab::close(&mut report.metrics);
+        metric::close(&mut report.metrics);
         report.finished = true;
         Ok(out_of_time)
     }
@@ -476,7 +491,7 @@ impl Bench<'_> {
         .into())
     }
 
-    /// Within-job: one job after another, both arms in each (`ab_in_job::schedule`), judged
+    /// Within-job: one job after another, both arms in each (`within_job::schedule`), judged
     /// after each until decided or `--max-jobs`.
     fn sequence_within(&self, report: &mut AbReport) -> Result<(), AppError> {
         let rules = goldgate_core::rules::RuleSet::from_config(&self.config.rules);
@@ -497,7 +512,7 @@ impl Bench<'_> {
                 break;
             }
             let schedule =
-                ab_in_job::schedule(report.seed, j, skip, self.args.schedule_pairs as usize);
+                within_job::schedule(report.seed, j, skip, self.args.schedule_pairs as usize);
             let env = [
                 ("GOLDGATE_INJOB_SCHEDULE", schedule),
                 ("GOLDGATE_INJOB_A", switches(&self.args.a_switches)),
@@ -510,18 +525,20 @@ impl Bench<'_> {
                 return Ok(());
             }
             let Some(record) = record else { break };
-            let pairs = ab_in_job::job_pairs(&run_id, &record).map_err(|e| CmdError::InJob {
+            let pairs = within_job::job_pairs(&run_id, &record).map_err(|e| CmdError::InJob {
                 message: e.to_string(),
             })?;
             jobs.push(pairs);
             report.pairs = jobs.iter().map(Vec::len).sum();
-            report.metrics = ab_in_job::judge(&jobs, &test);
+            report.metrics = within_job::judge(&jobs, &test);
+            report.checks = within_job::checks::checks(&jobs);
+            let done = self.done(report);
             self.save(report);
-            if ab::settled(&report.metrics) {
+            if done {
                 break;
             }
         }
-        ab::close(&mut report.metrics);
+        metric::close(&mut report.metrics);
         report.finished = true;
         Ok(())
     }
@@ -592,6 +609,21 @@ impl Bench<'_> {
         true
     }
 
+    /// Whether the sequence may stop after this look: the timing metrics are decided or, with
+    /// `--precision`, every timing interval is that narrow (`report.precision` says where they
+    /// stand).
+    fn done(&self, report: &mut AbReport) -> bool {
+        match self.args.precision {
+            Some(target) => {
+                let p = Precision::of(&report.metrics, target, report.pairs);
+                let reached = p.reached;
+                report.precision = Some(p);
+                reached
+            }
+            None => metric::settled(&report.metrics),
+        }
+    }
+
     /// A failed job or Ctrl-C ends the sequence.
     fn halted(&self, report: &AbReport) -> bool {
         report.job_failed() || self.stop.is_requested()
@@ -617,7 +649,7 @@ impl Bench<'_> {
         }
         let ra: Vec<&RunRecord> = a.iter().collect();
         let rb: Vec<&RunRecord> = b.iter().collect();
-        ab::judge_all(
+        across_jobs::judge_all(
             &names,
             &self.config.ab.metrics,
             &rules,
@@ -838,7 +870,7 @@ impl Bench<'_> {
         let mut records = Vec::new();
         for job in report.jobs.iter().filter(|j| j.arm == "b" && !j.warmup) {
             let path = self.ab_dir.join(&job.results);
-            let record = goldgate_core::metrics::record::load_record(&path)?;
+            let record = goldgate_core::records::load_record(&path)?;
             records.push((path, record));
         }
         let opts = goldgate_judge::compare::CompareOptions::from_config(

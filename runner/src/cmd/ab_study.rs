@@ -1,4 +1,4 @@
-//! `goldgate ab-study` (hidden): the A/B resampling study of `compare::ab_study` on recorded
+//! `goldgate ab-study` (hidden): the A/B resampling study of `compare::ab::study` on recorded
 //! jobs — unchanged jobs per session (`--session NAME=DIR`), optionally a real interleaved A/B
 //! session (`--real-a`, `--real-b`) — printed as markdown (docs/book/src/results/ab-study.md is its
 //! output; docs/archive/ab-study/ab-study.sh reruns it on the H200 records).
@@ -7,9 +7,9 @@ use std::path::PathBuf;
 
 use super::error::{AppError, CmdError};
 use super::output::out;
-use goldgate_judge::compare::ab::Sequential;
-use goldgate_judge::compare::ab_study::{self, Normal, Session, SessionModel, StudyOptions};
-use goldgate_judge::compare::stats::SplitMix64;
+use goldgate_core::config::Sequential;
+use goldgate_judge::compare::ab::study::{self, Normal, Session, SessionModel, StudyOptions};
+use goldgate_judge::compare::stats::summary::SplitMix64;
 use goldgate_schema::Exit;
 use goldgate_schema::RunRecord;
 
@@ -71,7 +71,7 @@ fn load(
     metric: &str,
     skip: usize,
 ) -> Result<Vec<(Vec<f64>, f64, String)>, AppError> {
-    let mut jobs: Vec<_> = goldgate_core::metrics::record::load_results(dir)?
+    let mut jobs: Vec<_> = goldgate_core::records::load_results(dir)?
         .iter()
         .filter_map(|(_, r)| saves(r, metric, skip))
         .collect();
@@ -100,9 +100,9 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
             spread,
             spread_df: 8,
         };
-        designs.push(ab_study::design(&models, saves, &seq, &opts));
+        designs.push(study::design(&models, saves, &seq, &opts));
     }
-    let rules = ab_study::todays_rules(&models, 0.55, &opts);
+    let rules = study::todays_rules(&models, 0.55, &opts);
     let real = real_session(&args)?;
     let text =
         goldgate_judge::report::ab_study::render(&models, &designs, &rules, real.as_ref(), &opts);
@@ -150,13 +150,13 @@ fn real_session(
     let medians = |dir: &std::path::Path| -> Result<Vec<f64>, AppError> {
         Ok(load(dir, &args.metric, args.skip_saves)?
             .into_iter()
-            .filter_map(|(v, _, _)| goldgate_judge::compare::stats::median(&v))
+            .filter_map(|(v, _, _)| goldgate_judge::compare::stats::summary::median(&v))
             .collect())
     };
     let (a, b) = (medians(a)?, medians(b)?);
     let shipped = goldgate_core::config::Config::builtin()?;
-    let seq = Sequential::from_settings(&shipped.ab, "h200");
-    let looks = ab_study::real_pairs(&a, &b, &seq);
+    let seq = shipped.ab.on("h200");
+    let looks = study::real_pairs(&a, &b, &seq);
     Ok(Some((a, b, looks)))
 }
 

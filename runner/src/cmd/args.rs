@@ -115,15 +115,17 @@ impl ConfigFile {
 /// [`ExecArgs::options`].
 #[derive(clap::Args, Debug, Clone)]
 pub struct ExecArgs {
-    /// Time limit per job (e.g. `90s`, `30m`); then SIGTERM to its process group, a grace
-    /// period, SIGKILL.
+    /// Time limit per job's running time (e.g. `90s`, `30m`); then SIGTERM to its process
+    /// group, a grace period, SIGKILL. On Slurm it is the batch job's `--time` (whole
+    /// minutes): time pending in the queue does not count; `--pending-limit` bounds that.
     #[arg(long, value_parser = parse_duration)]
     pub timeout: Option<Duration>,
     /// Time between SIGTERM and SIGKILL when a job is stopped.
     #[arg(long, value_parser = parse_duration, default_value = "10s")]
     pub grace: Duration,
     /// Slurm: how long a job may wait in the queue before goldgate cancels it as never
-    /// started (default: the platform's `slurm.pending_limit`, else 1h).
+    /// started (default: the platform's `slurm.pending_limit`, else 1h); `--timeout` counts
+    /// running time only.
     #[arg(long, value_parser = parse_duration)]
     pub pending_limit: Option<Duration>,
     /// Jobs at once, each on its own slice of the platform's GPUs.
@@ -372,7 +374,7 @@ mod tests {
         check::<bless::Args>("bless");
         check::<calibrate::Args>("calibrate");
         check::<power::Args>("power");
-        check::<history::Args>("history");
+        check::<history_args::Args>("history");
         check::<report::Args>("report");
         check::<comment::Args>("comment");
     }

@@ -19,11 +19,11 @@ fn from_history(
     if runs == 0 {
         return Err(HistoryError::Usage("--from-history takes 1 or more runs".into()).into());
     }
-    let store_args = super::history::StoreArgs {
+    let store_args = super::history_args::StoreArgs {
         db: args.db.clone(),
         config: args.config.clone(),
     };
-    let mut store = super::history::open_read(&store_args)?;
+    let mut store = super::history_store::open_read(&store_args)?;
     let names = store.series_names()?;
     let mut series: Vec<(String, String, String)> = names
         .into_iter()
@@ -173,8 +173,8 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
 
 /// `--tensorboard DIR`: Megatron's golden file from the folder's event files.
 fn from_tensorboard(args: &Args) -> Result<Exit, AppError> {
-    use goldgate_core::observe::tensorboard::accumulate_folder;
-    use goldgate_judge::compare::tensorboard::{MegatronGoldenOptions, megatron_golden};
+    use goldgate_core::tensorboard::accumulate_folder;
+    use goldgate_judge::compare::bless::tensorboard::{MegatronGoldenOptions, megatron_golden};
     let m = &args.megatron;
     let (Some(dir), Some(train_iters), Some(output)) =
         (&args.tensorboard, m.train_iters, &m.output)

@@ -4,7 +4,8 @@ use super::error::AppError;
 use super::output::{out, outln};
 use goldgate_core::config::{BUILTIN_CONFIG, Config};
 use goldgate_core::rules::RuleSet;
-use goldgate_judge::compare::{CompareError, calibrate};
+use goldgate_judge::compare::CompareError;
+use goldgate_judge::compare::noise::calibrate;
 use goldgate_schema::Exit;
 
 /// Arguments of `goldgate calibrate`.

@@ -39,7 +39,7 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
             if !goldgate_core::fsio::exists(&path) {
                 return Err(missing().into());
             }
-            goldgate_core::metrics::record::load_index(&path)?
+            goldgate_core::records::load_index(&path)?
         }
         None => goldgate_judge::compare::runs::newest_run(&args.out).ok_or_else(missing)?,
     };
@@ -80,7 +80,7 @@ fn check_folder(out: &Path, asked: Option<&str>, index: &RunIndex) -> Result<(),
 /// The name of the folder under `out` whose `run.json` is `index`.
 fn folder_of(out: &Path, index: &RunIndex) -> Option<String> {
     std::fs::read_dir(out).ok()?.flatten().find_map(|e| {
-        let found = goldgate_core::metrics::record::load_index(&e.path().join("run.json")).ok()?;
+        let found = goldgate_core::records::load_index(&e.path().join("run.json")).ok()?;
         (found.run_id == index.run_id && found.started_at == index.started_at)
             .then(|| e.file_name().to_string_lossy().into_owned())
     })

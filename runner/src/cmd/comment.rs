@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use super::error::AppError;
 use super::output::{errln, out};
-use goldgate_judge::compare::ab_outcome::AbReport;
+use goldgate_judge::compare::ab::outcome::AbReport;
 use goldgate_judge::compare::saved::{merge, parse_saved};
 use goldgate_judge::compare::{CompareError, CompareOptions};
 use goldgate_judge::github::{self, Action, Client, RetryPolicy, context};
@@ -142,7 +142,7 @@ fn comparison(args: &Args) -> Result<Option<Comparison>, AppError> {
 fn read_abs(paths: &[PathBuf]) -> Result<Vec<AbReport>, CompareError> {
     let mut out = Vec::new();
     for path in paths {
-        let limit = goldgate_core::metrics::record::MAX_RECORD_BYTES;
+        let limit = goldgate_core::records::MAX_RECORD_BYTES;
         let text =
             goldgate_core::fsio::read_text(path, limit).map_err(|source| CompareError::Read {
                 path: path.clone(),
@@ -183,7 +183,7 @@ fn same_platform(
 fn read_saved(paths: &[PathBuf]) -> Result<Comparison, CompareError> {
     let mut parts = Vec::new();
     for path in paths {
-        let limit = goldgate_core::metrics::record::MAX_RECORD_BYTES;
+        let limit = goldgate_core::records::MAX_RECORD_BYTES;
         let text =
             goldgate_core::fsio::read_text(path, limit).map_err(|source| CompareError::Read {
                 path: path.clone(),

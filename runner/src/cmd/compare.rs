@@ -4,7 +4,8 @@ use std::path::{Path, PathBuf};
 
 use super::error::AppError;
 use super::output::Stream;
-use goldgate_judge::compare::{CompareError, CompareOptions, compare_records};
+use super::report_files::ReportFiles;
+use goldgate_judge::compare::{CompareOptions, compare_records};
 use goldgate_judge::report;
 use goldgate_schema::Comparison;
 use goldgate_schema::Exit;
@@ -101,11 +102,12 @@ pub fn gate(
 /// stdout) and appends the markdown to `$GITHUB_STEP_SUMMARY`. `goldgate run` calls this after
 /// comparing.
 pub fn emit(c: &Comparison, outputs: &Outputs, trend: &str) -> Result<(), AppError> {
-    let reports = [&outputs.markdown, &outputs.junit, &outputs.json];
-    let stdout_taken = reports
-        .iter()
-        .any(|p| p.as_deref().is_some_and(super::output::is_stdout));
-    let (stream, print): (_, fn(std::fmt::Arguments<'_>)) = if stdout_taken {
+    let files = ReportFiles {
+        markdown: outputs.markdown.as_deref(),
+        junit: outputs.junit.as_deref(),
+        json: outputs.json.as_deref(),
+    };
+    let (stream, print): (_, fn(std::fmt::Arguments<'_>)) = if files.stdout_taken() {
         (Stream::Stderr, super::output::stderr)
     } else {
         (Stream::Stdout, super::output::stdout)
@@ -121,22 +123,9 @@ pub fn emit(c: &Comparison, outputs: &Outputs, trend: &str) -> Result<(), AppErr
         super::output::commands(stream, &report::annotations::render(c));
     }
     let markdown = report::markdown::render(c) + trend;
-    let write = |path: &Path, text: &str| {
-        super::output::write_report(path, text).map_err(|source| CompareError::Write {
-            path: path.to_path_buf(),
-            source,
-        })
-    };
-    if let Some(path) = &outputs.markdown {
-        write(path, &markdown)?;
-    }
-    if let Some(path) = &outputs.junit {
-        write(path, &report::junit::render(c)?)?;
-    }
-    if let Some(path) = &outputs.json {
-        write(path, &report::json::render(c)?)?;
-    }
-    super::output::append_step_summary(&markdown)
-        .map_err(|(path, source)| CompareError::Write { path, source })?;
-    Ok(())
+    files.write(
+        &markdown,
+        || report::junit::render(c),
+        || report::json::render(c),
+    )
 }

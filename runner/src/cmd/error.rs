@@ -10,9 +10,9 @@ use std::path::PathBuf;
 use goldgate_core::case::{CaseError, RecipeError};
 use goldgate_core::config::ConfigError;
 use goldgate_core::golden::GoldenError;
-use goldgate_core::metrics::record::RecordError;
-use goldgate_core::observe::log::LogError;
-use goldgate_core::observe::tensorboard::TensorboardError;
+use goldgate_core::log::LogError;
+use goldgate_core::records::RecordError;
+use goldgate_core::tensorboard::TensorboardError;
 use goldgate_judge::compare::CompareError;
 use goldgate_judge::github::GithubError;
 use goldgate_judge::history::HistoryError;
@@ -124,6 +124,7 @@ fn history(e: &HistoryError) -> Exit {
             Exit::Usage
         }
         HistoryError::OpenSqlite { .. }
+        | HistoryError::ReadOnly { .. }
         | HistoryError::Connect { .. }
         | HistoryError::Sqlite { .. }
         | HistoryError::Postgres { .. }

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 
 use super::error::AppError;
 use super::output::{errln, out};
-use goldgate_core::observe::log::{CheckpointSave, LogSummary, summarize_file_with_tail};
+use goldgate_core::log::{CheckpointSave, LogSummary, summarize_file_with_tail};
 use goldgate_core::printable::escaped;
 use goldgate_schema::Exit;
 
@@ -59,8 +59,7 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
         .tensorboard
         .iter()
         .map(|dir| {
-            goldgate_core::observe::tensorboard::job_scalars(dir)
-                .map(|s| tensorboard_extract(dir, s))
+            goldgate_core::tensorboard::job_scalars(dir).map(|s| tensorboard_extract(dir, s))
         })
         .collect::<Result<Vec<_>, _>>()?;
     let text = match args.format {
@@ -93,7 +92,7 @@ pub struct TensorboardExtract {
 
 fn tensorboard_extract(
     dir: &std::path::Path,
-    s: goldgate_core::observe::tensorboard::JobScalars,
+    s: goldgate_core::tensorboard::JobScalars,
 ) -> TensorboardExtract {
     let name = |p: &PathBuf| {
         p.file_name()
@@ -255,7 +254,7 @@ fn iteration_time(m: &LogSummary) -> String {
         .unwrap_or_default();
     t.retain(|v| v.is_finite());
     let n = t.len();
-    let Some(median) = goldgate_judge::compare::stats::median(&t) else {
+    let Some(median) = goldgate_judge::compare::stats::summary::median(&t) else {
         return "-".to_owned();
     };
     format!("median {median:.4} s over {n} steps")

@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use super::error::AppError;
-use super::history::{ChangesArgs, SeriesArgs, ShowArgs, series_key};
+use super::history_args::{ChangesArgs, SeriesArgs, ShowArgs};
 use super::output::{out, outln};
 use goldgate_judge::history::{HistoryError, SeriesKey, Store};
 use goldgate_schema::Exit;
@@ -75,8 +75,59 @@ fn no_points(store: &mut Store, key: &SeriesKey) -> Result<HistoryError, AppErro
     Ok(HistoryError::NotFound(text))
 }
 
+/// The series key of `a` and `metric`; the platform defaults to the only one recorded.
+pub(crate) fn series_key(
+    store: &mut Store,
+    a: &SeriesArgs,
+    metric: &str,
+) -> Result<SeriesKey, AppError> {
+    let platform = match &a.platform {
+        Some(p) => p.clone(),
+        None => only_platform(store, &a.case, &a.variant)?,
+    };
+    Ok(SeriesKey {
+        case: a.case.clone(),
+        variant: a.variant.clone(),
+        platform,
+        metric: metric.to_owned(),
+        branch: a.branch.clone(),
+    })
+}
+
+fn only_platform(store: &mut Store, case: &str, variant: &str) -> Result<String, AppError> {
+    let series = store.series_runs()?;
+    let mut platforms: Vec<&str> = series
+        .iter()
+        .filter(|((c, v, _, _), _)| c == case && v == variant)
+        .map(|((_, _, p, _), _)| p.as_str())
+        .collect();
+    platforms.dedup();
+    match platforms.as_slice() {
+        [one] => Ok((*one).to_owned()),
+        [] => {
+            check_case(&series, case)?;
+            let mut variants: Vec<&str> = series
+                .iter()
+                .filter(|(s, _)| s.0 == case)
+                .map(|(s, _)| s.1.as_str())
+                .collect();
+            variants.dedup();
+            Err(HistoryError::NotFound(format!(
+                "the history store holds no run of {case} @ {variant}; its variants: {}",
+                variants.join(", ")
+            ))
+            .into())
+        }
+        many => Err(HistoryError::Usage(format!(
+            "{case} @ {variant} was recorded on several platforms ({}): name one with --platform",
+            many.join(", ")
+        ))
+        .into()),
+    }
+}
+
 /// An error when `case` names nothing stored, with the cases near it.
-pub(crate) fn check_case(
+fn check_case(
     series: &[(goldgate_judge::history::SeriesName, i64)],
     case: &str,
 ) -> Result<(), AppError> {

@@ -5,7 +5,8 @@
 use std::path::Path;
 
 use super::error::AppError;
-use super::history::{SiteArgs, now};
+use super::history_args::SiteArgs;
+use super::history_store::now;
 use super::output::outln;
 use goldgate_judge::history::ingest;
 use goldgate_judge::history::{HistoryError, Location, SeriesKey, Store};

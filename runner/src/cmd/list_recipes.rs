@@ -14,52 +14,17 @@ use goldgate_schema::Exit;
 /// Version of `list --format json`'s layout; raised when a field changes meaning or goes away.
 pub(crate) const LIST_SCHEMA_VERSION: u32 = 1;
 
-/// One listed workload.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
-pub(crate) struct WorkloadRow {
-    /// Megatron's workload name (`{test_case}_{environment}_{platforms}`).
-    pub name: String,
-    /// `<model>/<case>`.
-    pub case: String,
-    pub environment: Option<String>,
-    pub platform: Option<String>,
-    pub scope: Option<String>,
-    pub cadence: Vec<String>,
-    pub nodes: Option<u32>,
-    /// Ranks per node `plan` and `run` launch: the recipe script's `GPUS_PER_NODE`, else
-    /// Megatron's default of 8 (what `_run_training.sh` starts torchrun with).
-    pub gpus: Option<u32>,
-    /// GPUs per node the recipe's `spec.gpus` allocates, where it says (it may differ from the
-    /// ranks launched: `gpus: 1` rows of Megatron's H100 recipes still launch 8).
-    pub gpus_allocated: Option<u32>,
-    pub n_repeat: Option<u32>,
-    /// Seconds.
-    pub time_limit: Option<u64>,
-    /// `TRAINING_SCRIPT_PATH`, relative to Megatron-LM.
-    pub training_script: Option<String>,
-    /// Why `goldgate run --scope` leaves this row out (the note `plan` and `run` print);
-    /// absent for a row it runs.
-    #[serde(skip_serializing_if = "Option::is_none")]
+/// One listed workload: its recipe row and why `goldgate run --scope` leaves it out (the note
+/// `plan` and `run` print), if it does.
+pub(crate) struct Listed<'a> {
+    pub row: &'a RecipeRow,
     pub not_run: Option<String>,
 }
 
-impl WorkloadRow {
-    fn of(row: &RecipeRow, not_run: Option<String>) -> WorkloadRow {
-        WorkloadRow {
-            name: row.name.clone(),
-            case: row.case.clone(),
-            environment: row.environment.clone(),
-            platform: row.platform.clone(),
-            scope: row.scope.clone(),
-            cadence: row.cadence.clone(),
-            nodes: Some(row.nodes.unwrap_or(1)),
-            gpus: Some(row.gpus_per_node()),
-            gpus_allocated: row.gpus,
-            n_repeat: row.n_repeat,
-            time_limit: row.time_limit,
-            training_script: row.training_script().map(str::to_owned),
-            not_run,
-        }
+impl Listed<'_> {
+    /// Nodes the job takes (1 when the recipe says nothing).
+    fn nodes(&self) -> u32 {
+        self.row.nodes.unwrap_or(1)
     }
 }
 
@@ -80,9 +45,12 @@ pub(crate) fn run(
         environment: recipes.environment.clone(),
         platform: platform.map(str::to_owned),
     };
-    let listed: Vec<WorkloadRow> = select(&rows, &filter)
+    let listed: Vec<Listed> = select(&rows, &filter)
         .into_iter()
-        .map(|row| WorkloadRow::of(row, not_run_reason(row, &found, root)))
+        .map(|row| Listed {
+            row,
+            not_run: not_run_reason(row, &found, root),
+        })
         .collect();
     let out = match json {
         true => render_json(&listed),
@@ -93,17 +61,47 @@ pub(crate) fn run(
 }
 
 /// The JSON scripts read: `schema_version` (`list`'s) and `workloads`, one object per row.
-pub(crate) fn render_json(rows: &[WorkloadRow]) -> String {
+pub(crate) fn render_json(rows: &[Listed]) -> String {
+    let workloads: Vec<_> = rows.iter().map(workload_json).collect();
     let doc = serde_json::json!({
         "schema_version": LIST_SCHEMA_VERSION,
-        "workloads": rows,
+        "workloads": workloads,
     });
     serde_json::to_string_pretty(&doc)
         .unwrap_or_else(|e| format!("{{\"error\": {:?}}}", e.to_string()))
 }
 
+/// One workload of `list --format json`: Megatron's workload `name`, the `case` folder
+/// (`<model>/<case>`), `environment`, `platform`, `scope`, `cadence`, `nodes`, `gpus` (ranks per
+/// node `plan` and `run` launch: the recipe script's `GPUS_PER_NODE`, else Megatron's default
+/// of 8), `gpus_allocated` (the recipe's `spec.gpus`, which may differ: `gpus: 1` rows of
+/// Megatron's H100 recipes still launch 8), `n_repeat`, `time_limit` (seconds),
+/// `training_script` (relative to Megatron-LM) and, for a row `run --scope` leaves out,
+/// `not_run`.
+fn workload_json(listed: &Listed) -> serde_json::Value {
+    let row = listed.row;
+    let mut value = serde_json::json!({
+        "name": row.name,
+        "case": row.case,
+        "environment": row.environment,
+        "platform": row.platform,
+        "scope": row.scope,
+        "cadence": row.cadence,
+        "nodes": listed.nodes(),
+        "gpus": row.gpus_per_node(),
+        "gpus_allocated": row.gpus,
+        "n_repeat": row.n_repeat,
+        "time_limit": row.time_limit,
+        "training_script": row.training_script(),
+    });
+    if let Some(why) = &listed.not_run {
+        value["not_run"] = why.as_str().into();
+    }
+    value
+}
+
 /// One line per workload.
-pub(crate) fn render_table(rows: &[WorkloadRow]) -> String {
+pub(crate) fn render_table(rows: &[Listed]) -> String {
     let dash = || "-".to_owned();
     let mut b = tabled::builder::Builder::default();
     b.push_record([
@@ -116,11 +114,12 @@ pub(crate) fn render_table(rows: &[WorkloadRow]) -> String {
         "time",
         "script",
     ]);
-    for r in rows {
-        let size = match (r.nodes, r.gpus, r.gpus_allocated) {
-            (Some(n), Some(g), Some(a)) if a != g => format!("{n}×{g} ({a} allocated)"),
-            (Some(n), Some(g), _) => format!("{n}×{g}"),
-            _ => dash(),
+    for listed in rows {
+        let r = listed.row;
+        let (n, g) = (listed.nodes(), r.gpus_per_node());
+        let size = match r.gpus {
+            Some(a) if a != g => format!("{n}×{g} ({a} allocated)"),
+            _ => format!("{n}×{g}"),
         };
         b.push_record([
             r.case.clone(),
@@ -131,13 +130,13 @@ pub(crate) fn render_table(rows: &[WorkloadRow]) -> String {
             r.n_repeat.map_or_else(dash, |n| n.to_string()),
             r.time_limit
                 .map_or_else(dash, |s| format!("{} min", s / 60)),
-            r.training_script.clone().unwrap_or_else(dash),
+            r.training_script().map_or_else(dash, str::to_owned),
         ]);
     }
     let mut table = b.build();
     table.with(Style::sharp());
     let mut s = format!("{table}\n{} workload(s)", rows.len());
-    let left_out: Vec<&WorkloadRow> = rows.iter().filter(|r| r.not_run.is_some()).collect();
+    let left_out: Vec<&Listed> = rows.iter().filter(|r| r.not_run.is_some()).collect();
     if !left_out.is_empty() {
         s.push_str(&format!(
             "; {} not run by `goldgate run --scope`:",
@@ -145,7 +144,7 @@ pub(crate) fn render_table(rows: &[WorkloadRow]) -> String {
         ));
         for r in left_out {
             let why = r.not_run.as_deref().unwrap_or_default();
-            s.push_str(&format!("\n  {}: {why}", r.name));
+            s.push_str(&format!("\n  {}: {why}", r.row.name));
         }
     }
     s
@@ -154,22 +153,42 @@ pub(crate) fn render_table(rows: &[WorkloadRow]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use goldgate_core::case::{Runner, ScriptFacts};
 
-    #[test]
-    fn table() {
-        let row = WorkloadRow {
-            name: "gpt3_x_dev_dgx_h100".into(),
-            case: "gpt/gpt3_x".into(),
+    /// A recipe row of `gpt/<name>` on dgx_h100 in scope mr, one node, allocating 8 GPUs, with
+    /// a functional-test script that sets no `GPUS_PER_NODE`.
+    fn recipe(name: &str, case: &str) -> RecipeRow {
+        RecipeRow {
+            file: "h100/gpt.yaml".into(),
+            case: case.into(),
+            name: name.into(),
             environment: Some("dev".into()),
             platform: Some("dgx_h100".into()),
             scope: Some("mr".into()),
-            cadence: vec!["pr".into()],
+            cadence: vec![],
             nodes: Some(1),
             gpus: Some(8),
-            gpus_allocated: Some(8),
+            n_repeat: Some(1),
+            time_limit: None,
+            script: Err("no script".into()),
+        }
+    }
+
+    #[test]
+    fn table() {
+        let recipe = RecipeRow {
+            cadence: vec!["pr".into()],
             n_repeat: Some(5),
             time_limit: Some(1800),
-            training_script: Some("pretrain_gpt.py".into()),
+            script: Ok(ScriptFacts {
+                runner: Runner::FunctionalTest,
+                arguments: vec![("TRAINING_SCRIPT_PATH".into(), "pretrain_gpt.py".into())],
+                gpus_per_node: None,
+            }),
+            ..recipe("gpt3_x_dev_dgx_h100", "gpt/gpt3_x")
+        };
+        let row = Listed {
+            row: &recipe,
             not_run: None,
         };
         insta::assert_snapshot!(render_table(&[row]));
@@ -177,30 +196,28 @@ mod tests {
 
     #[test]
     fn rows_goldgate_does_not_run_are_named_with_why() {
-        let row = |name: &str, case: &str, not_run: Option<&str>| WorkloadRow {
-            name: name.into(),
-            case: case.into(),
-            environment: Some("dev".into()),
-            platform: Some("dgx_h100".into()),
-            scope: Some("mr".into()),
-            cadence: vec![],
-            nodes: Some(1),
-            gpus: Some(8),
-            gpus_allocated: Some(8),
-            n_repeat: Some(1),
-            time_limit: None,
-            training_script: None,
-            not_run: not_run.map(str::to_owned),
-        };
+        let runs = recipe("gpt3_x_dev_dgx_h100", "gpt/gpt3_x");
+        let perf = recipe("gpt_16b_perf_dev_dgx_h100", "gpt/gpt_16b_perf");
         let rows = [
-            row("gpt3_x_dev_dgx_h100", "gpt/gpt3_x", None),
-            row(
-                "gpt_16b_perf_dev_dgx_h100",
-                "gpt/gpt_16b_perf",
-                Some("its recipe runs a performance test script, not run_ci_test.sh"),
-            ),
+            Listed {
+                row: &runs,
+                not_run: None,
+            },
+            Listed {
+                row: &perf,
+                not_run: Some(
+                    "its recipe runs a performance test script, not run_ci_test.sh".into(),
+                ),
+            },
         ];
         insta::assert_snapshot!(render_table(&rows));
+        let json: serde_json::Value = serde_json::from_str(&render_json(&rows)).unwrap();
+        let workloads = json["workloads"].as_array().unwrap();
+        assert_eq!(workloads[0].get("not_run"), None, "{json}");
+        assert_eq!(
+            workloads[1]["not_run"],
+            "its recipe runs a performance test script, not run_ci_test.sh"
+        );
     }
 
     /// A recipe row that allocates one GPU and whose script sets no `GPUS_PER_NODE` launches
@@ -209,22 +226,20 @@ mod tests {
     fn a_row_shows_the_ranks_plan_launches_and_what_its_recipe_allocates() {
         let recipe = RecipeRow {
             file: "h100/gpt-grpo.yaml".into(),
-            case: "gpt/grpo".into(),
-            name: "gpt_grpo_dev_dgx_h100".into(),
-            environment: Some("dev".into()),
-            platform: Some("dgx_h100".into()),
-            scope: Some("mr".into()),
-            cadence: vec![],
-            nodes: Some(1),
-            gpus: Some(1),
             n_repeat: None,
-            time_limit: None,
-            script: Err("no script".into()),
+            gpus: Some(1),
+            ..recipe("gpt_grpo_dev_dgx_h100", "gpt/grpo")
         };
-        let row = WorkloadRow::of(&recipe, None);
+        let row = Listed {
+            row: &recipe,
+            not_run: None,
+        };
+        let json: serde_json::Value =
+            serde_json::from_str(&render_json(std::slice::from_ref(&row))).unwrap();
+        let listed = &json["workloads"][0];
         assert_eq!(
-            (row.nodes, row.gpus, row.gpus_allocated),
-            (Some(1), Some(8), Some(1))
+            (&listed["nodes"], &listed["gpus"], &listed["gpus_allocated"]),
+            (&1.into(), &8.into(), &1.into())
         );
         insta::assert_snapshot!(render_table(&[row]));
     }

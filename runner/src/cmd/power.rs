@@ -6,9 +6,9 @@ use std::path::PathBuf;
 use super::error::AppError;
 use super::error::CmdError;
 use super::output::out;
-use goldgate_core::metrics::record::{load_all_results, load_results};
+use goldgate_core::records::{load_all_results, load_results};
 use goldgate_core::rules::RuleSet;
-use goldgate_judge::compare::power::{self, PowerOptions};
+use goldgate_judge::compare::noise::power::{self, PowerOptions};
 use goldgate_schema::Exit;
 
 /// Arguments of `goldgate power`.

@@ -67,7 +67,7 @@ fn write_svgs(dir: &Path, records: &[&RunRecord]) -> Result<Vec<PathBuf>, Report
 
 /// Writes the timeline of each job's first repeat into `dir` and records it in
 /// `JobComparison::svg`, so the markdown links it. `records` are the loaded results
-/// (`metrics::record::load_results`); a job is matched by its `records` paths. For
+/// (`records::load_results`); a job is matched by its `records` paths. For
 /// `goldgate compare --svg DIR` / `goldgate run`, which the integrator wires.
 pub fn attach_svgs(
     comparison: &mut Comparison,

@@ -1,4 +1,4 @@
-//! `goldgate ab` end to end with the fake trainer (issue 20): every job recorded as `goldgate
+//! `goldgate ab` end to end with the fake trainer: every job recorded as `goldgate
 //! run` records one (its own `run.json` and `results.json`, the arm in its environment), a
 //! planted save delay decided as a regression within the pairs allowed, an A/A run that cannot decide
 //! with one pair is `inconclusive` (exit 0, or 1 under `--strict`), and a bad arm is refused

@@ -107,3 +107,62 @@ fn what_a_running_job_cannot_switch_is_refused_before_any_job_runs() {
         "no job ran"
     );
 }
+
+/// `--precision`: a target the first job's intervals meet ends the run there, as reached; one
+/// no job can meet runs every job allowed, exits 0 (the gate's verdicts decide the exit), and
+/// says how narrow the intervals got and how many more pairs would reach it.
+#[test]
+fn precision_runs_until_the_intervals_are_that_narrow() {
+    let loose = tempfile::tempdir().unwrap();
+    let o = ab(
+        loose.path(),
+        &["--within-job", "--max-jobs", "3", "--precision", "99%"],
+    );
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    let (_, json) = ab_json(loose.path());
+    assert_eq!(json["precision"]["target"], 0.99, "{}", json["precision"]);
+    assert_eq!(json["precision"]["reached"], true, "{}", json["precision"]);
+    assert_eq!(
+        json["jobs"].as_array().unwrap().len(),
+        1,
+        "{}",
+        json["jobs"]
+    );
+    assert!(
+        text(&o).contains("precision ±99 % asked: reached"),
+        "{}",
+        text(&o)
+    );
+
+    let tight = tempfile::tempdir().unwrap();
+    let o = ab(
+        tight.path(),
+        &["--within-job", "--max-jobs", "2", "--precision", "0.01%"],
+    );
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    let (_, json) = ab_json(tight.path());
+    assert_eq!(json["precision"]["reached"], false, "{}", json["precision"]);
+    assert_eq!(
+        json["jobs"].as_array().unwrap().len(),
+        2,
+        "every job allowed ran"
+    );
+    assert_eq!(json["precision"]["pairs"], 44, "{}", json["precision"]);
+    let t = text(&o);
+    assert!(
+        t.contains("precision ±0.01 % not reached after 44 save pair(s)"),
+        "{t}"
+    );
+    assert!(t.contains("save pairs would reach it (--max-jobs"), "{t}");
+    // The design checks come with every within-job report.
+    assert!(t.contains("design checks on checkpoint-window-time"), "{t}");
+    assert!(
+        json["checks"]["checks"].as_array().unwrap().len() >= 3,
+        "{}",
+        json["checks"]
+    );
+
+    let o = ab(tight.path(), &["--within-job", "--precision", "150%"]);
+    assert_eq!(code(&o), 2, "{}", text(&o));
+    assert!(text(&o).contains("--precision"), "{}", text(&o));
+}

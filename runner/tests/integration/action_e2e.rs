@@ -313,11 +313,11 @@ fn find(dir: &Path, name: &str) -> Vec<PathBuf> {
 /// artifact store.
 #[tokio::test]
 async fn a_megatron_fork_blesses_gates_and_keeps_one_comment_through_the_action() {
-    let Some(corpus) = common::corpus::megatron_corpus() else {
+    let Some(corpus) = goldgate_testkit::corpus::megatron_corpus() else {
         return;
     };
     if let Some(tool) = tools_missing() {
-        common::prereq::missing(&format!(
+        goldgate_testkit::prereq::missing(&format!(
             "{tool} is not installed (the action's scripts use it)"
         ));
         return;
@@ -561,7 +561,7 @@ fn dev_cpu_inputs(dist: &Path, extra: &[(&str, &str)]) -> Vec<(String, String)> 
 #[test]
 fn the_action_passes_a_filter_with_spaces_as_one_argument_and_args_one_per_line() {
     if let Some(tool) = tools_missing() {
-        common::prereq::missing(&format!(
+        goldgate_testkit::prereq::missing(&format!(
             "{tool} is not installed (the action's scripts use it)"
         ));
         return;
@@ -627,7 +627,7 @@ fn the_action_passes_a_filter_with_spaces_as_one_argument_and_args_one_per_line(
 #[test]
 fn the_action_refuses_a_release_archive_whose_checksum_does_not_match() {
     if let Some(tool) = tools_missing() {
-        common::prereq::missing(&format!(
+        goldgate_testkit::prereq::missing(&format!(
             "{tool} is not installed (the action's scripts use it)"
         ));
         return;

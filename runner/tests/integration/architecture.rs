@@ -8,8 +8,9 @@
 //! `case → plan → launch → observe → metrics → compare → report` or to a shared base module;
 //! `run` orchestrates (it may use every stage up to `metrics`, and only `cmd` uses it); `github`
 //! sits aside (only `cmd` uses it); `cmd` is on top and nothing uses it. The top-level module
-//! graph must have no cycle. No non-test function is longer than 60 lines, and `cmd/run.rs`
-//! stays at 200 lines or fewer.
+//! graph must have no cycle, and neither may the module files of any folder (`page.rs` using
+//! `plot.rs` and `plot.rs` using `page.rs`, also through `mod.rs`'s re-exports). No non-test
+//! function is longer than 60 lines, and `cmd/run.rs` stays at 200 lines or fewer.
 
 #![allow(clippy::unwrap_used)] // a test: a failed unwrap is a failed test
 
@@ -21,7 +22,9 @@ const BASE: &[&str] = &["exit", "fsio", "duration", "printable", "hash", "redact
 
 /// Pipeline stages in order; a stage may use its own rank and earlier ones. `golden` reads
 /// and writes the case stage's golden files; `config` is the plan stage's schema and `rules`
-/// its metric rules (schema, matching, the `calibrate --write` edit).
+/// its metric rules (schema, matching, the `calibrate --write` edit). The base's readers sit
+/// at the rank of the stage they read for: `log` and `tensorboard` (what a job wrote) at
+/// `observe`'s, `records` (loading `results.json` and `run.json`) at `metrics`'.
 const STAGES: &[(&str, u32)] = &[
     ("case", 1),
     ("golden", 1),
@@ -30,7 +33,10 @@ const STAGES: &[(&str, u32)] = &[
     ("plan", 3),
     ("launch", 4),
     ("observe", 5),
+    ("log", 5),
+    ("tensorboard", 5),
     ("metrics", 6),
+    ("records", 6),
     ("compare", 7),
     ("history", 7),
     ("report", 8),
@@ -435,11 +441,15 @@ fn the_checks_catch_what_they_are_for() {
     assert!(violation("fsio", "case").is_some());
     assert!(violation("cmd", "run").is_none());
     let code = "use crate::{case::TestCase, plan};\nuse goldgate_judge::{compare::{A, B}, report};\n\
-                let x = crate::metrics::build::record(goldgate_core::observe::log::one_line); // crate::run";
+                let x = crate::metrics::build::record(goldgate_core::log::one_line); // crate::run";
     let found: Vec<String> = crate_modules(&production_code(code)).into_iter().collect();
     assert_eq!(
         found,
-        ["case", "compare", "metrics", "observe", "plan", "report"]
+        ["case", "compare", "log", "metrics", "plan", "report"]
+    );
+    assert!(
+        violation("log", "records").is_some(),
+        "the log reader is observe's rank, records metrics'"
     );
     let mut graph: BTreeMap<String, BTreeMap<String, PathBuf>> = BTreeMap::new();
     for (a, b) in [("a", "b"), ("b", "c"), ("c", "a")] {
@@ -520,4 +530,247 @@ fn judging_and_the_base_build_without_nvml_rustix_or_the_recording_crate() {
         banned[..3].iter().all(|b| record.contains(*b)),
         "{record:?}"
     );
+}
+
+/// A file's module inside its crate: `report/site/page.rs` → `report::site::page`; a
+/// `mod.rs`, `lib.rs` or `main.rs` is its folder's module.
+fn module_of(root: &Path, file: &Path) -> Vec<String> {
+    let rel = file.strip_prefix(root).unwrap().with_extension("");
+    let mut parts: Vec<String> = rel
+        .components()
+        .map(|c| c.as_os_str().to_str().unwrap().to_owned())
+        .collect();
+    if matches!(
+        parts.last().map(String::as_str),
+        Some("mod" | "lib" | "main")
+    ) {
+        parts.pop();
+    }
+    parts
+}
+
+/// Every path `code` names through `crate::`, `self::` or `super::` (repeated), made absolute
+/// for the module `module`, with `{a, b::c}` groups expanded. A path is cut where its words
+/// end (`crate::a::B::new(x)` → a, B, new).
+fn absolute_paths(module: &[String], code: &str) -> Vec<Vec<String>> {
+    let ident = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    let mut out = Vec::new();
+    for prefix in ["crate::", "self::", "super::"] {
+        for (at, _) in code.match_indices(prefix) {
+            let before = &code[..at];
+            if before.chars().next_back().is_some_and(ident) || before.ends_with("::") {
+                continue; // part of a longer word or path (`super::super::`, `a::self::`)
+            }
+            let mut base: Vec<String> = match prefix {
+                "crate::" => Vec::new(),
+                "self::" => module.to_vec(),
+                _ => module[..module.len().saturating_sub(1)].to_vec(),
+            };
+            let mut rest = &code[at + prefix.len()..];
+            while let Some(r) = rest.strip_prefix("super::") {
+                base.pop();
+                rest = r;
+            }
+            expand(&base, rest, &mut out);
+        }
+    }
+    out
+}
+
+/// `prefix` followed by the path written at the start of `rest` (a group expanded into each
+/// of its paths).
+fn expand(prefix: &[String], rest: &str, out: &mut Vec<Vec<String>>) {
+    let mut path = prefix.to_vec();
+    let mut rest = rest.trim_start();
+    loop {
+        if let Some(group) = rest.strip_prefix('{') {
+            for item in group_items(group) {
+                match item.trim() {
+                    "self" => out.push(path.clone()),
+                    "" => {}
+                    item => expand(&path, item, out),
+                }
+            }
+            return;
+        }
+        let word: String = rest
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect();
+        if word.is_empty() {
+            break;
+        }
+        path.push(word.clone());
+        match rest[word.len()..].trim_start().strip_prefix("::") {
+            Some(r) => rest = r.trim_start(),
+            None => break,
+        }
+    }
+    out.push(path);
+}
+
+/// For a folder's file, the names its `use` statements bring in from its own modules
+/// (`pub use page::SitePlot;` → `SitePlot` is `page`'s).
+fn names_from_children(
+    module: &[String],
+    code: &str,
+    modules: &BTreeSet<&[String]>,
+) -> BTreeMap<String, String> {
+    let mut names = BTreeMap::new();
+    for statement in code.split(';').map(str::trim) {
+        let statement = ["pub(crate) ", "pub(super) ", "pub "]
+            .iter()
+            .find_map(|v| statement.strip_prefix(v))
+            .unwrap_or(statement);
+        let Some(path) = statement.strip_prefix("use ") else {
+            continue;
+        };
+        let mut paths = Vec::new();
+        expand(&[], path, &mut paths);
+        for p in paths.iter().filter(|p| p.len() >= 2) {
+            let child = if p[0] == "self" { &p[1] } else { &p[0] };
+            let mut child_path = module.to_vec();
+            child_path.push(child.clone());
+            if modules.contains(child_path.as_slice()) {
+                names.insert(p.last().unwrap().clone(), child.clone());
+            }
+        }
+    }
+    names
+}
+
+/// The circles among one crate's sibling modules: in every folder, which of its modules use
+/// which (a use from inside a module counts for it; a folder and its own modules are left
+/// out, as is `crate::` code of another crate). A name the folder's file re-exports
+/// (`super::SitePlot` where `mod.rs` says `pub use page::SitePlot`) counts as the module it
+/// comes from. `files`: (module, whether it is a folder's file, production code).
+fn sibling_circles(files: &[(Vec<String>, bool, String)]) -> Vec<Vec<String>> {
+    let modules: BTreeSet<&[String]> = files.iter().map(|(m, _, _)| m.as_slice()).collect();
+    let reexports: BTreeMap<&[String], BTreeMap<String, String>> = files
+        .iter()
+        .filter(|(_, folder, _)| *folder)
+        .map(|(m, _, code)| (m.as_slice(), names_from_children(m, code, &modules)))
+        .collect();
+    let name = |parent: &[String], m: &str| {
+        let mut path = parent.to_vec();
+        path.push(m.to_owned());
+        path.join("/")
+    };
+    let mut graph: BTreeMap<String, BTreeMap<String, PathBuf>> = BTreeMap::new();
+    for (module, _, code) in files {
+        for target in absolute_paths(module, code) {
+            let shared = module
+                .iter()
+                .zip(&target)
+                .take_while(|(a, b)| a == b)
+                .count();
+            if shared >= module.len() || shared >= target.len() {
+                continue; // the module itself, one of its own, or a folder above it
+            }
+            let parent = &module[..shared];
+            let mut sibling = target[shared].clone();
+            if !modules.contains(&target[..=shared]) {
+                // An item of the folder's own file, or one it brings in from a module.
+                match reexports.get(parent).and_then(|r| r.get(&sibling)) {
+                    Some(child) => sibling = child.clone(),
+                    None => continue,
+                }
+            }
+            if sibling != module[shared] {
+                graph
+                    .entry(name(parent, &module[shared]))
+                    .or_default()
+                    .insert(name(parent, &sibling), PathBuf::new());
+            }
+        }
+    }
+    let mut circles: BTreeSet<Vec<String>> = BTreeSet::new();
+    for start in graph.keys() {
+        if let Some(mut c) = cycle_from(&graph, start, &mut vec![start.clone()]) {
+            c.pop();
+            let first = c.iter().enumerate().min_by_key(|(_, m)| *m).unwrap().0;
+            c.rotate_left(first);
+            circles.insert(c);
+        }
+    }
+    circles.into_iter().collect()
+}
+
+#[test]
+fn sibling_module_files_import_each_other_one_way() {
+    let mut circles = Vec::new();
+    for ((dir, _), (root, files)) in CRATES.iter().zip(crate_sources()) {
+        let tests = test_only_files(&files);
+        let modules: Vec<(Vec<String>, bool, String)> = files
+            .iter()
+            .filter(|f| !tests.contains(*f))
+            .map(|file| {
+                let folder = matches!(
+                    file.file_name().and_then(|n| n.to_str()),
+                    Some("mod.rs" | "lib.rs" | "main.rs")
+                );
+                let code = production_code(&std::fs::read_to_string(file).unwrap());
+                (module_of(&root, file), folder, code)
+            })
+            .collect();
+        for c in sibling_circles(&modules) {
+            circles.push(format!("{dir}/src: {} -> {}", c.join(" -> "), c[0]));
+        }
+    }
+    assert!(
+        circles.is_empty(),
+        "import circles between the module files of a folder (move what both need into a \
+         module of its own, without a re-export):\n{}",
+        circles.join("\n")
+    );
+}
+
+#[test]
+fn the_sibling_check_sees_circles_through_super_crate_and_re_exports() {
+    let file = |m: &str, folder: bool, code: &str| {
+        let module = m.split("::").map(str::to_owned).collect();
+        (module, folder, code.to_owned())
+    };
+    let circle = |names: &[&str]| names.iter().map(|n| (*n).to_owned()).collect::<Vec<_>>();
+    // plot uses page's item through the folder's re-export, page uses plot by `crate::`.
+    let files = [
+        file(
+            "site",
+            true,
+            "mod page;\nmod plot;\npub use page::{\n    SitePlot,\n    render,\n};",
+        ),
+        file("site::page", false, "use crate::site::plot::draw;"),
+        file("site::plot", false, "use super::{SitePlot, axis::ticks};"),
+        file("site::axis", false, "use crate::history::Point;"),
+        file("history", true, ""),
+    ];
+    assert_eq!(
+        sibling_circles(&files),
+        [circle(&["site/page", "site/plot"])]
+    );
+    // One way (plot → page only) is no circle; nor is a folder using its own module.
+    let files = [
+        file(
+            "site",
+            true,
+            "mod page;\nmod plot;\npub use page::SitePlot;\nuse self::plot::draw;",
+        ),
+        file("site::page", false, "use std::fmt;"),
+        file(
+            "site::plot",
+            false,
+            "use super::SitePlot;\nuse super::super::history::P;",
+        ),
+        file("history", true, ""),
+    ];
+    assert_eq!(sibling_circles(&files), Vec::<Vec<String>>::new());
+    // Three in a ring, one of them a folder with a module of its own.
+    let files = [
+        file("a", true, ""),
+        file("a::x", false, "use super::y::f;"),
+        file("a::y", true, "use super::super::a::z::{self, g};"),
+        file("a::y::inner", false, "use crate::a::z::k;"),
+        file("a::z", false, "fn k() { crate::a::x::h() }"),
+    ];
+    assert_eq!(sibling_circles(&files), [circle(&["a/x", "a/y", "a/z"])]);
 }

@@ -10,7 +10,7 @@ const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures");
 use crate::common;
 
 use common::cli;
-use common::corpus;
+use goldgate_testkit::corpus;
 
 /// goldgate with no data root or Megatron checkout in the environment (`check` plans every
 /// case, so placeholders those would fill are reported).

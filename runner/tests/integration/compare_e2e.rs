@@ -464,7 +464,7 @@ fn calibrate_without_a_config_starts_from_the_shipped_one() {
     assert!(text(&out).contains("missing-golden"), "{}", text(&out));
 }
 
-/// Issue 14 item 2: an async save the next one overlapped is flagged by the gate (detail of
+/// An async save the next one overlapped is flagged by the gate (detail of
 /// `checkpoint-async-latency`, warning) in the terminal, markdown and JSON.
 #[test]
 fn overlapped_async_saves_are_flagged_by_the_gate() {
@@ -598,7 +598,7 @@ fn colour_follows_color_then_no_color_then_clicolor_force() {
     assert!(!run(Some("never"), &[("CLICOLOR_FORCE", "1")]));
 }
 
-/// Issue 22 item 5: a job's outcome is its results.json's, and the run's run.json must say the
+/// A job's outcome is its results.json's, and the run's run.json must say the
 /// same. A job that run.json records as failed does not pass because its results.json says
 /// passed: the run is refused, exit 3, naming both files.
 #[test]

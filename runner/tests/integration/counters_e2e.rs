@@ -1,4 +1,4 @@
-//! Counters instead of clocks (issue 20), end to end with the fake trainer standing in for the
+//! Counters instead of clocks, end to end with the fake trainer standing in for the
 //! probe: a job blessed once is the golden; re-adding the seed's `empty_cache` in the save path
 //! (`GOLDGATE_PLANT_EMPTY_CACHE=1`) or `--empty-unused-memory-level 2` fails the gate on the
 //! counters with one job and no statistics, while an unchanged job passes them. Each counter

@@ -5,9 +5,7 @@
 
 use std::path::Path;
 
-use goldgate_core::observe::log::{
-    FailureKind, LogSummary, MAX_LINE, summarize_file, summarize_reader,
-};
+use goldgate_core::log::{FailureKind, LogSummary, MAX_LINE, summarize_file, summarize_reader};
 
 use crate::common;
 
@@ -219,7 +217,7 @@ fn edge_cases_never_panic() {
     assert_eq!(long.long_lines, 1);
 }
 
-/// Issue 14 item 4: a progress line rewritten with lone `\r`s gives every step, colour codes do
+/// A progress line rewritten with lone `\r`s gives every step, colour codes do
 /// not hide a line, milliseconds become seconds in decimal, and a log without iteration lines
 /// says so.
 #[test]
@@ -319,4 +317,147 @@ fn tensorboard_folder_table() {
         .as_object()
         .unwrap();
     assert_eq!(total.len(), 20);
+}
+
+/// CRC-32C (Castagnoli), masked as TFRecord frames it.
+fn masked_crc32c(bytes: &[u8]) -> u32 {
+    let mut crc = !0u32;
+    for &b in bytes {
+        crc ^= u32::from(b);
+        for _ in 0..8 {
+            crc = if crc & 1 == 1 {
+                (crc >> 1) ^ 0x82f6_3b78
+            } else {
+                crc >> 1
+            };
+        }
+    }
+    let crc = !crc;
+    crc.rotate_right(15).wrapping_add(0xa282_ead8)
+}
+
+/// One TFRecord: length, its masked CRC, the data, the data's masked CRC.
+fn tf_record(data: &[u8]) -> Vec<u8> {
+    let len = (data.len() as u64).to_le_bytes();
+    let mut out = Vec::with_capacity(data.len() + 16);
+    out.extend_from_slice(&len);
+    out.extend_from_slice(&masked_crc32c(&len).to_le_bytes());
+    out.extend_from_slice(data);
+    out.extend_from_slice(&masked_crc32c(data).to_le_bytes());
+    out
+}
+
+/// A protobuf varint.
+fn varint(mut v: u64, out: &mut Vec<u8>) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+/// A length-delimited protobuf field.
+fn bytes_field(field: u64, data: &[u8], out: &mut Vec<u8>) {
+    varint((field << 3) | 2, out);
+    varint(data.len() as u64, out);
+    out.extend_from_slice(data);
+}
+
+/// An `Event` at `step` whose summary holds `tag` = `value` and, when `bulk` is not empty, a
+/// value TensorBoard keeps but a scalar reader skips (an old-style histogram's bytes).
+fn event(step: u64, tag: &str, value: f32, bulk: &[u8]) -> Vec<u8> {
+    let mut scalar = Vec::new();
+    bytes_field(1, tag.as_bytes(), &mut scalar);
+    scalar.push(0x15); // simple_value, a float
+    scalar.extend_from_slice(&value.to_le_bytes());
+    let mut summary = Vec::new();
+    bytes_field(1, &scalar, &mut summary);
+    if !bulk.is_empty() {
+        let mut other = Vec::new();
+        bytes_field(1, b"weights", &mut other);
+        bytes_field(3, bulk, &mut other);
+        bytes_field(1, &other, &mut summary);
+    }
+    let mut e = vec![0x09]; // wall_time, a double
+    e.extend_from_slice(&1.7e9f64.to_le_bytes());
+    e.push(0x10); // step
+    varint(step, &mut e);
+    bytes_field(5, &summary, &mut e);
+    e
+}
+
+/// `extract --tensorboard` streams a file: on 32 MiB of events (a 128 KiB histogram beside each
+/// step's scalar) goldgate's peak RSS stays under 24 MiB (15 MiB measured; a reader that held
+/// the file would need 32 MiB for its bytes alone), and a colour code in a tag name is printed
+/// as its escape, not sent to the terminal.
+#[test]
+fn a_big_event_file_is_read_in_bounded_memory_and_tags_print_inert() {
+    const STEPS: u64 = 256;
+    const BOUND: u64 = 24 << 20;
+    let dir = tempfile::tempdir().unwrap();
+    let bulk = vec![7u8; 128 << 10];
+    let mut file = std::io::BufWriter::new(
+        std::fs::File::create(dir.path().join("events.out.tfevents.1.host")).unwrap(),
+    );
+    let mut version = vec![0x09];
+    version.extend_from_slice(&1.7e9f64.to_le_bytes());
+    bytes_field(3, b"brain.Event:2", &mut version);
+    std::io::Write::write_all(&mut file, &tf_record(&version)).unwrap();
+    for step in 1..=STEPS {
+        let e = event(step, "\x1b[31mlm loss\x1b[0m", step as f32, &bulk);
+        std::io::Write::write_all(&mut file, &tf_record(&e)).unwrap();
+    }
+    drop(file);
+    let child = cli::goldgate()
+        .args(["extract", "--tensorboard"])
+        .arg(dir.path())
+        .env("NO_COLOR", "1")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let peak = std::thread::spawn(move || {
+        let mut peak = 0u64;
+        while let Ok(t) = std::fs::read_to_string(format!("/proc/{pid}/status")) {
+            let Some(kb) = t
+                .lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+            else {
+                break; // a zombie: no memory left to read
+            };
+            peak = peak.max(kb << 10);
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        peak
+    });
+    let o = child.wait_with_output().unwrap();
+    let peak = peak.join().unwrap();
+    let stdout = String::from_utf8(o.stdout).unwrap();
+    assert!(
+        o.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(
+        stdout.contains("\\u{1b}[31mlm loss\\u{1b}[0m"),
+        "the tag, escaped: {stdout}"
+    );
+    assert!(!stdout.contains('\x1b'), "a raw escape: {stdout:?}");
+    assert!(
+        stdout.contains(&format!("{STEPS} step(s)")),
+        "every step read: {stdout}"
+    );
+    let size = std::fs::metadata(dir.path().join("events.out.tfevents.1.host"))
+        .unwrap()
+        .len();
+    assert!(peak > 0, "no memory sample of goldgate");
+    assert!(
+        peak < BOUND,
+        "goldgate's peak RSS was {} MiB reading a {} MiB event file (bound {} MiB)",
+        peak >> 20,
+        size >> 20,
+        BOUND >> 20
+    );
 }

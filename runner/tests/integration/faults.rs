@@ -1,8 +1,8 @@
 //! The fault-injection suite: goldgate against hostile jobs, hostile files and hostile
 //! command lines. Process hygiene (daemons that escape the process group, every stop signal,
 //! `ulimit -f`), output floods with a peak-RSS bound, special files where goldgate reads or
-//! writes, hostile names, incomplete runs, overflowing flags and closed pipes. Each test names
-//! the item of issue 14 it guards. The jobs are the shell scripts in `tests/fixtures/faults/`.
+//! writes, hostile names, incomplete runs, overflowing flags and closed pipes. Each test's name
+//! says what it guards. The jobs are the shell scripts in `tests/fixtures/faults/`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::os::unix::process::ExitStatusExt;
@@ -121,7 +121,7 @@ impl Scratch {
     }
 
     fn index(&self) -> RunIndex {
-        let runs = goldgate_core::metrics::record::load_indexes(&self.path().join("out")).unwrap();
+        let runs = goldgate_core::records::load_indexes(&self.path().join("out")).unwrap();
         assert_eq!(runs.len(), 1, "{runs:?}");
         runs.into_iter().next().unwrap().1
     }
@@ -261,7 +261,7 @@ fn sigusr1_is_handled_like_sigterm() {
     stop_signal_stops_everything("USR1");
 }
 
-/// Issue 22 item 4: every other signal whose default action ends a process (SIGXCPU is what
+/// Every other signal whose default action ends a process (SIGXCPU is what
 /// `ulimit -t` sends; 34 and 64 are SIGRTMIN and SIGRTMAX) stops the job, its setsid daemon
 /// and goldgate's run as SIGTERM does.
 #[test]
@@ -378,7 +378,7 @@ fn a_long_log_of_iteration_lines_is_thinned_in_results_json() {
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let record = &s.records()[0];
     let loss = &record.metrics["lm loss"].0;
-    let max = goldgate_core::metrics::downsample::MAX_POINTS;
+    let max = goldgate_record::metrics::downsample::MAX_POINTS;
     assert!(loss.len() <= max + 2, "{} values kept", loss.len());
     assert!(
         (1..=2_000).all(|step| loss.contains_key(&step)),
@@ -440,7 +440,7 @@ fn report_files_never_replace_devices_fifos_or_symlinks() {
     let kind = std::fs::symlink_metadata(&null).unwrap().file_type();
     assert!(kind.is_symlink(), "{} was replaced", null.display());
     // A link to a regular file is replaced by the report; its target is never written
-    // (issue 22 item 3: a committed link must not lead a write outside the folder).
+    // (a committed link must not lead a write outside the folder).
     assert!(std::fs::symlink_metadata(&link).unwrap().is_file());
     assert!(std::fs::read_to_string(&link).unwrap().contains("\"jobs\""));
     assert_eq!(std::fs::read_to_string(&real).unwrap(), "old");
@@ -647,7 +647,7 @@ fn a_closed_or_broken_stderr_does_not_lose_the_run() {
         .output()
         .unwrap();
     assert_eq!(closed.status.code(), Some(0), "{}", text(&closed));
-    let runs = goldgate_core::metrics::record::load_indexes(&s.path().join("out")).unwrap();
+    let runs = goldgate_core::records::load_indexes(&s.path().join("out")).unwrap();
     assert_eq!(runs.len(), 2);
     for (_, index) in runs {
         assert!(

@@ -278,58 +278,12 @@ fn an_ingest_waits_for_another_writer_instead_of_failing(location: &Location) {
     assert_eq!(runs_stored(location), 4);
 }
 
-#[test]
-fn a_store_on_a_read_only_mount_is_read() {
-    let Some(f) = fresh("sqlite") else { return };
-    let _results = three_afternoon_runs(&f.location);
-    let Location::Sqlite(path) = &f.location else {
-        unreachable!()
-    };
-    let folder = path.parent().unwrap();
-    let unshare = Path::new("/usr/bin/unshare");
-    let is_root = rustix::process::geteuid().is_root();
-    if !is_root || !unshare.is_file() {
-        common::prereq::missing("root and unshare (to bind-mount the store read-only)");
-        return;
-    }
-    let out = tempfile::tempdir().unwrap();
-    // In a mount namespace of its own, so the read-only mount never outlives the test: the
-    // store's folder bound read-only over itself, then goldgate reads it.
+/// `program args…` in a mount namespace of its own where `target` (a folder or a file) is
+/// bound read-only over itself, so the mount never outlives the command.
+fn read_only_run(target: &Path, program: &Path, args: &[&str]) -> Output {
     let script =
         r#"mount --bind "$1" "$1" && mount -o remount,bind,ro "$1" "$1" && shift && exec "$@""#;
-    let read_only = |args: &[&str]| {
-        let o = std::process::Command::new(unshare)
-            .args([
-                "--mount",
-                "--propagation",
-                "private",
-                "sh",
-                "-c",
-                script,
-                "sh",
-            ])
-            .arg(folder)
-            .arg(env!("CARGO_BIN_EXE_goldgate"))
-            .args(["history", "--db", path.to_str().unwrap()])
-            .args(args)
-            .env("NO_COLOR", "1")
-            .env_remove("GOLDGATE_HISTORY")
-            .output()
-            .unwrap();
-        assert_eq!(
-            common::cli::code(&o),
-            0,
-            "{args:?}: {}",
-            common::cli::text(&o)
-        );
-        common::cli::text(&o)
-    };
-    let table = read_only(&["show", "--case", "gpt/small", "--metric", "lm loss"]);
-    assert!(table.contains("(every branch, 3 runs)"), "{table}");
-    let site = read_only(&["site", "--out", out.path().to_str().unwrap()]);
-    assert!(site.contains("case pages"), "{site}");
-    // Proof that the mount was read-only: an ingest there fails.
-    let o = std::process::Command::new(unshare)
+    std::process::Command::new("/usr/bin/unshare")
         .args([
             "--mount",
             "--propagation",
@@ -339,12 +293,106 @@ fn a_store_on_a_read_only_mount_is_read() {
             script,
             "sh",
         ])
-        .arg(folder)
-        .args(["touch"])
-        .arg(folder.join("probe"))
+        .arg(target)
+        .arg(program)
+        .args(args)
+        .env("NO_COLOR", "1")
+        .env_remove("GOLDGATE_HISTORY")
+        .env_remove("GITHUB_SHA")
+        .env_remove("GITHUB_REF_NAME")
         .output()
-        .unwrap();
-    assert!(!o.status.success(), "the mount is read-only");
+        .unwrap()
+}
+
+#[test]
+fn a_store_on_a_read_only_mount_is_read() {
+    let Some(f) = fresh("sqlite") else { return };
+    let _results = three_afternoon_runs(&f.location);
+    let Location::Sqlite(path) = &f.location else {
+        unreachable!()
+    };
+    if !rustix::process::geteuid().is_root() || !Path::new("/usr/bin/unshare").is_file() {
+        goldgate_testkit::prereq::missing("root and unshare (to bind-mount the store read-only)");
+        return;
+    }
+    // A run of this branch whose saves take twice as long, to be gated with a trend line.
+    let pr = tempfile::tempdir().unwrap();
+    write_run(
+        pr.path(),
+        "2026-12-02T10-00-00Z",
+        "2026-12-02T10:00:00Z",
+        "feed",
+        1,
+        2.0,
+    );
+    let gg = Path::new(env!("CARGO_BIN_EXE_goldgate"));
+    let db = path.to_str().unwrap();
+    // The store's folder read-only (no `-shm` can be made beside it), then the file alone.
+    for target in [path.parent().unwrap(), path.as_path()] {
+        let read = |args: &[&str]| {
+            let o = read_only_run(target, gg, args);
+            (common::cli::code(&o), common::cli::text(&o))
+        };
+        let history = |args: &[&str]| read(&[&["history", "--db", db][..], args].concat());
+        let (code, table) = history(&["show", "--case", "gpt/small", "--metric", "lm loss"]);
+        assert_eq!(code, 0, "{}: {table}", target.display());
+        assert!(table.contains("(every branch, 3 runs)"), "{table}");
+        let (code, text) = history(&["changes", "--case", "gpt/small", "--metric", "lm loss"]);
+        assert_eq!(code, 0, "{}: {text}", target.display());
+        let out = tempfile::tempdir().unwrap();
+        let (code, text) = history(&["site", "--out", out.path().to_str().unwrap()]);
+        assert_eq!(code, 0, "{}: {text}", target.display());
+        assert!(text.contains("case pages"), "{text}");
+        let golden = tempfile::tempdir().unwrap();
+        let root = golden.path().to_str().unwrap();
+        let (code, text) = read(&[
+            "bless",
+            "--from-history",
+            "3",
+            "--db",
+            db,
+            "--golden-root",
+            root,
+            "gpt/small",
+        ]);
+        assert_eq!(code, 0, "{}: {text}", target.display());
+        let (code, text) = read(&[
+            "compare",
+            "--results",
+            pr.path().to_str().unwrap(),
+            "--golden-root",
+            root,
+            "--trend-db",
+            db,
+            "--markdown",
+            "-",
+        ]);
+        assert_eq!(code, 1, "{}: a doubled save time: {text}", target.display());
+        assert!(text.contains("main's last 3 runs"), "{text}");
+        // Proof that the mount is read-only, also to root: goldgate's own write fails there,
+        // and the store is as it was.
+        let (code, text) = history(&[
+            "annotate",
+            "--case",
+            "gpt/small",
+            "--commit",
+            "c15",
+            "--note",
+            "x",
+        ]);
+        assert_eq!(
+            code,
+            3,
+            "{}: the store is read-only: {text}",
+            target.display()
+        );
+        assert!(
+            text.contains("cannot write the history database")
+                && text.contains("Read-only file system"),
+            "{text}"
+        );
+    }
+    assert_eq!(runs_stored(&f.location), 3);
 }
 
 /// A run of one job whose run.json says `outcome` for it, and what a job could plant beside

@@ -26,7 +26,7 @@ fn chromium() -> Option<PathBuf> {
             })
         });
     if found.is_none() {
-        common::prereq::missing(
+        goldgate_testkit::prereq::missing(
             "no chromium (.ci/run installs Debian's: apt-get install -y chromium; or GOLDGATE_CHROMIUM)",
         );
     }
@@ -551,6 +551,195 @@ fn plots_read_truthfully_in_chromium_and_change_points_stay_visible() {
                 "--hide-scrollbars",
                 &format!("--screenshot={}", shot.display()),
                 &format!("file://{}#show=0", page.display()),
+            ],
+        );
+    }
+}
+
+/// The index's filter as a person uses it: after each step, the cases shown and, per case, the
+/// metric links the filter lists (their text, scheme and target), and the count line.
+const INDEX_FILTER_CHECK: &str = r#"
+function rows() {
+  return Array.prototype.filter.call(document.querySelectorAll('tr.case'), function (r) {
+    return !r.hidden;
+  }).map(function (r) {
+    return {
+      'case': r.querySelector('a').textContent,
+      hits: Array.prototype.map.call(r.querySelectorAll('div.hits a'), function (a) {
+        return { text: a.textContent, protocol: a.protocol, page: a.pathname.split('/').pop(),
+                 hash: decodeURIComponent(a.hash), shown: a.getClientRects().length > 0 };
+      })
+    };
+  });
+}
+var filter = document.getElementById('filter');
+var only = document.getElementById('changed-only');
+function type(text) { filter.value = text; filter.dispatchEvent(new Event('input')); return rows(); }
+var check = { atLoad: rows(), countAtLoad: document.getElementById('shown').textContent };
+check.byMetric = type('rare-bytes');
+check.byCase = type('case-1');
+check.hostile = type('alert');
+type('');
+only.checked = true;
+only.dispatchEvent(new Event('change'));
+check.changedOnly = rows();
+check.changedMetric = type('iteration');
+check.images = document.querySelectorAll('img').length;
+document.body.dataset.check = JSON.stringify(check);
+"#;
+
+/// A case page opened from one of the index's metric links: the filter's text and the plots
+/// it leaves.
+const CASE_FILTER_CHECK: &str = r#"
+document.body.dataset.check = JSON.stringify({
+  value: document.getElementById('filter').value,
+  shown: Array.prototype.filter.call(document.querySelectorAll('figure.plot'), function (f) {
+    return !f.hidden;
+  }).map(function (f) { return f.getAttribute('data-metric'); }),
+  count: document.getElementById('shown').textContent
+});
+"#;
+
+#[test]
+fn the_index_filter_finds_a_case_by_name_or_metric_among_many() {
+    let Some(browser) = chromium() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let location = Location::Sqlite(tmp.path().join("h.sqlite"));
+    // 30 quiet cases of two runs; three of them with a rare metric, one with two hostile
+    // metric names; and `moe/router`, whose iteration time steps up 30 % at run 8 of 12.
+    let mut records = Vec::new();
+    for i in 0..30u32 {
+        let case = format!("gpt/case-{i:02}");
+        for day in 1..=2 {
+            let mut metrics = vec![("lm loss", 2.0), ("iteration-time", 0.5)];
+            if [5, 17, 23].contains(&i) {
+                metrics.push(("rare-bytes-written", 4096.0));
+            }
+            if i == 3 {
+                metrics.push(("javascript:alert(5)", 1.0));
+                metrics.push(("<img src=x onerror=alert(6)>", 1.0));
+            }
+            let run = format!("r{i:02}-{day}");
+            records.push(job(&case, &run, day, "c0ffee", &metrics));
+        }
+    }
+    for day in 1..=12u32 {
+        let t = if day > 8 { 0.65 } else { 0.5 } + f64::from(day % 3) * 0.001;
+        let run = format!("router-{day:02}");
+        let commit = format!("{:x}{:0>36}", 0xabc0 + day, day);
+        records.push(job(
+            "moe/router",
+            &run,
+            day,
+            &commit,
+            &[("lm loss", 2.0), ("iteration-time", t)],
+        ));
+    }
+    put(&location, &records);
+    let out = tmp.path().join("site");
+    let o = site_cmd(&tmp.path().join("h.sqlite"), &out, &[]);
+    assert_eq!(common::cli::code(&o), 0, "{}", common::cli::text(&o));
+    let profile = tmp.path().join("profile");
+    let index = out.join("index.html");
+    let found = checked(&browser, &profile, &index, "", INDEX_FILTER_CHECK);
+    let cases = |step: &str| -> Vec<String> {
+        found[step]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["case"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(cases("atLoad").len(), 31, "{found}");
+    assert_eq!(found["countAtLoad"], "31 of 31 cases", "{found}");
+    // A metric finds the cases that have it, each with a link to its page filtered to it.
+    assert_eq!(
+        cases("byMetric"),
+        ["gpt/case-05", "gpt/case-17", "gpt/case-23"],
+        "{found}"
+    );
+    for row in found["byMetric"].as_array().unwrap() {
+        let hits = row["hits"].as_array().unwrap();
+        assert_eq!(hits.len(), 1, "{row}");
+        assert_eq!(hits[0]["text"], "rare-bytes-written", "{row}");
+        assert_eq!(hits[0]["protocol"], "file:", "{row}");
+        assert_eq!(hits[0]["hash"], "#filter=rare-bytes-written", "{row}");
+        assert_eq!(hits[0]["shown"], true, "{row}");
+        let page = goldgate_judge::report::site::case_file(row["case"].as_str().unwrap());
+        assert_eq!(
+            hits[0]["page"].as_str(),
+            page.strip_prefix("cases/"),
+            "{row}"
+        );
+    }
+    // A case name finds its cases, and lists no metric.
+    let by_case = cases("byCase");
+    assert_eq!(by_case.len(), 10, "{found}");
+    assert!(
+        by_case.iter().all(|c| c.starts_with("gpt/case-1")),
+        "{found}"
+    );
+    assert!(
+        found["byCase"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|r| r["hits"] == serde_json::json!([])),
+        "{found}"
+    );
+    // Hostile metric names are text: no element made of them, a link only to their case page.
+    assert_eq!(cases("hostile"), ["gpt/case-03"], "{found}");
+    let hits = found["hostile"][0]["hits"].as_array().unwrap();
+    let texts: Vec<&str> = hits.iter().map(|h| h["text"].as_str().unwrap()).collect();
+    assert_eq!(
+        texts,
+        ["<img src=x onerror=alert(6)>", "javascript:alert(5)"],
+        "{found}"
+    );
+    assert!(hits.iter().all(|h| h["protocol"] == "file:"), "{found}");
+    assert_eq!(found["images"], 0, "{found}");
+    // `changed only`: the one case with a change point, and its changed metric.
+    assert_eq!(cases("changedOnly"), ["moe/router"], "{found}");
+    assert_eq!(
+        found["changedMetric"][0]["hits"][0]["text"], "iteration-time",
+        "{found}"
+    );
+    // The link opens the case page with the filter filled in and that metric's plot alone.
+    let page = out.join(goldgate_judge::report::site::case_file("gpt/case-05"));
+    let opened = checked(
+        &browser,
+        &profile,
+        &page,
+        "#filter=rare-bytes-written",
+        CASE_FILTER_CHECK,
+    );
+    assert_eq!(opened["value"], "rare-bytes-written", "{opened}");
+    assert_eq!(
+        opened["shown"],
+        serde_json::json!(["rare-bytes-written"]),
+        "{opened}"
+    );
+    assert_eq!(opened["count"], "1 of 3 plots", "{opened}");
+    // And the index itself takes `#filter=`, as a shared link would.
+    let shared = checked(
+        &browser,
+        &profile,
+        &index,
+        "#filter=rare",
+        INDEX_FILTER_CHECK,
+    );
+    assert_eq!(shared["atLoad"].as_array().unwrap().len(), 3, "{shared}");
+    assert_eq!(shared["countAtLoad"], "3 of 31 cases", "{shared}");
+    if let Some(dir) = std::env::var_os("GOLDGATE_SITE_SCREENSHOTS") {
+        let shot = Path::new(&dir).join("history-site-index.png");
+        chromium_run(
+            &browser,
+            &profile,
+            &[
+                "--window-size=1000,420",
+                "--hide-scrollbars",
+                &format!("--screenshot={}", shot.display()),
+                &format!("file://{}#filter=rare", index.display()),
             ],
         );
     }

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use goldgate_core::observe::log::{LogSink, LogStream, MAX_LINE};
+use goldgate_core::log::{LogSink, LogStream, MAX_LINE};
 use goldgate_record::launch::{
     LaunchError, LaunchEvent, LaunchReport, LaunchSpec, ProcessOutcome, StopFlag, Termination,
     group_alive, install_signal_handlers, launch,

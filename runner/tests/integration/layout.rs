@@ -1,4 +1,4 @@
-//! The integration tests stay one binary (issue 24 item 4): a `runner/tests/<name>.rs` would be
+//! The integration tests stay one binary: a `runner/tests/<name>.rs` would be
 //! a test binary of its own that links the whole crate again, a file here that `main.rs` does
 //! not declare would compile nowhere and never run, and a snapshot whose module is gone would
 //! be an orphan that no test reads.

@@ -15,8 +15,8 @@ use goldgate_record::plan::{PlanError, PlanInputs, VariantRequest, plan_case};
 use crate::common;
 
 use common::cli::{self, write};
-use common::corpus;
 use common::redact::redact;
+use goldgate_testkit::corpus;
 
 /// A case whose MODEL_ARGS hold characters a shell could trip on, in values Megatron's
 /// `_run_training.sh` accepts (its `xargs` trim removes quotes and collapses blanks).

@@ -211,7 +211,7 @@ fn crash_and_oom_are_failures_with_the_log_line_kept() {
     assert_eq!(o.status.code(), Some(3), "{}", text(&o));
     let rs = records(out.path());
     assert_eq!(rs[0].outcome, Outcome::Failed { exit_code: 1 });
-    // Issue 14 item 6: the traceback's exception line and the log's end, kept and shown.
+    // The traceback's exception line and the log's end, kept and shown.
     let attempt = &rs[0].attempts[0];
     let exception = "RuntimeError: fake-trainer planted crash at iteration 5 (--crash-at-step)";
     assert_eq!(attempt.failure_line.as_deref(), Some(exception));
@@ -700,7 +700,7 @@ fn a_rerun_of_the_failures_is_judged_with_the_rest_of_its_run() {
         "--rerun-failed",
     ]);
     assert_eq!(rerun.status.code(), Some(0), "{}", text(&rerun));
-    let indexes = goldgate_core::metrics::record::load_indexes(&d.join("out")).unwrap();
+    let indexes = goldgate_core::records::load_indexes(&d.join("out")).unwrap();
     let (original, again): (Vec<_>, Vec<_>) = indexes
         .into_iter()
         .map(|(_, i)| i)
@@ -761,7 +761,7 @@ fn a_case_timeout_applies_without_the_flag() {
     assert_eq!(rs[0].outcome, Outcome::TimedOut { after_seconds: 1.5 });
 }
 
-/// Issue 14 item 16: a secret the job prints in its failure is masked (whole values only) in
+/// A secret the job prints in its failure is masked (whole values only) in
 /// results.json's failure line and log tail and on the terminal; a short secret does not mangle
 /// paths.
 #[test]
@@ -804,7 +804,7 @@ fn a_secret_the_job_prints_is_masked_in_the_record_and_on_the_terminal() {
     assert!(!json.contains("s3cr3t-v4lue"), "{json}");
 }
 
-/// Issue 14 item 16: under GitHub Actions a case name holding `\n::warning::` or ESC sequences
+/// Under GitHub Actions a case name holding `\n::warning::` or ESC sequences
 /// reaches the log as one escaped line, never as a workflow command or a cursor move.
 #[test]
 fn a_hostile_case_name_cannot_start_a_workflow_command() {

@@ -1,7 +1,6 @@
-//! Issue 22: goldgate against a hostile case, job or file — secrets the job inherits (item 1),
-//! workflow commands and control bytes in names and logs (item 2), links that would lead a
-//! write outside its folder (item 3), repeated keys (item 6) and file names past the file
-//! system's limit (item 8). Each test names its item. Signals (item 4) are in `faults.rs`.
+//! goldgate against a hostile case, job or file: secrets the job inherits, workflow commands
+//! and control bytes in names and logs, links that would lead a write outside its folder,
+//! repeated keys and file names past the file system's limit. Signals are in `faults.rs`.
 #![allow(clippy::unwrap_used)]
 
 use std::path::{Path, PathBuf};

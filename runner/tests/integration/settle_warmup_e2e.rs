@@ -1,4 +1,4 @@
-//! `goldgate run --warmup` and `--settle` end to end with the fake trainer (issue 17): a
+//! `goldgate run --warmup` and `--settle` end to end with the fake trainer: a
 //! warm-up job is recorded but never judged, and every job's fingerprint says what the node's
 //! page cache and disks did while it ran.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -53,7 +53,7 @@ fn a_warmup_job_runs_first_and_is_never_judged() {
         .map(|r| (r["repeat"].as_u64().unwrap(), r["warmup"] == true))
         .collect();
     assert_eq!(flags, [(1, true), (2, false), (3, false)]);
-    let judged = goldgate_core::metrics::record::load_results(out.path()).unwrap();
+    let judged = goldgate_core::records::load_results(out.path()).unwrap();
     let repeats: Vec<u32> = judged.iter().map(|(_, r)| r.repeat).collect();
     assert_eq!(repeats, [2, 3], "load_results leaves the warm-up out");
 

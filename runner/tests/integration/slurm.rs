@@ -1,13 +1,16 @@
 //! The Slurm executor against a real Slurm cluster (`.ci/slurm-cluster.sh`: one slurmctld and
 //! two slurmd, nodes `n1` and `n2`, on this machine) with the fake trainer: a pass, a crash,
-//! Slurm's own TIMEOUT, goldgate's Ctrl-C (nothing left in the queue, no process left; a
-//! trainer that catches SIGTERM saves its checkpoint within the grace period), a node set
-//! DOWN under a running job (NODE_FAIL, retried on another node and both attempts recorded),
-//! a two-node job whose both nodes are sampled, a job pending in a DOWN partition (shown
-//! pending, cancelled at the pending limit), a job that can never start (cancelled at once),
-//! goldgate SIGKILLed (its jobs found and cancelled by `goldgate cancel` and by the next
-//! `run`), and slurmctld stopped for longer than 10 s (waited out; given up past the outage
-//! limit).
+//! Slurm's own TIMEOUT (said in Slurm's words), goldgate's Ctrl-C (nothing left in the queue,
+//! no process left; a trainer that catches SIGTERM saves its checkpoint within the grace
+//! period), a job cancelled by someone else's `scancel`, a node set DOWN under a running job
+//! (NODE_FAIL, retried on another node and both attempts recorded), a two-node job whose both
+//! nodes are sampled, a job pending in a DOWN partition (shown pending, cancelled at the
+//! pending limit, not at `--timeout`), a job that can never start (cancelled at once; pending
+//! and queued time one figure), goldgate SIGKILLed (its jobs found and cancelled by `goldgate
+//! cancel` and by the next `run`), and slurmctld stopped for 12 s and for 45 s (said when it
+//! stops and answers; waited out; given up past the outage limit, cancelled when the
+//! controller answers in time, else said how to cancel). A [`StoppedController`] guard starts
+//! slurmctld again however a test that stopped it ends.
 //!
 //! Without a cluster (a developer machine) every test prints one `skipped:` line and passes;
 //! with `GOLDGATE_SLURM_REQUIRED=1` (what `.ci/run` sets once the cluster is up) a missing
@@ -200,12 +203,12 @@ impl Tree {
 
     /// Waits until the queue holds none of this tree's jobs.
     fn wait_for_empty_queue(&self) -> bool {
-        wait(Duration::from_secs(60), || self.in_queue().is_empty())
+        wait(Duration::from_secs(120), || self.in_queue().is_empty())
     }
 
     /// The `run.json` of every run under `out`.
     fn indexes(&self) -> Vec<RunIndex> {
-        goldgate_core::metrics::record::load_indexes(&self.path().join("out"))
+        goldgate_core::records::load_indexes(&self.path().join("out"))
             .unwrap()
             .into_iter()
             .map(|(_, i)| i)
@@ -331,6 +334,18 @@ fn slurms_own_time_limit_ends_a_hung_job_as_timed_out() {
             after_seconds: 60.0
         }
     );
+    // Slurm's end state and reason, not the signal's echo in the log (`srun: error: n1: task
+    // 0: Terminated`).
+    let id = tree.indexes()[0].jobs[0].scheduler_job_ids[0];
+    assert_eq!(
+        r.attempts[0].failure_line.as_deref(),
+        Some(
+            format!(
+                "Slurm job {id} ended TIMEOUT: it ran past its time limit (--time) (reason: TimeLimit)"
+            )
+            .as_str()
+        )
+    );
     let script = walk(tree.path())
         .into_iter()
         .find(|p| p.ends_with("slurm-job.attempt1.sh"))
@@ -364,6 +379,71 @@ fn ctrl_c_cancels_the_job_and_leaves_nothing_behind() {
     assert_eq!(
         processes_mentioning(&tree.path().display().to_string()),
         Vec::<String>::new()
+    );
+}
+
+#[test]
+fn a_job_cancelled_outside_goldgate_is_said_in_slurms_words() {
+    let _cluster = shared();
+    if !cluster() {
+        return;
+    }
+    let tree = Tree::new("cancelled", &case(600, 50, ""));
+    let child = tree
+        .run("n1", &[])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    tree.wait_for_iteration(2);
+    let id = tree.indexes()[0].jobs[0].scheduler_job_ids[0];
+    let scancel = Command::new("scancel")
+        .arg(id.to_string())
+        .output()
+        .unwrap();
+    assert!(scancel.status.success(), "{}", text(&scancel));
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    let r = &tree.records()[0];
+    assert_eq!(r.outcome, Outcome::Interrupted);
+    // Slurm's CANCELLED and what it means, not the log's `slurmstepd: error: *** JOB 12 ON n1
+    // CANCELLED AT ...` or `srun: error: n1: task 0: Terminated`.
+    let said: Vec<&str> = std::str::from_utf8(&out.stderr)
+        .unwrap()
+        .lines()
+        .filter(|l| l.starts_with("FAIL") || l.starts_with("      error:"))
+        .collect();
+    insta::with_settings!({filters => vec![
+        (r"Slurm job \d+", "Slurm job [id]"),
+        (r"in \d+\.\d s", "in [wall] s"),
+    ]}, {
+        insta::assert_snapshot!(said.join("\n"));
+    });
+    assert!(tree.wait_for_empty_queue(), "still in the queue");
+}
+
+#[test]
+fn the_timeout_help_says_that_queue_time_does_not_count() {
+    let out = cli::goldgate().args(["run", "--help"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let help = String::from_utf8_lossy(&out.stdout);
+    let paragraph = |flag: &str| -> String {
+        let start = help
+            .find(&format!("{flag} <"))
+            .unwrap_or_else(|| panic!("{help}"));
+        let rest = &help[start + flag.len()..];
+        let end = rest.find("\n      --").unwrap_or(rest.len());
+        rest[..end].split_whitespace().collect::<Vec<_>>().join(" ")
+    };
+    let timeout = paragraph("--timeout");
+    assert!(
+        timeout.contains("time pending in the queue does not count; `--pending-limit` bounds that"),
+        "{timeout}"
+    );
+    let pending = paragraph("--pending-limit");
+    assert!(
+        pending.contains("`--timeout` counts running time only"),
+        "{pending}"
     );
 }
 
@@ -501,9 +581,10 @@ fn a_job_in_a_down_partition_is_shown_pending_and_cancelled_at_the_pending_limit
     }
     parked_partition();
     let tree = Tree::new("parked", &case(5, 20, ""));
-    // The flag wins over the platform's `pending_limit: 1h`.
+    // The flag wins over the platform's `pending_limit: 1h`; `--timeout` counts running time
+    // only, so the job waits out its pending limit.
     let out = tree
-        .run("parked", &["--pending-limit", "3s"])
+        .run("parked", &["--pending-limit", "3s", "--timeout", "1s"])
         .env("GOLDGATE_HEARTBEAT", "1s")
         .output()
         .unwrap();
@@ -527,8 +608,14 @@ fn a_job_in_a_down_partition_is_shown_pending_and_cancelled_at_the_pending_limit
     };
     assert_eq!(reason, "PartitionDown");
     assert!(*pending_seconds >= 3.0, "{pending_seconds}");
+    assert_eq!(Some(*pending_seconds), r.attempts[0].queued_seconds);
     let line = r.attempts[0].failure_line.clone().unwrap_or_default();
-    assert!(line.contains("past the pending limit"), "{line}");
+    assert!(
+        line.contains(&format!(
+            "for {pending_seconds:.0} s, past the pending limit"
+        )),
+        "{line}"
+    );
     assert_eq!(r.attempts.len(), 1);
     assert!(tree.wait_for_empty_queue(), "still in the queue");
 }
@@ -554,6 +641,14 @@ fn a_job_that_can_never_start_is_cancelled_at_once() {
     );
     let line = r.attempts[0].failure_line.clone().unwrap_or_default();
     assert!(line.contains("cannot start"), "{line}");
+    // It never started: all of its time in the queue was pending, one figure in both places.
+    let Outcome::NotStarted {
+        pending_seconds, ..
+    } = r.outcome
+    else {
+        unreachable!()
+    };
+    assert_eq!(Some(pending_seconds), r.attempts[0].queued_seconds);
     assert!(tree.wait_for_empty_queue(), "still in the queue");
 }
 
@@ -678,42 +773,113 @@ fn as_root(program: &str, args: &[&str]) -> Command {
     }
 }
 
-/// Stops slurmctld by its pid file; `None` when this test cannot (not the cluster's owner).
-fn stop_controller() -> Option<()> {
+/// How long slurmctld may take to stop on SIGTERM (it saves its state first) before it is
+/// killed: seconds on an idle machine, much longer on a loaded 2-core one.
+const CONTROLLER_STOP_WAIT: Duration = Duration::from_secs(180);
+
+/// How long slurmctld may take to answer again once started, and its nodes to register.
+const CONTROLLER_START_WAIT: Duration = Duration::from_secs(240);
+
+/// slurmctld stopped by a test. However the test ends — a failed assertion, a panic — the
+/// controller is started again and waited for until it answers with both nodes healthy
+/// ([`StoppedController::restart`] in the test, else on drop): the next test must find the
+/// cluster as it was.
+struct StoppedController {
+    pid: rustix::process::Pid,
+    restarted: bool,
+}
+
+impl StoppedController {
+    /// Starts slurmctld again and waits for it; fails the test if it does not come back.
+    fn restart(mut self) {
+        self.restarted = true;
+        if let Err(e) = start_controller(self.pid) {
+            panic!("{e}");
+        }
+    }
+}
+
+impl Drop for StoppedController {
+    fn drop(&mut self) {
+        if self.restarted {
+            return;
+        }
+        if let Err(e) = start_controller(self.pid) {
+            // A panic in a drop that runs during a panic aborts the tests: said, not raised.
+            let _ = writeln!(std::io::stderr(), "could not restart slurmctld: {e}");
+        }
+    }
+}
+
+/// Whether process `pid` is gone.
+fn gone(pid: rustix::process::Pid) -> bool {
+    rustix::process::test_kill_process(pid).is_err_and(|e| e == rustix::io::Errno::SRCH)
+}
+
+/// Stops slurmctld by its pid file (SIGTERM; SIGKILL when it has not stopped after
+/// [`CONTROLLER_STOP_WAIT`]); `None` when this test cannot (not the cluster's owner). The
+/// guard it returns starts it again.
+fn stop_controller() -> Option<StoppedController> {
     let pid: i32 = std::fs::read_to_string(slurm_dir().join("slurmctld.pid"))
         .ok()?
         .trim()
         .parse()
         .ok()?;
-    let killed = as_root("kill", &["-TERM", &pid.to_string()])
-        .output()
-        .ok()?;
-    if !killed.status.success() {
+    let signal = |name: &str| {
+        as_root("kill", &[name, &pid.to_string()])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    if !signal("-TERM") {
         return None;
     }
     let pid = rustix::process::Pid::from_raw(pid)?;
-    let gone = wait(Duration::from_secs(30), || {
-        rustix::process::test_kill_process(pid).is_err_and(|e| e == rustix::io::Errno::SRCH)
-    });
-    assert!(gone, "slurmctld did not stop");
-    Some(())
+    let stopped = StoppedController {
+        pid,
+        restarted: false,
+    };
+    if !wait(CONTROLLER_STOP_WAIT, || gone(pid)) {
+        let _ = signal("-KILL");
+        assert!(
+            wait(Duration::from_secs(30), || gone(pid)),
+            "slurmctld did not stop on SIGTERM in {} s nor on SIGKILL",
+            CONTROLLER_STOP_WAIT.as_secs()
+        );
+    }
+    Some(stopped)
 }
 
-/// Starts slurmctld again and waits until it answers.
-fn start_controller() {
-    let started = as_root("slurmctld", &[]).output().unwrap();
-    assert!(started.status.success(), "{}", text(&started));
-    let answers = wait(Duration::from_secs(60), || {
+/// Starts slurmctld again (once the stopped one, `old`, is gone) and waits until it answers
+/// and both nodes registered again.
+fn start_controller(old: rustix::process::Pid) -> Result<(), String> {
+    if !wait(CONTROLLER_STOP_WAIT, || gone(old)) {
+        let _ = as_root("kill", &["-KILL", &old.as_raw_nonzero().to_string()]).output();
+        if !wait(Duration::from_secs(30), || gone(old)) {
+            return Err(format!("the old slurmctld (pid {old:?}) does not stop"));
+        }
+    }
+    let started = as_root("slurmctld", &[])
+        .output()
+        .map_err(|e| format!("cannot run slurmctld: {e}"))?;
+    if !started.status.success() {
+        return Err(format!("slurmctld did not start: {}", text(&started)));
+    }
+    let answers = wait(CONTROLLER_START_WAIT, || {
         Command::new("sinfo")
             .args(["-h", "-o", "%t"])
             .output()
             .is_ok_and(|o| o.status.success())
     });
-    assert!(answers, "slurmctld did not come back");
+    if !answers {
+        return Err(format!(
+            "slurmctld did not answer within {} s of its start",
+            CONTROLLER_START_WAIT.as_secs()
+        ));
+    }
     // Both nodes registered and responding again (`idle`, not `idle*`): a node the new
     // slurmctld has not heard from is set DOWN after SlurmdTimeout, failing the next test's
     // job with NODE_FAIL.
-    let healthy = wait(Duration::from_secs(120), || {
+    let healthy = wait(CONTROLLER_START_WAIT, || {
         Command::new("sinfo")
             .args(["-h", "-N", "-p", "debug", "-o", "%t"])
             .output()
@@ -726,50 +892,111 @@ fn start_controller() {
                         .all(|s| matches!(*s, "idle" | "mix" | "alloc"))
             })
     });
-    assert!(
-        healthy,
-        "the nodes did not come back after slurmctld's restart"
+    match healthy {
+        true => Ok(()),
+        false => Err("the nodes did not come back after slurmctld's restart".to_owned()),
+    }
+}
+
+/// A child's stderr, read on a thread as it comes: a test can wait for a line while the
+/// child runs.
+struct Stderr {
+    text: std::sync::Arc<std::sync::Mutex<String>>,
+    reader: std::thread::JoinHandle<()>,
+}
+
+impl Stderr {
+    fn follow(child: &mut std::process::Child) -> Stderr {
+        let pipe = child.stderr.take().expect("stderr is piped");
+        let text = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+        let kept = text.clone();
+        let reader = std::thread::spawn(move || {
+            use std::io::BufRead as _;
+            for line in std::io::BufReader::new(pipe).lines() {
+                let Ok(line) = line else { break };
+                let mut kept = kept.lock().unwrap();
+                kept.push_str(&line);
+                kept.push('\n');
+            }
+        });
+        Stderr { text, reader }
+    }
+
+    fn contains(&self, needle: &str) -> bool {
+        self.text.lock().unwrap().contains(needle)
+    }
+
+    /// Everything, once the child closed its stderr.
+    fn all(self) -> String {
+        self.reader.join().unwrap();
+        self.text.lock().unwrap().clone()
+    }
+}
+
+/// A goldgate run of `tree` on `platform` with its stderr followed (stdout dropped).
+fn spawn_followed(tree: &Tree, platform: &str) -> (std::process::Child, Stderr) {
+    let mut child = tree
+        .run(platform, &[])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = Stderr::follow(&mut child);
+    (child, stderr)
+}
+
+/// `47s`, `1m02s`, `1h05m` (the progress lines' clock) → seconds.
+fn clock_seconds(text: &str) -> Option<u64> {
+    let (h, rest) = text.split_once('h').unwrap_or(("0", text));
+    let (m, rest) = rest.split_once('m').unwrap_or(("0", rest));
+    let s = rest.strip_suffix('s').unwrap_or("0");
+    let n = |t: &str| t.parse::<u64>().ok();
+    Some(n(h)? * 3600 + n(m)? * 60 + n(if s.is_empty() { "0" } else { s })?)
+}
+
+/// The skip of a test that cannot stop this cluster's slurmctld (fails where it must).
+fn cannot_stop_controller() {
+    let _ = writeln!(
+        std::io::stderr(),
+        "skipped: cannot stop this cluster's slurmctld"
     );
+    assert!(std::env::var_os("GOLDGATE_SLURM_REQUIRED").is_none());
 }
 
 #[test]
-fn a_controller_away_for_12_s_is_waited_out_or_past_the_limit_given_up() {
+fn a_controller_away_for_12_s_is_waited_out_and_a_job_given_up_meanwhile_is_cancelled_when_it_answers()
+ {
     let _cluster = exclusive();
     if !cluster() {
         return;
     }
-    let patient = Tree::new("patient", &case(300, 50, ""));
-    let brittle = Tree::new("brittle", &case(600, 50, ""));
-    let spawn = |tree: &Tree, platform: &str| {
-        tree.run(platform, &[])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap()
-    };
-    let (a, b) = (spawn(&patient, "n1"), spawn(&brittle, "brittle"));
+    let patient = Tree::new("patient", &case(600, 50, ""));
+    let brittle = Tree::new("brittle", &case(3000, 50, ""));
+    let (a, a_err) = spawn_followed(&patient, "n1");
+    let (mut b, b_err) = spawn_followed(&brittle, "brittle");
     patient.wait_for_iteration(2);
     brittle.wait_for_iteration(2);
-    if stop_controller().is_none() {
-        let _ = writeln!(
-            std::io::stderr(),
-            "skipped: cannot stop this cluster's slurmctld"
-        );
-        assert!(std::env::var_os("GOLDGATE_SLURM_REQUIRED").is_none());
-        return;
-    }
+    let Some(controller) = stop_controller() else {
+        return cannot_stop_controller();
+    };
     let down = Instant::now();
-    // `brittle` (outage_limit 2s) gives its job up while the controller is away (its first
-    // `squeue` alone takes ~9 s to fail); the controller stays away at least 12 s.
-    let mut b = b;
-    let gave_up = wait(Duration::from_secs(90), || b.try_wait().unwrap().is_some());
+    // `brittle` (outage_limit 2s) gives its job up at its first failed `squeue` (which alone
+    // takes ~9 s to fail), and keeps sending `scancel` for 30 s; the controller stays away
+    // at least 12 s and until then.
+    let silent = wait(Duration::from_secs(120), || {
+        b_err.contains("slurm  controller not answering: ")
+    });
     while down.elapsed() < Duration::from_secs(12) {
         std::thread::sleep(Duration::from_millis(200));
     }
-    start_controller();
-    assert!(gave_up, "goldgate never gave the job up");
-    let b = b.wait_with_output().unwrap();
-    assert_eq!(b.status.code(), Some(3), "{}", text(&b));
+    controller.restart();
+    assert!(
+        silent,
+        "goldgate never said the controller is not answering"
+    );
+    let status = b.wait().unwrap();
+    let b_text = b_err.all();
+    assert_eq!(status.code(), Some(3), "{b_text}");
     let r = &brittle.records()[0];
     assert_eq!(
         r.outcome,
@@ -777,13 +1004,89 @@ fn a_controller_away_for_12_s_is_waited_out_or_past_the_limit_given_up() {
             state: "controller unreachable".to_owned()
         }
     );
+    let id = brittle.indexes()[0].jobs[0].scheduler_job_ids[0];
     let line = r.attempts[0].failure_line.clone().unwrap_or_default();
-    assert!(line.contains("goldgate cancel"), "{line}");
-    // `patient` (the default limit) lived through it and passed.
+    assert_eq!(
+        line,
+        format!(
+            "Slurm's controller did not answer for longer than slurm.outage_limit (2s); goldgate gave Slurm job {id} up and cancelled it (scancel {id})"
+        )
+    );
+    assert!(b_text.contains(&format!("error: {line}")), "{b_text}");
+    // Cancelled by goldgate itself once the controller answered: no `goldgate cancel` needed.
+    assert!(
+        brittle.wait_for_empty_queue(),
+        "the given-up job is still queued"
+    );
+    // `patient` (the default limit of 10 minutes) lived through it and passed.
     let a = a.wait_with_output().unwrap();
-    assert_eq!(a.status.code(), Some(0), "{}", text(&a));
+    let a_text = a_err.all();
+    assert_eq!(a.status.code(), Some(0), "{a_text}");
     assert_eq!(patient.records()[0].outcome, Outcome::Passed);
-    // What `brittle` could not cancel while the controller was away, `goldgate cancel` does.
+    assert!(
+        a_text.contains("slurm  controller not answering: "),
+        "{a_text}"
+    );
+}
+
+#[test]
+fn a_controller_away_for_45_s_is_said_when_it_stops_and_when_it_answers_and_a_job_given_up_says_how_to_cancel_it()
+ {
+    let _cluster = exclusive();
+    if !cluster() {
+        return;
+    }
+    // Both jobs outlast the outage: `patient` is still followed when the controller answers.
+    let patient = Tree::new("patient", &case(2400, 50, ""));
+    let brittle = Tree::new("brittle", &case(4000, 50, ""));
+    let (a, a_err) = spawn_followed(&patient, "n1");
+    let (mut b, b_err) = spawn_followed(&brittle, "brittle");
+    patient.wait_for_iteration(2);
+    brittle.wait_for_iteration(2);
+    let stopping = Instant::now();
+    let Some(controller) = stop_controller() else {
+        return cannot_stop_controller();
+    };
+    let down = Instant::now();
+    // `brittle` gives up and tries to cancel for 30 s while the controller is away.
+    let exited = wait(Duration::from_secs(180), || b.try_wait().unwrap().is_some());
+    while down.elapsed() < Duration::from_secs(45) {
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let away = down.elapsed();
+    controller.restart();
+    assert!(exited, "goldgate never gave the job up");
+    let b_text = b_err.all();
+    assert_eq!(b.wait().unwrap().code(), Some(3), "{b_text}");
+    let id = brittle.indexes()[0].jobs[0].scheduler_job_ids[0];
+    let line = brittle.records()[0].attempts[0]
+        .failure_line
+        .clone()
+        .unwrap_or_default();
+    let out_dir = brittle.path().join("out");
+    for said in [
+        "its cancel could not be sent within 30 s (",
+        &format!(
+            "the job may still run; once the controller answers, `goldgate cancel --out {}`",
+            out_dir.display()
+        ),
+        &format!("(or `scancel {id}`) cancels it"),
+    ] {
+        assert!(line.contains(said), "{said}: {line}");
+    }
+    // The run's last line says it too.
+    let last = b_text
+        .lines()
+        .find(|l| l.starts_with("goldgate: slurm executor: "))
+        .unwrap_or_default();
+    assert!(
+        last.contains(&format!(
+            "Slurm job(s) {id} given up and not cancelled may still run"
+        )),
+        "{b_text}"
+    );
+    // And it does: still running once the controller is back, until `goldgate cancel`.
+    assert_eq!(brittle.in_queue().len(), 1, "{b_text}");
     let out = cli::goldgate()
         .current_dir(brittle.path())
         .args(["cancel", "--out", "out"])
@@ -793,6 +1096,29 @@ fn a_controller_away_for_12_s_is_waited_out_or_past_the_limit_given_up() {
     assert!(
         brittle.wait_for_empty_queue(),
         "the given-up job is still queued"
+    );
+    // `patient` said when the controller stopped answering and when it answered again, with
+    // how long it was away: from its first unanswered call (while slurmctld stopped, or a
+    // poll interval after) to its first answered one (its polls back off to one in 30 s).
+    let a = a.wait_with_output().unwrap();
+    let a_text = a_err.all();
+    assert_eq!(a.status.code(), Some(0), "{a_text}");
+    assert_eq!(patient.records()[0].outcome, Outcome::Passed);
+    assert_eq!(
+        a_text.matches("slurm  controller not answering: ").count(),
+        1,
+        "{a_text}"
+    );
+    let after = a_text
+        .lines()
+        .find_map(|l| l.strip_prefix("slurm  controller answers again after "))
+        .and_then(clock_seconds);
+    let after = after.unwrap_or_else(|| panic!("no line says the controller answers: {a_text}"));
+    let since_stop = stopping.elapsed().as_secs();
+    assert!(
+        after + 2 >= away.as_secs() && after <= since_stop,
+        "away {} s, stopped {since_stop} s ago, said {after} s: {a_text}",
+        away.as_secs()
     );
 }
 
@@ -833,7 +1159,7 @@ fn log_with_a_long_line() -> Vec<u8> {
     };
     let long_tail = format!(
         "{} CUDA out of memory | grad norm: 7.0 | iteration 9/3 |",
-        " ".repeat(goldgate_core::observe::log::MAX_LINE)
+        " ".repeat(goldgate_core::log::MAX_LINE)
     );
     [step(1, ""), step(2, &long_tail), step(3, "")]
         .concat()

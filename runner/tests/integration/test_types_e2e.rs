@@ -567,7 +567,7 @@ fn verdict_lines(o: &Output, tmp: &Path) -> String {
         .join("\n")
 }
 
-/// Issue 21 item 1: a case that expects its training to fail (`TEST_EVALUATION: xpass`) is
+/// A case that expects its training to fail (`TEST_EVALUATION: xpass`) is
 /// not "failed as expected" when goldgate could not start it, or stopped it at its timeout:
 /// exit 3, alone and inside a run of several jobs.
 #[test]

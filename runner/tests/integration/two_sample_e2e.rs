@@ -1,4 +1,4 @@
-//! The two-sample test end to end (issue 17): `bless` from ten unchanged jobs keeps their
+//! The two-sample test end to end: `bless` from ten unchanged jobs keeps their
 //! per-job samples beside Megatron's keys; `compare` under `test: two-sample` passes three
 //! unchanged jobs, fails three jobs 30 % slower with the estimated change and its interval,
 //! and falls back to the band, saying why, on a golden written without samples.

@@ -1,8 +1,8 @@
 // Snapshots of every form of an A/B report (what a user reads), from one fixed report.
 
 use super::*;
-use crate::compare::ab::Sequential;
-use crate::compare::ab_outcome::{AB_SCHEMA_VERSION, AbJob, AbMode, AbModeKind, ArmSpec};
+use crate::compare::ab::outcome::{AB_SCHEMA_VERSION, AbJob, AbMode, AbModeKind, ArmSpec};
+use goldgate_core::config::Sequential;
 use goldgate_schema::{MetricResult, Unit, Verdict};
 
 fn metric(
@@ -136,6 +136,8 @@ fn report() -> AbReport {
         finished: true,
         job_seconds: 126.0,
         exit_code: Some(1),
+        precision: None,
+        checks: None,
     }
 }
 
@@ -185,4 +187,134 @@ fn a_launch_failure_says_what_failed() {
     let text = render_terminal(&r);
     assert!(text.ends_with("verdict: job failed\n"), "{text}");
     insta::assert_snapshot!(text);
+}
+
+/// A within-job run asked for `--precision 3%` that stopped short of it, with its design checks
+/// (one failed): the terminal and the markdown say where the intervals stand, how many more
+/// jobs would reach the precision, and which check failed and what it means.
+fn within_job_report() -> AbReport {
+    use crate::compare::ab::precision::Precision;
+    use crate::compare::ab::within_job::InJobTest;
+    use crate::compare::ab::within_job::checks::{DesignCheck, InJobChecks};
+    let mut r = report();
+    r.mode = AbMode {
+        kind: AbModeKind::WithinJob,
+        reason: "the arms differ only in settings the probe switches while the job runs (empty-cache=remove): both arms in every job, save by save".into(),
+    };
+    r.within_job = Some(InJobTest {
+        alpha: 0.01,
+        min_effect: 0.03,
+        max_jobs: 3,
+        metrics: 2,
+    });
+    r.arms[1] = ArmSpec {
+        arm: "b".into(),
+        switches: vec!["empty-cache=remove".into()],
+        ..ArmSpec::default()
+    };
+    r.jobs = (1..=3)
+        .map(|i| AbJob {
+            arm: "ab".into(),
+            run_id: format!("20261201-160000-abcd-{i:02}-ab"),
+            ..job(i, "ab", "passed")
+        })
+        .collect();
+    r.pairs = 66;
+    let mut window = metric(
+        "checkpoint-window-time",
+        AbVerdict::Inconclusive,
+        0.408,
+        0.411,
+        Some((-0.036, 0.045)),
+        66,
+    );
+    window.test = AbTest::SignedRank;
+    window.change = Some(-0.001);
+    window.level = Some(0.99667);
+    let mut steps = metric(
+        "iteration-time",
+        AbVerdict::Improvement,
+        0.257,
+        0.249,
+        Some((-0.055, -0.003)),
+        63,
+    );
+    steps.test = AbTest::SignedRank;
+    steps.level = Some(0.99667);
+    r.metrics = vec![window, steps];
+    r.goldens.clear();
+    r.golden_note = Some("within-job: every job ran both arms, so none is judged against the goldens (goldgate run does that)".into());
+    r.precision = Some(Precision::of(&r.metrics, 0.03, 66));
+    let check =
+        |name: &str, compares: &str, change: f64, ci: (f64, f64), passed: bool| DesignCheck {
+            check: name.into(),
+            compares: compares.into(),
+            change,
+            interval: ci,
+            n: (17, 16),
+            passed,
+        };
+    r.checks = Some(InJobChecks {
+        metric: "checkpoint-window-time".into(),
+        level: 0.99,
+        ab_pairs: 35,
+        ba_pairs: 31,
+        tail_a: 6,
+        tail_b: 6,
+        checks: vec![
+            check(
+                "carry-over into A",
+                "A units after the other arm against A units after A",
+                0.023,
+                (-0.048, 0.098),
+                true,
+            ),
+            check(
+                "carry-over into B",
+                "B units after the other arm against B units after B",
+                -0.011,
+                (-0.07, 0.05),
+                true,
+            ),
+            check(
+                "order",
+                "the second save of a pair against the first",
+                -0.031,
+                (-0.058, -0.004),
+                false,
+            ),
+            check(
+                "end of job",
+                "the last 2 pairs of each job against its other pairs",
+                0.012,
+                (-0.03, 0.055),
+                true,
+            ),
+        ],
+    });
+    r.exit_code = Some(0);
+    r
+}
+
+#[test]
+fn a_within_job_report_shows_its_precision_and_design_checks() {
+    let r = within_job_report();
+    let text = render_terminal(&r);
+    assert!(text.contains("precision ±3 % asked: NOT reached"), "{text}");
+    assert!(
+        text.contains("(--max-jobs 6)"),
+        "(4.05/3)² × 66 = 121 pairs at 22 a job: {text}"
+    );
+    assert!(text.contains("check failed: order"), "{text}");
+    insta::assert_snapshot!("within_job_terminal", text);
+    insta::assert_snapshot!("within_job_markdown", render_markdown(&r));
+    let json: serde_json::Value = serde_json::from_str(&render_json(&r).unwrap()).unwrap();
+    assert_eq!(json["precision"]["reached"], false);
+    assert_eq!(json["checks"]["checks"][2]["passed"], false);
+    // A job-level report without either says nothing of them.
+    let plain = render_json(&report()).unwrap();
+    assert!(
+        !plain.contains("\"precision\"") && !plain.contains("\"checks\""),
+        "{plain}"
+    );
 }

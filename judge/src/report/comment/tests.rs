@@ -40,7 +40,7 @@ fn an_ab_takes_over_timing_and_the_golden_timing_rows_are_diagnostic() {
 fn a_comment_of_an_ab_alone_has_its_own_headline() {
     let mut r = ab();
     r.metrics.truncate(1);
-    r.metrics[0].verdict = crate::compare::ab::AbVerdict::Pass;
+    r.metrics[0].verdict = crate::compare::ab::metric::AbVerdict::Pass;
     r.exit_code = Some(0);
     let body = render(None, &[r.clone()]);
     assert!(
@@ -70,7 +70,7 @@ fn a_timing_regression_against_goldens_alone_no_longer_fails_the_headline() {
     let mut r = ab();
     r.metrics.truncate(2);
     for m in &mut r.metrics {
-        m.verdict = crate::compare::ab::AbVerdict::Pass;
+        m.verdict = crate::compare::ab::metric::AbVerdict::Pass;
     }
     r.exit_code = Some(0);
     let body = render(Some(&c), &[r.clone()]);

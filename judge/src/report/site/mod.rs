@@ -5,11 +5,13 @@
 //! plots, are written here; no third-party code. Pure: every page is returned as a `String`.
 
 mod axis;
+mod data;
 mod file;
 mod page;
 mod plot;
 mod script;
 
+pub use data::{SiteCase, SiteOptions, SitePlot};
 pub use file::case_file;
-pub use page::{SiteCase, SiteOptions, SitePlot, esc, render_case, render_index};
+pub use page::{render_case, render_index};
 pub use script::safe_href;

@@ -6,56 +6,12 @@
 
 use std::fmt::Write as _;
 
+use super::data::{SiteCase, SiteOptions, SitePlot, short};
 use super::file::case_file;
 use super::plot::render_plot;
-use super::script::{SCRIPT, STYLE};
-use crate::history::SeriesKey;
+use super::script::{SCRIPT, STYLE, esc, json_in_script};
 use crate::history::changes::ChangePoint;
-use crate::history::series::{Annotation, Point};
-
-/// One plot: a series, its points and change points.
-#[derive(Clone, Debug, PartialEq)]
-pub struct SitePlot {
-    pub key: SeriesKey,
-    pub points: Vec<Point>,
-    pub changes: Vec<ChangePoint>,
-}
-
-/// One page: every series of a case.
-#[derive(Clone, Debug, PartialEq)]
-pub struct SiteCase {
-    pub case: String,
-    pub plots: Vec<SitePlot>,
-    pub annotations: Vec<Annotation>,
-}
-
-/// What every page shares.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SiteOptions {
-    /// A run's link: `{run}` is replaced by its run id and `{path}` by its results.json path;
-    /// `None` links nothing (the tooltip shows the stored path).
-    pub run_url: Option<String>,
-    /// The store it was made from, as shown (passwords hidden).
-    pub source: String,
-    /// When it was made (RFC 3339).
-    pub generated: String,
-}
-
-/// `&`, `<`, `>`, `"` and `'` escaped for HTML text and attributes.
-pub fn esc(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
+use crate::history::series::Point;
 
 fn page(title: &str, body: &str, opts: &SiteOptions) -> String {
     format!(
@@ -70,9 +26,13 @@ fn page(title: &str, body: &str, opts: &SiteOptions) -> String {
     )
 }
 
-/// The index: one row per case with its series and the latest change point.
+/// The index: the filter, then one row per case with its series and the latest change point.
+/// Each case's metric names (and those with a change point) are JSON beside the table, so the
+/// filter finds a case by a metric it has and links that metric's plots on its page.
 pub fn render_index(cases: &[SiteCase], opts: &SiteOptions) -> String {
-    let mut body = String::from("<h1>goldgate history</h1>\n<table class=\"index\">\n");
+    let mut body = String::from("<h1>goldgate history</h1>\n");
+    body.push_str(&controls("filter cases and metrics"));
+    body.push_str("<table class=\"index\">\n");
     body.push_str(
         "<tr><th>case</th><th>series</th><th>runs</th><th>latest change point</th></tr>\n",
     );
@@ -82,7 +42,8 @@ pub fn render_index(cases: &[SiteCase], opts: &SiteOptions) -> String {
             latest_change(&c.plots).map_or_else(|| "none".to_owned(), |(p, cp)| change_text(p, cp));
         let _ = writeln!(
             body,
-            "<tr><td><a href=\"{}\">{}</a></td><td>{}</td><td>{runs}</td><td>{}</td></tr>",
+            "<tr class=\"case\"><td><a href=\"{}\">{}</a><div class=\"hits\" hidden></div></td>\
+             <td>{}</td><td>{runs}</td><td>{}</td></tr>",
             esc(&case_file(&c.case)),
             esc(&c.case),
             c.plots.len(),
@@ -90,7 +51,40 @@ pub fn render_index(cases: &[SiteCase], opts: &SiteOptions) -> String {
         );
     }
     body.push_str("</table>\n");
+    let _ = writeln!(
+        body,
+        "<script type=\"application/json\" id=\"cases\">{}</script>",
+        index_data(cases)
+    );
     page("goldgate history", &body, opts)
+}
+
+/// Per case, in the table's order: its name, its metrics and the metrics with a change point
+/// (each once, by name, over every variant and platform).
+fn index_data(cases: &[SiteCase]) -> String {
+    let rows: Vec<serde_json::Value> = cases
+        .iter()
+        .map(|c| {
+            let names = |changed: bool| -> std::collections::BTreeSet<&str> {
+                c.plots
+                    .iter()
+                    .filter(|p| !changed || !p.changes.is_empty())
+                    .map(|p| p.key.metric.as_str())
+                    .collect()
+            };
+            serde_json::json!({"case": c.case, "metrics": names(false), "changed": names(true)})
+        })
+        .collect();
+    json_in_script(&serde_json::Value::Array(rows))
+}
+
+/// The filter box, `changed only` and the count of what is shown.
+fn controls(placeholder: &str) -> String {
+    format!(
+        "<p class=\"controls\"><input type=\"search\" id=\"filter\" placeholder=\"{placeholder}\" \
+         aria-label=\"{placeholder}\"><label><input type=\"checkbox\" id=\"changed-only\"> changed \
+         only</label><span id=\"shown\"></span></p>\n"
+    )
 }
 
 /// The plot whose last change point is the latest run (by start), and that change point.
@@ -123,10 +117,6 @@ fn change_text(p: &SitePlot, cp: &ChangePoint) -> String {
         short(&at.commit),
         cp.stats.forward_change() * 100.0
     )
-}
-
-fn short(commit: &str) -> String {
-    commit.chars().take(12).collect()
 }
 
 /// The plots in reading order: the default variant first (then the others by name), by
@@ -182,10 +172,9 @@ pub fn render_case(c: &SiteCase, opts: &SiteOptions) -> String {
         esc(&c.case)
     );
     body.push_str(&changed_line(&plots));
+    body.push_str(&controls("filter metrics"));
     body.push_str(
-        "<p class=\"controls\"><input type=\"search\" id=\"filter\" placeholder=\"filter metrics\" \
-         aria-label=\"filter metrics\"><label><input type=\"checkbox\" id=\"changed-only\"> changed \
-         only</label><span id=\"shown\"></span></p>\n<p class=\"legend\">\
+        "<p class=\"legend\">\
          <span class=\"sw\" style=\"border-top:6px dotted #4a7fc1\"></span>a job\
          <span class=\"sw\" style=\"border-top:2px solid #c14a4a\"></span>run median\
          <span class=\"sw\" style=\"border-top:3px solid #e08a00\"></span>change point\
@@ -213,7 +202,9 @@ pub fn render_case(c: &SiteCase, opts: &SiteOptions) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::history::SeriesKey;
     use crate::history::changes::Stats;
+    use crate::history::series::Annotation;
 
     fn point(i: usize, v: &[f64]) -> Point {
         Point {
@@ -354,6 +345,56 @@ mod tests {
             "{html}"
         );
         assert!(html.contains("checkpoint-blocking-time at run-2"));
+    }
+
+    #[test]
+    fn the_index_has_a_filter_and_each_cases_metrics_as_inert_json() {
+        let c = SiteCase {
+            plots: vec![
+                plot("checkpoint-blocking-time", "default", true),
+                plot("checkpoint-blocking-time", "async", false),
+                plot("</script><!--x", "default", false),
+            ],
+            ..case()
+        };
+        let html = render_index(&[c], &opts());
+        assert!(html.contains("id=\"filter\""), "{html}");
+        assert!(html.contains("<tr class=\"case\">"), "{html}");
+        let at = html
+            .find("<script type=\"application/json\" id=\"cases\">")
+            .unwrap();
+        let rest = &html[at..];
+        let json = &rest[rest.find('>').unwrap() + 1..rest.find("</script>").unwrap()];
+        // Each metric once, over variants; a name that would end the element stays inside it.
+        let data: serde_json::Value = serde_json::from_str(json).unwrap();
+        assert_eq!(
+            data,
+            serde_json::json!([{
+                "case": "gpt/<small>",
+                "metrics": ["</script><!--x", "checkpoint-blocking-time"],
+                "changed": ["checkpoint-blocking-time"],
+            }])
+        );
+        assert!(!json.contains('<'), "{json}");
+    }
+
+    #[test]
+    fn the_index_renders_as_its_snapshot() {
+        let c = SiteCase {
+            plots: vec![
+                plot("checkpoint-blocking-time", "default", true),
+                plot("lm loss", "async", false),
+            ],
+            ..case()
+        };
+        let other = SiteCase {
+            case: "moe/quiet".into(),
+            plots: vec![plot("lm loss", "default", false)],
+            annotations: Vec::new(),
+        };
+        let html = render_index(&[c, other], &opts());
+        let body = &html[html.find("<body>").unwrap()..html.find("<div id=\"tip\"").unwrap()];
+        insta::assert_snapshot!(body);
     }
 
     #[test]

@@ -7,8 +7,8 @@
 use std::fmt::Write as _;
 
 use super::axis::{x_labels, y_range, y_ticks};
-use super::page::{SiteOptions, SitePlot, esc};
-use super::script::{json_in_script, percent_encode, safe_href};
+use super::data::{SiteOptions, SitePlot, short};
+use super::script::{esc, json_in_script, percent_encode, safe_href};
 use crate::history::series::Annotation;
 use crate::report::units::value;
 use goldgate_schema::Unit;
@@ -195,10 +195,6 @@ fn x_axis(svg: &mut String, plot: &SitePlot, x: &dyn Fn(usize) -> f64) {
             esc(&commit)
         );
     }
-}
-
-fn short(commit: &str) -> String {
-    commit.chars().take(12).collect()
 }
 
 /// The tooltip data of a plot: per run its id, commit, branch, start, median and jobs

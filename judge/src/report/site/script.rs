@@ -1,8 +1,25 @@
 //! Stage "report": what the site's pages run and how data reaches it safely. Names, run ids
-//! and paths come from records a job can write, so nothing of them may run: the JSON inside a
+//! and paths come from records a job can write, so nothing of them may run: text and
+//! attributes are HTML-escaped ([`esc`]), the JSON inside a
 //! `<script>` element escapes every character that could end the element or open a comment
 //! (`<`, `>`, `&`) and the two line separators old parsers end a string at, and a link is only
 //! ever `http(s)://…` or a relative path (a run id `javascript:alert(4)` stays text).
+
+/// `&`, `<`, `>`, `"` and `'` escaped for HTML text and attributes.
+pub(crate) fn esc(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
 
 /// `value` as JSON that is inert inside `<script type="application/json">`: `<`, `>`, `&`,
 /// U+2028 and U+2029 written as `\uXXXX` escapes (they can only occur inside strings, where an
@@ -67,11 +84,13 @@ line.change{stroke:#e08a00;stroke-width:3}text.change{font-size:11px;fill:#b56a0
 line.note{stroke:#2a9d5c;stroke-width:2;stroke-dasharray:4 3}text.note{font-size:11px;fill:#2a9d5c}\
 rect.hit{fill:transparent;cursor:pointer}rect.hit:hover{fill:#0001}\
 #tip{position:absolute;background:#fff;border:1px solid #bbb;box-shadow:0 2px 6px #0002;padding:6px 10px;font-size:12px;max-width:440px;overflow-wrap:anywhere}\
+.hits{font-size:12px;color:#555;margin-top:2px}.hits a{color:#2458a6}\
 #tip a{color:#2458a6}#tip code{font-size:11px;color:#555}footer{margin-top:32px;color:#999;font-size:12px}";
 
 /// Hover shows a run, a click pins it (so its links can be followed); the filter box and
-/// `changed only` hide plots; the body records how many plots have data
-/// (`data-plots-with-data`) for the browser test.
+/// `changed only` hide plots on a case page and cases on the index (where a metric that
+/// matches links its case's page filtered to it; `#filter=TEXT` fills the box); the body
+/// records how many plots have data (`data-plots-with-data`) for the browser test.
 pub(crate) const SCRIPT: &str = r#"
 (function () {
   var tip = document.getElementById('tip');
@@ -127,13 +146,40 @@ pub(crate) const SCRIPT: &str = r#"
   var filter = document.getElementById('filter');
   var changedOnly = document.getElementById('changed-only');
   var count = document.getElementById('shown');
-  function apply() {
-    var text = filter ? filter.value.trim().toLowerCase() : '';
-    var only = changedOnly ? changedOnly.checked : false;
+  var index = document.getElementById('cases');
+  var cases = index ? JSON.parse(index.textContent) : [];
+  var rows = document.querySelectorAll('tr.case');
+  function has(name, text) { return name.toLowerCase().indexOf(text) >= 0; }
+  // The index: a case shows when its name or one of its metrics (one with a change point,
+  // under `changed only`) matches; the matching metrics link its page, filtered to each.
+  function applyIndex(text, only) {
+    var shown = 0;
+    rows.forEach(function (row, i) {
+      var c = cases[i] || { 'case': '', metrics: [], changed: [] };
+      var hits = text === '' ? [] :
+        (only ? c.changed : c.metrics).filter(function (m) { return has(m, text); });
+      var visible = hits.length > 0 || (has(c['case'], text) && (!only || c.changed.length > 0));
+      row.hidden = !visible;
+      if (visible) { shown += 1; }
+      var box = row.querySelector('div.hits');
+      var page = row.querySelector('a').getAttribute('href');
+      box.textContent = '';
+      box.hidden = hits.length === 0;
+      hits.slice(0, 12).forEach(function (m, k) {
+        if (k > 0) { box.appendChild(document.createTextNode(' · ')); }
+        var link = add(box, 'a', m);
+        if (safe(page)) { link.href = page + '#filter=' + encodeURIComponent(m); }
+      });
+      if (hits.length > 12) { add(box, 'span', ' · ' + (hits.length - 12) + ' more'); }
+    });
+    if (count) { count.textContent = shown + ' of ' + rows.length + ' cases'; }
+  }
+  // A case page: a plot shows when its metric matches (and changed, under `changed only`).
+  function applyCase(text, only) {
     var shown = 0;
     figs.forEach(function (fig) {
-      var metric = (fig.getAttribute('data-metric') || '').toLowerCase();
-      var visible = metric.indexOf(text) >= 0 && (!only || fig.getAttribute('data-changed') === '1');
+      var metric = fig.getAttribute('data-metric') || '';
+      var visible = has(metric, text) && (!only || fig.getAttribute('data-changed') === '1');
       fig.hidden = !visible;
       if (visible) { shown += 1; }
     });
@@ -141,6 +187,16 @@ pub(crate) const SCRIPT: &str = r#"
       g.hidden = g.querySelectorAll('figure.plot:not([hidden])').length === 0;
     });
     if (count) { count.textContent = shown + ' of ' + figs.length + ' plots'; }
+  }
+  function apply() {
+    var text = filter ? filter.value.trim().toLowerCase() : '';
+    var only = changedOnly ? changedOnly.checked : false;
+    if (index) { applyIndex(text, only); } else { applyCase(text, only); }
+  }
+  // `#filter=TEXT` (the index's metric links, or a link someone shares) fills the filter.
+  var wanted = /^#filter=(.*)$/.exec(location.hash);
+  if (wanted && filter) {
+    try { filter.value = decodeURIComponent(wanted[1]); } catch (e) { filter.value = ''; }
   }
   if (filter) { filter.addEventListener('input', apply); }
   if (changedOnly) { changedOnly.addEventListener('change', apply); }

@@ -3,3 +3,6 @@
 
 pub mod install;
 pub mod read;
+
+#[cfg(test)]
+mod python_tests;

@@ -139,6 +139,14 @@ pub struct RankProbe {
     /// `/proc/self/io` at the file's last write.
     #[serde(default)]
     pub io: Option<ProcIo>,
+    /// When Python loaded the probe in this process (seconds since the epoch): the process's
+    /// start, on the clock of goldgate's `started_at` (absent from older probes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_unix: Option<f64>,
+    /// Start-up marks, seconds after `started_unix`: `torch_imported`,
+    /// `megatron_training_imported`, `pretrain_entered` (those the process reached).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub startup: BTreeMap<String, f64>,
 }
 
 /// Every rank's probe record of one job, with problems found while reading.
@@ -251,7 +259,7 @@ impl ProbeSummary {
         m
     }
 
-    /// The job-total counters (issue 20): allocator counts (max across ranks), CUDA tensors
+    /// The job-total counters: allocator counts (max across ranks), CUDA tensors
     /// received and bytes written (summed over processes).
     fn counter_metrics(&self, m: &mut BTreeMap<String, f64>) {
         let max = |f: fn(&MemoryStats) -> Option<u64>| {

@@ -28,7 +28,11 @@ one; goldgate puts this file's folder first on ``PYTHONPATH`` for every rank. Th
   - ``torch.cuda.memory_stats()`` at an interval and at exit: peaks, alloc retries, OOMs,
     device allocs/frees, segments, inactive split bytes; the allocator settings in force;
   - on an out-of-memory error, with ``GOLDGATE_PROBE_HISTORY=1``, a memory snapshot pickle
-    that PyTorch's memory visualiser (pytorch.org/memory_viz) opens.
+    that PyTorch's memory visualiser (pytorch.org/memory_viz) opens;
+  - where the process's start-up went (``started_unix``: when Python loaded this file, on the
+    epoch clock; ``startup``: seconds from then until the workload had imported ``torch`` and
+    ``megatron.training.training``, and until Megatron's ``pretrain`` was entered), so a job's
+    start can be laid beside goldgate's own clock and the log's timestamps.
 In-job A/B (``goldgate ab --within-job``): ``GOLDGATE_INJOB_SCHEDULE`` holds one letter per
 outer save window in order (``-`` outside the design, ``a`` or ``b``), ``GOLDGATE_INJOB_A`` and
 ``GOLDGATE_INJOB_B`` each arm's switches (``save-delay=0.04,empty-cache=remove``). Before a
@@ -121,6 +125,12 @@ class _State:
         self.arm = None  # the arm in force
         self.skip_empty_cache = False
         self.pending = None  # the arm's save-delay / added empty_cache, done once per save
+        self.startup = {}  # start-up marks: seconds after ``started``
+
+
+def _mark(name):
+    """Records the first time a start-up mark is reached (seconds after the process started)."""
+    _S.startup.setdefault(name, round(time.time() - _S.started, 3))
 
 
 def _parse_switches(text):
@@ -306,6 +316,8 @@ def _write_locked(torch, final, force):
             "pid": os.getpid(),
             "final": final,
             "wall_seconds": round(time.time() - _S.started, 3),
+            "started_unix": round(_S.started, 3),
+            "startup": dict(_S.startup),
             "empty_cache": dict(_S.empty_cache),
             "fsync": dict(_S.fsync),
             "rebuild_cuda_tensor_calls": _S.rebuild_cuda_tensor_calls,
@@ -471,11 +483,27 @@ def _patch_attr(module, attr, torch, label, write_after=False, counted=False):
 def _on_megatron_training(module):
     # The training loop calls save_checkpoint_and_time(), which calls torch.cuda.empty_cache()
     # before its timer starts and then save_checkpoint(): the outer function is the window.
+    _mark("megatron_training_imported")
+    _mark_entry(module, "pretrain", "pretrain_entered")
     torch = sys.modules.get("torch")
     if torch is not None:
         _patch_attr(module, "save_checkpoint_and_time", torch, "megatron.save_checkpoint",
                     True, True)
         _patch_attr(module, "save_checkpoint", torch, "megatron.save_checkpoint", True, True)
+
+
+def _mark_entry(module, attr, name):
+    """Wraps ``module.attr`` so that its first call records the start-up mark ``name``."""
+    original = getattr(module, attr, None)
+    if original is None or getattr(original, "__wrapped__", None) is not None:
+        return
+
+    def entered(*args, **kwargs):
+        _mark(name)
+        return original(*args, **kwargs)
+
+    functools.update_wrapper(entered, original)
+    setattr(module, attr, entered)
 
 
 def _on_megatron_checkpointing(module):
@@ -613,6 +641,7 @@ def _poller(torch, interval):
 
 def _on_torch(torch):
     """Installs the probe once torch has been imported by the workload."""
+    _mark("torch_imported")
     _wrap_empty_cache(torch)
     _wrap_set_device(torch)
     _wrap_fsync()

@@ -8,7 +8,7 @@ use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// How long one Slurm command may run before goldgate stops it and calls it failed.
 pub(crate) const COMMAND_TIMEOUT: Duration = Duration::from_secs(60);
@@ -230,29 +230,36 @@ pub(crate) fn scancel(id: u64, signal: Option<&str>) -> Result<(), SlurmError> {
 }
 
 /// Slurm's own cancel of job `id`, waiting at most `limit` for `scancel` (which takes
-/// seconds to give up on a controller that does not answer); `false` when it failed or did
-/// not finish in time (it is then stopped).
-pub(crate) fn scancel_within(id: u64, limit: Duration) -> bool {
-    let Ok(mut child) = Command::new("scancel")
-        .arg(id.to_string())
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-    else {
-        return false;
-    };
-    let deadline = Instant::now() + limit;
-    loop {
-        match child.try_wait() {
-            Ok(Some(status)) => return status.success(),
-            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
-            _ => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return false;
-            }
+/// seconds to give up on a controller that does not answer; it is then stopped). A job Slurm
+/// no longer knows has nothing left to cancel: not an error.
+pub(crate) fn scancel_within(id: u64, limit: Duration) -> Result<(), SlurmError> {
+    match run_lines("scancel", &[&id.to_string()], limit, &mut |_| {}) {
+        Err(SlurmError::Failed { stderr, .. }) if stderr.contains("Invalid job id") => Ok(()),
+        other => other,
+    }
+}
+
+/// `sacct`'s state and exit code of job `id` (`--parsable2`: `CANCELLED by 0|0:15`), the
+/// job's own line only (`--allocations`); `None` when the cluster keeps no accounting
+/// (`Slurm accounting storage is disabled`) or has no line for the job.
+pub(crate) fn sacct_job(id: u64) -> Result<Option<String>, SlurmError> {
+    let jobs = format!("--jobs={id}");
+    let args = [
+        "--noheader",
+        "--parsable2",
+        "--allocations",
+        &jobs,
+        "--format=State,ExitCode",
+    ];
+    match run("sacct", &args) {
+        Ok(text) if text.trim().is_empty() => Ok(None),
+        Ok(text) => Ok(Some(text)),
+        Err(SlurmError::Failed { stderr, .. })
+            if stderr.contains("accounting storage is disabled") =>
+        {
+            Ok(None)
         }
+        Err(e) => Err(e),
     }
 }
 
@@ -313,7 +320,7 @@ mod tests {
 
     #[test]
     fn a_command_that_hangs_is_stopped_at_its_limit() {
-        let t = Instant::now();
+        let t = std::time::Instant::now();
         let err = run_lines("sleep", &["30"], Duration::from_millis(300), &mut |_| {});
         assert!(matches!(err, Err(SlurmError::TimedOut { .. })), "{err:?}");
         assert!(t.elapsed() < Duration::from_secs(20), "{:?}", t.elapsed());

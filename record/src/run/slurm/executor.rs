@@ -11,13 +11,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use super::command::{SlurmError, scancel, show_job, unhealthy_nodes};
-use super::followed::{
-    Followed, cancelled_line, final_state, give_up, job_exit, mark_started, see_exit, slurm_line,
-};
+use super::command::{SlurmError, scancel, unhealthy_nodes};
+use super::ended::{EndState, read_end, slurm_ended, slurm_line};
+use super::followed::{Followed, cancelled_line, give_up, job_exit, mark_started, see_exit};
 use super::node::read_nodes;
-use super::queue::{Queue, Seen};
-use super::state::{Cancelled, Phase, exit_code, outcome, phase};
+use super::queue::{Change, Queue, Seen};
+use super::state::{Cancelled, Phase, outcome, phase};
 use super::tail::Tail;
 use crate::metrics::Observed;
 use crate::plan::{BatchSpec, Job, Launcher, SamplerStep, batch_time_limit, render_batch};
@@ -53,6 +52,10 @@ pub struct SlurmExecutor {
     goldgate: Option<PathBuf>,
     /// The run's id, every batch job's `--comment` (`goldgate-run=<id>`).
     run_id: String,
+    /// The results folder (`--out`): what `goldgate cancel --out` is told.
+    out_dir: PathBuf,
+    /// Jobs given up after an outage whose cancel could not be sent: they may still run.
+    uncancelled: Mutex<Vec<u64>>,
     queue: Queue,
     /// By job id: the nodes its node failures left behind, excluded from its later attempts.
     excluded: Mutex<BTreeMap<String, Vec<String>>>,
@@ -94,6 +97,8 @@ impl SlurmExecutor {
             sample_interval: opts.sample_interval,
             goldgate: std::env::current_exe().ok(),
             run_id: opts.run_id.clone(),
+            out_dir: opts.out_dir.clone(),
+            uncancelled: Mutex::new(Vec::new()),
             queue: Queue::new(interval),
             excluded: Mutex::new(BTreeMap::new()),
             made: Instant::now(),
@@ -107,7 +112,8 @@ impl Executor for SlurmExecutor {
     }
 
     /// `squeue` calls so far (one per poll interval at most) and the time since the executor
-    /// was made.
+    /// was made; then the jobs given up after an outage that may still run, and how to
+    /// cancel them.
     fn finish_note(&self) -> Option<String> {
         let seconds = self.made.elapsed().as_secs_f64();
         let calls = self.queue.calls();
@@ -116,7 +122,23 @@ impl Executor for SlurmExecutor {
         } else {
             String::new()
         };
-        Some(format!("{calls} squeue call(s) in {seconds:.0} s{rate}"))
+        let mut note = format!("{calls} squeue call(s) in {seconds:.0} s{rate}");
+        let mut left = self
+            .uncancelled
+            .lock()
+            .map(|l| l.clone())
+            .unwrap_or_default();
+        left.sort_unstable();
+        if !left.is_empty() {
+            let ids: Vec<String> = left.iter().map(u64::to_string).collect();
+            note.push_str(&format!(
+                "; Slurm job(s) {} given up and not cancelled may still run: once the controller answers, `goldgate cancel --out {}` (or `scancel {}`) cancels them",
+                ids.join(", "),
+                self.out_dir.display(),
+                ids.join(" ")
+            ));
+        }
+        Some(note)
     }
 
     fn attempt(
@@ -296,10 +318,10 @@ impl SlurmExecutor {
             // failure, saying `srun: error: Node failure on n2`).
             let clean = !job.oom_kill && !job.slurm_error && job.cancel.is_none();
             if clean && job.exit == Some(0) {
-                break "COMPLETED".to_owned();
+                break EndState::of("COMPLETED");
             }
-            if let Some(state) = self.poll(&mut job, on_event)? {
-                break state;
+            if let Some(end) = self.poll(&mut job, ctx, on_event) {
+                break end;
             }
             self.maybe_cancel(&mut job, ctx, watchdog)?;
             std::thread::sleep(TICK);
@@ -311,32 +333,47 @@ impl SlurmExecutor {
         }
     }
 
-    /// Asks the queue about the job; `Some(state)` once it left the queue (or was given up
-    /// after an outage past the limit).
+    /// Asks the queue about the job (and says the controller's outages this worker noticed
+    /// first); `Some(end)` once it left the queue, or was given up after an outage past the
+    /// limit.
     fn poll(
         &self,
         job: &mut Followed,
+        ctx: &AttemptContext<'_>,
         on_event: &mut dyn FnMut(ExecEvent),
-    ) -> Result<Option<String>, String> {
+    ) -> Option<EndState> {
         let seen = self.queue.seen(job.id);
+        for change in self.queue.take_changes() {
+            on_event(match change {
+                Change::Silent { error } => ExecEvent::ControllerSilent {
+                    error,
+                    limit: job.outage_limit,
+                },
+                Change::Answers { after } => ExecEvent::ControllerAnswers { after },
+            });
+        }
         if let Some(outage) = self.queue.outage().or_else(|| job.failing.clone())
             && outage.since.elapsed() > job.outage_limit
         {
-            return Ok(Some(give_up(job, &outage)));
+            let end = give_up(job, &outage, ctx.stop);
+            if let (Some(Err(_)), Ok(mut left)) = (&job.given_up, self.uncancelled.lock()) {
+                left.push(job.id);
+            }
+            return Some(end);
         }
         let entry = match seen {
-            Seen::NotYet => return Ok(None),
+            Seen::NotYet => return None,
             Seen::Gone => {
-                return Ok(match final_state(job.id) {
-                    Ok(state) => {
+                return match read_end(job.id) {
+                    Ok(end) => {
                         job.failing = None;
-                        Some(state)
+                        Some(end)
                     }
                     Err(e) => {
                         job.failed(e);
                         None
                     }
-                });
+                };
             }
             Seen::Listed(entry) => entry,
         };
@@ -351,13 +388,17 @@ impl SlurmExecutor {
                         reason: entry.reason,
                     });
                 }
-                Ok(None)
+                None
             }
             Phase::Running => {
                 mark_started(job, on_event);
-                Ok(None)
+                None
             }
-            Phase::Ended => Ok(Some(entry.state)),
+            Phase::Ended => Some(EndState {
+                state: entry.state,
+                reason: entry.reason,
+                exit: None,
+            }),
         }
     }
 
@@ -411,7 +452,7 @@ impl SlurmExecutor {
     fn ended(
         &self,
         mut job: Followed,
-        state: String,
+        end_state: EndState,
         watch: LogWatch,
         log: &Path,
         limit: Option<Duration>,
@@ -420,27 +461,40 @@ impl SlurmExecutor {
         let (summary, save_marks, tail, stored) =
             watch.finish_all(on_event, &mut |line| see_exit(line, &mut job));
         stored?;
-        if state == "FAILED" && job.exit.is_none() {
-            job.exit = show_job(job.id).ok().flatten().and_then(|t| exit_code(&t));
+        if end_state.state == "FAILED" && job.exit.is_none() {
+            job.exit = (end_state.exit).or_else(|| read_end(job.id).ok().and_then(|e| e.exit));
         }
         job.exit = job_exit(&job);
         let now = Instant::now();
         let end = job.ended.unwrap_or(now);
+        // Queued: from submission until the job started, or, one that never started, until
+        // it left the queue (or was given up): then all of it was pending.
         let queued = job.started.unwrap_or(end).duration_since(job.submitted);
         let wall = job
             .started
             .map_or(Duration::ZERO, |s| end.duration_since(s));
         let signs = crate::run::watch::signs(&summary);
-        let cancelled = job.cancel.clone().map_or(Cancelled::No, |(why, _, _)| why);
-        let ours = cancelled_line(job.id, &cancelled, job.failing.as_ref());
+        let cancelled = match job.cancel.clone().map_or(Cancelled::No, |(why, _, _)| why) {
+            Cancelled::NotStarted { reason, .. } => Cancelled::NotStarted {
+                reason,
+                pending_seconds: queued.as_secs_f64(),
+            },
+            other => other,
+        };
+        let ours = cancelled_line(&job, &cancelled, &self.out_dir);
+        // Slurm ended the job itself (TIMEOUT, CANCELLED by someone, NODE_FAIL, ...): its word
+        // explains it, not the signal's echo in the log (`Exited with exit code 143`).
+        let slurm_ended_it = cancelled == Cancelled::No && slurm_ended(&end_state.state).is_some();
         // Slurm enforces whole minutes.
         let limit_seconds = limit.map_or(0.0, |l| (crate::plan::slurm_minutes(l) * 60) as f64);
-        let outcome = outcome(&state, job.exit, cancelled, signs, limit_seconds);
-        let (failure_line, log_tail) =
-            crate::run::watch::diagnosis(&summary, tail, outcome.passed());
-        let failure_line = ours.or(failure_line).or_else(|| {
-            (!outcome.passed()).then(|| slurm_line(job.id, &state, job.exit, &job.nodes))
-        });
+        let outcome = outcome(&end_state.state, job.exit, cancelled, signs, limit_seconds);
+        let (log_line, log_tail) = crate::run::watch::diagnosis(&summary, tail, outcome.passed());
+        let slurms =
+            (!outcome.passed()).then(|| slurm_line(job.id, &end_state, job.exit, &job.nodes));
+        let failure_line = match slurm_ended_it {
+            true => ours.or(slurms),
+            false => ours.or(log_line).or(slurms),
+        };
         Ok(AttemptOutput {
             outcome,
             signs,

@@ -1,15 +1,15 @@
 //! Stage "run", Slurm executor: one submitted batch job being followed — [`Followed`], what
 //! goldgate knows of it so far (started, exit line, pending reason, cancel, the outage of
-//! Slurm's commands), why goldgate should cancel it, and the lines that explain how it ended.
+//! Slurm's commands), why goldgate should cancel it, and the lines that explain how goldgate
+//! ended it.
 
+use std::path::Path;
 use std::time::{Duration, Instant};
 
-use super::command::{scancel_within, show_job};
-
-/// How long a job given up after an outage waits for its `scancel`.
-const GIVE_UP_CANCEL: Duration = Duration::from_secs(2);
+use super::command::scancel_within;
+use super::ended::EndState;
 use super::queue::Outage;
-use super::state::{Cancelled, field, never_clears};
+use super::state::{Cancelled, never_clears};
 use crate::launch::StopFlag;
 use crate::plan::EXIT_MARKER;
 use crate::run::event::ExecEvent;
@@ -39,7 +39,16 @@ pub(crate) struct Followed {
     pub(crate) outage_limit: Duration,
     /// `scontrol`/`scancel` failing since (`squeue`'s own outage is the queue's).
     pub(crate) failing: Option<Outage>,
+    /// Given up after an outage: whether its cancel was sent (the error when not).
+    pub(crate) given_up: Option<Result<(), String>>,
 }
+
+/// How long goldgate goes on sending `scancel` to a job it gave up after an outage: a
+/// controller that answers again within it (a restart, a failover) gets the cancel.
+pub(crate) const GIVE_UP_CANCEL: Duration = Duration::from_secs(30);
+
+/// The pause between two `scancel`s of a job given up.
+const GIVE_UP_RETRY: Duration = Duration::from_secs(2);
 
 pub(crate) fn mark_started(job: &mut Followed, on_event: &mut dyn FnMut(ExecEvent)) {
     if job.started.is_none() {
@@ -87,21 +96,13 @@ pub(crate) fn job_exit(job: &Followed) -> Option<i32> {
     }
 }
 
-/// What Slurm said of a job that did not pass: `Slurm job 12 ended FAILED (exit 1)`, with
-/// its nodes after a node failure (`... ended NODE_FAIL on n2`).
-pub(crate) fn slurm_line(id: u64, state: &str, exit: Option<i32>, nodes: &str) -> String {
-    let on = match state {
-        "NODE_FAIL" if !nodes.is_empty() => format!(" on {nodes}"),
-        _ => String::new(),
-    };
-    match exit {
-        Some(code) => format!("Slurm job {id} ended {state}{on} (exit {code})"),
-        None => format!("Slurm job {id} ended {state}{on}"),
-    }
-}
-
-/// The failure line of a job goldgate gave up itself: never started, or Slurm unreachable.
-pub(crate) fn cancelled_line(id: u64, why: &Cancelled, failing: Option<&Outage>) -> Option<String> {
+/// The failure line of a job goldgate ended itself: on Ctrl-C, past its time limit, never
+/// started (pending for
+/// `pending_seconds`, its whole time in the queue), or given up after Slurm's controller did
+/// not answer — cancelled then, or how to cancel it when the cancel could not be sent (`out`:
+/// the run's results folder).
+pub(crate) fn cancelled_line(job: &Followed, why: &Cancelled, out: &Path) -> Option<String> {
+    let id = job.id;
     match why {
         Cancelled::NotStarted {
             reason,
@@ -111,24 +112,66 @@ pub(crate) fn cancelled_line(id: u64, why: &Cancelled, failing: Option<&Outage>)
                 format!("Slurm job {id} cannot start: pending for {reason} ({meaning}); cancelled")
             }
             None => format!(
-                "Slurm job {id} was still pending ({reason}) after {pending_seconds:.0} s, past the pending limit (--pending-limit, slurm.pending_limit); cancelled"
+                "Slurm job {id} was pending ({reason}) for {pending_seconds:.0} s, past the pending limit (--pending-limit, slurm.pending_limit); cancelled"
             ),
         }),
-        Cancelled::Unreachable => Some(format!(
-            "Slurm's controller did not answer for longer than slurm.outage_limit ({}); Slurm job {id} may still be in the queue: goldgate cancel cancels what the run left there",
-            failing.map_or("", |o| o.error.as_str())
+        Cancelled::Unreachable => {
+            let silent = format!(
+                "Slurm's controller did not answer for longer than slurm.outage_limit ({}); goldgate gave Slurm job {id} up",
+                clock(job.outage_limit)
+            );
+            let error = match &job.given_up {
+                Some(Ok(())) => return Some(format!("{silent} and cancelled it (scancel {id})")),
+                Some(Err(e)) => e.as_str(),
+                None => job.failing.as_ref().map_or("", |o| o.error.as_str()),
+            };
+            Some(format!(
+                "{silent}; its cancel could not be sent within {} s ({error}): the job may still run; once the controller answers, `goldgate cancel --out {}` (or `scancel {id}`) cancels it",
+                GIVE_UP_CANCEL.as_secs(),
+                out.display()
+            ))
+        }
+        Cancelled::Interrupt => Some(format!(
+            "goldgate cancelled Slurm job {id} (Ctrl-C or SIGTERM to goldgate)"
         )),
-        Cancelled::No | Cancelled::Interrupt | Cancelled::Timeout => None,
+        Cancelled::Timeout => Some(format!(
+            "goldgate cancelled Slurm job {id}: still running a minute past its Slurm time limit (--timeout)"
+        )),
+        Cancelled::No => None,
     }
 }
 
-/// Gives a job up after an outage past its limit: cancels it if Slurm listens again by
-/// now (it may not: `scancel` gets [`GIVE_UP_CANCEL`]), and ends its following.
-pub(crate) fn give_up(job: &mut Followed, outage: &Outage) -> String {
-    let _ = scancel_within(job.id, GIVE_UP_CANCEL);
+/// `2s`, `10m`, `1h30m`: an outage limit as a user writes it.
+fn clock(d: Duration) -> String {
+    let s = d.as_secs();
+    match (s / 3600, s / 60 % 60, s % 60) {
+        (0, 0, s) => format!("{s}s"),
+        (0, m, 0) => format!("{m}m"),
+        (0, m, s) => format!("{m}m{s}s"),
+        (h, 0, _) => format!("{h}h"),
+        (h, m, _) => format!("{h}h{m}m"),
+    }
+}
+
+/// Gives a job up after an outage past its limit: sends `scancel` until it is taken or
+/// [`GIVE_UP_CANCEL`] passed (a stop request ends the tries early), keeps whether it was
+/// sent, and ends its following.
+pub(crate) fn give_up(job: &mut Followed, outage: &Outage, stop: &StopFlag) -> EndState {
+    let deadline = Instant::now() + GIVE_UP_CANCEL;
+    let sent = loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match scancel_within(job.id, left.max(Duration::from_secs(1))) {
+            Ok(()) => break Ok(()),
+            Err(e) if stop.is_requested() || Instant::now() + GIVE_UP_RETRY >= deadline => {
+                break Err(e.to_string());
+            }
+            Err(_) => std::thread::sleep(GIVE_UP_RETRY),
+        }
+    };
+    job.given_up = Some(sent);
     job.failing = Some(outage.clone());
     job.cancel = Some((Cancelled::Unreachable, Instant::now(), true));
-    "UNKNOWN".to_owned()
+    EndState::of("UNKNOWN")
 }
 
 impl Followed {
@@ -148,6 +191,7 @@ impl Followed {
             pending_limit,
             outage_limit,
             failing: None,
+            given_up: None,
         }
     }
 
@@ -184,15 +228,6 @@ impl Followed {
     }
 }
 
-/// The end state of a job `squeue` no longer lists, from `scontrol show job`.
-pub(crate) fn final_state(id: u64) -> Result<String, String> {
-    let text = show_job(id).map_err(|e| e.to_string())?;
-    Ok(text
-        .as_deref()
-        .and_then(|t| field(t, "JobState"))
-        .map_or_else(|| "UNKNOWN".to_owned(), str::to_owned))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -212,5 +247,39 @@ mod tests {
         let mut alone = Followed::new(8, (Duration::from_secs(1), Duration::from_secs(1)));
         see_exit(b"goldgate: the nodes exited with 137", &mut alone);
         assert_eq!(job_exit(&alone), Some(137));
+    }
+
+    #[test]
+    fn a_job_given_up_says_whether_its_cancel_was_sent_and_else_how_to_cancel_it() {
+        let out = Path::new("/ci/out");
+        let mut job = Followed::new(12, (Duration::from_secs(3600), Duration::from_secs(600)));
+        job.given_up = Some(Ok(()));
+        let sent = cancelled_line(&job, &Cancelled::Unreachable, out).unwrap();
+        insta::assert_snapshot!("given_up_and_cancelled", sent);
+        job.given_up = Some(Err(
+            "`scancel 12` failed (exit status: 1): scancel: error: Kill job error on job id 12: Unable to contact slurm controller (connect failure)".into(),
+        ));
+        let unsent = cancelled_line(&job, &Cancelled::Unreachable, out).unwrap();
+        insta::assert_snapshot!("given_up_not_cancelled", unsent);
+        assert!(unsent.contains("may still run"), "{unsent}");
+        assert!(
+            unsent.contains("`goldgate cancel --out /ci/out`"),
+            "{unsent}"
+        );
+        assert!(unsent.contains("`scancel 12`"), "{unsent}");
+    }
+
+    #[test]
+    fn outage_limits_read_as_written() {
+        let cases = [
+            (2, "2s"),
+            (90, "1m30s"),
+            (600, "10m"),
+            (3600, "1h"),
+            (5400, "1h30m"),
+        ];
+        for (seconds, want) in cases {
+            assert_eq!(clock(Duration::from_secs(seconds)), want);
+        }
     }
 }

@@ -4,6 +4,7 @@
 //! run that died left in the queue found and cancelled.
 
 mod command;
+mod ended;
 mod executor;
 mod followed;
 mod node;

@@ -3,6 +3,7 @@
 //! number of jobs and workers — and keeps the last answer. A failed `squeue` (the controller
 //! restarting, failing over) is an [`Outage`]: the last answer stands, the next poll waits
 //! twice as long each time (up to [`MAX_BACKOFF`]), and the workers decide when to give up.
+//! The outage's start and end are kept as [`Change`]s, each taken by one worker, which says it.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;
@@ -32,6 +33,16 @@ pub(crate) struct Outage {
     pub error: String,
 }
 
+/// The controller stopped or started answering `squeue`: said once per run, by whichever
+/// worker takes it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Change {
+    /// A call failed after the last one answered; `error` is its failure.
+    Silent { error: String },
+    /// A call answered again after an outage of `after`, since its first failed call began.
+    Answers { after: Duration },
+}
+
 /// goldgate's jobs in Slurm's queue, polled at most once per `interval`.
 pub(crate) struct Queue {
     interval: Duration,
@@ -50,6 +61,8 @@ struct Inner {
     /// Failed polls in a row, and the outage they make.
     failures: u32,
     outage: Option<Outage>,
+    /// The outage's start and end, not yet taken by a worker.
+    changes: Vec<Change>,
 }
 
 impl Queue {
@@ -96,17 +109,23 @@ impl Queue {
                     inner.listed = parse_squeue(&text);
                     inner.asked = ids.into_iter().collect();
                     inner.failures = 0;
-                    inner.outage = None;
+                    if let Some(outage) = inner.outage.take() {
+                        let after = outage.since.elapsed();
+                        inner.changes.push(Change::Answers { after });
+                    }
                 }
                 Err(e) => {
                     inner.failures = inner.failures.saturating_add(1);
                     // From when the first failed call began: `squeue` itself may take
                     // seconds to give up on the controller.
                     let since = inner.outage.as_ref().map_or(asked_at, |o| o.since);
-                    inner.outage = Some(Outage {
-                        since,
-                        error: e.to_string(),
-                    });
+                    let error = e.to_string();
+                    if inner.outage.is_none() {
+                        inner.changes.push(Change::Silent {
+                            error: error.clone(),
+                        });
+                    }
+                    inner.outage = Some(Outage { since, error });
                 }
             }
         }
@@ -120,6 +139,14 @@ impl Queue {
     /// The outage `squeue` is in, if its last call failed.
     pub(crate) fn outage(&self) -> Option<Outage> {
         self.inner.lock().ok()?.outage.clone()
+    }
+
+    /// The outage changes no worker has taken yet (each is taken once).
+    pub(crate) fn take_changes(&self) -> Vec<Change> {
+        self.inner
+            .lock()
+            .map(|mut i| std::mem::take(&mut i.changes))
+            .unwrap_or_default()
     }
 
     /// `squeue` calls made so far.

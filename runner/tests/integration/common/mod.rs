@@ -1,10 +1,9 @@
 //! Support shared by the integration tests, compiled once in `main.rs`: a test module that
-//! needs it says `use crate::common;`.
+//! needs it says `use crate::common;`. What every crate's tests share (the prerequisite rule,
+//! the corpus lookup) is `goldgate_testkit`'s.
 
 pub mod cli;
-pub mod corpus;
 pub mod gate;
-pub mod prereq;
 pub mod redact;
 pub mod results;
 pub mod shm;

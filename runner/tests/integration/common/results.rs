@@ -6,7 +6,7 @@ use goldgate_schema::RunRecord;
 
 /// Every `results.json` record under `out` (a results folder or one run of it).
 pub fn records(out: &Path) -> Vec<RunRecord> {
-    match goldgate_core::metrics::record::load_results(out) {
+    match goldgate_core::records::load_results(out) {
         Ok(found) => found.into_iter().map(|(_, r)| r).collect(),
         Err(e) => panic!("results under {}: {e}", out.display()),
     }
