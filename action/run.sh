@@ -2,7 +2,10 @@
 # Step "run", in the head's checkout: lists and plans the selection, then by mode
 #   gate   goldgate run (judged against the goldens: comparison JSON, JUnit, markdown)
 #   ab     goldgate ab per case of ab-cases: arm A the base's tree (step "base"), arm B the head's
-#   both   the two, one after the other
+#   both   the two, one after the other; the gate's clocks are then diagnostic (`--clocks ab`):
+#          the A/B gates timing, as the PR comment shows it
+# Input clocks (ab or golden) sets the gate's `--clocks` in any mode: `ab` in a gate job whose
+# check runs `goldgate ab` in another job (functional-tests.yml's gpu job beside gpu-ab).
 #   bless  goldgate run --no-compare, goldgate bless, and the golden files that changed
 # and stages what is uploaded in OUT (the records, not checkpoints): comparison.json,
 # junit.xml, report.md, ab-*.json/.junit.xml/.md, each job's results.json, run.json, ab.json and
@@ -27,6 +30,15 @@ lines ab_extra ab-args "${INPUT_AB_ARGS:-}"
 # The filter is one argument whatever it holds (spaces in a `(?x)` regex).
 filter=()
 [ -n "${INPUT_FILTER:-}" ] && filter=(--filter "$INPUT_FILTER")
+# What judges the gate's clocks: the input, else `ab` in mode both (its A/B gates timing).
+clocks=${INPUT_CLOCKS:-}
+case "$clocks" in '' | ab | golden) ;; *) fail "clocks must be ab or golden, not '$clocks'" ;; esac
+if [ -z "$clocks" ] && [ "$mode" = both ]; then clocks=ab; fi
+gate_clocks=()
+if [ -n "$clocks" ]; then
+  gate_clocks=(--clocks "$clocks")
+  echo "the gate's clocks: $clocks (--clocks $clocks)"
+fi
 # Which cases: list, plan and run take the root and the scope; list, run and ab also the goldens.
 where=(--root "$root" --platform "$platform")
 [ -n "${INPUT_SCOPE:-}" ] && where+=(--scope "$INPUT_SCOPE")
@@ -79,7 +91,8 @@ summary() {
 }
 
 if [ "$code" -eq 0 ] && { [ "$mode" = gate ] || [ "$mode" = both ]; }; then
-  gg run "${select[@]}" "${shard[@]}" "${filter[@]}" "${cases[@]}" "${extra[@]}" --out "$work/results" \
+  gg run "${select[@]}" "${shard[@]}" "${filter[@]}" "${cases[@]}" "${extra[@]}" "${gate_clocks[@]}" \
+    --out "$work/results" \
     --json "$out/comparison.json" --junit "$out/junit.xml" --markdown "$out/report.md"
   summary "$out/report.md"
 fi

@@ -21,7 +21,7 @@ use goldgate_schema::{Fingerprint, RunRecord, StepValues, VariantRecord};
 
 // The tests' corpus lookup: `$GOLDGATE_MEGATRON_CORPUS`, else `../shared/megatron_corpus`
 // (when there is none: skip, or fail under CI=true).
-use goldgate_testkit::corpus;
+use goldgate_core::fixtures::corpus;
 
 fn golden_files(dir: &Path, out: &mut Vec<PathBuf>) {
     for e in std::fs::read_dir(dir).unwrap() {
@@ -152,6 +152,7 @@ fn bench(c: &mut Criterion) {
         rules_ref: None,
         current_case: false,
         ab_clock_platforms: Vec::new(),
+        clocks: None,
     };
     let (compared, unsupported, verdicts) = compare_all(&files, &opts);
     println!(

@@ -13,7 +13,12 @@ use serde::{Deserialize, Serialize};
 use crate::exit::Exit;
 
 /// Version of the serialized [`Comparison`]. Bump on incompatible changes.
-pub const COMPARISON_SCHEMA_VERSION: u32 = 1;
+///
+/// 2: the verdict `not-sampled` (and its count): a metric the job's samplers could not read.
+pub const COMPARISON_SCHEMA_VERSION: u32 = 2;
+
+/// Versions this goldgate reads (a version 1 comparison has no `not-sampled`).
+pub const READABLE_COMPARISON_VERSIONS: [u32; 2] = [1, 2];
 
 /// The judgement of one metric, or of a job (the worst of its metrics).
 ///
@@ -30,6 +35,10 @@ pub enum Verdict {
     /// Repeats spread more than the metric's `max_cv` allows and their interval straddles the
     /// tolerance: no verdict can be trusted. Exit 0 with a warning; exit 1 under `--strict`.
     Unstable,
+    /// The golden file has the metric, and the job's samplers tried and could not read it (a
+    /// job that ended before its memory was first read): neither a regression nor a pass of
+    /// that metric. Exit 0 with a warning; exit 1 under `--strict`.
+    NotSampled,
     /// The golden file has the metric, the job did not record it. Fails the gate (exit 1).
     MissingMetric,
     /// No golden file exists for the job's case and platform. Exit 2 (configuration problem:
@@ -43,10 +52,11 @@ pub enum Verdict {
 
 impl Verdict {
     /// Every verdict, best first.
-    pub const ALL: [Verdict; 7] = [
+    pub const ALL: [Verdict; 8] = [
         Verdict::Pass,
         Verdict::Improvement,
         Verdict::Unstable,
+        Verdict::NotSampled,
         Verdict::MissingMetric,
         Verdict::MissingGolden,
         Verdict::Regression,
@@ -59,6 +69,7 @@ impl Verdict {
             Verdict::Pass => "pass",
             Verdict::Improvement => "improvement",
             Verdict::Unstable => "unstable",
+            Verdict::NotSampled => "not-sampled",
             Verdict::MissingMetric => "missing-metric",
             Verdict::MissingGolden => "missing-golden",
             Verdict::Regression => "regression",
@@ -72,8 +83,8 @@ impl Verdict {
             Verdict::Pass => Exit::Pass,
             Verdict::Improvement if fail_on_improvement => Exit::Regression,
             Verdict::Improvement => Exit::Pass,
-            Verdict::Unstable if strict => Exit::Regression,
-            Verdict::Unstable => Exit::Pass,
+            Verdict::Unstable | Verdict::NotSampled if strict => Exit::Regression,
+            Verdict::Unstable | Verdict::NotSampled => Exit::Pass,
             Verdict::MissingMetric | Verdict::Regression => Exit::Regression,
             Verdict::MissingGolden => Exit::Usage,
             Verdict::JobFailed => Exit::Failure,
@@ -207,6 +218,9 @@ pub struct Counts {
     pub pass: usize,
     pub improvement: usize,
     pub unstable: usize,
+    /// Absent in version 1 comparisons.
+    #[serde(default)]
+    pub not_sampled: usize,
     pub missing_metric: usize,
     pub missing_golden: usize,
     pub regression: usize,
@@ -234,6 +248,7 @@ impl Counts {
             Verdict::Pass => &mut self.pass,
             Verdict::Improvement => &mut self.improvement,
             Verdict::Unstable => &mut self.unstable,
+            Verdict::NotSampled => &mut self.not_sampled,
             Verdict::MissingMetric => &mut self.missing_metric,
             Verdict::MissingGolden => &mut self.missing_golden,
             Verdict::Regression => &mut self.regression,

@@ -1,5 +1,6 @@
-//! Exit codes: the documented outcomes of a goldgate command (goldgate's errors get theirs in one
-//! place, the runner's `AppError::exit`).
+//! Exit codes: the documented outcomes of a goldgate command and what each means (`--help` and
+//! the man pages print [`Exit::meaning`]); goldgate's errors get theirs in one place, the
+//! runner's `AppError::exit`.
 //!
 //! | code | meaning |
 //! |---|---|
@@ -31,6 +32,28 @@ pub enum Exit {
 }
 
 impl Exit {
+    /// Every exit code, in the order `--help`, the man pages and the book list them.
+    pub const ALL: [Exit; 4] = [Exit::Pass, Exit::Regression, Exit::Usage, Exit::Failure];
+
+    /// What the code means, as `--help`'s and the man pages' EXIT STATUS say it (the same
+    /// words as README's and the book's exit-code tables; a test checks README's).
+    pub fn meaning(self) -> &'static str {
+        match self {
+            Exit::Pass => {
+                "pass: every job ran and matched its golden values (or the command succeeded)"
+            }
+            Exit::Regression => {
+                "regression: a metric is beyond its tolerance in the bad direction (or, with --strict, unstable)"
+            }
+            Exit::Usage => {
+                "usage or configuration error: bad flags, malformed YAML or JSON, a missing or corrupt golden file"
+            }
+            Exit::Failure => {
+                "a job or the infrastructure failed: crash, timeout, out of memory, NCCL timeout, GitHub API refusal"
+            }
+        }
+    }
+
     /// The numeric process exit code.
     pub fn code(self) -> u8 {
         match self {
@@ -71,10 +94,10 @@ mod tests {
 
     #[test]
     fn codes_are_the_documented_ones() {
-        assert_eq!(
-            [Exit::Pass, Exit::Regression, Exit::Usage, Exit::Failure].map(Exit::code),
-            [0, 1, 2, 3]
-        );
+        assert_eq!(Exit::ALL.map(Exit::code), [0, 1, 2, 3]);
+        let meanings = Exit::ALL.map(Exit::meaning);
+        assert!(meanings[0].starts_with("pass:") && meanings[1].starts_with("regression:"));
+        assert!(meanings.iter().all(|m| !m.contains('\n')), "{meanings:?}");
     }
 
     #[test]

@@ -30,8 +30,8 @@ pub mod record;
 pub mod step_values;
 
 pub use comparison::{
-    COMPARISON_SCHEMA_VERSION, Comparison, Counts, GateDecision, JobComparison, MetricResult, Unit,
-    Verdict,
+    COMPARISON_SCHEMA_VERSION, Comparison, Counts, GateDecision, JobComparison, MetricResult,
+    READABLE_COMPARISON_VERSIONS, Unit, Verdict,
 };
 pub use exit::Exit;
 pub use index::{JobEntry, RunIndex, Runner};

@@ -272,6 +272,11 @@ pub struct MemoryRecord {
     pub host_interval_seconds: f64,
     /// Downsampled timeline for charts.
     pub timeline: Timeline,
+    /// Memory metrics the samplers tried and could not read, with why (the job's processes
+    /// were gone at every read): `compare` reports them `not-sampled`, not missing. Absent
+    /// when there are none.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub not_sampled: BTreeMap<String, String>,
 }
 
 /// Everything recorded about one job: `OUT/<run-id>/<case>/<variant>/<repeat>/results.json`.

@@ -64,6 +64,18 @@ pub struct AbSettings {
     pub platform_spread: Vec<(String, f64)>,
     /// The timing metrics judged by the sequential test (the others: exact B-vs-A and goldens).
     pub metrics: Vec<String>,
+    /// Per platform: the save/iteration covariate of `ab --covariate`, measured by the study
+    /// (docs/book/src/results/ab-study-covariate.md).
+    pub platform_covariate: Vec<(String, AbCovariate)>,
+}
+
+/// `ab.platforms.<p>.covariate`: the slope of `ln(save)` on `ln(iteration time)` between jobs,
+/// fixed before any run, and the adjusted save's spread floor.
+#[derive(Clone, Copy, Debug, PartialEq, Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct AbCovariate {
+    pub slope: f64,
+    pub spread: f64,
 }
 
 /// The most pairs one A/B may plan (`max_pairs`, `ab --max-pairs`). Each look spends
@@ -83,6 +95,7 @@ impl Default for AbSettings {
             ]
             .map(String::from)
             .to_vec(),
+            platform_covariate: Vec::new(),
         }
     }
 }
@@ -99,6 +112,14 @@ impl AbSettings {
             spread,
             ..self.sequential
         }
+    }
+
+    /// The covariate measured for `platform`, if any.
+    pub fn covariate_on(&self, platform: &str) -> Option<AbCovariate> {
+        self.platform_covariate
+            .iter()
+            .find(|(name, _)| name == platform)
+            .map(|(_, c)| *c)
     }
 }
 
@@ -127,7 +148,9 @@ pub(crate) struct RawAb {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawAbPlatform {
-    spread: Tolerance,
+    spread: Option<Tolerance>,
+    #[serde(default)]
+    covariate: Option<AbCovariate>,
 }
 
 impl RawAb {
@@ -142,12 +165,23 @@ impl RawAb {
             ));
         }
         let spread = self.spread.map_or(base.spread, |s| s.0);
-        let platform_spread: Vec<(String, f64)> = self
-            .platforms
-            .0
-            .into_iter()
-            .map(|(name, p)| (name.value, p.spread.0))
-            .collect();
+        let mut platform_spread: Vec<(String, f64)> = Vec::new();
+        let mut platform_covariate = Vec::new();
+        for (name, p) in self.platforms.0 {
+            if let Some(s) = p.spread {
+                platform_spread.push((name.value.clone(), s.0));
+            }
+            if let Some(c) = p.covariate {
+                let fine = |v: f64| v.is_finite() && v > 0.0;
+                if !(fine(c.slope) && c.slope <= 2.0 && fine(c.spread)) {
+                    return Err(format!(
+                        "ab: platforms.{}.covariate: slope must be above 0 and at most 2, spread above 0",
+                        name.value
+                    ));
+                }
+                platform_covariate.push((name.value, c));
+            }
+        }
         if spread <= 0.0 || platform_spread.iter().any(|(_, s)| *s <= 0.0) {
             return Err("ab: spread must be above 0 (0.05 = 5 % between jobs)".into());
         }
@@ -165,6 +199,7 @@ impl RawAb {
             metrics: self
                 .metrics
                 .unwrap_or_else(|| AbSettings::default().metrics),
+            platform_covariate,
         })
     }
 }
@@ -184,6 +219,19 @@ mod tests {
         assert_eq!(s.sequential.max_pairs, 6);
         assert_eq!(s.on("h200").spread, 0.04);
         assert_eq!(s.on("dev_cpu"), Sequential::default());
+    }
+
+    #[test]
+    fn a_platform_may_carry_a_covariate_and_a_bad_one_is_refused() {
+        let s = parse("platforms:\n  h200: {spread: 0.07, covariate: {slope: 0.76, spread: 0.055}}\n  x: {covariate: {slope: 0.5, spread: 0.04}}\n").unwrap();
+        let c = s.covariate_on("h200").unwrap();
+        assert_eq!((c.slope, c.spread), (0.76, 0.055));
+        assert_eq!(s.on("x").spread, AbSettings::default().sequential.spread);
+        assert!(s.covariate_on("dev_cpu").is_none());
+        let bad =
+            parse("platforms:\n  h200: {covariate: {slope: -1, spread: 0.05}}\n").unwrap_err();
+        assert!(bad.contains("platforms.h200.covariate"), "{bad}");
+        assert!(parse("platforms:\n  h200: {covariate: {slope: 0.7}}\n").is_err());
     }
 
     #[test]

@@ -8,7 +8,7 @@ mod file;
 mod named;
 mod slurm;
 
-pub use ab::{AbSettings, MAX_PAIRS, Sequential};
+pub use ab::{AbCovariate, AbSettings, MAX_PAIRS, Sequential};
 pub use discover::{CONFIG_ENV, CONFIG_NAME, ConfigSource, discover};
 pub use error::ConfigError;
 pub use file::{

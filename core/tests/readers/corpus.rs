@@ -1,5 +1,5 @@
 //! The real Megatron corpus loads; argv, goldens and golden round-trips agree with what the
-//! files say. The corpus is found by `goldgate_testkit::corpus` (skipped when there is none,
+//! files say. The corpus is found by `goldgate_core::fixtures::corpus` (skipped when there is none,
 //! failing under `CI=true`). The repository's own cases and goldens load too.
 
 #![allow(clippy::unwrap_used)] // a test: a failed unwrap is a failed test
@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use goldgate_core::case::{self, LauncherKind, Mode, ScalarKind, Span, TestCase, TestType};
 use goldgate_core::golden;
 
-use goldgate_testkit::corpus;
+use goldgate_core::fixtures::corpus;
 
 fn load(root: &Path, name: &str) -> TestCase {
     case::load_case(root, &root.join(name).join("model_config.yaml")).unwrap()

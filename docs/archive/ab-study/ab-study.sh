@@ -7,8 +7,11 @@
 #     17:08-17:25, and docs/archive/h200-ab/calls-V-Z/ab-*.tgz, 18:52-19:15): one session per
 #     `goldgate ab` with two or more unchanged jobs (arm A, both arms of an A/A, the unchanged job
 #     a plant part ran first; warm-ups are left out by the loader).
-# Writes docs/book/src/results/ab-study-tables.md (checkpoint-blocking-time, the median of saves 2..) and
-# docs/book/src/results/ab-study-iteration.md (iteration-time, steps 3..). Deterministic (fixed seed).
+# Writes docs/book/src/results/ab-study-tables.md (checkpoint-blocking-time, the median of saves 2..),
+# docs/book/src/results/ab-study-iteration.md (iteration-time, steps 3..) and
+# docs/book/src/results/ab-study-covariate.md (the save/iteration covariate of `ab --covariate`:
+# every group of two or more jobs of one session and one arm, planted arms included, since the
+# covariate looks at each job's offset from its group). Deterministic (fixed seed).
 #   bash docs/archive/ab-study/ab-study.sh [GOLDGATE]
 set -eu
 G=${1:-target/debug/goldgate}
@@ -41,3 +44,32 @@ real=(--real-a "$T/session-a-abba/ab/A" --real-b "$T/session-a-abba/ab/B")
   --markdown docs/book/src/results/ab-study-tables.md > /dev/null
 "$G" ab-study --draws "${DRAWS:-2000}" --metric iteration-time --skip-saves 2 "${shared[@]}" \
   "${sessions[@]}" --markdown docs/book/src/results/ab-study-iteration.md > /dev/null
+
+# The covariate: one group per session and arm (a plant shifts its arm's level, not the jobs'
+# offsets from it). group NAME DIR...: those job folders into $T/g/NAME.
+groups=()
+group() {
+  local name=$1 out="$T/g/$1" n=0
+  shift
+  mkdir -p "$out"
+  # Numbered: two goldgate ab runs both have a `01-b`.
+  for job in "$@"; do
+    if [ -d "$job" ]; then n=$((n + 1)) && cp -r "$job" "$out/$n-${job##*/}"; fi
+  done
+  groups+=(--session "$name=$out")
+}
+group power-unchanged "$T"/session-a-power/power/unchanged/*
+group power-planted10 "$T"/session-a-power/power/planted-10/*
+group abba-a "$T"/session-a-abba/ab/A/*
+group abba-b-planted10 "$T"/session-a-abba/ab/B/*
+group S-aa "$T"/ot/ab/aa/runs/*/[0-9][0-9]-[ab]
+group O-plant10-a "$T"/ot/ab/plant10/runs/*/[0-9][0-9]-a
+group O-plant10-b "$T"/ot/ab/plant10/runs/*/[0-9][0-9]-b
+group O-plant30-a "$T"/ot/ab/plant30/unchanged "$T"/ot/ab/plant30/runs/*/[0-9][0-9]-a
+group O-plant30-b "$T"/ot/ab/plant30/runs/*/[0-9][0-9]-b
+group Z-aa "$T"/vz/aa/runs/*/[0-9][0-9]-[ab]
+group X-plant10-a "$T"/vz/plant10/unchanged "$T"/vz/plant10/runs/*/[0-9][0-9]-a
+group X-plant10-b "$T"/vz/plant10/runs/*/[0-9][0-9]-b
+group Y-plant20-a "$T"/vz/plant20/unchanged "$T"/vz/plant20/runs/*/[0-9][0-9]-a
+"$G" ab-study --covariate --draws "${DRAWS:-2000}" "${groups[@]}" "${real[@]}" \
+  --markdown docs/book/src/results/ab-study-covariate.md > /dev/null

@@ -30,6 +30,23 @@ pub struct CompareOptions {
     /// Platforms whose clocks only `goldgate ab` gates (`clocks: ab`): there a clock is judged
     /// against its golden and reported, and never fails the gate (`engine::report_clocks`).
     pub ab_clock_platforms: Vec<String>,
+    /// `run`/`compare --clocks`: what judges the clocks in this comparison, whatever the
+    /// platform says (`ab` where a `goldgate ab` of the same check gates timing).
+    pub clocks: Option<goldgate_core::config::Clocks>,
+}
+
+impl CompareOptions {
+    /// Whether `platform`'s clocks are left to `goldgate ab` here, and who said so, short (a
+    /// row's reason) and long (the warning): `--clocks ab`, or the platform's `clocks: ab`.
+    pub fn clocks_by_ab(&self, platform: &str) -> Option<(&'static str, &'static str)> {
+        use goldgate_core::config::Clocks;
+        match self.clocks {
+            Some(Clocks::Ab) => Some(("`--clocks ab`", "`--clocks ab`")),
+            Some(Clocks::Golden) => None,
+            None => (self.ab_clock_platforms.iter().any(|p| p == platform))
+                .then_some(("`clocks: ab`", "`clocks: ab` in goldgate.yaml")),
+        }
+    }
 }
 
 impl CompareOptions {
@@ -54,6 +71,7 @@ impl CompareOptions {
                 .filter(|p| p.clocks == goldgate_core::config::Clocks::Ab)
                 .map(|p| p.name.clone())
                 .collect(),
+            clocks: None,
         }
     }
 }

@@ -9,33 +9,43 @@ use std::path::{Path, PathBuf};
 
 use super::error::CompareError;
 use goldgate_schema::Exit;
-use goldgate_schema::{COMPARISON_SCHEMA_VERSION, Comparison, GateDecision};
+use goldgate_schema::{Comparison, GateDecision, READABLE_COMPARISON_VERSIONS};
 
 /// Parses a saved comparison; a file from another schema version is refused, naming both.
 pub fn parse_saved(path: &Path, text: &str) -> Result<Comparison, CompareError> {
-    let invalid = |message: String| CompareError::SavedComparison {
-        path: path.to_path_buf(),
-        message,
-    };
+    read_versioned(text, &READABLE_COMPARISON_VERSIONS, "comparison").map_err(|message| {
+        CompareError::SavedComparison {
+            path: path.to_path_buf(),
+            message,
+        }
+    })
+}
+
+/// Reads a JSON file goldgate wrote (`what`: "comparison", "A/B result") whose
+/// `schema_version` must be one of `versions`; the message says what is wrong, the caller names
+/// the file.
+pub(crate) fn read_versioned<T: serde::de::DeserializeOwned>(
+    text: &str,
+    versions: &[u32],
+    what: &str,
+) -> Result<T, String> {
     let value: serde_json::Value =
-        serde_json::from_str(text).map_err(|e| invalid(format!("invalid JSON: {e}")))?;
+        serde_json::from_str(text).map_err(|e| format!("invalid JSON: {e}"))?;
     match value
         .get("schema_version")
         .and_then(serde_json::Value::as_u64)
     {
-        Some(v) if v == u64::from(COMPARISON_SCHEMA_VERSION) => {}
+        Some(v) if versions.iter().any(|r| u64::from(*r) == v) => {}
         Some(v) => {
-            return Err(invalid(format!(
-                "schema_version {v}, but this goldgate reads {COMPARISON_SCHEMA_VERSION}"
-            )));
-        }
-        None => {
-            return Err(invalid(
-                "no schema_version: not a goldgate comparison".into(),
+            let readable: Vec<String> = versions.iter().map(u32::to_string).collect();
+            return Err(format!(
+                "schema_version {v}, but this goldgate reads {}",
+                readable.join(" and ")
             ));
         }
+        None => return Err(format!("no schema_version: not a goldgate {what}")),
     }
-    serde_json::from_value(value).map_err(|e| invalid(e.to_string()))
+    serde_json::from_value(value).map_err(|e| e.to_string())
 }
 
 /// One comparison of every part's jobs (sorted by case and variant name, the order `compare`
@@ -113,7 +123,7 @@ mod tests {
             ),
             (
                 r#"{"schema_version": 99}"#,
-                "c.json: schema_version 99, but this goldgate reads 1",
+                "c.json: schema_version 99, but this goldgate reads 1 and 2",
             ),
             (
                 r#"{"jobs": []}"#,

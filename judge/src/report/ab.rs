@@ -9,6 +9,7 @@ use crate::compare::ab::metric::{AbMetric, AbTest, AbVerdict};
 use crate::compare::ab::outcome::AbReport;
 use crate::report::error::ReportError;
 use crate::report::units;
+use goldgate_schema::Verdict;
 
 /// `+11.2 %`.
 fn pct(share: f64) -> String {
@@ -64,6 +65,22 @@ fn mode_line(r: &AbReport) -> String {
     format!("mode: {} ({})", r.mode.kind.label(), r.mode.reason)
 }
 
+/// `covariate: checkpoint-blocking-time adjusted by iteration-time (slope 0.76, floor 5.5 %): applied`.
+fn covariate_line(r: &AbReport) -> Option<String> {
+    use crate::compare::ab::covariate::{ADJUSTED, BY};
+    let c = r.covariate.as_ref()?;
+    let state = match (&c.off, c.applied) {
+        (Some(why), _) => why.clone(),
+        (None, true) => "applied".to_owned(),
+        (None, false) => "not applied yet".to_owned(),
+    };
+    Some(format!(
+        "covariate: {ADJUSTED} adjusted by {BY} (slope {}, spread floor {} %): {state}",
+        c.settings.slope,
+        trim(c.settings.spread * 100.0)
+    ))
+}
+
 fn header(r: &AbReport) -> String {
     let test = match &r.within_job {
         Some(t) => format!(
@@ -81,19 +98,37 @@ fn header(r: &AbReport) -> String {
             trim(r.sequential.spread * 100.0)
         ),
     };
+    let mode = match covariate_line(r) {
+        Some(c) => format!("{}\n{c}", mode_line(r)),
+        None => mode_line(r),
+    };
     format!(
-        "A/B {} on {}: A = {}; B = {}\n{}\n{} {}(s), {} job(s), {:.1} GPU-minutes, seed {}; {test}\n",
+        "A/B {} on {}: A = {}; B = {}\n{}\n{} {}(s), {} job(s), {}, seed {}; {test}\n",
         r.case,
         r.platform,
         r.arms[0].describe(),
         r.arms[1].describe(),
-        mode_line(r),
+        mode,
         r.pairs,
         pair_word(r),
         r.jobs.len(),
-        r.job_seconds / 60.0,
+        job_minutes(r),
         r.seed,
     )
+}
+
+/// The jobs' time: `3.2 GPU-minutes` where a job saw a GPU, else `0.1 CPU-minutes (no GPU)`
+/// (wall time of jobs that had none: no GPU time was spent).
+fn job_minutes(r: &AbReport) -> String {
+    let minutes = r.job_seconds / 60.0;
+    match r.gpus {
+        0 => format!("{minutes:.1} CPU-minutes (no GPU)"),
+        1 => format!("{minutes:.1} GPU-minutes"),
+        n => format!(
+            "{minutes:.1} minutes on {n} GPUs ({:.1} GPU-minutes)",
+            minutes * f64::from(n)
+        ),
+    }
 }
 
 /// `pair` (of jobs) or `save pair`.
@@ -265,8 +300,8 @@ pub fn render_terminal(r: &AbReport) -> String {
     s
 }
 
-/// The markdown of the step summary and the PR comment.
-pub fn render_markdown(r: &AbReport) -> String {
+/// The markdown's heading, its line of what ran and the covariate's line.
+fn markdown_head(r: &AbReport) -> String {
     let esc = crate::report::markdown::escape_md;
     let mut s = format!(
         "### goldgate A/B: {} on {} — {}\n\n",
@@ -275,17 +310,26 @@ pub fn render_markdown(r: &AbReport) -> String {
         verdict_label(r)
     );
     s.push_str(&format!(
-        "A = {}; B = {}. {} {}(s), {} job(s), {:.1} GPU-minutes, seed {}; {}.\n\n",
+        "A = {}; B = {}. {} {}(s), {} job(s), {}, seed {}; {}.\n\n",
         esc(&r.arms[0].describe()),
         esc(&r.arms[1].describe()),
         r.pairs,
         pair_word(r),
         r.jobs.len(),
-        r.job_seconds / 60.0,
+        job_minutes(r),
         r.seed,
         esc(&mode_line(r))
     ));
-    s.push_str(
+    if let Some(c) = covariate_line(r) {
+        s.push_str(&format!("{}.\n\n", esc(&c)));
+    }
+    s
+}
+
+/// The markdown's table: a row per metric and per golden row of B.
+fn markdown_rows(r: &AbReport) -> String {
+    let esc = crate::report::markdown::escape_md;
+    let mut s = String::from(
         "| metric | A | B | change | interval | pairs | verdict |\n|---|---|---|---|---|---|---|\n",
     );
     for m in &r.metrics {
@@ -309,6 +353,14 @@ pub fn render_markdown(r: &AbReport) -> String {
             g.verdict.label()
         ));
     }
+    s
+}
+
+/// The markdown of the step summary and the PR comment.
+pub fn render_markdown(r: &AbReport) -> String {
+    let esc = crate::report::markdown::escape_md;
+    let mut s = markdown_head(r);
+    s.push_str(&markdown_rows(r));
     if let Some(line) = precision_line(r) {
         s.push_str(&format!("\n{}\n", esc(&line)));
     }
@@ -353,39 +405,87 @@ fn verdict_cell(v: AbVerdict) -> String {
     }
 }
 
-/// JUnit: one suite, a test per metric; a regression is a failure, a failed job an error.
-pub fn render_junit(r: &AbReport) -> Result<String, ReportError> {
-    let mut suite = TestSuite::new(format!("ab {}", r.case));
-    suite.set_time(std::time::Duration::from_secs_f64(r.job_seconds.max(0.0)));
+/// A JUnit test's non-success with its message (the reason a check annotation shows).
+fn non_success(kind: NonSuccessKind, message: &str, label: &str) -> TestCaseStatus {
+    let mut s = TestCaseStatus::non_success(kind);
+    s.set_message(message.to_owned()).set_type(label.to_owned());
+    s
+}
+
+/// One test per metric and per golden row of B, with whether any failed. `strict_open`: the
+/// run exited 1 on an open metric alone (`--strict`), so those are failures too.
+fn metric_tests(r: &AbReport, strict_open: bool) -> (Vec<(String, TestCaseStatus, String)>, bool) {
+    let mut tests = Vec::new();
+    let mut failed = false;
     for m in &r.metrics {
         let line = metric_line(m);
         let status = match m.verdict {
             AbVerdict::Regression | AbVerdict::MissingMetric => {
-                let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
-                s.set_message(line.clone()).set_type(m.verdict.label());
-                s
+                non_success(NonSuccessKind::Failure, &line, m.verdict.label())
+            }
+            AbVerdict::Inconclusive | AbVerdict::Undecided if strict_open => {
+                let why = format!("{line} (exit 1 under --strict: no answer at the last pair)");
+                non_success(NonSuccessKind::Failure, &why, m.verdict.label())
             }
             _ => TestCaseStatus::success(),
         };
-        let mut case = TestCase::new(m.metric.as_str(), status);
-        case.set_classname(format!("ab {}", r.case));
-        case.set_system_out(format!("{line}; {}", m.detail));
-        suite.add_test_case(case);
+        failed |= !matches!(status, TestCaseStatus::Success { .. });
+        tests.push((m.metric.clone(), status, format!("{line}; {}", m.detail)));
     }
-    for j in r
-        .jobs
-        .iter()
-        .filter(|j| j.outcome.as_deref().is_some_and(|o| o != "passed"))
-    {
-        let mut status = TestCaseStatus::non_success(NonSuccessKind::Error);
-        status.set_message(format!(
-            "job {} (arm {}) {}",
-            j.run_id,
-            j.arm,
-            j.outcome.as_deref().unwrap_or("")
-        ));
-        let mut case = TestCase::new(format!("job {}", j.run_id), status);
-        case.set_classname(format!("ab {}", r.case));
+    for g in &r.goldens {
+        let [golden, now, delta, _] = units::metric_cells(g);
+        let line = format!(
+            "{} golden {golden}, B {now} ({delta}), {}: {}",
+            g.metric,
+            g.tolerance,
+            g.verdict.label()
+        );
+        let status = if matches!(g.verdict, Verdict::Regression | Verdict::MissingMetric) {
+            failed = true;
+            non_success(NonSuccessKind::Failure, &line, g.verdict.label())
+        } else {
+            TestCaseStatus::success()
+        };
+        tests.push((format!("{} (B vs golden)", g.metric), status, line));
+    }
+    (tests, failed)
+}
+
+/// JUnit: one suite, a test per metric and per golden row of B; a regression is a failure, a
+/// failed job an error. Every non-success says why in its message — the metric, its change and
+/// interval, or what the job failed on — since a check annotation shows the message alone; an
+/// exit code no test explains (an interrupted run) gets a test of its own.
+pub fn render_junit(r: &AbReport) -> Result<String, ReportError> {
+    let strict_open = r.exit_code == Some(1)
+        && !matches!(
+            r.verdict(),
+            AbVerdict::Regression | AbVerdict::MissingMetric | AbVerdict::Improvement
+        );
+    let (mut tests, mut explained) = metric_tests(r, strict_open);
+    let failed = (r.jobs.iter()).filter(|j| j.outcome.as_deref().is_some_and(|o| o != "passed"));
+    for (j, line) in failed.zip(failed_jobs(r)) {
+        explained = true;
+        let status = non_success(NonSuccessKind::Error, &line, "job-failed");
+        tests.push((format!("job {}", j.run_id), status, line));
+    }
+    if let Some(code) = r.exit_code.filter(|c| *c != 0 && !explained) {
+        let why = warnings(r).join("; ");
+        let why = if why.is_empty() {
+            verdict_label(r).to_owned()
+        } else {
+            why
+        };
+        let message = format!("exit {code}: {why}");
+        let status = non_success(NonSuccessKind::Error, &message, "exit");
+        tests.push(("a/b verdict".to_owned(), status, message));
+    }
+    let class = format!("ab {}", r.case);
+    let mut suite = TestSuite::new(class.clone());
+    suite.set_time(std::time::Duration::from_secs_f64(r.job_seconds.max(0.0)));
+    for (name, status, out) in tests {
+        let mut case = TestCase::new(name, status);
+        case.set_classname(class.clone());
+        case.set_system_out(out);
         suite.add_test_case(case);
     }
     let mut report = Report::new("goldgate ab");

@@ -28,7 +28,7 @@ fn level(v: Verdict) -> Option<&'static str> {
     match v {
         Verdict::Pass => None,
         Verdict::Improvement => Some("notice"),
-        Verdict::Unstable => Some("warning"),
+        Verdict::Unstable | Verdict::NotSampled => Some("warning"),
         Verdict::MissingMetric | Verdict::MissingGolden | Verdict::Regression => Some("error"),
         Verdict::JobFailed => Some("error"),
     }

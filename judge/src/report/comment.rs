@@ -4,8 +4,9 @@
 //! Timing against goldens of another day is noise (docs/results/ab-study.md: a band of 55 %);
 //! base and head on one machine are not. So where an A/B judged a timing metric with an
 //! interval, that metric's golden rows move out of the gated sections into a folded
-//! "diagnostic, not gated" table, and the headline is the worst of what is left and of the
-//! A/B verdicts. Without an A/B the report is [`markdown::render`]'s, unchanged.
+//! "diagnostic, not gated" table, with the comparison's warnings about those metrics (an
+//! unstable golden timing is no warning about the gate then), and the headline is the worst of
+//! what is left and of the A/B verdicts. Without an A/B the report is [`markdown::render`]'s, unchanged.
 
 use std::collections::BTreeSet;
 
@@ -21,11 +22,15 @@ pub fn render(comparison: Option<&Comparison>, abs: &[AbReport]) -> String {
         Some(c) if abs.is_empty() => markdown::render(c),
         Some(c) => {
             let timed: BTreeSet<&str> = abs.iter().flat_map(AbReport::timed).collect();
-            let (gated, diagnostic) = split_timing(c, &timed);
+            let (mut gated, diagnostic) = split_timing(c, &timed);
+            let (timing, other): (Vec<String>, Vec<String>) = std::mem::take(&mut gated.warnings)
+                .into_iter()
+                .partition(|w| about_timing(w, &timed));
+            gated.warnings = other;
             let mut out = headline(Some(&gated), abs);
             out.push_str(&ab_sections(abs));
             out.push_str(&markdown::body(&gated));
-            out.push_str(&diagnostic_section(&diagnostic));
+            out.push_str(&diagnostic_section(&diagnostic, &timing));
             out
         }
         None => headline(None, abs) + &ab_sections(abs),
@@ -127,18 +132,39 @@ fn ab_sections(abs: &[AbReport]) -> String {
     out
 }
 
-/// The golden timing rows the A/B took over, folded: shown, not gated.
-fn diagnostic_section(rows: &[(JobComparison, MetricResult)]) -> String {
-    if rows.is_empty() {
+/// Whether a comparison warning is about timing against goldens: it names a metric the A/B
+/// timed (the engine writes a metric as `` `name` ``, older records as `name of …`), or it is
+/// the `clocks: ab` notice. Under an A/B these are as diagnostic as the rows they explain.
+fn about_timing(warning: &str, timed: &BTreeSet<&str>) -> bool {
+    warning.contains("gates no clocks against golden values")
+        || timed.iter().any(|m| {
+            warning.contains(&format!("`{m}`")) || warning.starts_with(&format!("{m} of "))
+        })
+}
+
+/// The golden timing rows the A/B took over, and the warnings about them, folded: shown, not
+/// gated.
+fn diagnostic_section(rows: &[(JobComparison, MetricResult)], warnings: &[String]) -> String {
+    if rows.is_empty() && warnings.is_empty() {
         return String::new();
     }
     let mut out = format!(
-        "\n<details><summary>Timing against goldens: {} row(s), diagnostic, not gated (the A/B above gates timing)</summary>\n\n{HEADER}",
-        rows.len()
+        "\n<details><summary>Timing against goldens: {} row(s), {} warning(s), diagnostic, not gated (the A/B above gates timing)</summary>\n\n",
+        rows.len(),
+        warnings.len()
     );
+    if !rows.is_empty() {
+        out.push_str(HEADER);
+    }
     for (job, m) in rows {
         let verdict = format!("diagnostic ({})", m.verdict.label());
         out.push_str(&markdown::row(job, m, &verdict));
+    }
+    if !warnings.is_empty() {
+        out.push_str("\nWarnings about timing against goldens (diagnostic):\n\n");
+        for w in warnings {
+            out.push_str(&format!("- {}\n", escape_md(w)));
+        }
     }
     out.push_str("\n</details>\n");
     out

@@ -18,7 +18,7 @@ use goldgate_schema::{
 use goldgate_schema::{MetricResult, Unit, Verdict};
 
 const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
-/// Summed RSS over PSS at the H200 reference case's host peak (18.06 / 5.40 GiB, issue 14).
+/// Summed RSS over PSS at the H200 reference case's host peak (18.06 / 5.40 GiB).
 const RSS_OVER_PSS: f64 = 3.3;
 
 pub const CASE: &str = "gpt/gpt3_mcore_te_tp1_pp1_ckpt_resume";
@@ -267,6 +267,7 @@ fn memory(shape: Shape, j: f64) -> MemoryRecord {
             shm_bytes: shm,
             saves,
         },
+        not_sampled: Default::default(),
     }
 }
 
@@ -615,9 +616,11 @@ pub fn ab_report() -> AbReport {
             pass_reason: None,
         }],
         golden_note: None,
+        covariate: None,
         warnings: Vec::new(),
         finished: true,
         job_seconds: 126.0,
+        gpus: 1,
         exit_code: Some(1),
         precision: None,
         checks: None,

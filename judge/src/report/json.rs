@@ -41,7 +41,7 @@ mod tests {
             }
         }
         let v: serde_json::Value = serde_json::from_str(&text).unwrap();
-        assert_eq!(v["schema_version"], 1);
+        assert_eq!(v["schema_version"], 2);
     }
 
     #[test]

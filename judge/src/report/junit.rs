@@ -25,6 +25,12 @@ fn metric_case(job: &JobComparison, m: &MetricResult) -> TestCase {
     );
     let status = match m.verdict {
         Verdict::Pass | Verdict::Improvement | Verdict::Unstable => TestCaseStatus::success(),
+        // Not judged: neither a pass nor a failure of the metric.
+        Verdict::NotSampled => {
+            let mut s = TestCaseStatus::skipped();
+            s.set_message(text.clone()).set_type(m.verdict.label());
+            s
+        }
         Verdict::Regression | Verdict::MissingMetric => {
             let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
             s.set_message(text.clone()).set_type(m.verdict.label());

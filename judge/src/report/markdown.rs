@@ -57,6 +57,7 @@ pub(crate) fn answer(c: &Comparison) -> (&'static str, &'static str) {
         Verdict::Pass => ("✅", "pass"),
         Verdict::Improvement => ("✅", "pass, with improvements"),
         Verdict::Unstable => ("⚠️", "pass, with unstable metrics"),
+        Verdict::NotSampled => ("⚠️", "pass, with metrics not sampled"),
         Verdict::MissingMetric => ("❌", "missing metrics"),
         Verdict::MissingGolden => ("⚠️", "missing golden values"),
         Verdict::Regression => ("❌", "regression"),
@@ -69,7 +70,9 @@ pub(crate) fn answer(c: &Comparison) -> (&'static str, &'static str) {
         .filter(|g| g.exit_code == 1 && worst < Verdict::MissingMetric)
     {
         icon = "❌";
-        word = if gate.strict && c.counts.unstable > 0 {
+        word = if gate.strict && c.counts.not_sampled > 0 {
+            "metrics not sampled fail under --strict"
+        } else if gate.strict && c.counts.unstable > 0 {
             "unstable metrics fail under --strict"
         } else {
             "improvements fail under --fail-on-improvement (bless the new values)"
@@ -251,10 +254,11 @@ pub fn render(c: &Comparison) -> String {
 /// Everything below the headline.
 pub(crate) fn body(c: &Comparison) -> String {
     let mut out = String::new();
-    let sections: [(&str, &dyn Fn(Verdict) -> bool); 3] = [
+    let sections: [(&str, &dyn Fn(Verdict) -> bool); 4] = [
         ("Regressions and failures", &failing),
         ("Improvements", &|v| v == Verdict::Improvement),
         ("Unstable", &|v| v == Verdict::Unstable),
+        ("Not sampled", &|v| v == Verdict::NotSampled),
     ];
     for (title, keep) in sections {
         let (rows, n) = section(c, keep);

@@ -1,6 +1,7 @@
 //! Stage "report": pure renderers (table, markdown, JUnit, JSON, SVG, annotations).
 
 pub mod ab;
+pub mod ab_covariate;
 pub mod ab_study;
 pub mod annotations;
 pub mod comment;

@@ -13,7 +13,7 @@ use goldgate_schema::{CheckpointRecord, RunRecord};
 const MAX_LINE: usize = 300;
 
 fn peak(v: Option<f64>) -> String {
-    v.map_or_else(|| "—".into(), units::bytes)
+    v.map_or_else(|| "—".into(), goldgate_core::units::bytes)
 }
 
 fn gpu_peak(r: &RunRecord) -> Option<f64> {

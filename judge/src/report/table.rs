@@ -30,9 +30,10 @@ fn verdict_color(v: Verdict) -> Option<Color> {
     match v {
         Verdict::Pass => None,
         Verdict::Improvement => Some(Color::FG_GREEN),
-        Verdict::Unstable | Verdict::MissingMetric | Verdict::MissingGolden => {
-            Some(Color::FG_YELLOW)
-        }
+        Verdict::Unstable
+        | Verdict::NotSampled
+        | Verdict::MissingMetric
+        | Verdict::MissingGolden => Some(Color::FG_YELLOW),
         Verdict::Regression | Verdict::JobFailed => Some(Color::FG_RED | Color::BOLD),
     }
 }
@@ -196,6 +197,7 @@ fn count_words(v: Verdict, n: usize) -> String {
         Verdict::Pass => format!("{n} passed"),
         Verdict::Improvement => format!("{n} improvement{s}"),
         Verdict::Unstable => format!("{n} unstable"),
+        Verdict::NotSampled => format!("{n} with a metric not sampled"),
         Verdict::MissingMetric => format!("{n} missing a metric"),
         Verdict::MissingGolden => format!("{n} without a golden"),
         Verdict::Regression => format!("{n} regression{s}"),

@@ -31,27 +31,6 @@ pub(crate) fn metric_label(
     )
 }
 
-const KIB: f64 = 1024.0;
-const MIB: f64 = KIB * 1024.0;
-const GIB: f64 = MIB * 1024.0;
-
-/// `61.32 GiB`, `512.0 MiB`, `3.0 KiB`, `17 B`; `nan`/`inf` for non-finite values.
-pub(crate) fn bytes(v: f64) -> String {
-    if !v.is_finite() {
-        return non_finite(v);
-    }
-    let a = v.abs();
-    if a >= GIB {
-        format!("{:.2} GiB", v / GIB)
-    } else if a >= MIB {
-        format!("{:.1} MiB", v / MIB)
-    } else if a >= KIB {
-        format!("{:.1} KiB", v / KIB)
-    } else {
-        format!("{v:.0} B")
-    }
-}
-
 /// `4.10 s`, `23.4 ms`, `812 µs`, `184 s` (three significant digits).
 pub(crate) fn seconds(v: f64) -> String {
     if !v.is_finite() {
@@ -117,7 +96,7 @@ fn non_finite(v: f64) -> String {
 /// Formats a value of the given kind.
 pub(crate) fn value(kind: Unit, v: f64) -> String {
     match kind {
-        Unit::Bytes => bytes(v),
+        Unit::Bytes => goldgate_core::units::bytes(v),
         Unit::Seconds => seconds(v),
         Unit::Count => count(v),
         Unit::Plain => plain(v),
@@ -155,6 +134,9 @@ pub(crate) fn interval(kind: Unit, lo: f64, hi: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const MIB: f64 = 1024.0 * 1024.0;
+    const GIB: f64 = MIB * 1024.0;
 
     #[test]
     fn scales_bytes_and_seconds_to_readable_units() {

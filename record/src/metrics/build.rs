@@ -214,6 +214,9 @@ fn node0_views(observed: &Observed) -> (MemoryRecord, Fingerprint) {
     if observed.nodes.len() > 1 {
         let max = |f: fn(&Sampled) -> Option<u64>| observed.nodes.iter().filter_map(f).max();
         memory.host_peak_pss_bytes = max(Sampled::host_peak_pss);
+        if memory.host_peak_pss_bytes.is_some() {
+            memory.not_sampled.remove(HOST_PEAK); // another node read it
+        }
         memory.host_peak_rss_bytes = max(|n| n.summary.as_ref()?.host_peak_rss_bytes());
         memory.shm_peak_bytes = max(Sampled::shm_peak);
     }

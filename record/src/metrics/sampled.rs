@@ -102,6 +102,17 @@ impl Sampled {
                 .collect(),
         });
         let pss_read = s.host.pss.is_some();
+        let mut not_sampled = std::collections::BTreeMap::new();
+        if !pss_read && s.host.pss_reads > 0 {
+            not_sampled.insert(
+                goldgate_schema::metric_names::HOST_PEAK.to_owned(),
+                format!(
+                    "none of the {} PSS read(s), the first as the job started, found a process \
+                     of the job (it ended before its memory could be read)",
+                    s.host.pss_reads
+                ),
+            );
+        }
         MemoryRecord {
             gpu,
             host_peak_pss_bytes: s.host_peak_pss_bytes(),
@@ -117,6 +128,7 @@ impl Sampled {
             shm_peak_bytes: s.shm_peak_bytes(),
             host_interval_seconds: interval,
             timeline: timeline(s),
+            not_sampled,
         }
     }
 }

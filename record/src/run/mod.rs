@@ -10,6 +10,7 @@ pub(crate) mod local;
 mod options;
 mod progress;
 mod provenance;
+pub(crate) mod rank_logs;
 mod scheduler;
 pub mod slurm;
 mod watch;

@@ -27,6 +27,7 @@ use super::select::{Selection, plan_selection};
 use goldgate_core::config::Sequential;
 use goldgate_core::config::{Config, ExecutorChoice};
 use goldgate_judge::compare::ab::across_jobs;
+use goldgate_judge::compare::ab::covariate::{self, Covariate, CovariateUse};
 use goldgate_judge::compare::ab::metric::{self, AbMetric};
 use goldgate_judge::compare::ab::outcome::{
     AB_SCHEMA_VERSION, AbJob, AbMode, AbModeKind, AbReport, ArmSpec,
@@ -86,6 +87,11 @@ pub struct Args {
     /// ones; saves past them run under arm A, outside the design).
     #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..))]
     pub schedule_pairs: u32,
+    /// Job-level: judge checkpoint-blocking-time adjusted by each job's iteration time (the
+    /// platform's measured `ab.platforms.<p>.covariate`), for a B that leaves iteration time
+    /// alone; switched off at the first look whose iteration-time interval excludes 0.
+    #[arg(long)]
+    pub covariate: bool,
     /// Discarded warm-up jobs before the first block, alternating A and B.
     #[arg(long, default_value_t = 0, value_name = "N")]
     pub warmup: u32,
@@ -238,6 +244,8 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
     let config = args.select.config.load()?;
     let (opts, platform, choice) = options(&args, &config)?;
     let seq = sequential(&args, &config, &platform)?;
+    let switched = !args.a_switches.is_empty() || !args.b_switches.is_empty();
+    let asked_covariate = covariate(&args, &config, &platform, args.within_job || switched)?;
     let ab_dir = opts.out_dir.join(&opts.run_id);
     let mut bench = Bench {
         arms: [Arm::new(&args, "a")?, Arm::new(&args, "b")?],
@@ -260,6 +268,7 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
     let seed = args.seed.unwrap_or_else(clock_seed);
     let within = within_job(&args)?;
     let mut report = bench.report(&platform, seed, seq);
+    report.covariate = asked_covariate;
     let out_of_time = if let Some(mode) = within {
         report.mode = mode;
         bench.sequence_within(&mut report)?;
@@ -311,6 +320,29 @@ fn sequential(args: &Args, config: &Config, platform: &str) -> Result<Sequential
         seq.spread = s;
     }
     Ok(seq)
+}
+
+/// `--covariate`'s settings on `platform`; refused within a job (the saves of a pair share
+/// their job's level already) and where the platform has none measured.
+fn covariate(
+    args: &Args,
+    config: &Config,
+    platform: &str,
+    within: bool,
+) -> Result<Option<CovariateUse>, AppError> {
+    if !args.covariate {
+        return Ok(None);
+    }
+    if within {
+        return Err(CmdError::NoCovariate {
+            message: "within-job A/B pairs saves of one job, which share its level already; the covariate is for job-level ab".into(),
+        }
+        .into());
+    }
+    let settings = Covariate::on(&config.ab, platform).ok_or_else(|| CmdError::NoCovariate {
+        message: format!("no ab.platforms.{platform}.covariate in goldgate.yaml"),
+    })?;
+    Ok(Some(CovariateUse::new(settings)))
 }
 
 /// The within-job mode when asked for (`--within-job`, or a switch given), and why; refuses
@@ -416,9 +448,11 @@ impl Bench<'_> {
             metrics: Vec::new(),
             goldens: Vec::new(),
             golden_note: None,
+            covariate: None,
             warnings: Vec::new(),
             finished: false,
             job_seconds: 0.0,
+            gpus: 0,
             exit_code: None,
             precision: None,
             checks: None,
@@ -461,7 +495,7 @@ impl Bench<'_> {
             }
             blocks.push(block);
             report.pairs = a.len();
-            report.metrics = self.judge(&a, &b, &blocks, &seq);
+            report.metrics = self.judge(&a, &b, &blocks, &seq, report.covariate.as_mut());
             let done = self.done(report);
             self.save(report);
             if done || report.pairs as u32 >= seq.max_pairs {
@@ -581,6 +615,7 @@ impl Bench<'_> {
             entry.outcome = Some(r.outcome.label());
             entry.wall_seconds = Some(r.wall_seconds);
             report.job_seconds += r.wall_seconds;
+            report.gpus = report.gpus.max(r.fingerprint.gpu_count.unwrap_or(0));
         }
         self.save(report);
         Ok(record)
@@ -637,6 +672,7 @@ impl Bench<'_> {
         b: &[RunRecord],
         blocks: &[u32],
         seq: &Sequential,
+        covariate: Option<&mut CovariateUse>,
     ) -> Vec<AbMetric> {
         let rules = goldgate_core::rules::RuleSet::from_config(&self.config.rules);
         let mut names: Vec<String> = self.metrics.clone();
@@ -649,14 +685,18 @@ impl Bench<'_> {
         }
         let ra: Vec<&RunRecord> = a.iter().collect();
         let rb: Vec<&RunRecord> = b.iter().collect();
-        across_jobs::judge_all(
+        let mut metrics = across_jobs::judge_all(
             &names,
             &self.config.ab.metrics,
             &rules,
             (&ra, &rb),
             blocks,
             seq,
-        )
+        );
+        if let Some(state) = covariate {
+            covariate::apply(&mut metrics, &rules, (&ra, &rb), blocks, seq, state);
+        }
+        metrics
     }
 
     /// Plans, runs and records one job of `arm`; returns its record.
@@ -700,6 +740,7 @@ impl Bench<'_> {
                 .then(|| r.attempts.last().and_then(|a| a.failure_line.clone()))
                 .flatten();
             report.job_seconds += r.wall_seconds;
+            report.gpus = report.gpus.max(r.fingerprint.gpu_count.unwrap_or(0));
         }
         self.save(report);
         Ok(record.filter(|_| !warmup))

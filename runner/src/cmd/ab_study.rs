@@ -8,6 +8,10 @@ use std::path::PathBuf;
 use super::error::{AppError, CmdError};
 use super::output::out;
 use goldgate_core::config::Sequential;
+use goldgate_judge::compare::ab::across_jobs::{self, Pair};
+use goldgate_judge::compare::ab::covariate::study as cov_study;
+use goldgate_judge::compare::ab::covariate::study::{Plant, StudyJob};
+use goldgate_judge::compare::ab::covariate::{self, Covariate};
 use goldgate_judge::compare::ab::study::{self, Normal, Session, SessionModel, StudyOptions};
 use goldgate_judge::compare::stats::summary::SplitMix64;
 use goldgate_schema::Exit;
@@ -43,6 +47,11 @@ pub struct Args {
     /// Also write the markdown here.
     #[arg(long)]
     pub markdown: Option<PathBuf>,
+    /// The save/iteration covariate's study instead (`compare::ab::covariate::study`): each
+    /// `--session` one group of jobs (one session's one arm), `--real-a`/`--real-b` judged
+    /// plain and adjusted.
+    #[arg(long)]
+    pub covariate: bool,
 }
 
 fn parse_session(text: &str) -> Result<(String, PathBuf), String> {
@@ -81,6 +90,9 @@ fn load(
 
 /// Runs the study.
 pub fn run(args: Args) -> Result<Exit, AppError> {
+    if args.covariate {
+        return covariate_study(&args);
+    }
     let mut rng = Normal(SplitMix64::new(args.seed));
     let models = fit_models(&args, &mut rng)?;
     let opts = StudyOptions {
@@ -106,6 +118,11 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
     let real = real_session(&args)?;
     let text =
         goldgate_judge::report::ab_study::render(&models, &designs, &rules, real.as_ref(), &opts);
+    publish(&args, &text)
+}
+
+/// Prints the study and writes `--markdown`.
+fn publish(args: &Args, text: &str) -> Result<Exit, AppError> {
     out!("{text}");
     if let Some(path) = &args.markdown {
         goldgate_core::fsio::write_atomic(path, text.as_bytes()).map_err(|source| {
@@ -116,6 +133,121 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
         })?;
     }
     Ok(Exit::Pass)
+}
+
+/// Each passed job of `dir` as `ab` reduces it (save and iteration summaries under the
+/// shipped rules), in start order.
+fn study_jobs(dir: &std::path::Path, group: &str) -> Result<Vec<StudyJob>, AppError> {
+    let shipped = goldgate_core::config::Config::builtin()?;
+    let rules = goldgate_core::rules::RuleSet::from_config(&shipped.rules);
+    let summary = |r: &RunRecord, metric: &str| {
+        rules
+            .find(metric)
+            .and_then(|rule| across_jobs::job_summary(rule, r, metric))
+    };
+    let mut jobs: Vec<(String, StudyJob)> = goldgate_core::records::load_results(dir)?
+        .iter()
+        .filter(|(_, r)| r.outcome.passed())
+        .filter_map(|(_, r)| {
+            Some((
+                r.started_at.clone(),
+                StudyJob {
+                    group: group.to_owned(),
+                    save: summary(r, covariate::ADJUSTED)?,
+                    iteration: summary(r, covariate::BY)?,
+                    wall: r.wall_seconds,
+                },
+            ))
+        })
+        .collect();
+    jobs.sort_by(|a, b| a.0.cmp(&b.0));
+    Ok(jobs.into_iter().map(|(_, j)| j).collect())
+}
+
+/// The plain test and the covariate's designs on every plant: save changes, then iteration
+/// changes with the saves unchanged; floors at the shipped guard, then the guard's level at
+/// one floor (the look's own level is the guard first tried).
+fn covariate_designs(
+    fit: &cov_study::Fit,
+    seq: &Sequential,
+    draws: usize,
+    seed: u64,
+) -> Vec<cov_study::Design> {
+    let mut plants: Vec<Plant> = [0.0, 0.05, 0.10, 0.15, 0.20, 0.30]
+        .map(|save| Plant {
+            save,
+            iteration: 0.0,
+        })
+        .to_vec();
+    plants.extend(
+        [-0.10, -0.05, -0.03, 0.03, 0.05, 0.10].map(|iteration| Plant {
+            save: 0.0,
+            iteration,
+        }),
+    );
+    let mut designs = vec![cov_study::design(fit, &plants, seq, None, draws, seed)];
+    let slope = (fit.slope * 100.0).round() / 100.0;
+    let guard = covariate::GUARD_LEVEL;
+    let mut grid: Vec<(f64, f64)> = [0.07, 0.06, 0.055, 0.05].map(|s| (s, guard)).to_vec();
+    grid.extend([(0.055, 0.8), (0.055, seq.level())]);
+    for (spread, level) in grid {
+        let c = Covariate { slope, spread };
+        designs.push(cov_study::design(
+            fit,
+            &plants,
+            seq,
+            Some((c, level)),
+            draws,
+            seed,
+        ));
+    }
+    designs
+}
+
+/// The real session's A and B jobs, pair `k` the `k`-th of each, judged plain and adjusted.
+fn real_covariate(
+    a: &[StudyJob],
+    b: &[StudyJob],
+    seq: &Sequential,
+    c: Covariate,
+) -> Vec<cov_study::RealLook> {
+    let pairs = |f: fn(&StudyJob) -> f64| -> Vec<Pair> {
+        (a.iter().zip(b).enumerate())
+            .map(|(k, (x, y))| Pair {
+                block: (k / 2 + 1) as u32,
+                a: f(x),
+                b: f(y),
+            })
+            .collect()
+    };
+    cov_study::real_pairs(&pairs(|j| j.save), &pairs(|j| j.iteration), seq, c)
+}
+
+/// `--covariate`: the fit, the plain and covariate designs on every plant, the real session.
+fn covariate_study(args: &Args) -> Result<Exit, AppError> {
+    let mut jobs = Vec::new();
+    for (name, dir) in &args.sessions {
+        jobs.extend(study_jobs(dir, name)?);
+    }
+    let fit = cov_study::fit(&jobs).ok_or(CmdError::BadValue {
+        message: "ab-study --covariate needs two or more --session groups of two or more passed jobs with saves and iteration times",
+    })?;
+    let shipped = goldgate_core::config::Config::builtin()?;
+    let seq = shipped.ab.on("h200");
+    let draws = args.draws.max(1);
+    let designs = covariate_designs(&fit, &seq, draws, args.seed);
+    let real = match (&args.real_a, &args.real_b) {
+        (Some(a), Some(b)) => {
+            let c = Covariate::on(&shipped.ab, "h200").unwrap_or(Covariate {
+                slope: fit.slope,
+                spread: seq.spread,
+            });
+            real_covariate(&study_jobs(a, "a")?, &study_jobs(b, "b")?, &seq, c)
+        }
+        _ => Vec::new(),
+    };
+    let text = goldgate_judge::report::ab_covariate::render(&fit, &seq, &designs, draws, &real);
+    publish(args, &text)
 }
 
 /// Every `--session`'s model; an error when none has two passed jobs.

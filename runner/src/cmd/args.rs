@@ -260,6 +260,56 @@ pub struct GateArgs {
     pub trend: TrendArgs,
 }
 
+/// `run`/`compare --clocks`: what judges the clocks of this comparison, over the platform's
+/// `clocks:` in goldgate.yaml.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct ClocksArg {
+    /// `ab`: iteration, save and async-completion times are reported against their goldens and
+    /// never gate (a `goldgate ab` of the same check gates timing; the action passes it in mode
+    /// `both` and where its `clocks` input says `ab`); `golden`: they gate whatever the platform
+    /// says. Default: the platform's `clocks:`.
+    #[arg(long, value_enum, value_name = "ab|golden")]
+    pub clocks: Option<ClocksChoice>,
+}
+
+/// The values of `--clocks`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ClocksChoice {
+    Ab,
+    Golden,
+}
+
+impl ClocksArg {
+    /// The comparison's options from `config` with this choice (`run`, `compare`).
+    pub fn compare_options(
+        &self,
+        config: &goldgate_core::config::Config,
+        golden_root: &GoldenRoot,
+        root: &CaseRoot,
+        platform: Option<String>,
+        allow_env_mismatch: bool,
+    ) -> goldgate_judge::compare::CompareOptions {
+        goldgate_judge::compare::CompareOptions {
+            clocks: self.choice(),
+            ..goldgate_judge::compare::CompareOptions::from_config(
+                config,
+                golden_root.path.clone(),
+                root.path.clone(),
+                platform,
+                allow_env_mismatch,
+            )
+        }
+    }
+
+    /// The choice as the compare stage takes it.
+    pub fn choice(&self) -> Option<goldgate_core::config::Clocks> {
+        self.clocks.map(|c| match c {
+            ClocksChoice::Ab => goldgate_core::config::Clocks::Ab,
+            ClocksChoice::Golden => goldgate_core::config::Clocks::Golden,
+        })
+    }
+}
+
 /// The one-line trend per regressed metric in the markdown report (and so the step summary
 /// and the PR comment), from the history store.
 #[derive(clap::Args, Debug, Clone)]

@@ -33,6 +33,8 @@ pub struct Args {
     #[arg(long)]
     pub current_case: bool,
     #[command(flatten)]
+    pub clocks: super::args::ClocksArg,
+    #[command(flatten)]
     pub gate: super::args::GateArgs,
 }
 
@@ -63,10 +65,10 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
     args.gate.check()?;
     let opts = CompareOptions {
         current_case: args.current_case,
-        ..CompareOptions::from_config(
+        ..args.clocks.compare_options(
             &args.config.load()?,
-            args.golden_root.path.clone(),
-            args.root.path.clone(),
+            &args.golden_root,
+            &args.root,
             args.platform.clone(),
             args.gate.allow_env_mismatch,
         )

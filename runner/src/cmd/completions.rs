@@ -127,10 +127,19 @@ pub fn man_pages(command: clap::Command) -> Result<Vec<(String, String)>, AppErr
 /// `command` and each of its subcommands with the EXIT STATUS block after their help: what
 /// the parser, `--help`, completions and man pages are built from.
 pub fn with_exit_status(command: clap::Command) -> clap::Command {
-    let text = goldgate_core::exit::help_text();
+    let text = exit_status_help();
     command
         .after_help(text.clone())
         .mut_subcommands(move |s| s.after_help(text.clone()))
+}
+
+/// The EXIT STATUS block `--help` ends with: one line per code and its meaning.
+fn exit_status_help() -> String {
+    let mut s = String::from("Exit status:\n");
+    for exit in Exit::ALL {
+        s.push_str(&format!("  {}  {}\n", exit.code(), exit.meaning()));
+    }
+    s.trim_end().to_owned()
 }
 
 /// One man page in roff: clap_mangen's sections, an EXIT STATUS section in place of the
@@ -165,8 +174,8 @@ pub fn render_man(command: clap::Command) -> Result<String, AppError> {
 /// The EXIT STATUS section in roff: one tagged paragraph per code.
 fn exit_status_roff() -> String {
     let mut s = String::from(".SH \"EXIT STATUS\"\n");
-    for (exit, meaning) in goldgate_core::exit::DOCUMENTED {
-        let meaning = meaning.replace('-', "\\-");
+    for exit in Exit::ALL {
+        let meaning = exit.meaning().replace('-', "\\-");
         s.push_str(&format!(".TP\n{}\n{meaning}\n", exit.code()));
     }
     s

@@ -352,6 +352,7 @@ fn cmd(e: &CmdError) -> Exit {
         | CmdError::NotAFolder { .. }
         | CmdError::BudgetFitsNoPair { .. }
         | CmdError::NotSwitchable { .. }
+        | CmdError::NoCovariate { .. }
         | CmdError::NothingToJudge { .. } => Exit::Usage,
         CmdError::Cwd { .. }
         | CmdError::Write { .. }
@@ -448,6 +449,13 @@ pub enum CmdError {
         "drop --within-job (and the switches) to compare this with job-level `goldgate ab`"
     ))]
     NotSwitchable { message: String },
+
+    /// `ab --covariate` where it cannot apply: within-job, or a platform without a measured slope.
+    #[error("--covariate: {message}")]
+    #[diagnostic(help(
+        "the slope is measured, not guessed: run the covariate study on the platform's A/A records (docs/archive/ab-study/ab-study.sh) and set ab.platforms.<platform>.covariate in goldgate.yaml"
+    ))]
+    NoCovariate { message: String },
 
     /// `ab --within-job`: a job's records cannot be judged within the job.
     #[error("within-job A/B: {message}")]

@@ -52,6 +52,8 @@ pub struct Args {
     #[arg(long, value_name = "N")]
     pub warmup: Option<u32>,
     #[command(flatten)]
+    pub clocks: super::args::ClocksArg,
+    #[command(flatten)]
     pub gate: GateArgs,
 }
 
@@ -185,10 +187,10 @@ fn finish(
         );
         return Ok(run_exit);
     }
-    let compare = goldgate_judge::compare::CompareOptions::from_config(
+    let compare = args.clocks.compare_options(
         config,
-        args.golden_root.path.clone(),
-        args.select.root.path.clone(),
+        &args.golden_root,
+        &args.select.root,
         args.select.platform.clone(),
         args.gate.allow_env_mismatch,
     );

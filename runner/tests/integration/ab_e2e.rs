@@ -349,6 +349,25 @@ fn a_missing_or_file_arm_folder_is_refused_before_any_job() {
     assert!(!runs.exists(), "no job ran");
 }
 
+/// `--covariate` needs a slope measured on the platform, and is for job-level A/B only: both
+/// refused before any job.
+#[test]
+fn the_covariate_is_refused_without_a_measured_slope_and_within_a_job() {
+    let out = tempfile::tempdir().unwrap();
+    let o = ab(out.path(), &["--covariate"]);
+    let t = text(&o);
+    assert_eq!(code(&o), 2, "{t}");
+    assert!(
+        t.contains("--covariate: no ab.platforms.dev_cpu.covariate in goldgate.yaml"),
+        "{t}"
+    );
+    let o = ab(out.path(), &["--covariate", "--within-job"]);
+    let t = text(&o);
+    assert_eq!(code(&o), 2, "{t}");
+    assert!(t.contains("within-job A/B pairs saves of one job"), "{t}");
+    assert!(std::fs::read_dir(out.path()).unwrap().next().is_none());
+}
+
 #[test]
 fn max_pairs_is_bounded() {
     let out = tempfile::tempdir().unwrap();

@@ -308,16 +308,17 @@ fn find(dir: &Path, name: &str) -> Vec<PathBuf> {
 }
 
 /// The whole adoption in the fork: the first goldens blessed by a dispatch and committed, a pull
-/// request whose first push slows the saves (the gate and the A/B fail, a comment is posted) and
+/// request whose first push slows the saves (the A/B fails, the gate's golden timing is
+/// diagnostic beside it, a comment is posted) and
 /// whose second push takes that back (the same comment is updated), every run's records in the
 /// artifact store.
 #[tokio::test]
 async fn a_megatron_fork_blesses_gates_and_keeps_one_comment_through_the_action() {
-    let Some(corpus) = goldgate_testkit::corpus::megatron_corpus() else {
+    let Some(corpus) = goldgate_core::fixtures::corpus::megatron_corpus() else {
         return;
     };
     if let Some(tool) = tools_missing() {
-        goldgate_testkit::prereq::missing(&format!(
+        goldgate_core::fixtures::prereq::missing(&format!(
             "{tool} is not installed (the action's scripts use it)"
         ));
         return;
@@ -429,13 +430,29 @@ fn adopt(corpus: &Path, github: &str, gh: &FakeGithub) {
         "{consoles:?}"
     );
     assert!(ran(&job.workspace) >= 1, "{consoles:?}");
+    // The A/B of this job gates timing: the gate leaves its golden timing rows diagnostic
+    // (`--clocks ab`), so the slower saves fail the job through the A/B alone.
+    assert!(
+        o.log.contains("the gate's clocks: ab (--clocks ab)"),
+        "{}",
+        show(&o)
+    );
     let comparison: Value =
         serde_json::from_slice(&std::fs::read(records.join("comparison.json")).unwrap()).unwrap();
     assert_eq!(
-        comparison["gate"]["exit_code"], 1,
+        comparison["gate"]["exit_code"], 0,
         "{}",
         comparison["counts"]
     );
+    let diagnostic: Vec<&str> = (comparison["jobs"].as_array().unwrap().iter())
+        .flat_map(|j| j["metrics"].as_array().unwrap())
+        .filter_map(|m| m["pass_reason"].as_str())
+        .filter(|r| r.contains("(`--clocks ab`): against the golden alone, regression"))
+        .collect();
+    assert!(!diagnostic.is_empty(), "{comparison}");
+    let ab_result: Value =
+        serde_json::from_slice(&std::fs::read(records.join(&ab)).unwrap()).unwrap();
+    assert_eq!(ab_result["exit_code"], 1, "{ab_result}");
     assert!(
         o.summary.contains("gpt3"),
         "the step summary: {}",
@@ -561,7 +578,7 @@ fn dev_cpu_inputs(dist: &Path, extra: &[(&str, &str)]) -> Vec<(String, String)> 
 #[test]
 fn the_action_passes_a_filter_with_spaces_as_one_argument_and_args_one_per_line() {
     if let Some(tool) = tools_missing() {
-        goldgate_testkit::prereq::missing(&format!(
+        goldgate_core::fixtures::prereq::missing(&format!(
             "{tool} is not installed (the action's scripts use it)"
         ));
         return;
@@ -627,7 +644,7 @@ fn the_action_passes_a_filter_with_spaces_as_one_argument_and_args_one_per_line(
 #[test]
 fn the_action_refuses_a_release_archive_whose_checksum_does_not_match() {
     if let Some(tool) = tools_missing() {
-        goldgate_testkit::prereq::missing(&format!(
+        goldgate_core::fixtures::prereq::missing(&format!(
             "{tool} is not installed (the action's scripts use it)"
         ));
         return;

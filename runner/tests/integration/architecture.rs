@@ -18,7 +18,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// Modules every stage may use; they use no stage.
-const BASE: &[&str] = &["exit", "fsio", "duration", "printable", "hash", "redact"];
+const BASE: &[&str] = &["fsio", "duration", "printable", "hash", "redact", "units"];
 
 /// Pipeline stages in order; a stage may use its own rank and earlier ones. `golden` reads
 /// and writes the case stage's golden files; `config` is the plan stage's schema and `rules`
@@ -425,6 +425,42 @@ fn cmd_run_stays_small() {
     let text = std::fs::read_to_string(src().join("cmd/run.rs")).unwrap();
     let lines = text.lines().count();
     assert!(lines <= 200, "cmd/run.rs has {lines} lines (at most 200)");
+}
+
+/// A crate root's top-level modules (`mod name;` lines of its `lib.rs`).
+fn top_level_modules(dir: &str) -> Vec<String> {
+    let lib = std::fs::read_to_string(workspace().join(dir).join("src/lib.rs")).unwrap();
+    lib.lines()
+        .filter_map(|l| {
+            ["pub mod ", "pub(crate) mod ", "mod "]
+                .iter()
+                .find_map(|p| l.trim().strip_prefix(p))
+                .and_then(|r| r.strip_suffix(';'))
+                .map(str::to_owned)
+        })
+        .collect()
+}
+
+/// One concept, one home: no two crates have a top-level module of the same name (as
+/// `observe` and `metrics` once had in core and record, and `exit` in core and schema).
+#[test]
+fn no_two_crates_have_a_module_of_the_same_name() {
+    let mut homes: BTreeMap<String, Vec<&str>> = BTreeMap::new();
+    let dirs = CRATES.iter().map(|(dir, _)| *dir).chain(["schema"]);
+    for dir in dirs {
+        for module in top_level_modules(dir) {
+            homes.entry(module).or_default().push(dir);
+        }
+    }
+    assert!(homes.len() >= 20, "{homes:?}");
+    let split: Vec<_> = homes
+        .iter()
+        .filter(|(_, crates)| crates.len() > 1)
+        .collect();
+    assert!(
+        split.is_empty(),
+        "modules with a home in several crates: {split:?}"
+    );
 }
 
 #[test]

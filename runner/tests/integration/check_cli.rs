@@ -10,7 +10,7 @@ const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures");
 use crate::common;
 
 use common::cli;
-use goldgate_testkit::corpus;
+use goldgate_core::fixtures::corpus;
 
 /// goldgate with no data root or Megatron checkout in the environment (`check` plans every
 /// case, so placeholders those would fill are reported).

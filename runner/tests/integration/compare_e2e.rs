@@ -663,3 +663,40 @@ fn run_json_and_results_json_that_disagree_on_an_outcome_are_refused() {
     let out = goldgate(&["bless", "--from", "results"], dir.path());
     assert_eq!(code(&out), 3, "bless refuses it too: {}", text(&out));
 }
+
+/// A job that ended before its memory could first be read has no `host-peak-pss-bytes`, and
+/// its record says why: the metric is `not-sampled` (exit 0, said in the table; exit 1 under
+/// `--strict`), never a regression. Without that note the same gap is a missing metric.
+#[test]
+fn a_metric_the_job_could_not_sample_is_not_sampled_not_missing() {
+    let s = Setup::blessed();
+    let unsampled = |why: Option<&str>| -> Vec<RunRecord> {
+        (1..=3)
+            .map(|i| {
+                let mut r = record(i, 1.0);
+                r.run_id = "short".into();
+                r.metrics.remove("host-peak-pss-bytes");
+                if let Some(why) = why {
+                    r.memory
+                        .not_sampled
+                        .insert("host-peak-pss-bytes".into(), why.into());
+                }
+                r
+            })
+            .collect()
+    };
+    let why = "none of the 1 PSS read(s), the first as the job started, found a process of the \
+               job (it ended before its memory could be read)";
+    write_records(&s.path("short"), &unsampled(Some(why)));
+    let args = ["compare", "--results", "short", "--root", "no-cases"];
+    let out = goldgate(&args, s.dir.path());
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    insta::assert_snapshot!(String::from_utf8_lossy(&out.stdout));
+    let out = goldgate(&[&args[..], &["--strict"]].concat(), s.dir.path());
+    assert_eq!(code(&out), 1, "{}", text(&out));
+    std::fs::remove_dir_all(s.path("short")).unwrap();
+    write_records(&s.path("short"), &unsampled(None));
+    let out = goldgate(&args, s.dir.path());
+    assert_eq!(code(&out), 1, "{}", text(&out));
+    assert!(text(&out).contains("missing-metric"), "{}", text(&out));
+}

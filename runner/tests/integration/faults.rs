@@ -590,6 +590,78 @@ fn a_run_killed_with_sigkill_never_passes_the_gate() {
     assert!(t.contains("m/b-daemon@default#1: no outcome"), "{t}");
 }
 
+// ---- very short jobs gated on memory -----------------------------------------------------------
+
+/// A quick job (a few ms, over before the sampler's first tick at 50 ms) whose case gates its
+/// host memory, blessed from one run: the golden holds the PSS read as the job started.
+fn blessed_quick_memory_run(s: &Scratch) {
+    let entry = format!("[\"sh\", {:?}, \"3\"]", script("iterations.sh"));
+    s.write(
+        "cases/m/quick/model_config.yaml",
+        &format!(
+            "TEST_TYPE: regular\nLAUNCHER: direct\nMODEL_ARGS: {{}}\n\
+             METRICS: [\"lm loss\", \"host-peak-pss-bytes\"]\nGOLDGATE:\n  entry: {entry}\n"
+        ),
+    );
+    let o = s.run(&[]).output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let o = s.goldgate(&["bless", "--from", "out"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let golden = std::fs::read_to_string(golden_path(s)).unwrap();
+    assert!(golden.contains("host-peak-pss-bytes"), "{golden}");
+}
+
+/// `goldgate run --root cases --sample-interval 50ms <args>`, gated.
+fn gated_run(s: &Scratch, args: &[&str]) -> Command {
+    let mut all = vec!["run", "--root", "cases", "--sample-interval", "50ms"];
+    all.extend_from_slice(args);
+    let mut cmd = s.goldgate(&all);
+    cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+    cmd
+}
+
+#[test]
+fn two_runs_into_one_out_folder_at_once_each_pass_their_own_gate() {
+    let s = Scratch::new("concurrent-out");
+    blessed_quick_memory_run(&s);
+    let runs: Vec<Child> = (0..2)
+        .map(|_| gated_run(&s, &["--out", "out"]).spawn().unwrap())
+        .collect();
+    for run in runs {
+        let o = run.wait_with_output().unwrap();
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+        let t = text(&o);
+        assert!(t.contains("1 job on dev_cpu: 1 passed"), "{t}");
+    }
+    let mut ids: Vec<String> = s.records().into_iter().map(|r| r.run_id).collect();
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), 3, "the blessed run and the two at once: {ids:?}");
+    assert!(
+        s.records()
+            .iter()
+            .all(|r| r.memory.host_peak_pss_bytes.is_some())
+    );
+}
+
+#[test]
+fn an_out_folder_that_is_a_link_to_a_folder_is_written_through_and_gated() {
+    let s = Scratch::new("linked-out");
+    blessed_quick_memory_run(&s);
+    std::fs::create_dir(s.path().join("real")).unwrap();
+    std::os::unix::fs::symlink(s.path().join("real"), s.path().join("linked")).unwrap();
+    let o = gated_run(&s, &["--out", "linked"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(s.path().join("linked").is_symlink());
+    let records = common::results::records(&s.path().join("real"));
+    assert_eq!(records.len(), 1);
+    let o = s
+        .goldgate(&["compare", "--results", "linked", "--root", "cases"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+}
+
 // ---- 13: flags that overflow, closed pipes --------------------------------------------------
 
 #[test]

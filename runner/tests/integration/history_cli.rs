@@ -312,7 +312,9 @@ fn a_store_on_a_read_only_mount_is_read() {
         unreachable!()
     };
     if !rustix::process::geteuid().is_root() || !Path::new("/usr/bin/unshare").is_file() {
-        goldgate_testkit::prereq::missing("root and unshare (to bind-mount the store read-only)");
+        goldgate_core::fixtures::prereq::missing(
+            "root and unshare (to bind-mount the store read-only)",
+        );
         return;
     }
     // A run of this branch whose saves take twice as long, to be gated with a trend line.

@@ -26,7 +26,7 @@ fn chromium() -> Option<PathBuf> {
             })
         });
     if found.is_none() {
-        goldgate_testkit::prereq::missing(
+        goldgate_core::fixtures::prereq::missing(
             "no chromium (.ci/run installs Debian's: apt-get install -y chromium; or GOLDGATE_CHROMIUM)",
         );
     }

@@ -48,7 +48,7 @@ pub(crate) fn fresh(backend: &str) -> Option<Fresh> {
         });
     }
     let Some(admin) = std::env::var(PG_VAR).ok().filter(|u| !u.is_empty()) else {
-        goldgate_testkit::prereq::missing(&format!(
+        goldgate_core::fixtures::prereq::missing(&format!(
             "no PostgreSQL ({PG_VAR} unset; .ci/run starts one with .ci/postgres.sh)"
         ));
         return None;

@@ -39,7 +39,7 @@ fn caller_env() -> BTreeMap<String, String> {
     env
 }
 
-/// Why the test cannot run here, if it cannot (the corpus itself is `goldgate_testkit::corpus`'s).
+/// Why the test cannot run here, if it cannot (the corpus itself is `goldgate_core::fixtures::corpus`'s).
 fn missing_prerequisite() -> Option<String> {
     let yaml = Command::new("python3").args(["-c", "import yaml"]).output();
     if !yaml.is_ok_and(|o| o.status.success()) {
@@ -195,19 +195,19 @@ fn compare(
 
 #[test]
 fn every_corpus_run_matches_megatrons_command_line() {
-    let Some(root) = goldgate_testkit::corpus::test_cases() else {
+    let Some(root) = goldgate_core::fixtures::corpus::test_cases() else {
         return;
     };
     // `<corpus>/tests/functional_tests/test_cases` → `<corpus>`.
     let corpus = root.join("../../..");
     if !corpus.join("tests/test_utils/recipes").is_dir() {
-        goldgate_testkit::prereq::missing(
+        goldgate_core::fixtures::prereq::missing(
             "argv parity needs the corpus's tests/test_utils/recipes",
         );
         return;
     }
     if let Some(why) = missing_prerequisite() {
-        goldgate_testkit::prereq::missing(&format!("argv parity needs {why}"));
+        goldgate_core::fixtures::prereq::missing(&format!("argv parity needs {why}"));
         return;
     }
     let dir = tempfile::tempdir().unwrap();

@@ -16,7 +16,7 @@ use crate::common;
 
 use common::cli::{self, write};
 use common::redact::redact;
-use goldgate_testkit::corpus;
+use goldgate_core::fixtures::corpus;
 
 /// A case whose MODEL_ARGS hold characters a shell could trip on, in values Megatron's
 /// `_run_training.sh` accepts (its `xargs` trim removes quotes and collapses blanks).

@@ -1,6 +1,6 @@
 //! A test whose prerequisite (python3, PyYAML, the Megatron-LM corpus) is missing skips only on
 //! a developer machine; under `CI=true` it fails. Every skip in the workspace goes through
-//! `goldgate_testkit::prereq`, which decides that in one place (its own unit test checks the
+//! `goldgate_core::fixtures::prereq`, which decides that in one place (its own unit test checks the
 //! rule); this test checks that no test prints a skip of its own.
 #![allow(clippy::unwrap_used)]
 
@@ -21,7 +21,7 @@ const HARDWARE: &[(&str, &str)] = &[
 fn every_skip_goes_through_the_one_prerequisite_rule() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let mut files = Vec::new();
-    let crates = ["core", "record", "judge", "runner", "schema", "testkit"];
+    let crates = ["core", "record", "judge", "runner", "schema"];
     for dir in crates
         .iter()
         .flat_map(|c| ["src", "tests", "benches"].map(|d| format!("{c}/{d}")))

@@ -102,6 +102,7 @@ fn record(v: VariantRecord, repeat: u32, save_s: f64, shm_gib: u64) -> RunRecord
                 t_seconds: t,
                 saves: vec![(1.0, Some(3.0), 4), (4.5, Some(4.5 + save_s), 8)],
             },
+            not_sampled: Default::default(),
         },
         ..RunRecord::passed("demo/ckpt", v, repeat, "dev_cpu")
     }

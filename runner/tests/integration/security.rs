@@ -147,6 +147,53 @@ fn the_console_log_is_stored_redacted_and_a_raw_copy_only_on_request() {
     );
 }
 
+/// A launcher's per-rank logs (torchrun's `--log-dir` under the job's `logs/`, which CI uploads
+/// with the console log) are masked as the console log is; raw only with `--keep-raw-log`.
+#[test]
+fn per_rank_logs_under_the_jobs_logs_are_stored_redacted() {
+    let s = Scratch::new();
+    let inherited = "hf-inherited-rank-token-987654";
+    let job = s.write(
+        "cases/m/ranks/job.sh",
+        "d=\"$1/none_abc/attempt_0/0\"; mkdir -p \"$d\"; \
+         echo \"rank 0 token $HF_TOKEN\" > \"$d/stdout.log\"; echo \"fine\" > \"$d/stderr.log\"",
+    );
+    s.write(
+        "cases/m/ranks/model_config.yaml",
+        &format!(
+            "TEST_TYPE: regular\nLAUNCHER: direct\nMODEL_ARGS: {{}}\nGOLDGATE:\n  \
+             entry: [\"sh\", {:?}, \"${{LOG_DIR}}\"]\n",
+            job.display().to_string()
+        ),
+    );
+    let rank_log = |name: &str| {
+        walk(&s.path().join("out"))
+            .into_iter()
+            .find(|p| p.ends_with(format!("none_abc/attempt_0/0/{name}")))
+    };
+    for keep_raw in [false, true] {
+        let _ = std::fs::remove_dir_all(s.path().join("out"));
+        let extra: &[&str] = if keep_raw { &["--keep-raw-log"] } else { &[] };
+        let o = s.run(extra).env("HF_TOKEN", inherited).output().unwrap();
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+        let stdout = rank_log("stdout.log").expect("the rank's log");
+        assert_eq!(
+            std::fs::read_to_string(stdout).unwrap(),
+            "rank 0 token <redacted>\n"
+        );
+        assert_eq!(
+            std::fs::read_to_string(rank_log("stderr.log").unwrap()).unwrap(),
+            "fine\n"
+        );
+        assert!(!s.kept_text().contains(inherited));
+        let raw = rank_log("stdout.raw.log");
+        assert_eq!(raw.is_some(), keep_raw, "a raw copy only on request");
+        if let Some(raw) = raw {
+            assert!(std::fs::read_to_string(raw).unwrap().contains(inherited));
+        }
+    }
+}
+
 #[test]
 fn a_record_from_another_machine_is_rendered_without_its_secrets() {
     let s = Scratch::new();

@@ -29,7 +29,7 @@ fn python() -> Option<&'static str> {
     if ok {
         return Some("python3");
     }
-    goldgate_testkit::prereq::missing(
+    goldgate_core::fixtures::prereq::missing(
         "python3 with tensorboard, click, pydantic and numpy not found (.ci/run installs them)",
     );
     None
@@ -142,7 +142,7 @@ fn compare_all(py: &str, corpus: &Path, root: &Path, work: &Path) -> usize {
 #[test]
 fn bless_from_tensorboard_is_byte_identical_to_megatrons_script() {
     let Some(py) = python() else { return };
-    let Some(corpus) = goldgate_testkit::corpus::megatron_corpus() else {
+    let Some(corpus) = goldgate_core::fixtures::corpus::megatron_corpus() else {
         return;
     };
     let work = tempfile::tempdir().unwrap();

@@ -161,13 +161,13 @@ fn megatron_matches_bless(tb: &Path, work: &Path) {
         .output()
         .is_ok_and(|o| o.status.success());
     if !ok {
-        goldgate_testkit::prereq::missing(
+        goldgate_core::fixtures::prereq::missing(
             "Megatron's script: no python3 with tensorboard, click, pydantic and numpy (.ci/run \
              installs them)",
         );
         return;
     }
-    let Some(corpus) = goldgate_testkit::corpus::megatron_corpus() else {
+    let Some(corpus) = goldgate_core::fixtures::corpus::megatron_corpus() else {
         return;
     };
     let theirs = work.join("megatron.json");

@@ -39,7 +39,6 @@ use crate::compare::stats::t_test::t_quantile;
 use goldgate_core::config::Sequential;
 use goldgate_core::rules::{Direction, Rule, RuleSet};
 use goldgate_schema::RunRecord;
-use goldgate_schema::Unit;
 
 /// One A job and one B job: their summaries in the metric's unit.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
@@ -163,19 +162,7 @@ pub fn judge_sequential(
     let sa: Vec<Option<f64>> = a.iter().map(|r| job_summary(rule, r, metric)).collect();
     let sb: Vec<Option<f64>> = b.iter().map(|r| job_summary(rule, r, metric)).collect();
     let has = |v: &[Option<f64>]| v.iter().any(Option::is_some);
-    let mut out = AbMetric {
-        metric: metric.to_owned(),
-        unit: Unit::of_metric(metric),
-        test: AbTest::Sequential,
-        verdict: AbVerdict::Undecided,
-        a: None,
-        b: None,
-        change: None,
-        interval: None,
-        level: None,
-        pairs: 0,
-        detail: String::new(),
-    };
+    let mut out = AbMetric::open(metric, AbTest::Sequential);
     match (has(&sa), has(&sb)) {
         (false, false) => return None,
         (true, true) => {}
@@ -250,17 +237,11 @@ pub fn judge_exact(
     let deterministic = a.iter().chain(b).all(|r| !r.nondeterministic);
     let exact = rule.exact && deterministic;
     let mut out = AbMetric {
-        metric: metric.to_owned(),
-        unit: Unit::of_metric(metric),
-        test: AbTest::Rule,
         verdict: AbVerdict::Pass,
         a: ma,
         b: mb,
-        change: None,
-        interval: None,
-        level: None,
         pairs: va.len().min(vb.len()),
-        detail: String::new(),
+        ..AbMetric::open(metric, AbTest::Rule)
     };
     let (x, y) = match (ma, mb) {
         (None, None) => return None,

@@ -71,6 +71,25 @@ pub struct AbMetric {
     pub detail: String,
 }
 
+impl AbMetric {
+    /// `metric` judged by `test`, nothing measured yet: `undecided`, no values, no pairs.
+    pub fn open(metric: &str, test: AbTest) -> AbMetric {
+        AbMetric {
+            metric: metric.to_owned(),
+            unit: Unit::of_metric(metric),
+            test,
+            verdict: AbVerdict::Undecided,
+            a: None,
+            b: None,
+            change: None,
+            interval: None,
+            level: None,
+            pairs: 0,
+            detail: String::new(),
+        }
+    }
+}
+
 /// Whether the sequence may stop: a metric regressed (a timing interval wholly above the
 /// minimum effect, or a counter off A's value: more pairs cannot undo either), or none is open.
 pub fn settled(metrics: &[AbMetric]) -> bool {

@@ -15,6 +15,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use super::covariate::CovariateUse;
 use super::metric::{AbMetric, AbTest, AbVerdict};
 use super::precision::Precision;
 use super::within_job::InJobTest;
@@ -133,11 +134,19 @@ pub struct AbReport {
     pub goldens: Vec<MetricResult>,
     /// Why no golden was judged (no golden file for B's variant), if so.
     pub golden_note: Option<String>,
+    /// The save/iteration covariate (`ab --covariate`), when asked for: its settings and
+    /// whether, or from which pair on why not, it applied.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub covariate: Option<CovariateUse>,
     pub warnings: Vec<String>,
     /// Whether the sequence is over (`false` while jobs still run).
     pub finished: bool,
     /// Sum of every job's wall time, warm-up included (GPU time on one machine).
     pub job_seconds: f64,
+    /// The most GPUs a job saw (NVML); 0 on a machine without one, where `job_seconds` is no
+    /// GPU time. Absent (0) in older reports.
+    #[serde(default)]
+    pub gpus: u32,
     /// The exit code once gated.
     pub exit_code: Option<i32>,
     /// `--precision`: the half-width asked for and where the intervals stand.
@@ -215,25 +224,9 @@ impl AbReport {
             path: path.to_path_buf(),
             message,
         };
-        let value: serde_json::Value =
-            serde_json::from_str(text).map_err(|e| invalid(format!("invalid JSON: {e}")))?;
-        match value
-            .get("schema_version")
-            .and_then(serde_json::Value::as_u64)
-        {
-            Some(v) if v == u64::from(AB_SCHEMA_VERSION) => {}
-            Some(v) => {
-                return Err(invalid(format!(
-                    "schema_version {v}, but this goldgate reads {AB_SCHEMA_VERSION}"
-                )));
-            }
-            None => {
-                return Err(invalid(
-                    "no schema_version: not a goldgate A/B result".into(),
-                ));
-            }
-        }
-        let report: AbReport = serde_json::from_value(value).map_err(|e| invalid(e.to_string()))?;
+        let report: AbReport =
+            crate::compare::saved::read_versioned(text, &[AB_SCHEMA_VERSION], "A/B result")
+                .map_err(invalid)?;
         if !report.finished {
             return Err(invalid(
                 "the A/B sequence did not finish (its jobs were still running)".into(),
@@ -292,9 +285,11 @@ mod tests {
             metrics: verdicts.iter().map(|v| metric(*v)).collect(),
             goldens: Vec::new(),
             golden_note: None,
+            covariate: None,
             warnings: Vec::new(),
             finished: true,
             job_seconds: 0.0,
+            gpus: 0,
             exit_code: None,
             precision: None,
             checks: None,

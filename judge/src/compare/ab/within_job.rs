@@ -28,10 +28,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::metric::{AbMetric, AbVerdict};
+use super::metric::{AbMetric, AbTest, AbVerdict};
 use crate::compare::stats::summary;
 use goldgate_schema::RunRecord;
-use goldgate_schema::Unit;
 
 /// The save-window metric: the probe's window around each save (s).
 pub const WINDOW_METRIC: &str = "checkpoint-window-time";
@@ -407,17 +406,8 @@ pub fn judge(jobs: &[Vec<(InJobUnit, InJobUnit)>], test: &InJobTest) -> Vec<AbMe
 
 fn timed_metric(name: &str, pairs: &[(f64, f64)], jobs: usize, test: &InJobTest) -> AbMetric {
     let mut m = AbMetric {
-        metric: name.to_owned(),
-        unit: Unit::of_metric(name),
-        test: crate::compare::ab::metric::AbTest::SignedRank,
-        verdict: AbVerdict::Undecided,
-        a: None,
-        b: None,
-        change: None,
-        interval: None,
-        level: None,
         pairs: pairs.len(),
-        detail: String::new(),
+        ..AbMetric::open(name, AbTest::SignedRank)
     };
     let d: Vec<f64> = pairs.iter().map(|(a, b)| b.ln() - a.ln()).collect();
     let tail = test.alpha_per_look();
@@ -455,17 +445,13 @@ fn counter_metric(name: &str, a: &[f64], b: &[f64]) -> Option<AbMetric> {
         _ => AbVerdict::Pass,
     };
     Some(AbMetric {
-        metric: name.to_owned(),
-        unit: Unit::of_metric(name),
-        test: crate::compare::ab::metric::AbTest::Rule,
         verdict,
         a: Some(x),
         b: Some(y),
         change: (x != 0.0).then(|| y / x - 1.0),
-        interval: None,
-        level: None,
         pairs: a.len().min(b.len()),
         detail: "per save, B's median against A's: a count must not grow".into(),
+        ..AbMetric::open(name, AbTest::Rule)
     })
 }
 

@@ -287,9 +287,8 @@ fn change(old: Option<f64>, new: Option<f64>) -> String {
 }
 
 fn short(v: f64, unit: Unit) -> String {
-    const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
     match unit {
-        Unit::Bytes => format!("{:.3} GiB", v / GIB),
+        Unit::Bytes => goldgate_core::units::bytes(v),
         Unit::Seconds => format!("{} s", goldgate_core::golden::round5(v)),
         Unit::Count | Unit::Plain => format!("{}", goldgate_core::golden::round5(v)),
     }
@@ -301,6 +300,14 @@ mod tests {
     use crate::compare::{CompareOptions, compare_records};
     use goldgate_schema::Verdict;
     use goldgate_schema::metric_names::{CHECKPOINT_ASYNC_LATENCY, CHECKPOINT_BLOCKING, HOST_PEAK};
+
+    /// A 16 MiB figure reads `16.4 MiB`, not `0.016 GiB`.
+    #[test]
+    fn bless_writes_bytes_in_the_unit_that_fits_them() {
+        assert_eq!(short(17_196_646.0, Unit::Bytes), "16.4 MiB");
+        assert_eq!(short(2.0e9, Unit::Bytes), "1.86 GiB");
+        assert_eq!(short(779.0, Unit::Bytes), "779 B");
+    }
 
     /// Repeat `k` of a 20-step job whose per-step times, per-save latencies and peak differ
     /// between repeats so that "median per step, then the window" and "each repeat's window,
@@ -361,6 +368,7 @@ mod tests {
                 rules_ref: None,
                 current_case: false,
                 ab_clock_platforms: Vec::new(),
+                clocks: None,
             };
             let c = compare_records(records, &opts).unwrap();
             let metrics = &c.jobs[0].metrics;

@@ -72,9 +72,9 @@ pub fn compare_records(
         .or_else(|| records.first().map(|(_, r)| r.platform.clone()))
         .unwrap_or_default();
     let mut warnings = Vec::new();
-    if opts.ab_clock_platforms.contains(&platform) {
+    if let Some((_, by)) = opts.clocks_by_ab(&platform) {
         warnings.push(format!(
-            "{platform} gates no clocks against golden values (`clocks: ab` in goldgate.yaml): \
+            "{platform} gates no clocks against golden values ({by}): \
              iteration, save and async-completion times are reported here and gated by \
              `goldgate ab`, which runs A and B on this machine at the same time"
         ));
@@ -245,11 +245,12 @@ pub fn judge_against(
             .iter()
             .map(|(_, r)| r.metrics.get(metric).map(|s| &s.0))
             .collect();
-        job.metrics.push(if rule.wants_two_sample() {
+        let result = if rule.wants_two_sample() {
             two_sample::judge(metric, rule, series, &samples, &repeats, nondeterministic)
         } else {
             band::judge(metric, rule, series, &repeats, nondeterministic)
-        });
+        };
+        job.metrics.push(not_sampled(result, group));
     }
     let resumed = super::resumed::judge_resumed(group, selected, &opts.rules, nondeterministic);
     job.metrics.extend(resumed);
@@ -266,19 +267,55 @@ pub fn judge_against(
         ));
     }
     let platform = opts.platform.as_deref().unwrap_or(&first.platform);
-    if opts.ab_clock_platforms.iter().any(|p| p == platform) {
-        report_clocks(&mut job, platform, warnings);
+    if let Some((by, _)) = opts.clocks_by_ab(platform) {
+        report_clocks(&mut job, platform, by, warnings);
     }
     flag_overlapping_saves(&mut job, group, warnings);
     set_verdict(&mut job, warnings);
     Ok(job)
 }
 
+/// A metric missing from repeats whose samplers tried and could not read it (each record's
+/// `memory.not_sampled` says why) is `not-sampled`, not missing: no regression, and no pass of
+/// that metric either.
+fn not_sampled(mut result: MetricResult, group: &[(PathBuf, RunRecord)]) -> MetricResult {
+    if result.verdict != Verdict::MissingMetric {
+        return result;
+    }
+    // The reasons, each with the repeats that give it.
+    let mut why: Vec<(&str, Vec<String>)> = Vec::new();
+    for (i, (_, r)) in group.iter().enumerate() {
+        if r.metrics.contains_key(&result.metric) {
+            continue;
+        }
+        let Some(reason) = r.memory.not_sampled.get(&result.metric) else {
+            return result; // not recorded, and nothing says why: missing
+        };
+        match why.iter_mut().find(|(w, _)| w == reason) {
+            Some((_, repeats)) => repeats.push((i + 1).to_string()),
+            None => why.push((reason, vec![(i + 1).to_string()])),
+        }
+    }
+    if why.is_empty() {
+        return result;
+    }
+    let said: Vec<String> = why
+        .iter()
+        .map(|(reason, repeats)| {
+            let s = if repeats.len() == 1 { "" } else { "s" };
+            format!("repeat{s} {}: {reason}", repeats.join(", "))
+        })
+        .collect();
+    result.verdict = Verdict::NotSampled;
+    result.detail = format!("not sampled, so not judged ({})", said.join("; "));
+    result
+}
+
 /// On a platform with `clocks: ab`, a clock beyond its band (a time: `iteration-time`,
 /// `checkpoint-blocking-time`, …) passes, saying what the band alone would have said: a shared
 /// runner's load moves every clock, so an idle day's golden cannot gate them there; `goldgate
 /// ab` does, with both arms under the same load. A clock that is missing still fails.
-fn report_clocks(job: &mut JobComparison, platform: &str, warnings: &mut Vec<String>) {
+fn report_clocks(job: &mut JobComparison, platform: &str, by: &str, warnings: &mut Vec<String>) {
     let mut beyond = Vec::new();
     for m in job.metrics.iter_mut().filter(|m| {
         m.unit == goldgate_schema::Unit::Seconds
@@ -292,7 +329,7 @@ fn report_clocks(job: &mut JobComparison, platform: &str, warnings: &mut Vec<Str
             .map_or(String::new(), |d| format!(" ({d:+.1} %)"));
         beyond.push(format!("`{}` {}{change}", m.metric, m.verdict.label()));
         m.pass_reason = Some(format!(
-            "not gated on {platform} (`clocks: ab`): against the golden alone, {}{change}",
+            "not gated on {platform} ({by}): against the golden alone, {}{change}",
             m.verdict.label()
         ));
         m.verdict = Verdict::Pass;
@@ -450,6 +487,7 @@ mod tests {
             rules_ref: None,
             current_case: false,
             ab_clock_platforms: ab_clocks.iter().map(|p| p.to_string()).collect(),
+            clocks: None,
         }
     }
 
@@ -476,6 +514,38 @@ mod tests {
             )
         );
         insta::assert_snapshot!(ab.warnings.join("\n"));
+    }
+
+    /// The check that runs `goldgate ab` beside the gate says so with `--clocks ab`: on a
+    /// platform whose goldens gate clocks, timing is then reported, not gated; `--clocks golden`
+    /// gates it on a `clocks: ab` platform.
+    #[test]
+    fn clocks_ab_on_the_command_line_leaves_timing_to_the_ab_on_any_platform() {
+        let dir = tempfile::tempdir().unwrap();
+        golden(dir.path());
+        let mut o = opts(dir.path(), &[]);
+        o.clocks = Some(goldgate_core::config::Clocks::Ab);
+        let c = compare_records(slower(1_048_576.0), &o).unwrap();
+        assert_eq!(c.jobs[0].verdict, Verdict::Pass);
+        let row = (c.jobs[0].metrics.iter())
+            .find(|m| m.metric == CHECKPOINT_BLOCKING)
+            .unwrap();
+        assert_eq!(
+            row.pass_reason.as_deref(),
+            Some(
+                "not gated on dev_cpu (`--clocks ab`): against the golden alone, regression (+200.0 %)"
+            )
+        );
+        assert!(
+            c.warnings[0]
+                .starts_with("dev_cpu gates no clocks against golden values (`--clocks ab`)"),
+            "{:?}",
+            c.warnings
+        );
+        let mut o = opts(dir.path(), &["dev_cpu"]);
+        o.clocks = Some(goldgate_core::config::Clocks::Golden);
+        let c = compare_records(slower(1_048_576.0), &o).unwrap();
+        assert_eq!(c.jobs[0].verdict, Verdict::Regression);
     }
 
     #[test]

@@ -195,6 +195,7 @@ mod tests {
             rules_ref: None,
             current_case,
             ab_clock_platforms: Vec::new(),
+            clocks: None,
         }
     }
 

@@ -30,12 +30,12 @@ pub(crate) fn to_series(file: &GoldenFile) -> BTreeMap<String, Series> {
 /// are any. `step_interval` is the smallest gap between steps.
 pub(crate) fn to_golden_file_with_samples(
     metrics: &BTreeMap<String, Series>,
-    samples: &GoldenSamples,
+    jobs: &GoldenSamples,
 ) -> GoldenFile {
     let mut file = to_golden_file(metrics);
-    if !samples.is_empty() {
+    if !jobs.is_empty() {
         file.extra
-            .push((samples::SAMPLES_KEY.to_string(), samples::to_json(samples)));
+            .push((samples::SAMPLES_KEY.to_string(), samples::to_json(jobs)));
     }
     file
 }

@@ -132,9 +132,11 @@ fn report() -> AbReport {
             pass_reason: None,
         }],
         golden_note: None,
+        covariate: None,
         warnings: Vec::new(),
         finished: true,
         job_seconds: 126.0,
+        gpus: 1,
         exit_code: Some(1),
         precision: None,
         checks: None,
@@ -167,6 +169,52 @@ fn junit() {
     insta::assert_snapshot!(render_junit(&r).unwrap());
 }
 
+/// What a check annotation shows is the message: a failed job says what it failed on, a golden
+/// regression of B is a failing test, and `--strict`'s exit 1 on an inconclusive says so.
+#[test]
+fn every_failure_in_the_junit_says_why() {
+    let mut r = report();
+    r.jobs[3].outcome = Some("failed (exit 1)".into());
+    r.jobs[3].failure = Some("torch.OutOfMemoryError: CUDA out of memory".into());
+    r.goldens[0].verdict = Verdict::Regression;
+    r.goldens[0].now = Some(2.9);
+    r.goldens[0].delta_pct = Some(4.8);
+    let xml = render_junit(&r).unwrap();
+    assert!(
+        xml.contains(r#"<error message="job 04-a (arm a) failed (exit 1): torch.OutOfMemoryError: CUDA out of memory" type="job-failed"/>"#),
+        "{xml}"
+    );
+    assert!(
+        xml.contains(r#"<testcase name="lm loss (B vs golden)""#)
+            && xml.contains("lm loss golden 2.7665, B 2.9000"),
+        "{xml}"
+    );
+    insta::assert_snapshot!(xml);
+
+    let mut strict = report();
+    strict
+        .metrics
+        .retain(|m| m.verdict == AbVerdict::Inconclusive);
+    strict.exit_code = Some(1);
+    let xml = render_junit(&strict).unwrap();
+    assert!(
+        xml.contains("4 pairs: inconclusive (exit 1 under --strict: no answer at the last pair)"),
+        "{xml}"
+    );
+
+    let mut interrupted = report();
+    interrupted.metrics.retain(|m| m.verdict == AbVerdict::Pass);
+    interrupted.warnings = vec!["interrupted: the sequence did not finish".into()];
+    interrupted.exit_code = Some(3);
+    let xml = render_junit(&interrupted).unwrap();
+    assert!(
+        xml.contains(
+            r#"<error message="exit 3: interrupted: the sequence did not finish" type="exit"/>"#
+        ),
+        "{xml}"
+    );
+}
+
 #[test]
 fn json() {
     insta::assert_snapshot!(render_json(&report()).unwrap());
@@ -187,6 +235,19 @@ fn a_launch_failure_says_what_failed() {
     let text = render_terminal(&r);
     assert!(text.ends_with("verdict: job failed\n"), "{text}");
     insta::assert_snapshot!(text);
+}
+
+/// On a machine without a GPU the jobs' time is no GPU time: the header says so.
+#[test]
+fn a_machine_without_a_gpu_counts_cpu_minutes() {
+    let mut r = report();
+    r.gpus = 0;
+    let text = render_terminal(&r);
+    let header = text.lines().nth(2).unwrap_or_default();
+    assert!(!text.contains("GPU-minutes"), "{text}");
+    insta::assert_snapshot!(header, @"4 pair(s), 4 job(s), 2.1 CPU-minutes (no GPU), seed 7; alpha 0.01 over 12 looks, min effect 5 %, spread floor 5 %");
+    let markdown = render_markdown(&r);
+    assert!(markdown.contains("2.1 CPU-minutes (no GPU)"), "{markdown}");
 }
 
 /// A within-job run asked for `--precision 3%` that stopped short of it, with its design checks

@@ -30,10 +30,52 @@ fn an_ab_takes_over_timing_and_the_golden_timing_rows_are_diagnostic() {
         !regressions.contains("checkpoint-blocking-time"),
         "{regressions}"
     );
-    assert!(at("Timing against goldens: 6 row(s), diagnostic, not gated") > at("### goldgate A/B"));
+    assert!(
+        at("Timing against goldens: 6 row(s), 1 warning(s), diagnostic, not gated")
+            > at("### goldgate A/B")
+    );
     assert!(body.contains("| diagnostic (regression) |"), "{body}");
     assert!(at("### goldgate A/B") < at("### Regressions and failures"));
     insta::assert_snapshot!(body);
+}
+
+/// The A/B gates timing, so a warning that a golden timing is unstable belongs with the
+/// diagnostic rows, not in the comment's warnings; other warnings stay where they were.
+#[test]
+fn warnings_about_golden_timing_are_diagnostic_under_an_ab() {
+    let mut c = fixtures::comparison();
+    c.warnings.push(
+        "gpt/x (default): `checkpoint-blocking-time` is unstable: cv 40% > max_cv 20%".into(),
+    );
+    c.warnings
+        .push("gpt/x: `lm loss` was recorded but g.json has no golden value for it".into());
+    let body = render(Some(&c), &[ab()]);
+    let details = &body[body
+        .find("<details><summary>Timing against goldens")
+        .unwrap()..];
+    let warnings = body.find("**Warnings**").map_or("", |at| {
+        &body[at..body
+            .find("<details><summary>Timing against goldens")
+            .unwrap()]
+    });
+    let esc = markdown::escape_md;
+    for timing in [
+        "is unstable (cv 31%",
+        "`checkpoint-blocking-time` is unstable",
+    ] {
+        assert!(!warnings.contains(&esc(timing)), "{timing} in {warnings}");
+        assert!(details.contains(&esc(timing)), "{timing} not in {details}");
+    }
+    assert!(warnings.contains(&esc("`lm loss` was recorded")), "{body}");
+    assert!(
+        details.contains("Timing against goldens: 6 row(s), 2 warning(s)"),
+        "{details}"
+    );
+    // Without an A/B the goldens gate timing: the same warnings stay warnings.
+    let alone = render(Some(&c), &[]);
+    assert!(alone.contains(&esc(
+        "- gpt/x (default): `checkpoint-blocking-time` is unstable"
+    )));
 }
 
 #[test]

@@ -1,7 +1,7 @@
 //! Stage "observe", the probe's tests in Python: the embedded `sitecustomize.py` run by a real
 //! Python interpreter against a stub `torch` package and a stub `megatron.training` (CI has no
 //! CUDA build of PyTorch), read back by [`super::read`]. Skips (and says so) when `python3` is
-//! missing; under `CI=true` fails instead (`goldgate_testkit::prereq`).
+//! missing; under `CI=true` fails instead (`goldgate_core::fixtures::prereq`).
 
 #![allow(clippy::unwrap_used)] // test helpers outside #[test] functions
 
@@ -82,12 +82,104 @@ fn stub_packages(root: &Path) {
          def save_checkpoint(iteration, model):\n    torch.cuda.empty_cache()\n\
          \x20   d = os.path.join(os.environ['GOLDGATE_PROBE_DIR'], '..', 'ckpt', 'iter_%07d' % iteration)\n\
          \x20   os.makedirs(d, exist_ok=True)\n\
+         \x20   if os.environ.get('STUB_ASYNC'):\n\
+         \x20       from megatron.core.dist_checkpointing.strategies import async_utils as au\n\
+         \x20       au.queue().maybe_finalize_async_calls(blocking=True)\n\
+         \x20       au.queue().schedule_async_request(au.request(d))\n\
+         \x20       return\n\
          \x20   open(os.path.join(d, 'model.pt'), 'wb').write(b'x' * 100000)\n\
          \x20   time.sleep(float(os.environ.get('STUB_SAVE_SLEEP_S', '0')))\n\
          \x20   _in_save()\n\
          def _in_save():\n    pass\n\
          def save_checkpoint_and_time(iteration, model):\n    torch.cuda.empty_cache()\n    save_checkpoint(iteration, model)\n\
          def pretrain(*args, **kwargs):\n    time.sleep(0.05)\n    return 'trained'\n",
+    );
+    // Megatron's async queue: the save's shards are written by a persistent spawned worker
+    // (which forks a second writer, as FileSystemWriterAsync does) or by a process forked per
+    // save, and the metadata by a finalizer the next save (or the end) runs in the training
+    // process. The worker reports back through a SimpleQueue, which writes in the caller.
+    for package in [
+        "megatron/core/__init__.py",
+        "megatron/core/dist_checkpointing/__init__.py",
+        "megatron/core/dist_checkpointing/strategies/__init__.py",
+    ] {
+        write(root, package, "");
+    }
+    write(
+        root,
+        "megatron/core/dist_checkpointing/strategies/async_utils.py",
+        r#"import functools, multiprocessing as mp, os
+from typing import Callable, List, NamedTuple, Tuple
+
+class AsyncRequest(NamedTuple):
+    async_fn: Callable
+    async_fn_args: Tuple
+    finalize_fns: List[Callable]
+
+def _write(path, n):
+    with open(path, 'wb') as f:
+        f.write(b'z' * n)
+
+def write_shards(d):
+    _write(os.path.join(d, 'shard0.distcp'), 100000)
+    writer = mp.get_context('fork').Process(
+        target=functools.partial(_write, os.path.join(d, 'shard1.distcp'), 50000))
+    writer.start()
+    writer.join()
+
+def request(d):
+    return AsyncRequest(write_shards, (d,), [functools.partial(_write, os.path.join(d, '.metadata'), 500)])
+
+def _worker(requests, done):
+    while True:
+        item = requests.get()
+        if item is None:
+            return
+        fn, args = item
+        fn(*args)
+        done.put(1)
+
+class AsyncCallsQueue:
+    def __init__(self, mode):
+        self.mode, self.pending, self.worker = mode, [], None
+
+    def schedule_async_request(self, req):
+        if self.mode == 'persistent':
+            if self.worker is None:
+                ctx = mp.get_context('spawn')
+                self.requests, self.done = ctx.SimpleQueue(), ctx.SimpleQueue()
+                self.worker = ctx.Process(target=_worker, args=(self.requests, self.done))
+                self.worker.start()
+            self.requests.put((req.async_fn, req.async_fn_args))
+            self.pending.append((None, req))
+        else:
+            p = mp.get_context('fork').Process(target=req.async_fn, args=req.async_fn_args)
+            p.start()
+            self.pending.append((p, req))
+
+    def maybe_finalize_async_calls(self, blocking=False):
+        while self.pending:
+            p, req = self.pending.pop(0)
+            if p is None:
+                self.done.get()
+            else:
+                p.join()
+            for f in req.finalize_fns:
+                f()
+
+    def close(self):
+        if self.worker is not None:
+            self.requests.put(None)
+            self.worker.join()
+
+_queue = None
+
+def queue():
+    global _queue
+    if _queue is None:
+        _queue = AsyncCallsQueue(os.environ['STUB_ASYNC'])
+    return _queue
+"#,
     );
     // A sitecustomize that the probe shadows and must still run.
     write(
@@ -121,7 +213,7 @@ fn run_script_env(
 
 fn setup() -> Option<(tempfile::TempDir, PathBuf, PathBuf)> {
     if python().is_none() {
-        goldgate_testkit::prereq::missing("python3 not found");
+        goldgate_core::fixtures::prereq::missing("python3 not found");
         return None;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -433,4 +525,80 @@ fn a_save_does_not_count_another_threads_writes_made_during_it() {
     let folders = crate::observe::ckpt_folders::folder_sizes(&job.join("ckpt"));
     assert_eq!(folders[&3], 100_000);
     assert_eq!(written[&3], 100_000.0, "{written:?}");
+}
+
+/// An async save's bytes are written by another process (Megatron's persistent worker, spawned,
+/// and the writer it forks; or a process forked per save) and by a finalizer that runs in the
+/// training process inside the next save: each save counts exactly the bytes of its own folder,
+/// whenever and wherever they were written. The saving thread alone wrote none of them.
+#[test]
+fn an_async_save_counts_what_its_workers_and_finalizers_wrote_for_it() {
+    use goldgate_schema::metric_names as names;
+    for mode in ["persistent", "temporal"] {
+        let Some((_dir, stubs, job)) = setup() else {
+            return;
+        };
+        let script = "import os, time, torch\ntorch.cuda.set_device(0)\n\
+            import megatron.training.training as t\n\
+            from megatron.core.dist_checkpointing.strategies import async_utils as au\n\
+            t.save_checkpoint_and_time(3, None)\ntime.sleep(0.1)\n\
+            t.save_checkpoint_and_time(6, None)\n\
+            au.queue().maybe_finalize_async_calls(blocking=True)\nau.queue().close()\n";
+        let out = run_script_env(
+            &job,
+            &stubs,
+            ProbeMode {
+                torch: true,
+                history: false,
+            },
+            script,
+            &[("STUB_ASYNC", mode)],
+        );
+        assert!(
+            out.status.success(),
+            "{mode}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let summary = read(&job).expect("probe file");
+        assert!(
+            summary.warnings.is_empty(),
+            "{mode}: {:?}",
+            summary.warnings
+        );
+        let folders = crate::observe::ckpt_folders::folder_sizes(&job.join("ckpt"));
+        assert_eq!(
+            folders,
+            std::collections::BTreeMap::from([(3, 150_500), (6, 150_500)]),
+            "{mode}"
+        );
+        // Beyond its folder, a save counts only its saving thread's own writes: in the
+        // persistent mode the handoff to the worker (the pickled request on a pipe, and the
+        // worker's spawn at the first save), none of the files; nothing when it forks a writer.
+        let rank = &summary.ranks[0];
+        let written = &summary.per_save_metrics()[names::CKPT_WRITTEN_BYTES];
+        for w in &rank.saves {
+            let (c, iteration) = (w.counters.as_ref().unwrap(), w.iteration.unwrap());
+            assert_eq!(
+                c.async_parts,
+                Some(2),
+                "{mode}: the worker's part and the finalizer"
+            );
+            let here: u64 = rank
+                .parts
+                .iter()
+                .filter(|p| Some(p.index) == w.index)
+                .map(|p| p.wchar)
+                .sum();
+            assert_eq!(
+                here, 500,
+                "{mode}: the finalizer ran in the training process"
+            );
+            let beyond = c.wchar.unwrap() as i64 - folders[&iteration] as i64;
+            match mode {
+                "temporal" => assert_eq!(beyond, 0, "save {iteration}"),
+                _ => assert!((1..4096).contains(&beyond), "save {iteration}: {beyond}"),
+            }
+            assert_eq!(written[&iteration], c.wchar.unwrap() as f64);
+        }
+    }
 }

@@ -44,6 +44,30 @@ pub struct SaveWindow {
     /// A switch the probe could not apply.
     #[serde(default)]
     pub switch_error: Option<String>,
+    /// The outer counted window's place among the process's saves (what its async parts name).
+    #[serde(default)]
+    pub index: Option<u64>,
+}
+
+/// What the async parts of one save wrote (the work it handed to another thread or process:
+/// a worker's `async_fn`, its finalizers, writer threads), credited to the save they belong to
+/// whenever and wherever they ran. In the rank's own file (`parts`) for parts that ran in the
+/// saving process, in a `probe-part-*.json` file of their own for the others.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SavePart {
+    /// The saving process: its rank and pid, and the window's `index` there.
+    pub rank: u32,
+    pub pid: u32,
+    pub index: u64,
+    pub iteration: Option<u64>,
+    /// Bytes passed to `write()` and sent to the block layer by the parts.
+    pub wchar: u64,
+    pub write_bytes: u64,
+    /// Parts these bytes add up.
+    pub parts: u64,
+    /// The process the parts ran in, when not the saving one.
+    #[serde(default)]
+    pub writer_pid: Option<u32>,
 }
 
 /// Counters of one save window: each the change from the save's start to its end (`None`
@@ -81,6 +105,9 @@ pub struct SaveCounters {
     pub voluntary_switches: Option<u64>,
     #[serde(default)]
     pub involuntary_switches: Option<u64>,
+    /// Async parts whose bytes `wchar` and `write_bytes` include (see [`SavePart`]).
+    #[serde(default)]
+    pub async_parts: Option<u64>,
 }
 
 /// `/proc/self/io` of one process at its last write (this process and the children it reaped).
@@ -139,6 +166,9 @@ pub struct RankProbe {
     /// `/proc/self/io` at the file's last write.
     #[serde(default)]
     pub io: Option<ProcIo>,
+    /// What the async parts of this process's saves wrote in this process.
+    #[serde(default)]
+    pub parts: Vec<SavePart>,
     /// When Python loaded the probe in this process (seconds since the epoch): the process's
     /// start, on the clock of goldgate's `started_at` (absent from older probes).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -163,6 +193,13 @@ struct RawFile {
     rank: RankProbe,
 }
 
+#[derive(Deserialize)]
+struct RawPart {
+    schema_version: u32,
+    #[serde(flatten)]
+    part: SavePart,
+}
+
 /// Largest probe file read (one rank's summary and history are a few hundred KiB).
 const MAX_PROBE_FILE_BYTES: u64 = 64 << 20;
 
@@ -179,32 +216,94 @@ pub fn read(job_dir: &Path) -> Option<ProbeSummary> {
         .filter(|p| {
             p.file_name()
                 .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with("probe-rank") && n.ends_with(".json"))
+                .is_some_and(|n| n.starts_with("probe-") && n.ends_with(".json"))
         })
         .collect();
     paths.sort();
+    let mut parts = Vec::new();
     for path in paths {
-        // The job wrote these files: a link to a device or a huge file must not stall goldgate.
-        match goldgate_core::fsio::read_bounded(&path, MAX_PROBE_FILE_BYTES)
-            .map_err(|e| e.to_string())
-            .and_then(|b| serde_json::from_slice::<RawFile>(&b).map_err(|e| e.to_string()))
-        {
-            Ok(raw) if raw.schema_version == 1 => summary.ranks.push(raw.rank),
-            Ok(raw) => summary.warnings.push(format!(
-                "{}: probe schema_version {} is not supported",
-                path.display(),
-                raw.schema_version
-            )),
-            Err(e) => summary
-                .warnings
-                .push(format!("{}: unreadable probe file: {e}", path.display())),
+        if let Err(warning) = read_file(&path, &mut summary, &mut parts) {
+            summary.warnings.push(warning);
         }
     }
     summary.ranks.sort_by_key(|r| (r.rank, r.pid));
+    let own: Vec<SavePart> = summary.ranks.iter().flat_map(|r| r.parts.clone()).collect();
+    for part in own.iter().chain(&parts) {
+        if let Err(why) = credit(&mut summary.ranks, part) {
+            summary.warnings.push(why);
+        }
+    }
     if summary.ranks.is_empty() && summary.warnings.is_empty() {
         return None;
     }
     Some(summary)
+}
+
+/// Reads one probe file into `summary` (a rank's) or `parts` (a save part's); Err: the warning
+/// that names it.
+fn read_file(
+    path: &Path,
+    summary: &mut ProbeSummary,
+    parts: &mut Vec<SavePart>,
+) -> Result<(), String> {
+    let name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or_default();
+    let (is_part, what) = match name {
+        n if n.starts_with("probe-part-") => (true, "probe part file"),
+        n if n.starts_with("probe-rank") => (false, "probe file"),
+        _ => return Ok(()),
+    };
+    // The job wrote these files: a link to a device or a huge file must not stall goldgate.
+    let bytes = goldgate_core::fsio::read_bounded(path, MAX_PROBE_FILE_BYTES)
+        .map_err(|e| format!("{}: unreadable {what}: {e}", path.display()))?;
+    let unreadable = |e: serde_json::Error| format!("{}: unreadable {what}: {e}", path.display());
+    let unsupported = |v: u32| {
+        format!(
+            "{}: probe schema_version {v} is not supported",
+            path.display()
+        )
+    };
+    if is_part {
+        let raw: RawPart = serde_json::from_slice(&bytes).map_err(unreadable)?;
+        if raw.schema_version != 1 {
+            return Err(unsupported(raw.schema_version));
+        }
+        parts.push(raw.part);
+    } else {
+        let raw: RawFile = serde_json::from_slice(&bytes).map_err(unreadable)?;
+        if raw.schema_version != 1 {
+            return Err(unsupported(raw.schema_version));
+        }
+        summary.ranks.push(raw.rank);
+    }
+    Ok(())
+}
+
+/// Adds what a save's async parts wrote to that save's window (matched by the saving
+/// process's pid and the window's index). Err: the save has no window to add it to.
+fn credit(ranks: &mut [RankProbe], part: &SavePart) -> Result<(), String> {
+    let window = ranks
+        .iter_mut()
+        .filter(|r| r.pid == part.pid)
+        .flat_map(|r| r.saves.iter_mut())
+        .find(|w| w.index == Some(part.index) && w.counters.is_some());
+    let Some(counters) = window.and_then(|w| w.counters.as_mut()) else {
+        return Err(format!(
+            "{} B written by the async part of save {} (rank {}, pid {}) have no save window \
+             to count in",
+            part.wchar,
+            part.iteration
+                .map_or_else(|| format!("#{}", part.index), |i| i.to_string()),
+            part.rank,
+            part.pid
+        ));
+    };
+    counters.wchar = counters.wchar.map(|w| w + part.wchar);
+    counters.write_bytes = counters.write_bytes.map(|w| w + part.write_bytes);
+    counters.async_parts = Some(counters.async_parts.unwrap_or(0) + part.parts);
+    Ok(())
 }
 
 impl ProbeSummary {

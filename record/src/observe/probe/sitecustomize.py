@@ -17,7 +17,8 @@ one; goldgate puts this file's folder first on ``PYTHONPATH`` for every rank. Th
     ``num_alloc_retries``, ``num_device_alloc``, ``num_device_free`` and
     ``num_sync_all_streams``, and ``wchar`` / ``write_bytes`` of the saving thread's own
     ``/proc`` io counters (another thread's writes in the meantime, an earlier save's
-    background writer or the probe's poller, are not this save's);
+    background writer or the probe's poller, are not this save's), plus what the save's
+    async parts wrote (below);
   - where each Megatron save's time went (``counters`` too): the process's CPU time, minor and
     major page faults and voluntary/involuntary context switches (``getrusage``), the calls and
     time of ``os.fsync``/``os.fdatasync``, and the calls, wall and CPU time of
@@ -48,6 +49,18 @@ one unit is a save plus the steps after it. Each window records the arm it ran u
   ``empty-cache=add``: one more call, where ``save-delay`` sleeps;
 * ``gc-threshold=T``: ``torch.cuda.memory._set_allocator_settings("garbage_collection_threshold:T")``
   (the allocator reads it at every allocation; both arms name a value, as it cannot be unset).
+
+A save's async parts are the work it hands to another thread or process: the ``async_fn`` and
+``finalize_fns`` of a request scheduled on Megatron's or nvidia-resiliency-ext's
+``AsyncCallsQueue`` inside the save, jobs submitted to a ``ThreadPoolExecutor`` inside it
+(``torch.distributed.checkpoint.async_save``'s writer) and threads of the checkpoint libraries
+started inside it (``FileSystemWriter``'s). Each runs wrapped (``_ForSave``, picklable, so a
+spawned worker receives it by name: this module is that worker's sitecustomize too) and counts
+what it writes where it runs: in the saving process its thread's io counters, in another process
+(a forked writer, the persistent worker) that process's (its threads and the writers it reaped).
+The count is taken when the part completes and credited to its save (``parts`` in the rank's
+file, or a ``probe-part-rank<R>-pid<P>-w<W>-<N>.json`` file from another process), whenever that
+is; a part that runs on a thread inside a later save's window is left out of that window.
 
 Files are written atomically (temp file + rename) at every interval, after every save and at
 exit, so a rank that dies still leaves a valid, possibly partial, file.
@@ -125,6 +138,11 @@ class _State:
         self.arm = None  # the arm in force
         self.skip_empty_cache = False
         self.pending = None  # the arm's save-delay / added empty_cache, done once per save
+        self.window_tag = None  # the open outer counted window: what its async parts carry
+        self.parts = {}  # (pid, window index) -> bytes the save's parts in this process wrote
+        self.process_parts = 0  # parts running in this process that count the whole process
+        self.own_total = 0  # bytes the probe wrote to its files from any thread of this process
+        self.part_files = 0
         self.startup = {}  # start-up marks: seconds after ``started``
 
 
@@ -200,8 +218,17 @@ def _memory_stats(torch):
     return out
 
 
-# Bytes the probe wrote to its own file from this thread (left out of a save's wchar).
+# Bytes written from this thread that are not the open window's own: the probe's own files
+# and the async parts of saves that ran here (credited to their own save). A window subtracts
+# what these grew by while it was open.
 _OWN = threading.local()
+# The save the running async part belongs to (threads it starts inherit it).
+_TAG = threading.local()
+
+
+def _thread_io():
+    """The calling thread's own io counters."""
+    return _proc_io("/proc/self/task/%d/io" % threading.get_native_id())
 
 
 def _proc_io(path="/proc/self/io"):
@@ -245,7 +272,8 @@ def _counters_now(torch):
         counters[key] = stats.get(key)
     with _S.io_lock:
         counters["own_written"] = getattr(_OWN, "written", 0)
-        io = _proc_io("/proc/self/task/%d/io" % threading.get_native_id()) or {}
+        counters["own_write_bytes"] = getattr(_OWN, "write_bytes", 0)
+        io = _thread_io() or {}
     counters["wchar"] = io.get("wchar")
     counters["write_bytes"] = io.get("write_bytes")
     return counters
@@ -262,8 +290,11 @@ def _counter_delta(before, after):
             out[key] = round(out[key], 6)
     # The saving thread may rewrite the probe's file inside a save: those bytes are the probe's.
     own = out.pop("own_written") or 0
+    own_disk = out.pop("own_write_bytes") or 0
     if out["wchar"] is not None:
         out["wchar"] = max(out["wchar"] - own, 0)
+    if out["write_bytes"] is not None:
+        out["write_bytes"] = max(out["write_bytes"] - own_disk, 0)
     return out
 
 
@@ -323,6 +354,7 @@ def _write_locked(torch, final, force):
             "rebuild_cuda_tensor_calls": _S.rebuild_cuda_tensor_calls,
             "io": _proc_io(),
             "saves": list(_S.saves),
+            "parts": [dict(v, pid=k[0], index=k[1]) for k, v in sorted(_S.parts.items())],
             "memory": _S.last,
             "samples": list(_S.samples),
             "allocator": _allocator_settings(torch),
@@ -335,6 +367,7 @@ def _write_locked(torch, final, force):
     try:
         data = json.dumps(record)  # ASCII: its length is the bytes written
         _OWN.written = getattr(_OWN, "written", 0) + len(data)
+        _S.own_total += len(data)
         with open(tmp, "w") as f:
             f.write(data)
         os.replace(tmp, path)
@@ -419,6 +452,7 @@ def _save_wrapper(torch, name, original, write_after=False, counted=False):
     def wrapper(*args, **kwargs):
         outer = _S.save_depth == 0
         arm = error = None
+        index = _S.outer_index
         if outer and counted:
             try:
                 arm, error = _enter_arm(torch)
@@ -432,6 +466,9 @@ def _save_wrapper(torch, name, original, write_after=False, counted=False):
             if not outer and name == "megatron.save_checkpoint":
                 _S.inner_save_depth += 1
         before = _counters_now(torch) if outer and counted else None
+        if before is not None:
+            _S.window_tag = {"rank": _S.rank, "pid": os.getpid(), "index": index,
+                             "iteration": _iteration_of(args, kwargs)}
         if outer and switches:
             _S.pending = switches
         try:
@@ -449,6 +486,8 @@ def _save_wrapper(torch, name, original, write_after=False, counted=False):
         finally:
             dt = _now() - t0
             after = _counters_now(torch) if before is not None else None
+            if before is not None:
+                _S.window_tag = None
             if outer:
                 _S.pending = None
             with _S.lock:
@@ -459,6 +498,7 @@ def _save_wrapper(torch, name, original, write_after=False, counted=False):
                     window = {"function": name, "start": started, "seconds": round(dt, 6),
                               "iteration": _iteration_of(args, kwargs)}
                     if before is not None:
+                        window["index"] = index
                         window["counters"] = _counter_delta(before, after)
                     if _S.injob is not None and counted:
                         window["arm"] = arm
@@ -471,6 +511,207 @@ def _save_wrapper(torch, name, original, write_after=False, counted=False):
     wrapper.__wrapped__ = original
     wrapper.__doc__ = getattr(original, "__doc__", None)
     return wrapper
+
+
+class _ForSave:
+    """One async part of a save: calls ``fn`` wherever it runs and credits what it wrote to the
+    save ``tag`` names (see the module's docstring). Picklable: a spawned worker imports this
+    module as its own sitecustomize and finds the class by name."""
+
+    def __init__(self, fn, tag):
+        self.fn = fn
+        self.tag = tag
+
+    def __call__(self, *args, **kwargs):
+        return _run_for_save(self.fn, self.tag, args, kwargs)
+
+    def __getattr__(self, name):  # a caller that inspects the function still sees it
+        if name in ("fn", "tag") or name.startswith("__"):
+            raise AttributeError(name)  # unpickling looks these up before they exist
+        return getattr(self.fn, name)
+
+
+def _save_tag():
+    """The save that work started now belongs to: the running part's, else the open window's."""
+    tag = getattr(_TAG, "tag", None)
+    return tag if tag is not None else _S.window_tag
+
+
+def _run_for_save(fn, tag, args, kwargs):
+    """Runs one part. In the saving process it counts its thread (the window open on that thread,
+    if any, leaves these bytes out); in another process the whole process, less the probe's own
+    files, unless an enclosing part there counts it already."""
+    elsewhere = tag.get("pid") != os.getpid()
+    if elsewhere and _S.process_parts > 0:
+        return fn(*args, **kwargs)  # inside a part that counts this whole process
+    previous = getattr(_TAG, "tag", None)
+    _TAG.tag = tag
+    if elsewhere:
+        with _S.lock:
+            _S.process_parts += 1
+    before = _part_io(elsewhere)
+    try:
+        return fn(*args, **kwargs)
+    finally:
+        after = _part_io(elsewhere)
+        _TAG.tag = previous
+        if elsewhere:
+            with _S.lock:
+                _S.process_parts -= 1
+        try:
+            _credit(tag, before, after, elsewhere)
+        except Exception as e:  # never break the save
+            sys.stderr.write("goldgate probe: a save's async part not counted: %s\n" % e)
+
+
+def _part_io(elsewhere):
+    """(wchar, write_bytes, the probe's own bytes so far) of the thread, or of the process."""
+    with _S.io_lock:
+        if elsewhere:
+            io, own = _proc_io(), (_S.own_total, 0)
+        else:
+            io = _thread_io()
+            own = (getattr(_OWN, "written", 0), getattr(_OWN, "write_bytes", 0))
+    if io is None:
+        return None
+    return io["wchar"], io["write_bytes"], own
+
+
+def _credit(tag, before, after, elsewhere):
+    if before is None or after is None:
+        return
+    wchar = max(after[0] - before[0] - (after[2][0] - before[2][0]), 0)
+    disk = max(after[1] - before[1] - (after[2][1] - before[2][1]), 0)
+    if not elsewhere:
+        # Not the bytes of a window that may be open on this thread (a finalize run by the
+        # next save): that window leaves them out, they are this part's save's.
+        _OWN.written = getattr(_OWN, "written", 0) + wchar
+        _OWN.write_bytes = getattr(_OWN, "write_bytes", 0) + disk
+        with _S.lock:
+            slot = _S.parts.setdefault((tag["pid"], tag["index"]), {
+                "rank": tag["rank"], "iteration": tag["iteration"],
+                "wchar": 0, "write_bytes": 0, "parts": 0})
+            slot["wchar"] += wchar
+            slot["write_bytes"] += disk
+            slot["parts"] += 1
+        return
+    if not _DIR:
+        return
+    record = {"schema_version": SCHEMA_VERSION, "rank": tag["rank"], "pid": tag["pid"],
+              "index": tag["index"], "iteration": tag["iteration"], "writer_pid": os.getpid(),
+              "wchar": wchar, "write_bytes": disk, "parts": 1}
+    with _S.lock:
+        _S.part_files += 1
+        n = _S.part_files
+    path = os.path.join(_DIR, "probe-part-rank%d-pid%d-w%d-%d.json"
+                        % (tag["rank"], tag["pid"], os.getpid(), n))
+    data = json.dumps(record)
+    with _S.io_lock:
+        _S.own_total += len(data)
+        with open(path + ".tmp", "w") as f:
+            f.write(data)
+        os.replace(path + ".tmp", path)
+
+
+def _tag_request(request, tag):
+    """An ``AsyncRequest`` (a NamedTuple) whose async function and finalizers are parts of
+    ``tag``'s save."""
+    fields = {}
+    fn = getattr(request, "async_fn", None)
+    if fn is not None and not isinstance(fn, _ForSave):
+        fields["async_fn"] = _ForSave(fn, tag)
+    finalize = getattr(request, "finalize_fns", None)
+    if finalize:
+        fields["finalize_fns"] = [f if isinstance(f, _ForSave) else _ForSave(f, tag)
+                                  for f in finalize]
+    if not fields or not hasattr(request, "_replace"):
+        return request
+    return request._replace(**fields)
+
+
+def _on_async_queue(module):
+    """Megatron's and nvidia-resiliency-ext's ``AsyncCallsQueue``: a request scheduled inside a
+    save carries that save's tag into the worker that runs it and the finalizers."""
+    queue = getattr(module, "AsyncCallsQueue", None)
+    original = getattr(queue, "schedule_async_request", None)
+    if original is None or getattr(original, "__wrapped__", None) is not None:
+        return
+
+    def schedule_async_request(self, async_request, *args, **kwargs):
+        tag = _save_tag()
+        if tag is not None:
+            try:
+                async_request = _tag_request(async_request, tag)
+            except Exception as e:  # never break the save
+                sys.stderr.write("goldgate probe: async save not followed: %s\n" % e)
+        return original(self, async_request, *args, **kwargs)
+
+    functools.update_wrapper(schedule_async_request, original)
+    queue.schedule_async_request = schedule_async_request
+
+
+# Threads of these packages started inside a save are parts of it (a pool's or a queue's
+# long-lived thread is not: it serves later saves too; a pool's jobs are wrapped instead).
+_CHECKPOINT_PACKAGES = ("torch.distributed.checkpoint", "megatron", "nvidia_resiliency_ext")
+
+
+def _of_checkpoint_package(target):
+    target = getattr(target, "func", target)  # a functools.partial names its function
+    module = getattr(target, "__module__", "") or ""
+    return module.startswith(_CHECKPOINT_PACKAGES)
+
+
+def _forks(process):
+    """Whether a ``multiprocessing`` process will be forked (its target then runs with this
+    module's state; a spawned one is a new interpreter whose work reaches it by a queue)."""
+    method = getattr(process, "_start_method", None)
+    if method is None:
+        import multiprocessing
+        method = multiprocessing.get_start_method(allow_none=True)
+    if method is None:
+        method = "fork" if sys.platform.startswith("linux") and sys.version_info < (3, 14) else ""
+    return method == "fork"
+
+
+def _wrap_threads():
+    """``Thread.start`` and a forked ``Process.start`` inside a save (for the checkpoint
+    libraries' writers), and ``ThreadPoolExecutor.submit`` inside a save (each job a part)."""
+    import concurrent.futures
+    import multiprocessing.process
+
+    def wrap_start(cls, wanted):
+        start = getattr(cls, "start", None)
+        if start is None or getattr(start, "__wrapped__", None) is not None:
+            return
+
+        def started(self):
+            tag = _save_tag()
+            if (tag is not None and not getattr(_TAG, "in_submit", False)
+                    and _of_checkpoint_package(getattr(self, "_target", None)) and wanted(self)):
+                run = self.run
+                self.run = lambda: _run_for_save(run, tag, (), {})
+            return start(self)
+
+        started.__wrapped__ = start
+        cls.start = started
+
+    wrap_start(threading.Thread, lambda thread: True)
+    wrap_start(multiprocessing.process.BaseProcess, _forks)
+    pool = concurrent.futures.ThreadPoolExecutor
+    submit = pool.submit
+    if getattr(submit, "__wrapped__", None) is None:
+        def pool_submit(self, fn, *args, **kwargs):
+            tag = _save_tag()
+            if tag is None:
+                return submit(self, fn, *args, **kwargs)
+            _TAG.in_submit = True
+            try:
+                return submit(self, _ForSave(fn, tag), *args, **kwargs)
+            finally:
+                _TAG.in_submit = False
+
+        pool_submit.__wrapped__ = submit
+        pool.submit = pool_submit
 
 
 def _patch_attr(module, attr, torch, label, write_after=False, counted=False):
@@ -645,6 +886,7 @@ def _on_torch(torch):
     _wrap_empty_cache(torch)
     _wrap_set_device(torch)
     _wrap_fsync()
+    _wrap_threads()
     _patch_attr(torch, "save", torch, "torch.save")
     sys.excepthook = _excepthook_for(torch, sys.excepthook)
     previous_thread_hook = threading.excepthook
@@ -666,6 +908,8 @@ _HOOKS = {
     "torch.distributed.checkpoint": _on_dcp,
     "torch.multiprocessing.reductions": _on_reductions,
     "megatron.core.dist_checkpointing": _on_dist_checkpointing,
+    "megatron.core.dist_checkpointing.strategies.async_utils": _on_async_queue,
+    "nvidia_resiliency_ext.checkpointing.async_ckpt.core": _on_async_queue,
 }
 
 
@@ -705,9 +949,17 @@ class _Loader(importlib.abc.Loader):
         return getattr(self.inner, name)
 
 
+def _after_fork_in_child():
+    """A forked child may copy a lock another thread held: it starts with fresh ones."""
+    _S.lock = threading.Lock()
+    _S.io_lock = threading.Lock()
+
+
 def _install():
     if not _DIR:
         return
+    if hasattr(os, "register_at_fork"):
+        os.register_at_fork(after_in_child=_after_fork_in_child)
     already = [name for name in _HOOKS if name in sys.modules]
     for name in already:
         _HOOKS[name](sys.modules[name])

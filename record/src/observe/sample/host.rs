@@ -15,7 +15,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use super::procfs::{kb_field, read_whole};
-use super::pss::{PssReader, PssSchedule};
+use super::pss::{AttachRead, PssReader, PssSchedule};
 use super::timeline::{Point, Series, SeriesSummary};
 
 /// How often the members' `children` files are read for new processes. A process is
@@ -161,10 +161,15 @@ impl Host {
         }
     }
 
+    /// What reads the leader's PSS at attach; `None` when PSS is not read.
+    pub(crate) fn attach_read(&self) -> Option<AttachRead> {
+        self.pss.as_ref().map(PssReader::attach_read)
+    }
+
     /// One tick. `pgid` is 0 until the job is spawned.
     pub(crate) fn sample(&mut self, now: Instant, t_ms: u64, pgid: u32) {
         if self.tree.is_none() && pgid != 0 {
-            self.tree = Some(ProcTree::new(pgid));
+            self.tree = Some(ProcTree::with_leader(pgid));
         }
         if let Some(tree) = &mut self.tree {
             let refreshed = tree.refresh_if_due(now);
@@ -272,6 +277,14 @@ impl ProcTree {
             changed: false,
             pss_changed: false,
         }
+    }
+
+    /// The tree of a group whose leader (its pid is the group's id) is a member from the
+    /// start, not from the first `/proc` listing that finds it.
+    pub(crate) fn with_leader(pgid: u32) -> ProcTree {
+        let mut tree = ProcTree::new(pgid);
+        tree.add(pgid);
+        tree
     }
 
     /// Looks for new members when [`REFRESH_EVERY`] has passed or a member exited (listing
@@ -524,6 +537,15 @@ mod tests {
         assert!(!tree.refresh_if_due(at(1020)));
         other.kill().unwrap();
         other.wait().unwrap();
+    }
+
+    #[test]
+    fn the_leader_is_a_member_before_any_listing() {
+        let mut leader = sleeper(0);
+        let tree = ProcTree::with_leader(leader.id());
+        assert_eq!(tree.pids(), [leader.id()]);
+        leader.kill().unwrap();
+        leader.wait().unwrap();
     }
 
     #[test]

@@ -62,10 +62,33 @@ pub(crate) struct PssReport {
     pub(crate) cpu_seconds: f64,
 }
 
-/// One read of the tree: its members when the read was asked for.
-struct Request {
-    t_ms: u64,
-    pids: Vec<u32>,
+/// What the PSS thread is sent.
+pub(crate) enum Request {
+    /// A read of the tree: its members when the read was asked for.
+    Read { t_ms: u64, pids: Vec<u32> },
+    /// A read made elsewhere (the leader's, at attach), with the CPU time it took; `None`
+    /// when nothing was readable.
+    Made {
+        t_ms: u64,
+        bytes: Option<u64>,
+        cpu: Duration,
+    },
+}
+
+/// Reads the job's leader at once, in the calling thread, and hands the reading to the PSS
+/// thread: a job that ends before the sampler's first tick still has its PSS sampled. It is
+/// sent before the sampler learns the group, so it comes before every tick's read.
+#[derive(Clone)]
+pub(crate) struct AttachRead(Sender<Request>);
+
+impl AttachRead {
+    pub(crate) fn read(&self, t_ms: u64, pid: u32) {
+        let start = thread_cpu();
+        let mut files = HashMap::new();
+        let bytes = read_member(&mut files, pid, &mut vec![0u8; 4096]);
+        let cpu = thread_cpu().saturating_sub(start);
+        let _ = self.0.send(Request::Made { t_ms, bytes, cpu });
+    }
 }
 
 /// The running PSS thread.
@@ -85,7 +108,12 @@ impl PssReader {
 
     /// Asks for a read of `pids` (returns at once; requests that pile up are merged).
     pub(crate) fn request(&self, t_ms: u64, pids: Vec<u32>) {
-        let _ = self.tx.send(Request { t_ms, pids });
+        let _ = self.tx.send(Request::Read { t_ms, pids });
+    }
+
+    /// What [`Sampler::attach`](super::Sampler::attach) reads the leader through.
+    pub(crate) fn attach_read(&self) -> AttachRead {
+        AttachRead(self.tx.clone())
     }
 
     /// Waits for the pending read and returns what was recorded; `None` if the thread panicked.
@@ -101,23 +129,41 @@ fn serve(rx: &Receiver<Request>) -> PssReport {
     let mut buf = vec![0u8; 4096];
     let mut report = PssReport::default();
     let cpu_start = thread_cpu();
-    while let Ok(mut request) = rx.recv() {
-        // Only the newest request matters: it has the current members.
-        while let Ok(newer) = rx.try_recv() {
-            request = newer;
+    let mut elsewhere = Duration::ZERO;
+    while let Ok(first) = rx.recv() {
+        // Only the newest read matters: it has the current members. A reading made elsewhere
+        // is older than any read after it, so it is kept in its place.
+        let mut read = None;
+        for request in std::iter::once(first).chain(rx.try_iter()) {
+            match request {
+                Request::Read { t_ms, pids } => read = Some((t_ms, pids)),
+                Request::Made { t_ms, bytes, cpu } => {
+                    report.reads += 1;
+                    elsewhere += cpu;
+                    if let Some(bytes) = bytes {
+                        series.push(Point { t_ms, bytes });
+                    }
+                }
+            }
         }
-        files.retain(|pid, _| request.pids.contains(pid));
-        let mut total = 0;
-        for &pid in &request.pids {
-            total += read_member(&mut files, pid, &mut buf).unwrap_or(0);
-        }
+        let Some((t_ms, pids)) = read else {
+            continue;
+        };
+        files.retain(|pid, _| pids.contains(pid));
+        let readable: Vec<u64> = pids
+            .iter()
+            .filter_map(|&pid| read_member(&mut files, pid, &mut buf))
+            .collect();
         report.reads += 1;
-        series.push(Point {
-            t_ms: request.t_ms,
-            bytes: total,
-        });
+        // Nothing readable (every member gone): no point, never a 0-byte one.
+        if !readable.is_empty() {
+            series.push(Point {
+                t_ms,
+                bytes: readable.iter().sum(),
+            });
+        }
     }
-    report.cpu_seconds = (thread_cpu() - cpu_start).as_secs_f64();
+    report.cpu_seconds = (thread_cpu() - cpu_start + elsewhere).as_secs_f64();
     report.series = series.summary();
     report
 }
@@ -183,6 +229,29 @@ mod tests {
         assert!(!s.due(at(300), false, MOVE_THRESHOLD - 1));
         assert!(!s.due(at(1159), false, 0));
         assert!(s.due(at(1160), false, 0), "EVERY after the last read");
+    }
+
+    #[test]
+    fn a_read_that_finds_no_member_leaves_no_point() {
+        let reader = PssReader::start().unwrap();
+        reader.request(5, vec![u32::MAX]);
+        let report = reader.finish().unwrap();
+        assert_eq!(report.reads, 1);
+        assert_eq!(report.series, None, "a 0-byte point was recorded");
+    }
+
+    #[test]
+    fn the_reading_at_attach_is_a_point_before_the_first_read() {
+        let reader = PssReader::start().unwrap();
+        reader.attach_read().read(1, std::process::id());
+        reader.attach_read().read(2, u32::MAX);
+        reader.request(7, vec![u32::MAX]);
+        let report = reader.finish().unwrap();
+        let series = report.series.unwrap();
+        assert_eq!(report.reads, 3);
+        assert_eq!(series.samples, 1, "{series:?}");
+        assert_eq!(series.timeline[0].t_ms, 1);
+        assert!(series.peak_bytes > 1 << 20, "{series:?}");
     }
 
     #[test]

@@ -16,6 +16,7 @@ use rustix::time::{ClockId, Timespec, clock_gettime};
 
 use super::gpu::{self, GpuSummary, Gpus, MemoryQuery};
 use super::host::{Host, HostSummary};
+use super::pss::AttachRead;
 
 /// Per-process GPU memory is asked for at most this often (the query is costlier than
 /// `memory_info` and the numbers move slowly).
@@ -128,6 +129,8 @@ struct Plan {
 /// The running sampler thread of one job.
 pub struct Sampler {
     pgid: Arc<AtomicU32>,
+    /// Reads the leader's PSS at attach (`None` when PSS is off or its thread did not start).
+    attach_read: Option<AttachRead>,
     stop: Arc<StopSignal>,
     thread: JoinHandle<Report>,
     origin: Instant,
@@ -159,9 +162,10 @@ impl Sampler {
             .spawn(move || run(&plan, origin, &thread_pgid, &ready_tx, &thread_stop))
             .map_err(|source| SampleError::Thread { source })?;
         // The thread sends once after its baselines; if it died, its sender is dropped.
-        let _ = ready_rx.recv();
+        let attach_read = ready_rx.recv().ok().flatten();
         Ok(Sampler {
             pgid,
+            attach_read,
             stop,
             thread,
             origin,
@@ -169,13 +173,20 @@ impl Sampler {
         })
     }
 
-    /// Tells the sampler which process group is the job (`LaunchEvent::Spawned`).
+    /// Tells the sampler which process group is the job (`LaunchEvent::Spawned`), reading the
+    /// leader's PSS first, here: a job may end before the sampler's next tick (10 ms, longer
+    /// under load), and its memory is then still sampled once.
     pub fn attach(&self, pgid: u32) {
+        if let Some(read) = &self.attach_read {
+            read.read(self.origin.elapsed().as_millis() as u64, pgid);
+        }
         self.pgid.store(pgid, Ordering::SeqCst);
     }
 
     /// Stops the thread and gathers what it recorded.
     pub fn stop(self) -> SampleSummary {
+        // The PSS thread ends when its last sender is gone: this one first.
+        drop(self.attach_read);
         self.stop.request();
         let duration_ms = self.origin.elapsed().as_millis() as u64;
         let report = self.thread.join().unwrap_or_else(|_| {
@@ -206,7 +217,7 @@ fn run(
     plan: &Plan,
     origin: Instant,
     pgid: &AtomicU32,
-    ready: &Sender<()>,
+    ready: &Sender<Option<AttachRead>>,
     stop: &StopSignal,
 ) -> Report {
     let mut host = Host::start(plan.shm_path.as_deref(), plan.rss);
@@ -219,7 +230,7 @@ fn run(
         )),
         _ => None,
     };
-    let _ = ready.send(());
+    let _ = ready.send(host.attach_read());
     let proc_every = (PROCESS_EVERY.as_nanos() / plan.interval.as_nanos()).max(1) as u64;
     let mut pids = Vec::new();
     let mut ticker = Ticker::new(plan.interval);
@@ -365,6 +376,31 @@ mod tests {
             summary.gpu_unavailable.as_deref(),
             Some("GPU sampling is off")
         );
+    }
+
+    #[test]
+    fn a_job_that_ends_before_the_first_tick_still_has_its_pss() {
+        use std::os::unix::process::CommandExt;
+        let config = SamplerConfig {
+            gpu: false,
+            shm_path: None,
+            // No tick after the one at start: only the read at attach can see the job.
+            interval: Duration::from_secs(3600),
+            ..SamplerConfig::default()
+        };
+        let sampler = Sampler::start(&config).unwrap();
+        let mut job = std::process::Command::new("sleep")
+            .arg("0.2")
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        sampler.attach(job.id());
+        job.wait().unwrap();
+        let summary = sampler.stop();
+        let pss = summary.host.pss.as_ref().expect("PSS sampled at attach");
+        assert!(pss.peak_bytes > 0 && pss.samples == 1, "{pss:?}");
+        assert_eq!(summary.host.pss_reads, 1);
+        assert_eq!(summary.host_peak_pss_bytes(), Some(pss.peak_bytes));
     }
 
     #[test]

@@ -248,9 +248,10 @@ impl LocalExecutor {
         (settle, settle_seconds): (&str, Option<f64>),
         on_event: &mut dyn FnMut(ExecEvent),
     ) -> Result<AttemptOutput, String> {
+        let redactor = crate::run::watch::redactor(&spec.env, &spec.env_unset);
         let mut watch = LogWatch::new()
             .echoing(self.echo)
-            .redacting(crate::run::watch::redactor(&spec.env, &spec.env_unset))
+            .redacting(redactor.clone())
             .storing(log)?;
         let node = crate::observe::node::watch(&ctx.job.dirs.checkpoints, settle, settle_seconds);
         let sampler = sampling::start(
@@ -263,6 +264,14 @@ impl LocalExecutor {
             LaunchEvent::Output(bytes) => watch.feed(bytes, on_event, &mut |_| {}),
         });
         let mut sampled = sampler.stop(self.host.clone());
+        // The launcher's per-rank logs (torchrun's `--log-dir`) are uploaded with the console
+        // log: masked as it is, now that nothing writes them.
+        sampled.warnings.extend(crate::run::rank_logs::mask(
+            &ctx.job.dirs.logs,
+            log,
+            &redactor,
+            self.keep_raw_log,
+        ));
         let report = report.map_err(|e| with_causes(&e))?;
         if !report.escaped.is_empty() {
             sampled.warnings.push(escaped_warning(&report.escaped));

@@ -1,6 +1,6 @@
 //! Support shared by the integration tests, compiled once in `main.rs`: a test module that
 //! needs it says `use crate::common;`. What every crate's tests share (the prerequisite rule,
-//! the corpus lookup) is `goldgate_testkit`'s.
+//! the corpus lookup) is `goldgate_core::fixtures`'s.
 
 pub mod cli;
 pub mod gate;
