@@ -86,6 +86,18 @@ impl Progress {
         }
     }
 
+    /// Carries the warnings an earlier progress of the same command showed (`ab` runs one run
+    /// per job): each is shown once per command, not once per job.
+    pub fn with_shown(mut self, shown: std::collections::HashSet<String>) -> Progress {
+        self.shown = shown;
+        self
+    }
+
+    /// The warnings shown so far, for the command's next progress ([`Progress::with_shown`]).
+    pub fn into_shown(self) -> std::collections::HashSet<String> {
+        self.shown
+    }
+
     /// Sets the heartbeat's interval (`None` or zero: no heartbeat). A terminal's bar has none.
     pub fn with_heartbeat(mut self, every: Option<Duration>) -> Progress {
         self.heartbeat = every.filter(|d| !d.is_zero());
@@ -581,6 +593,36 @@ mod tests {
         );
         assert!(lines[0].ends_with(": step 4/10, iteration 20 ms"), "{text}");
         assert_eq!(Progress::lines(Box::new(std::io::sink())).heartbeat(), None);
+    }
+
+    /// `ab` runs each job as a run of its own: the warnings carried from one run's progress to
+    /// the next are shown once for the whole command (no NVML: one line, not one per job).
+    #[test]
+    fn warnings_carried_to_the_next_run_are_not_shown_again() {
+        let out = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let jobs = [crate::plan::Job::fixture(
+            std::path::Path::new("/o"),
+            "m/a",
+            1,
+        )];
+        let mut record = goldgate_core::records::fixtures::sample();
+        record.warnings = vec!["GPU memory not sampled: NVML unavailable".into()];
+        let mut shown = std::collections::HashSet::new();
+        for run in ["01-a", "02-b"] {
+            let mut progress = Progress::lines(Box::new(Shared(out.clone()))).with_shown(shown);
+            progress.event(&RunEvent::RunStarted {
+                run_id: run,
+                jobs: &jobs,
+            });
+            progress.event(&RunEvent::JobFinished {
+                index: 0,
+                job: &jobs[0],
+                record: &record,
+            });
+            shown = progress.into_shown();
+        }
+        let text = String::from_utf8(out.lock().unwrap().clone()).unwrap();
+        assert_eq!(text.matches("NVML unavailable").count(), 1, "{text}");
     }
 
     #[test]

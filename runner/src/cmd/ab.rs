@@ -229,6 +229,8 @@ struct Bench<'a> {
     metrics: Vec<String>,
     /// When the command started (`--budget` counts from here).
     started: std::time::Instant,
+    /// Warnings the jobs' progress showed so far: each once per `ab`, not once per job.
+    shown: Mutex<std::collections::HashSet<String>>,
 }
 
 /// Runs the command.
@@ -257,6 +259,7 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
         command: std::env::args().collect(),
         metrics: Vec::new(),
         started: std::time::Instant::now(),
+        shown: Mutex::default(),
     };
     // Both arms are planned before any job runs: a bad variant or entry fails at once.
     bench.metrics = bench.plan(0, "00-plan", 0, 0, false)?.metrics;
@@ -819,8 +822,12 @@ impl Bench<'_> {
         let executor = super::run::executor(&self.arms[0].select, self.config, &opts, &jobs)?;
         let mut writer =
             ResultsWriter::create(&opts.run_dir(), &opts.run_id, &jobs, self.command.clone())?;
-        let progress =
-            Mutex::new(Progress::stderr().with_heartbeat(super::args::heartbeat_interval()));
+        let shown = std::mem::take(&mut *self.shown.lock().unwrap_or_else(|p| p.into_inner()));
+        let progress = Mutex::new(
+            Progress::stderr()
+                .with_heartbeat(super::args::heartbeat_interval())
+                .with_shown(shown),
+        );
         let summary = goldgate_record::run::beside_heartbeat(&progress, |progress| {
             goldgate_record::run::run_jobs(&jobs, &*executor, &opts, self.stop, &mut |event| {
                 writer.event(&event);
@@ -830,6 +837,10 @@ impl Bench<'_> {
                     .event(&event);
             })
         })?;
+        *self.shown.lock().unwrap_or_else(|p| p.into_inner()) = progress
+            .into_inner()
+            .unwrap_or_else(|p| p.into_inner())
+            .into_shown();
         writer.finish()?;
         Ok(summary.records.into_iter().next())
     }
