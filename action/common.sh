@@ -23,3 +23,25 @@ words() {
   local -n into=$1
   read -ra into <<< "$2" || true
 }
+
+# lines ARRAY INPUT VALUE: the arguments of a multi-line input, one per line, as written: no
+# word splitting and no globbing (a regular expression with spaces stays one argument). Blank
+# lines are skipped and each line's surrounding blanks dropped. A line that is an option, a
+# space and more (`--repeat 3`) is refused: it would reach goldgate as one argument.
+lines() {
+  local -n into=$1
+  local name=$2 line
+  into=()
+  while IFS= read -r line || [ -n "$line" ]; do
+    line=${line%$'\r'}
+    line=${line#"${line%%[![:space:]]*}"}
+    line=${line%"${line##*[![:space:]]}"}
+    [ -n "$line" ] || continue
+    if [[ $line =~ ^(--?[A-Za-z0-9][A-Za-z0-9-]*)[[:space:]]+(.*)$ ]]; then
+      local hint="the value on the next line"
+      case "$line" in --*) hint="${BASH_REMATCH[1]}=${BASH_REMATCH[2]}, or $hint" ;; esac
+      fail "input $name: the line '$line' holds an option and its value; give one argument per line ($hint)"
+    fi
+    into+=("$line")
+  done <<< "$3"
+}

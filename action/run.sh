@@ -25,8 +25,11 @@ root=${INPUT_ROOT:-test_cases}
 golden_root=${INPUT_GOLDEN_ROOT:-golden}
 
 words cases "${INPUT_CASES:-}"
-words extra "${INPUT_ARGS:-}"
-words ab_extra "${INPUT_AB_ARGS:-}"
+lines extra args "${INPUT_ARGS:-}"
+lines ab_extra ab-args "${INPUT_AB_ARGS:-}"
+# The filter is one argument whatever it holds (spaces in a `(?x)` regex).
+filter=()
+[ -n "${INPUT_FILTER:-}" ] && filter=(--filter "$INPUT_FILTER")
 # What judges the gate's clocks: the input, else `ab` in mode both (its A/B gates timing).
 clocks=${INPUT_CLOCKS:-}
 case "$clocks" in '' | ab | golden) ;; *) fail "clocks must be ab or golden, not '$clocks'" ;; esac
@@ -68,7 +71,7 @@ gg() {
 
 words ab_cases "${INPUT_AB_CASES:-${INPUT_CASES:-}}"
 # What is listed and planned: the A/B's cases in mode ab, else the selection.
-listed=("${shard[@]}" "${cases[@]}")
+listed=("${shard[@]}" "${filter[@]}" "${cases[@]}")
 [ "$mode" = ab ] && listed=("${ab_cases[@]}")
 echo "::group::goldgate list"
 # Not through a pipe: gg records the exit code in this shell.
@@ -88,7 +91,7 @@ summary() {
 }
 
 if [ "$code" -eq 0 ] && { [ "$mode" = gate ] || [ "$mode" = both ]; }; then
-  gg run "${select[@]}" "${shard[@]}" "${cases[@]}" "${extra[@]}" "${gate_clocks[@]}" \
+  gg run "${select[@]}" "${shard[@]}" "${filter[@]}" "${cases[@]}" "${extra[@]}" "${gate_clocks[@]}" \
     --out "$work/results" \
     --json "$out/comparison.json" --junit "$out/junit.xml" --markdown "$out/report.md"
   summary "$out/report.md"
@@ -114,7 +117,7 @@ if [ "$code" -le 1 ] && { [ "$mode" = ab ] || [ "$mode" = both ]; }; then
 fi
 
 if [ "$code" -eq 0 ] && [ "$mode" = bless ]; then
-  gg run "${select[@]}" "${shard[@]}" "${cases[@]}" "${extra[@]}" --out "$work/results" --no-compare
+  gg run "${select[@]}" "${shard[@]}" "${filter[@]}" "${cases[@]}" "${extra[@]}" --out "$work/results" --no-compare
   if [ "$code" -eq 0 ]; then
     gg bless --golden-root "$golden_root" --platform "$platform" --from "$work/results"
     # The golden files bless wrote or changed, at their paths in the repository: unpack the

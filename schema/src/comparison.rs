@@ -6,6 +6,7 @@
 
 use std::path::PathBuf;
 
+#[cfg(feature = "json-schema")]
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -22,9 +23,8 @@ pub const READABLE_COMPARISON_VERSIONS: [u32; 2] = [1, 2];
 /// The judgement of one metric, or of a job (the worst of its metrics).
 ///
 /// Ordered from best to worst, so `max()` over metric verdicts gives the job verdict.
-#[derive(
-    Serialize, Deserialize, JsonSchema, Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash,
-)]
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
 #[serde(rename_all = "kebab-case")]
 pub enum Verdict {
     /// Within tolerance.
@@ -93,7 +93,8 @@ impl Verdict {
 }
 
 /// How a metric's numbers are formatted.
-#[derive(Serialize, Deserialize, JsonSchema, Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
 #[serde(rename_all = "kebab-case")]
 pub enum Unit {
     /// Bytes (render as KiB/MiB/GiB).
@@ -132,7 +133,8 @@ impl Unit {
 }
 
 /// The judgement of one metric of one job (all its repeats together).
-#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq)]
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
 pub struct MetricResult {
     /// Metric name as in the golden file (`lm loss`, `checkpoint-blocking-time`).
     pub metric: String,
@@ -169,7 +171,8 @@ pub struct MetricResult {
 }
 
 /// The judgement of one job: a case under one variant, all its repeats together.
-#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq)]
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
 pub struct JobComparison {
     /// `<model>/<case>`.
     pub case: String,
@@ -208,7 +211,8 @@ pub struct JobComparison {
 }
 
 /// Jobs per verdict.
-#[derive(Serialize, Deserialize, JsonSchema, Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
 #[serde(rename_all = "kebab-case")]
 pub struct Counts {
     pub pass: usize,
@@ -259,7 +263,8 @@ impl Counts {
 }
 
 /// The result of `goldgate compare`: every job judged, ready to render.
-#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq)]
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
 pub struct Comparison {
     /// [`COMPARISON_SCHEMA_VERSION`].
     pub schema_version: u32,
@@ -279,7 +284,8 @@ pub struct Comparison {
 }
 
 /// The gate's flags and the exit code they gave.
-#[derive(Serialize, Deserialize, JsonSchema, Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
 pub struct GateDecision {
     /// `--strict`: unstable metrics fail.
     pub strict: bool,

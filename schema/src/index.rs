@@ -3,13 +3,15 @@
 
 use std::path::PathBuf;
 
+#[cfg(feature = "json-schema")]
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::outcome::Outcome;
 
 /// One job in the run index.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
 pub struct JobEntry {
     /// `<case>@<variant>#<repeat>`.
     pub job_id: String,
@@ -24,7 +26,8 @@ pub struct JobEntry {
 }
 
 /// `OUT/<run-id>/run.json`: what the run was asked to do and where each job's files are.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
 pub struct RunIndex {
     /// [`crate::SCHEMA_VERSION`].
     pub schema_version: u32,
@@ -56,7 +59,8 @@ pub struct RunIndex {
 }
 
 /// Where the goldgate process of a run ran.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
 pub struct Runner {
     /// Host name.
     pub host: String,

@@ -2,7 +2,8 @@
 //! (one [`RunRecord`] per job), `run.json` (the [`RunIndex`] of a run), the comparison JSON
 //! (`goldgate compare --json`, [`Comparison`]), the exit codes ([`Exit`]) and the metric names
 //! ([`metric_names`]). A committed JSON Schema of each file lies beside this crate
-//! (`schema/*.schema.json`, from [`json_schemas`]); a test keeps it up to date.
+//! (`schema/*.schema.json`, from `json_schemas` under the feature `json-schema`, which also
+//! derives schemars' `JsonSchema` for every type); a test keeps it up to date.
 //!
 //! This crate holds no logic of goldgate's stages (nothing that runs, reads a file or judges):
 //! a tool that reads goldgate's output (a history store, a dashboard, a PR comment built on
@@ -45,6 +46,7 @@ pub use step_values::StepValues;
 
 /// The JSON Schema of each file this crate describes, by the file name it is committed under
 /// beside the crate: `results.schema.json`, `run.schema.json`, `comparison.schema.json`.
+#[cfg(feature = "json-schema")]
 pub fn json_schemas() -> Vec<(&'static str, serde_json::Value)> {
     vec![
         ("results.schema.json", schema_of::<RunRecord>()),
@@ -53,6 +55,7 @@ pub fn json_schemas() -> Vec<(&'static str, serde_json::Value)> {
     ]
 }
 
+#[cfg(feature = "json-schema")]
 fn schema_of<T: schemars::JsonSchema>() -> serde_json::Value {
     schemars::schema_for!(T).to_value()
 }

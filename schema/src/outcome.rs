@@ -1,11 +1,13 @@
 //! How a job ended: the one outcome type of a job, as `results.json` (`outcome`, each
 //! attempt's `outcome`) and `run.json` (each job's `outcome`) record it.
 
+#[cfg(feature = "json-schema")]
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// How a job ended. A job that did not pass is never compared as if it ran.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
 #[serde(tag = "status", rename_all = "kebab-case")]
 pub enum Outcome {
     /// Exit code 0 and no failure marker.

@@ -7,6 +7,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+#[cfg(feature = "json-schema")]
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -32,7 +33,8 @@ pub const SCHEMA_VERSION: u32 = 5;
 pub const READABLE_SCHEMA_VERSIONS: [u32; 5] = [1, 2, 3, 4, 5];
 
 /// The variant a job ran under.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
 pub struct VariantRecord {
     /// `allocator=gc80,checkpoint=async`, or `default`.
     pub name: String,
@@ -43,7 +45,8 @@ pub struct VariantRecord {
 }
 
 /// One attempt at a job (`--retries` may make several).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
 pub struct Attempt {
     /// 1-based attempt number.
     pub number: u32,
@@ -72,7 +75,8 @@ pub struct Attempt {
 }
 
 /// Where and on what the job ran: compared with the golden's platform before judging.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
 pub struct Fingerprint {
     /// GPU model as NVML names it (`NVIDIA H200`); null without a GPU.
     pub gpu_model: Option<String>,
@@ -95,7 +99,8 @@ pub struct Fingerprint {
 }
 
 /// One checkpoint save seen in the log.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
 pub struct CheckpointRecord {
     /// Iteration the checkpoint was saved at.
     pub iteration: u64,
@@ -133,7 +138,8 @@ pub struct CheckpointRecord {
 
 /// The probe's window around one save: its wall time, the in-job A/B arm it ran under, and
 /// where rank 0's time went.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
 pub struct SaveProbe {
     /// Wall time of the window, the max across ranks (s): Megatron's `save-checkpoint` timer
     /// plus what `save_checkpoint_and_time` does before it (its `empty_cache` call).
@@ -151,7 +157,8 @@ pub struct SaveProbe {
 
 /// Where one save window's time went, as the probe counted it in one process (`None`: not
 /// readable there, or a probe that did not count it).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
 pub struct SaveParts {
     /// Process CPU time, every thread (s).
     pub cpu_seconds: Option<f64>,
@@ -173,7 +180,8 @@ pub struct SaveParts {
 }
 
 /// Peak of one GPU over the job.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
 pub struct GpuDevicePeak {
     /// NVML index.
     pub index: u32,
@@ -190,7 +198,8 @@ pub struct GpuDevicePeak {
 }
 
 /// GPU memory as NVML saw it.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
 pub struct GpuMemory {
     /// Sampling interval (s).
     pub interval_seconds: f64,
@@ -201,7 +210,8 @@ pub struct GpuMemory {
 }
 
 /// A downsampled memory timeline for the SVG chart (seconds since the job started).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
 pub struct Timeline {
     /// Sample times (s).
     pub t_seconds: Vec<f64>,
@@ -219,7 +229,8 @@ pub struct Timeline {
 }
 
 /// `MemAvailable` around one job (bytes).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
 pub struct MemAvailableRecord {
     /// Before the job started.
     pub baseline_bytes: u64,
@@ -232,7 +243,8 @@ pub struct MemAvailableRecord {
 }
 
 /// Memory peaks of the job.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
 pub struct MemoryRecord {
     /// NVML view; null when no driver or GPU was found (never zero).
     pub gpu: Option<GpuMemory>,
@@ -268,7 +280,8 @@ pub struct MemoryRecord {
 }
 
 /// Everything recorded about one job: `OUT/<run-id>/<case>/<variant>/<repeat>/results.json`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
 pub struct RunRecord {
     /// [`SCHEMA_VERSION`].
     pub schema_version: u32,
@@ -349,7 +362,8 @@ pub struct RunRecord {
 }
 
 /// Where a job of a `goldgate ab` sequence belongs.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
 pub struct AbMember {
     /// The A/B's id: its folder under `ab --out`, holding `ab.json`.
     pub ab_id: String,
@@ -367,7 +381,8 @@ pub const AB_ARM_VARIABLE: &str = "GOLDGATE_AB_ARM";
 /// Every input of a job's judgement, recorded when it ran: `compare` judges a record by these,
 /// never by the case file as it is today (unless asked to), and says when the case file or the
 /// rules changed since.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
 pub struct Judging {
     /// The case's `METRICS` (Megatron's default `lm loss`, `num-zeros` when it names none):
     /// the golden metrics compared, besides goldgate's own keys.
@@ -393,7 +408,8 @@ pub struct Judging {
 
 /// The key of a job's golden file: `golden_values_<environment>_<platform>.json` in the
 /// case's folder, or under `variants/<variant>/` for a non-default variant.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
 pub struct GoldenKey {
     /// Megatron's `environment` (`dev`, `lts`) of a recipe case; absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -405,7 +421,8 @@ pub struct GoldenKey {
 }
 
 /// Where the rules came from and what they were.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
 pub struct RulesRef {
     /// The goldgate.yaml read (`<builtin>` for the shipped copy).
     pub source: String,
@@ -415,7 +432,8 @@ pub struct RulesRef {
 }
 
 /// What a run's TensorBoard folder (Megatron's `--tensorboard-dir`) gave its metrics.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
 pub struct TensorboardRecord {
     /// The folder read (relative to the job folder when inside it).
     pub dir: String,
@@ -435,7 +453,8 @@ pub struct TensorboardRecord {
 }
 
 /// One metric the log and TensorBoard both have and disagree on.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
 pub struct SourceDisagreement {
     pub metric: String,
     /// Which source `metrics` keeps: `tensorboard` (Megatron's golden metrics) or `log`.
@@ -453,7 +472,8 @@ pub struct SourceDisagreement {
 }
 
 /// One node's memory peaks and timeline (bytes).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
 pub struct NodeMemory {
     /// The node's name (Slurm's, `SLURMD_NODENAME`).
     pub host: String,
@@ -467,7 +487,8 @@ pub struct NodeMemory {
 }
 
 /// The second run of a resume test: its log metrics after the step it resumed from.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
 pub struct ResumedRun {
     /// `TRAIN_ITERS / 2`: the steps after it are compared with the first run's.
     pub from_step: u64,
@@ -568,7 +589,8 @@ fn job_rel_dir(case: &str, variant_slug: &str, repeat: u32) -> PathBuf {
 }
 
 /// The node's I/O state around one job, as `results.json` keeps it in the fingerprint.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
 pub struct NodeIo {
     /// The kernel's boot id (`/proc/sys/kernel/random/boot_id`): jobs with the same one ran on
     /// the same machine without a reboot in between (host names repeat across virtual machines).

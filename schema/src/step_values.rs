@@ -5,7 +5,6 @@
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 
-use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use std::fmt;
 
 use serde::de::{self, MapAccess, Visitor};
@@ -115,23 +114,33 @@ impl<'de> Deserialize<'de> for Num {
     }
 }
 
-impl JsonSchema for StepValues {
-    fn schema_name() -> Cow<'static, str> {
-        "StepValues".into()
-    }
+/// The JSON Schema of the golden-file shape (for the committed schema files and their tests).
+#[cfg(feature = "json-schema")]
+mod json_schema_impl {
+    use std::borrow::Cow;
 
-    fn json_schema(_: &mut SchemaGenerator) -> Schema {
-        json_schema!({
-            "description": "Step (a decimal integer as a string) -> value; a non-finite value is the string \"nan\", \"inf\" or \"-inf\".",
-            "type": "object",
-            "propertyNames": { "pattern": "^[0-9]+$" },
-            "additionalProperties": {
-                "anyOf": [
-                    { "type": "number" },
-                    { "type": "string", "enum": ["nan", "NaN", "inf", "-inf"] }
-                ]
-            }
-        })
+    use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
+
+    use super::StepValues;
+
+    impl JsonSchema for StepValues {
+        fn schema_name() -> Cow<'static, str> {
+            "StepValues".into()
+        }
+
+        fn json_schema(_: &mut SchemaGenerator) -> Schema {
+            json_schema!({
+                "description": "Step (a decimal integer as a string) -> value; a non-finite value is the string \"nan\", \"inf\" or \"-inf\".",
+                "type": "object",
+                "propertyNames": { "pattern": "^[0-9]+$" },
+                "additionalProperties": {
+                    "anyOf": [
+                        { "type": "number" },
+                        { "type": "string", "enum": ["nan", "NaN", "inf", "-inf"] }
+                    ]
+                }
+            })
+        }
     }
 }
 

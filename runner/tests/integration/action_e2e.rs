@@ -184,7 +184,8 @@ impl Fork {
                 "GOLDGATE_PLATFORM": PLATFORM,
                 "GOLDGATE_CASES": CASE,
                 "GOLDGATE_AB_CASES": CASE,
-                "GOLDGATE_AB_ARGS": "--warmup 0 --max-pairs 2",
+                // One argument per line, as the action's ab-args input takes them.
+                "GOLDGATE_AB_ARGS": "--warmup=0\n--max-pairs=2",
             }),
             secrets: json!({}),
             env: vec![
@@ -529,6 +530,115 @@ fn adopt(corpus: &Path, github: &str, gh: &FakeGithub) {
     assert!(gh.count("PATCH") >= 1);
 }
 
+/// Job `n` of a run under `dir` with an empty workspace and no event (a dispatch by hand).
+fn bare_job(dir: &Path, n: u64) -> Job {
+    let root = dir.join(format!("run-{n}"));
+    for d in ["work", "temp", "home"] {
+        std::fs::create_dir_all(root.join(d)).unwrap();
+    }
+    Job {
+        action_dir: repo(),
+        workspace: root.join("work"),
+        temp: root.join("temp"),
+        store: dir.join("store"),
+        origin: dir.to_path_buf(),
+        run_id: n,
+        github: json!({"action_ref": TAG, "action_repository": "goldgate/goldgate", "event": {}}),
+        vars: json!({}),
+        secrets: json!({}),
+        env: vec![
+            ("PATH".to_owned(), "/usr/local/bin:/usr/bin:/bin".to_owned()),
+            ("HOME".to_owned(), root.join("home").display().to_string()),
+        ],
+    }
+}
+
+/// The inputs of a job on goldgate's `dev_cpu` platform that installs the release in `dist`,
+/// and `extra`.
+fn dev_cpu_inputs(dist: &Path, extra: &[(&str, &str)]) -> Vec<(String, String)> {
+    let mut v = vec![
+        ("platform".to_owned(), "dev_cpu".to_owned()),
+        (
+            "release-url".to_owned(),
+            format!("file://{}", dist.display()),
+        ),
+    ];
+    v.extend(
+        extra
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned())),
+    );
+    v
+}
+
+/// The `filter` input reaches goldgate as one argument, spaces and all (a `(?x)` regex), and
+/// `args` one argument per line: the list, the plan and the run hold the regex's two demo cases
+/// of the three `cases` names, run under the variant a line of `args` chose. A line of `args`
+/// that is an option and its value is refused, naming the input, before anything runs.
+#[test]
+fn the_action_passes_a_filter_with_spaces_as_one_argument_and_args_one_per_line() {
+    if let Some(tool) = tools_missing() {
+        goldgate_core::fixtures::prereq::missing(&format!(
+            "{tool} is not installed (the action's scripts use it)"
+        ));
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let dist = release(tmp.path());
+    // goldgate's own configuration and demo cases in the job's workspace.
+    let job = bare_job(tmp.path(), 1);
+    std::fs::copy(
+        repo().join("goldgate.yaml"),
+        job.workspace.join("goldgate.yaml"),
+    )
+    .unwrap();
+    steps::copy_dir(
+        &repo().join("test_cases/demo"),
+        &job.workspace.join("test_cases/demo"),
+    );
+    let o = job.run(&dev_cpu_inputs(
+        &dist,
+        &[
+            ("cases", "demo/*"),
+            ("filter", "(?x) ckpt-demo | crash-demo"),
+            ("args", "--no-compare\n  --variant=allocator=gc80\n"),
+        ],
+    ));
+    // The crash demo fails as a job (exit 3); the records are staged all the same.
+    assert_eq!(o.output("run", "exit-code"), "3", "{}", show(&o));
+    let records = tmp.path().join("store/1/goldgate-dev_cpu-1");
+    for file in ["list.txt", "plan.txt"] {
+        let text = std::fs::read_to_string(records.join(file)).unwrap();
+        assert!(
+            text.contains("demo/ckpt-demo") && text.contains("demo/crash-demo"),
+            "{file}: {text}"
+        );
+        assert!(!text.contains("demo/ckpt-power"), "{file}: {text}");
+    }
+    let recorded = find(&records.join("results"), "results.json");
+    assert_eq!(recorded.len(), 2, "{recorded:?}\n{}", show(&o));
+    for path in &recorded {
+        let text = path.display().to_string();
+        assert!(text.contains("gc80"), "not the variant args chose: {text}");
+    }
+
+    // `--repeat 3` on one line would reach goldgate as one word.
+    let job = bare_job(tmp.path(), 2);
+    let o = job.run(&dev_cpu_inputs(
+        &dist,
+        &[("cases", "demo/ckpt-demo"), ("args", "--repeat 3")],
+    ));
+    assert!(o.failed, "{}", show(&o));
+    assert!(
+        o.log.contains(
+            "input args: the line '--repeat 3' holds an option and its value; give one argument per line (--repeat=3, or the value on the next line)"
+        ),
+        "{}",
+        show(&o)
+    );
+    assert!(!o.log.contains("+ goldgate list"), "{}", show(&o));
+}
+
 /// A release archive that is not the one SHA256SUMS names is refused before anything runs, and
 /// so is one that does not match a pinned `sha256`.
 #[test]
@@ -541,42 +651,8 @@ fn the_action_refuses_a_release_archive_whose_checksum_does_not_match() {
     }
     let tmp = tempfile::tempdir().unwrap();
     let dist = release(tmp.path());
-    let job = |n: u64| {
-        let root = tmp.path().join(format!("run-{n}"));
-        for d in ["work", "temp", "home"] {
-            std::fs::create_dir_all(root.join(d)).unwrap();
-        }
-        Job {
-            action_dir: repo(),
-            workspace: root.join("work"),
-            temp: root.join("temp"),
-            store: tmp.path().join("store"),
-            origin: tmp.path().to_path_buf(),
-            run_id: n,
-            github: json!({"action_ref": TAG, "action_repository": "goldgate/goldgate", "event": {}}),
-            vars: json!({}),
-            secrets: json!({}),
-            env: vec![
-                ("PATH".to_owned(), "/usr/local/bin:/usr/bin:/bin".to_owned()),
-                ("HOME".to_owned(), root.join("home").display().to_string()),
-            ],
-        }
-    };
-    let inputs = |extra: &[(&str, &str)]| {
-        let mut v = vec![
-            ("platform".to_owned(), "dev_cpu".to_owned()),
-            (
-                "release-url".to_owned(),
-                format!("file://{}", dist.display()),
-            ),
-        ];
-        v.extend(
-            extra
-                .iter()
-                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned())),
-        );
-        v
-    };
+    let job = |n: u64| bare_job(tmp.path(), n);
+    let inputs = |extra: &[(&str, &str)]| dev_cpu_inputs(&dist, extra);
     // A pinned sha256 that is not the archive's.
     let o = job(1).run(&inputs(&[("sha256", &"0".repeat(64))]));
     assert!(o.failed);
