@@ -124,23 +124,37 @@ pub fn checks(jobs: &[Vec<(InJobUnit, InJobUnit)>]) -> Option<InJobChecks> {
     if jobs.iter().all(Vec::is_empty) {
         return None;
     }
-    let ln = |u: &InJobUnit| (u.window > 0.0).then(|| u.window.ln());
-    let mut out = InJobChecks {
-        metric: super::WINDOW_METRIC.to_owned(),
-        level: CHECK_LEVEL,
-        ab_pairs: 0,
-        ba_pairs: 0,
-        tail_a: 0,
-        tail_b: 0,
-        checks: Vec::new(),
-    };
-    // Carry-over: first units of pairs 2.. of each job, by arm and predecessor's arm.
-    let mut carry: [[Vec<f64>; 2]; 2] = Default::default(); // [arm][predecessor is the other arm]
-    // Order: ln second − ln first, per pair, by the pair's order.
-    let mut order: [Vec<f64>; 2] = Default::default(); // [ab, ba]
-    // End of job: residuals of the tail against the rest.
-    let (mut tail, mut rest) = (Vec::new(), Vec::new());
+    let mut units = Gathered::default();
     for pairs in jobs {
+        units.add_job(pairs);
+    }
+    Some(units.judge())
+}
+
+/// A unit's ln window time; `None` for a unit without a window.
+fn ln(u: &InJobUnit) -> Option<f64> {
+    (u.window > 0.0).then(|| u.window.ln())
+}
+
+/// What the checks compare, gathered job by job (ln window times, each against its job's arm
+/// median).
+#[derive(Default)]
+struct Gathered {
+    /// Carry-over: first units of pairs 2.. of each job, `[arm][predecessor is the other arm]`.
+    carry: [[Vec<f64>; 2]; 2],
+    /// Order: ln second − ln first, per pair, `[ab, ba]`.
+    order: [Vec<f64>; 2],
+    /// End of job: residuals of the last pairs' units, and of the others.
+    tail: Vec<f64>,
+    rest: Vec<f64>,
+    ab_pairs: usize,
+    ba_pairs: usize,
+    tail_a: usize,
+    tail_b: usize,
+}
+
+impl Gathered {
+    fn add_job(&mut self, pairs: &[(InJobUnit, InJobUnit)]) {
         let median = |arm: char| {
             let v: Vec<f64> = pairs
                 .iter()
@@ -151,7 +165,7 @@ pub fn checks(jobs: &[Vec<(InJobUnit, InJobUnit)>]) -> Option<InJobChecks> {
             stats::median(&v)
         };
         let (Some(ma), Some(mb)) = (median('a'), median('b')) else {
-            continue;
+            return;
         };
         let level = |u: &InJobUnit| if u.arm == 'a' { ma } else { mb };
         let tail_from = pairs.len().saturating_sub(TAIL_PAIRS);
@@ -159,52 +173,68 @@ pub fn checks(jobs: &[Vec<(InJobUnit, InJobUnit)>]) -> Option<InJobChecks> {
             let (Some(l1), Some(l2)) = (ln(first), ln(second)) else {
                 continue;
             };
-            order[usize::from(first.arm == 'b')].push(l2 - l1);
+            let first_is_b = usize::from(first.arm == 'b');
+            self.order[first_is_b].push(l2 - l1);
             if first.arm == 'a' {
-                out.ab_pairs += 1;
+                self.ab_pairs += 1;
             } else {
-                out.ba_pairs += 1;
+                self.ba_pairs += 1;
             }
             if k > 0 {
                 let previous = &pairs[k - 1].1;
-                let arm = usize::from(first.arm == 'b');
-                carry[arm][usize::from(previous.arm != first.arm)].push(l1 - level(first));
+                self.carry[first_is_b][usize::from(previous.arm != first.arm)]
+                    .push(l1 - level(first));
             }
             for u in [first, second] {
-                let r = ln(u).unwrap_or_default() - level(u);
-                if k >= tail_from {
-                    tail.push(r);
-                    if u.arm == 'a' {
-                        out.tail_a += 1;
-                    } else {
-                        out.tail_b += 1;
-                    }
-                } else {
-                    rest.push(r);
-                }
+                self.add_residual(u, ln(u).unwrap_or_default() - level(u), k >= tail_from);
             }
         }
     }
-    for (arm, name) in [(0, "A"), (1, "B")] {
-        let [same, other] = &carry[arm];
-        out.checks.extend(check(
-            &format!("carry-over into {name}"),
-            &format!("{name} units after the other arm against {name} units after {name}"),
-            &[(1.0, other), (-1.0, same)],
-        ));
+
+    fn add_residual(&mut self, u: &InJobUnit, residual: f64, in_tail: bool) {
+        if !in_tail {
+            self.rest.push(residual);
+            return;
+        }
+        self.tail.push(residual);
+        if u.arm == 'a' {
+            self.tail_a += 1;
+        } else {
+            self.tail_b += 1;
+        }
     }
-    let [ab, ba] = &order;
-    out.checks.extend(check(
-        "order",
-        "the second save of a pair against the first",
-        &[(0.5, ab), (0.5, ba)],
-    ));
-    out.checks.extend(check(
-        "end of job",
-        &format!("the last {TAIL_PAIRS} pairs of each job against its other pairs"),
-        &[(1.0, &tail), (-1.0, &rest)],
-    ));
-    Some(out)
+
+    fn judge(self) -> InJobChecks {
+        let mut checks = Vec::new();
+        for (arm, name) in [(0, "A"), (1, "B")] {
+            let [same, other] = &self.carry[arm];
+            checks.extend(check(
+                &format!("carry-over into {name}"),
+                &format!("{name} units after the other arm against {name} units after {name}"),
+                &[(1.0, other), (-1.0, same)],
+            ));
+        }
+        let [ab, ba] = &self.order;
+        checks.extend(check(
+            "order",
+            "the second save of a pair against the first",
+            &[(0.5, ab), (0.5, ba)],
+        ));
+        checks.extend(check(
+            "end of job",
+            &format!("the last {TAIL_PAIRS} pairs of each job against its other pairs"),
+            &[(1.0, &self.tail), (-1.0, &self.rest)],
+        ));
+        InJobChecks {
+            metric: super::WINDOW_METRIC.to_owned(),
+            level: CHECK_LEVEL,
+            ab_pairs: self.ab_pairs,
+            ba_pairs: self.ba_pairs,
+            tail_a: self.tail_a,
+            tail_b: self.tail_b,
+            checks,
+        }
+    }
 }
 
 /// The check `Σ c·mean(group)` with its Welch interval (Satterthwaite's degrees of freedom);
