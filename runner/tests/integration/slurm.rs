@@ -811,9 +811,18 @@ impl Drop for StoppedController {
     }
 }
 
-/// Whether process `pid` is gone.
+/// Whether process `pid` is gone: exited, or a zombie. A slurmctld this test binary restarted
+/// daemonizes, and its orphan is reparented to this process when a launch test in the same
+/// binary made it a subreaper; it is reaped here then, and until it is, it stays a zombie that
+/// `kill(pid, 0)` still finds.
 fn gone(pid: rustix::process::Pid) -> bool {
-    rustix::process::test_kill_process(pid).is_err_and(|e| e == rustix::io::Errno::SRCH)
+    let _ = rustix::process::waitpid(Some(pid), rustix::process::WaitOptions::NOHANG);
+    match std::fs::read_to_string(format!("/proc/{}/stat", pid.as_raw_nonzero())) {
+        Err(_) => true,
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
+    }
 }
 
 /// Stops slurmctld by its pid file (SIGTERM; SIGKILL when it has not stopped after
