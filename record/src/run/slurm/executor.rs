@@ -4,7 +4,8 @@
 //! its log streamed from the job folder through a [`LogWatch`], its pending time kept apart
 //! from its running time (only running time counts against the timeout). Ctrl-C, SIGTERM or
 //! the timeout cancel it (`scancel`: TERM, the grace period, then KILL) and wait until it
-//! left the queue.
+//! left the queue. Once it did, Slurm's raw copy of the output is settled (`raw`) and the
+//! per-rank logs are masked.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -164,10 +165,7 @@ impl SlurmExecutor {
         let log = job.dirs.logs.join(log_name(ctx.number));
         // Slurm writes the job's output as it came, secrets and all, outside `logs/` (which
         // CI uploads); goldgate keeps it redacted in `logs/` as it reads it.
-        let raw = job
-            .dirs
-            .job
-            .join(format!("slurm-output.attempt{}.log", ctx.number));
+        let raw = super::raw::raw_path(&job.dirs.job, ctx.number);
         let limit = batch_time_limit(job, self.timeout, slurm);
         let script = job
             .dirs
@@ -204,7 +202,11 @@ impl SlurmExecutor {
         let logs = (raw.as_path(), log.as_path());
         let followed = self.follow(Followed::new(id, limits), ctx, logs, limit, on_event);
         self.queue.forget(id);
-        self.settle_raw(&raw, &log)?;
+        super::raw::settle_ended(&raw, &log, self.keep_raw_log)?;
+        // The launcher's per-rank logs (torchrun's `--log-dir` under `logs/`) are uploaded
+        // with the console log: masked as it is, now that the job is over.
+        let redactor = crate::run::watch::redactor(&job.env, &job.env_unset);
+        let unmasked = crate::run::rank_logs::mask(&job.dirs.logs, &log, &redactor, self.keep_raw_log);
         let mut output = followed?;
         if let Some(observed) = output.observed.as_mut().filter(|_| !output.wall.is_zero()) {
             // Stopped by Ctrl-C: read what the samplers wrote, without waiting for the rest.
@@ -214,23 +216,11 @@ impl SlurmExecutor {
             };
             observed.nodes = read_nodes(&samples, job.nodes, wait);
         }
+        if let Some(node) = output.observed.as_mut().and_then(|o| o.nodes.first_mut()) {
+            node.warnings.extend(unmasked);
+        }
         self.note_node_failure(job, &mut output);
         Ok(output)
-    }
-
-    /// Slurm's unredacted copy of the output, once the job is over: removed, or moved to
-    /// `console.raw.log` beside the log with `--keep-raw-log`.
-    fn settle_raw(&self, raw: &Path, log: &Path) -> Result<(), String> {
-        let result = match self.keep_raw_log {
-            true => std::fs::rename(raw, crate::run::watch::raw_log_path(log)),
-            false => std::fs::remove_file(raw),
-        };
-        match result {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                Err(format!("cannot remove the raw log {}: {e}", raw.display()))
-            }
-            _ => Ok(()),
-        }
     }
 
     /// This attempt's own `sbatch` options: the run id as `--comment`, and `--exclude` with
@@ -540,7 +530,7 @@ fn samples_name(attempt: u32) -> String {
 }
 
 /// `console.log`, or `console.attempt2.log` for later attempts.
-fn log_name(attempt: u32) -> String {
+pub(super) fn log_name(attempt: u32) -> String {
     match attempt {
         1 => "console.log".to_owned(),
         n => format!("console.attempt{n}.log"),
