@@ -211,7 +211,11 @@ impl Folder {
             v["jobs"][0]["scheduler_job_ids"] = serde_json::json!([101]);
             v["jobs"][0]["secret_names"] = serde_json::json!(["HF_TOKEN"]);
         });
-        let job = self.path().join("out").join(&self.run_id).join("m/one/default/1");
+        let job = self
+            .path()
+            .join("out")
+            .join(&self.run_id)
+            .join("m/one/default/1");
         let _ = std::fs::remove_file(job.join("results.json"));
         std::fs::write(
             job.join("slurm-output.attempt1.log"),
@@ -300,7 +304,11 @@ fn output_whose_secret_the_cancelling_environment_lacks_is_left_out_and_said() {
     let job = f.killed_mid_slurm_job(secret, false);
     let o = f.cancel_with_token(None);
     assert_eq!(code(&o), 0, "{}", text(&o));
-    assert!(f.files_holding(secret).is_empty(), "{:?}", f.files_holding(secret));
+    assert!(
+        f.files_holding(secret).is_empty(),
+        "{:?}",
+        f.files_holding(secret)
+    );
     let log = std::fs::read_to_string(job.join("logs/console.log")).unwrap();
     assert!(
         log.starts_with("login <redacted>\n[goldgate: 66 bytes of the job's output"),

@@ -810,7 +810,11 @@ fn a_slurm_jobs_per_rank_logs_are_stored_redacted_and_raw_only_on_request() {
     for keep_raw in [false, true] {
         let tree = script_tree("ranks", &format!("{RANK_LOG}echo \"login $HF_TOKEN\"\n"));
         let extra: &[&str] = if keep_raw { &["--keep-raw-log"] } else { &[] };
-        let out = tree.run("n1", extra).env("HF_TOKEN", secret).output().unwrap();
+        let out = tree
+            .run("n1", extra)
+            .env("HF_TOKEN", secret)
+            .output()
+            .unwrap();
         assert_eq!(out.status.code(), Some(0), "{}", text(&out));
         let logs = job_dir(&tree).join("logs");
         assert_eq!(
@@ -824,13 +828,16 @@ fn a_slurm_jobs_per_rank_logs_are_stored_redacted_and_raw_only_on_request() {
             ],
             false => Vec::new(),
         };
-        assert_eq!(files_holding(&tree, secret), kept, "a raw copy only on request");
+        assert_eq!(
+            files_holding(&tree, secret),
+            kept,
+            "a raw copy only on request"
+        );
     }
 }
 
 #[test]
-fn a_killed_goldgates_slurm_output_is_masked_into_its_log_by_cancel_and_kept_raw_only_on_request()
-{
+fn a_killed_goldgates_slurm_output_is_masked_into_its_log_by_cancel_and_kept_raw_only_on_request() {
     let _cluster = shared();
     if !cluster() {
         return;
@@ -907,7 +914,11 @@ fn a_killed_goldgates_slurm_output_is_masked_into_its_log_by_cancel_and_kept_raw
             ],
             false => Vec::new(),
         };
-        assert_eq!(files_holding(&tree, secret), kept, "a raw copy only on request");
+        assert_eq!(
+            files_holding(&tree, secret),
+            kept,
+            "a raw copy only on request"
+        );
         assert!(tree.wait_for_empty_queue(), "cancel left the job");
     }
 }

@@ -206,7 +206,8 @@ impl SlurmExecutor {
         // The launcher's per-rank logs (torchrun's `--log-dir` under `logs/`) are uploaded
         // with the console log: masked as it is, now that the job is over.
         let redactor = crate::run::watch::redactor(&job.env, &job.env_unset);
-        let unmasked = crate::run::rank_logs::mask(&job.dirs.logs, &log, &redactor, self.keep_raw_log);
+        let unmasked =
+            crate::run::rank_logs::mask(&job.dirs.logs, &log, &redactor, self.keep_raw_log);
         let mut output = followed?;
         if let Some(observed) = output.observed.as_mut().filter(|_| !output.wall.is_zero()) {
             // Stopped by Ctrl-C: read what the samplers wrote, without waiting for the rest.

@@ -314,7 +314,12 @@ mod tests {
 
     #[test]
     fn a_log_that_holds_all_the_output_is_left_as_it_is() {
-        let log = settle_one(b"a hf-left-secret-1\nb\n", Some(&b"a <redacted>\nb\n"[..]), &[], false);
+        let log = settle_one(
+            b"a hf-left-secret-1\nb\n",
+            Some(&b"a <redacted>\nb\n"[..]),
+            &[],
+            false,
+        );
         assert_eq!(log, "a <redacted>\nb\n");
     }
 
