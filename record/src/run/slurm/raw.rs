@@ -1,6 +1,7 @@
-//! Stage "run", Slurm executor: Slurm's own copy of a job's output — `slurm-output.attempt<N>.log`
-//! in the job folder, written by Slurm as it came, secrets and all, outside `logs/` — settled
-//! once the job is over: removed, or moved beside the console log as `console.raw.log` with
+//! Stage "run", Slurm executor: where an attempt's output goes — Slurm's own copy,
+//! `slurm-output.attempt<N>.log` in the job folder, written as it came, secrets and all, outside
+//! `logs/`, and the console log goldgate keeps in `logs/` — and Slurm's copy settled once the
+//! job is over: removed, or moved beside the console log as `console.raw.log` with
 //! `--keep-raw-log`. goldgate settles it as it sees the job end ([`settle_ended`]); a goldgate
 //! killed mid-job never does, so whoever cleans up after the run (`goldgate cancel`, the next
 //! run: [`Leftovers`]) settles what it left, from what `run.json` recorded (`keep_raw_log`,
@@ -17,13 +18,21 @@ use goldgate_core::fsio::{check_no_links, check_relative, open_regular};
 use goldgate_core::redact::Redactor;
 use goldgate_schema::RunIndex;
 
-use super::executor::log_name;
 use crate::run::rank_logs;
 use crate::run::watch::{raw_log_path, redactor, secret_names};
 
 /// Where Slurm writes attempt `attempt`'s output in the job folder `job_dir`.
 pub(super) fn raw_path(job_dir: &Path, attempt: u32) -> PathBuf {
     job_dir.join(format!("slurm-output.attempt{attempt}.log"))
+}
+
+/// The console log goldgate keeps of attempt `attempt` in the job's `logs/`: `console.log`, or
+/// `console.attempt2.log` for later attempts.
+pub(super) fn log_name(attempt: u32) -> String {
+    match attempt {
+        1 => "console.log".to_owned(),
+        n => format!("console.attempt{n}.log"),
+    }
 }
 
 /// The attempt a file name of [`raw_path`] names.
