@@ -35,7 +35,8 @@ parts = [f for f in files if "writer_pid" in f]
 parts += [p for f in files if "writer_pid" not in f for p in f.get("parts", [])]
 saver = [f for f in files if any("counters" in w for w in f.get("saves", []))]
 if len(saver) != 1:
-    sys.exit("%s: %d files with counted save windows" % (mode, len(saver)))
+    print("%-7s %d probe files with counted save windows (1 expected): OFF" % (mode, len(saver)))
+    sys.exit(1)
 rank = saver[0]
 windows = [w for w in rank["saves"] if "counters" in w]
 ckpt = os.path.join(job, "ckpt")
