@@ -241,5 +241,9 @@ mod tests {
         assert!(parse("spread: 0\n").is_err());
         assert!(parse("alpha: 0.5\n").is_err());
         assert!(parse("pairs: 3\n").is_err());
+        // What `--max-pairs` takes, bounded the same way: no sequence sized to abort on.
+        assert!(parse("max_pairs: 1000\n").is_ok());
+        assert!(parse("max_pairs: 1001\n").is_err());
+        assert!(parse("max_pairs: 4294967295\n").is_err());
     }
 }

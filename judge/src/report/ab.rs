@@ -229,6 +229,12 @@ fn warnings(r: &AbReport) -> Vec<String> {
             if r.within_job.is_some() { "--max-jobs" } else { "--max-pairs" }
         ));
     }
+    for m in (r.metrics.iter()).filter(|m| m.verdict == AbVerdict::NotSampled) {
+        out.push(format!(
+            "{}: {} (exit 1 only under --strict)",
+            m.metric, m.detail
+        ));
+    }
     if let Some(note) = &r.golden_note {
         out.push(note.clone());
     }
@@ -258,12 +264,15 @@ fn failed_jobs(r: &AbReport) -> Vec<String> {
 }
 
 /// The overall verdict as the reports word it: `job failed` when a job did not pass (the
-/// timing verdicts then mean nothing), else the worst metric's.
+/// timing verdicts then mean nothing), else the worst metric's; a metric not sampled, the
+/// worst, is no failure (`pass, with metrics not sampled`, as `compare` says it).
 pub fn verdict_label(r: &AbReport) -> &'static str {
     if r.job_failed() {
-        "job failed"
-    } else {
-        r.verdict().label()
+        return "job failed";
+    }
+    match r.verdict() {
+        AbVerdict::NotSampled => "pass, with metrics not sampled",
+        v => v.label(),
     }
 }
 
@@ -425,6 +434,10 @@ fn metric_tests(r: &AbReport, strict_open: bool) -> (Vec<(String, TestCaseStatus
             }
             AbVerdict::Inconclusive | AbVerdict::Undecided if strict_open => {
                 let why = format!("{line} (exit 1 under --strict: no answer at the last pair)");
+                non_success(NonSuccessKind::Failure, &why, m.verdict.label())
+            }
+            AbVerdict::NotSampled if strict_open => {
+                let why = format!("{line} (exit 1 under --strict: {})", m.detail);
                 non_success(NonSuccessKind::Failure, &why, m.verdict.label())
             }
             _ => TestCaseStatus::success(),

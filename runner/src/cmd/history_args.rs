@@ -76,15 +76,8 @@ pub struct ChangesArgs {
     /// The metric of a stored series.
     #[arg(long, requires = "case")]
     pub metric: Option<String>,
-    /// The variant of a stored series.
-    #[arg(long, default_value = "default")]
-    pub variant: String,
-    /// The platform of a stored series (default: the only one recorded).
-    #[arg(long)]
-    pub platform: Option<String>,
-    /// Only runs of this branch.
-    #[arg(long)]
-    pub branch: Option<String>,
+    #[command(flatten)]
+    pub series: SeriesArgs,
     /// Points per window of the split step (Otava's default: 50).
     #[arg(long, default_value_t = 50)]
     pub window: usize,
@@ -113,12 +106,10 @@ pub struct IngestArgs {
     pub branch: String,
 }
 
-/// The series a command reads.
+/// Which stored series of a case and metric `show` and `changes` read: its variant, platform
+/// and branch.
 #[derive(clap::Args, Debug, Clone)]
 pub struct SeriesArgs {
-    /// The case (`<model>/<case>`).
-    #[arg(long = "case")]
-    pub case: String,
     /// The variant's name.
     #[arg(long, default_value = "default")]
     pub variant: String,
@@ -140,15 +131,8 @@ pub struct ShowArgs {
     /// The metric (a golden name such as `lm loss`, or goldgate's key).
     #[arg(long)]
     pub metric: Option<String>,
-    /// The variant's name.
-    #[arg(long, default_value = "default")]
-    pub variant: String,
-    /// The platform (default: the only one the case was recorded on).
-    #[arg(long)]
-    pub platform: Option<String>,
-    /// Only runs of this branch (default: every branch).
-    #[arg(long)]
-    pub branch: Option<String>,
+    #[command(flatten)]
+    pub series: SeriesArgs,
     /// Only the newest N runs.
     #[arg(long)]
     pub last: Option<usize>,

@@ -27,13 +27,7 @@ pub(crate) fn show(store: &mut Store, a: &ShowArgs) -> Result<Exit, AppError> {
         );
         return Ok(Exit::Pass);
     };
-    let args = SeriesArgs {
-        case: case.clone(),
-        variant: a.variant.clone(),
-        platform: a.platform.clone(),
-        branch: a.branch.clone(),
-    };
-    let key = series_key(store, &args, metric)?;
+    let key = series_key(store, case, &a.series, metric)?;
     let mut points = store.series(&key)?;
     if points.is_empty() {
         return Err(no_points(store, &key)?.into());
@@ -75,18 +69,19 @@ fn no_points(store: &mut Store, key: &SeriesKey) -> Result<HistoryError, AppErro
     Ok(HistoryError::NotFound(text))
 }
 
-/// The series key of `a` and `metric`; the platform defaults to the only one recorded.
-pub(crate) fn series_key(
+/// The series key of `case`, `a` and `metric`; the platform defaults to the only one recorded.
+fn series_key(
     store: &mut Store,
+    case: &str,
     a: &SeriesArgs,
     metric: &str,
 ) -> Result<SeriesKey, AppError> {
     let platform = match &a.platform {
         Some(p) => p.clone(),
-        None => only_platform(store, &a.case, &a.variant)?,
+        None => only_platform(store, case, &a.variant)?,
     };
     Ok(SeriesKey {
-        case: a.case.clone(),
+        case: case.to_owned(),
         variant: a.variant.clone(),
         platform,
         metric: metric.to_owned(),
@@ -242,13 +237,7 @@ pub(crate) fn changes(store: &mut Store, a: &ChangesArgs) -> Result<Exit, AppErr
         )
         .into());
     };
-    let args = SeriesArgs {
-        case: case.clone(),
-        variant: a.variant.clone(),
-        platform: a.platform.clone(),
-        branch: a.branch.clone(),
-    };
-    let key = series_key(store, &args, metric)?;
+    let key = series_key(store, case, &a.series, metric)?;
     let points = store.series(&key)?;
     if points.is_empty() {
         return Err(no_points(store, &key)?.into());

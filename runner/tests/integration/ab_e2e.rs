@@ -276,6 +276,39 @@ fn two_ab_runs_never_share_a_run_id_and_no_command_takes_their_jobs_for_a_run() 
     }
 }
 
+/// Without `--out`, `ab` writes under `ab-results/`, apart from the `results/` that `run`
+/// writes and `compare`, `bless` and `report` read.
+#[test]
+fn without_out_ab_writes_under_ab_results_never_results() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = cli::goldgate()
+        .current_dir(dir.path())
+        .args(["ab", "fake/quick", "--root"])
+        .arg(repo().join("runner/tests/fixtures/cases"))
+        .arg("--config")
+        .arg(repo().join("goldgate.yaml"))
+        .args(["--seed", "11", "--spread", "0.5", "--max-pairs", "1"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    let (folder, ab) = ab_json(&dir.path().join("ab-results"));
+    assert!(
+        folder.ends_with(ab["id"].as_str().unwrap()),
+        "{}",
+        folder.display()
+    );
+    assert!(!dir.path().join("results").exists(), "{}", text(&o));
+    // Where no GPU can be read (no NVML), the warning every job repeats is shown once, and the
+    // jobs' time is not called GPU time.
+    let t = text(&o);
+    let nvml = t.matches("NVML unavailable").count();
+    assert!(nvml <= 1, "{t}");
+    if nvml == 1 {
+        assert!(t.contains("CPU-minutes (no GPU)"), "{t}");
+    }
+}
+
 #[test]
 fn a_launch_failure_says_what_failed_not_a_regression() {
     let dir = tempfile::tempdir().unwrap();

@@ -410,3 +410,43 @@ fn the_checks_catch_what_they_are_for() {
         PathBuf::from("a/c/d.md")
     );
 }
+
+/// The Megatron guide's commands work pasted in the order written: the placeholders the cases
+/// name (`MEGATRON_LM_DIR`, `DATA_PATH`) are exported before the first `goldgate` command, so
+/// no case is checked, listed or planned with them unset.
+#[test]
+fn the_megatron_guide_exports_the_placeholders_before_any_goldgate_command() {
+    let page = std::fs::read_to_string(repo().join("docs/book/src/guide/megatron.md")).unwrap();
+    let block = page
+        .split("```bash\n")
+        .nth(1)
+        .and_then(|rest| rest.split("```").next())
+        .unwrap();
+    let lines: Vec<&str> = block.lines().map(str::trim_start).collect();
+    let first_goldgate = lines.iter().position(|l| l.starts_with("goldgate "));
+    for name in ["MEGATRON_LM_DIR", "DATA_PATH"] {
+        let export = lines
+            .iter()
+            .position(|l| l.starts_with("export ") && l.contains(&format!(" {name}=")));
+        assert!(
+            export.is_some() && export < first_goldgate,
+            "{name} is exported after the first goldgate command:\n{block}"
+        );
+    }
+}
+
+/// The gating and blessing guides say the same of where a variant's golden file lives: each
+/// variant has its own, under `<model>/<case>/variants/<non-default choices>/`, the folder
+/// `bless` writes and `compare` reads (`golden::VARIANTS_DIR`).
+#[test]
+fn gating_and_bless_agree_that_each_variant_has_its_own_golden_file() {
+    let folder = format!(
+        "<model>/<case>/{}/<non-default choices>/",
+        goldgate_core::golden::VARIANTS_DIR
+    );
+    for page in ["gating.md", "bless.md"] {
+        let path = repo().join("docs/book/src/guide").join(page);
+        let text = std::fs::read_to_string(&path).unwrap().replace('\n', " ");
+        assert!(text.contains(&folder), "{page} does not name {folder}");
+    }
+}

@@ -460,6 +460,19 @@ fn the_demo_matrix_passes_its_own_gate_while_every_core_is_busy() {
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    // And so does `report`.
+    let o = cli::goldgate()
+        .current_dir(dir.path())
+        .arg("report")
+        .args(["--config", &repo_path("goldgate.yaml")])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("checkpoint=async_shm"),
+        "{}",
+        text(&o)
+    );
 }
 
 /// The gate end to end on the demo case: run → bless → compare is 0; a golden that wrote half
@@ -731,6 +744,117 @@ fn a_rerun_of_the_failures_is_judged_with_the_rest_of_its_run() {
         again[0].run_id, original[0].run_id
     );
     assert!(said.contains(&note), "{said}");
+}
+
+/// A job that hangs at its third iteration until a marker file exists, then trains as
+/// `fake/quick` does.
+const HANGS_UNTIL_READY: &str = "#!/usr/bin/env bash\n\
+    [ -e \"$FLAKY_MARKER\" ] || exec goldgate fake-trainer \"$@\" --hang-at-step 3\n\
+    exec goldgate fake-trainer \"$@\"\n";
+
+/// Ctrl-C stops a run part way: its closing line says that `--rerun-failed` runs what did not
+/// finish, and that rerun is blessed and gated as the whole matrix (the job that finished
+/// before the interrupt with the one run again), never as the rerun alone.
+#[test]
+fn after_ctrl_c_the_rerun_of_what_did_not_finish_gates_the_whole_matrix() {
+    use std::io::Read;
+    let tree = tempfile::tempdir().unwrap();
+    let d = tree.path();
+    let script = d.join("hangs.sh");
+    std::fs::write(&script, HANGS_UNTIL_READY).unwrap();
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let marker = d.join("ready");
+    let case = |entry: &str| {
+        format!(
+            "ENV_VARS:\n  FLAKY_MARKER: {}\nTEST_TYPE: regular\nLAUNCHER: direct\nMODEL_ARGS:\n  \
+             --train-iters: 6\n  --log-interval: 1\n  --step-ms: 2\n  --model-mb: 8\n\
+             METRICS: [\"lm loss\"]\nGOLDGATE:\n  entry: [{entry}]\n",
+            marker.display()
+        )
+    };
+    cli::write(
+        &d.join("cases/m/a-ok/model_config.yaml"),
+        &case("goldgate, fake-trainer"),
+    );
+    cli::write(
+        &d.join("cases/m/b-hangs/model_config.yaml"),
+        &case(&script.display().to_string()),
+    );
+    cli::write(&d.join("goldgate.yaml"), &common::gate::untimed_config());
+    let bin = Path::new(env!("CARGO_BIN_EXE_goldgate"));
+    let path = format!(
+        "{}:{}",
+        bin.parent().unwrap().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let mut child = cli::goldgate()
+        .current_dir(d)
+        .args(["run", "--root", "cases", "--out", "out", "--grace", "300ms"])
+        .env("PATH", &path)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Wait until the second job hangs (its console log has its second iteration).
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let hanging = loop {
+        let hangs = walk(&d.join("out")).into_iter().any(|p| {
+            p.ends_with("logs/console.log")
+                && p.to_string_lossy().contains("b-hangs")
+                && std::fs::read_to_string(&p).is_ok_and(|t| t.contains("iteration        2/"))
+        });
+        if hangs || Instant::now() > deadline {
+            break hangs;
+        }
+        std::thread::yield_now();
+    };
+    assert!(hanging, "the second job never started");
+    assert_eq!(cli::ctrl_c(&mut child).code(), Some(3));
+    let mut stdout = String::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut stdout)
+        .unwrap();
+    let closing = stdout.lines().last().unwrap_or_default();
+    let closing = regex::Regex::new(r"\[[0-9.]+s\] ")
+        .unwrap()
+        .replace(closing, "[TIME] ");
+    insta::assert_snapshot!(closing);
+
+    std::fs::write(&marker, "").unwrap();
+    let gg = |args: &[&str]| cli::goldgate_in(d, args);
+    let rerun = gg(&[
+        "run",
+        "--root",
+        "cases",
+        "--out",
+        "out",
+        "--no-compare",
+        "--rerun-failed",
+    ]);
+    assert_eq!(rerun.status.code(), Some(0), "{}", text(&rerun));
+    assert!(text(&rerun).contains(": 1 job(s)"), "{}", text(&rerun));
+    let bless = gg(&["bless", "--from", "out", "--golden-root", "golden"]);
+    assert_eq!(bless.status.code(), Some(0), "{}", text(&bless));
+    assert!(d.join("golden/m/a-ok").is_dir() && d.join("golden/m/b-hangs").is_dir());
+    let compare = gg(&[
+        "compare",
+        "--results",
+        "out",
+        "--root",
+        "cases",
+        "--golden-root",
+        "golden",
+    ]);
+    assert_eq!(compare.status.code(), Some(0), "{}", text(&compare));
+    assert!(
+        text(&compare).contains("PASS 2 jobs on dev_cpu: 2 passed"),
+        "{}",
+        text(&compare)
+    );
 }
 
 /// A case's own `GOLDGATE.timeout` stops a hung job without `--timeout` on the command line.

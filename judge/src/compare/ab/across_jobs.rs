@@ -29,6 +29,11 @@
 //! **Other metrics** (loss, num-zeros, memory, the probe's counters): a rule that is exact or
 //! tight needs no statistics; B's value is judged against A's under the metric's own rule
 //! ([`judge_exact`]), and against the goldens by the ordinary comparison.
+//!
+//! **One arm only.** A metric that only one arm's jobs recorded is `missing-metric`, a
+//! regression, unless every job of the other arm says its samplers tried and could not read it
+//! (`memory.not_sampled`, a job that ended before its memory was first read): then it is
+//! `not-sampled`, judged neither way.
 
 use serde::Serialize;
 
@@ -167,8 +172,7 @@ pub fn judge_sequential(
         (false, false) => return None,
         (true, true) => {}
         (in_a, _) => {
-            out.verdict = AbVerdict::MissingMetric;
-            out.detail = format!("only arm {} recorded it", if in_a { "A" } else { "B" });
+            one_arm_only(&mut out, in_a, if in_a { b } else { a });
             return Some(out);
         }
     }
@@ -247,9 +251,8 @@ pub fn judge_exact(
         (None, None) => return None,
         (Some(x), Some(y)) => (x, y),
         (got_a, _) => {
-            out.verdict = AbVerdict::MissingMetric;
-            let arm = if got_a.is_some() { "A" } else { "B" };
-            out.detail = format!("only arm {arm} recorded it");
+            let in_a = got_a.is_some();
+            one_arm_only(&mut out, in_a, if in_a { b } else { a });
             return Some(out);
         }
     };
@@ -276,6 +279,39 @@ pub fn judge_exact(
         };
     }
     Some(out)
+}
+
+/// A metric that only one arm's jobs recorded (`in_a`: arm A's): `not-sampled` when every job
+/// of the other arm (`lacking`) says its samplers tried and could not read it, as a job that
+/// ended before its memory was first read does; else `missing-metric`, a regression.
+fn one_arm_only(out: &mut AbMetric, in_a: bool, lacking: &[&RunRecord]) {
+    let (has, lacks) = if in_a { ("A", "B") } else { ("B", "A") };
+    match not_sampled_in(&out.metric, lacking) {
+        Some(why) => {
+            out.verdict = AbVerdict::NotSampled;
+            out.detail = format!("not sampled in arm {lacks}'s jobs, so not judged ({why})");
+        }
+        None => {
+            out.verdict = AbVerdict::MissingMetric;
+            out.detail = format!("only arm {has} recorded it");
+        }
+    }
+}
+
+/// Why none of `jobs` recorded `metric`, when each of them says (`memory.not_sampled`): the
+/// reasons, each once. `None` when a job recorded the metric or does not say why it lacks it.
+fn not_sampled_in(metric: &str, jobs: &[&RunRecord]) -> Option<String> {
+    let mut reasons: Vec<&str> = Vec::new();
+    for r in jobs {
+        if r.metrics.contains_key(metric) {
+            return None;
+        }
+        let reason = r.memory.not_sampled.get(metric)?;
+        if !reasons.contains(&reason.as_str()) {
+            reasons.push(reason);
+        }
+    }
+    (!reasons.is_empty()).then(|| reasons.join("; "))
 }
 
 /// Every metric of the case judged after the pairs so far: the timing metrics of `seq_metrics`

@@ -213,7 +213,7 @@ pub fn apply(
     let Some(m) = metrics.iter_mut().find(|m| m.metric == ADJUSTED) else {
         return;
     };
-    if m.verdict == AbVerdict::MissingMetric {
+    if matches!(m.verdict, AbVerdict::MissingMetric | AbVerdict::NotSampled) {
         return;
     }
     let (Some(save), Some(iteration)) = (

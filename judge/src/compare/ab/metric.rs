@@ -16,6 +16,11 @@ pub enum AbVerdict {
     Undecided,
     /// Not decided at `max_pairs`, or when the sequence stopped on another metric.
     Inconclusive,
+    /// In one arm's jobs only, and every job of the other arm says its samplers tried and
+    /// could not read it (`memory.not_sampled`: a job that ended before its memory was first
+    /// read): not judged, neither a regression nor a pass. Exit 0 with a warning; exit 1 under
+    /// `--strict`.
+    NotSampled,
     /// In one arm's jobs but not the other's.
     MissingMetric,
     Regression,
@@ -29,6 +34,7 @@ impl AbVerdict {
             AbVerdict::Improvement => "improvement",
             AbVerdict::Undecided => "undecided",
             AbVerdict::Inconclusive => "inconclusive",
+            AbVerdict::NotSampled => "not-sampled",
             AbVerdict::MissingMetric => "missing-metric",
             AbVerdict::Regression => "regression",
         }

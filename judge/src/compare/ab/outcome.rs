@@ -4,9 +4,10 @@
 //!
 //! **Exit rule.** A regression (a timing interval wholly above `+min_effect`, a counter or loss
 //! off A's value under its rule, a golden regression of B, a metric one arm lacks) exits 1; a
-//! failed job 3. `inconclusive` exits 0 with a loud warning, or 1 under `--strict`: the gate's
-//! promise is its false-alarm rate, and failing every PR a noisy runner could not decide at
-//! `--max-pairs` would break that promise for the noise's sake; a release branch that must
+//! failed job 3. `inconclusive` (and `not-sampled`, a metric one arm's samplers could not
+//! read) exits 0 with a loud warning, or 1 under `--strict`: the gate's promise is its
+//! false-alarm rate, and failing every PR a noisy runner could not decide at `--max-pairs`
+//! would break that promise for the noise's sake; a release branch that must
 //! prove "no slowdown of `min_effect`" runs `--strict`. A golden file missing for B's variant
 //! is a note, never an exit code: B's untimed metrics are still judged against A's, the
 //! reference an A/B run brings with it (`bless` B's jobs to add the goldens).
@@ -196,8 +197,14 @@ impl AbReport {
                 AbVerdict::Pass => Exit::Pass,
                 AbVerdict::Improvement if fail_on_improvement => Exit::Regression,
                 AbVerdict::Improvement => Exit::Pass,
-                AbVerdict::Undecided | AbVerdict::Inconclusive if strict => Exit::Regression,
-                AbVerdict::Undecided | AbVerdict::Inconclusive => Exit::Pass,
+                AbVerdict::Undecided | AbVerdict::Inconclusive | AbVerdict::NotSampled
+                    if strict =>
+                {
+                    Exit::Regression
+                }
+                AbVerdict::Undecided | AbVerdict::Inconclusive | AbVerdict::NotSampled => {
+                    Exit::Pass
+                }
                 AbVerdict::MissingMetric | AbVerdict::Regression => Exit::Regression,
             };
             exit = exit.worst(e);
@@ -305,6 +312,8 @@ mod tests {
             (vec![Pass, Inconclusive], true, Exit::Regression),
             (vec![Regression, Pass], false, Exit::Regression),
             (vec![MissingMetric], false, Exit::Regression),
+            (vec![Pass, NotSampled], false, Exit::Pass),
+            (vec![Pass, NotSampled], true, Exit::Regression),
         ];
         for (verdicts, strict, want) in cases {
             let r = report(&verdicts);

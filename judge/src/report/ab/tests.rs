@@ -250,6 +250,41 @@ fn a_machine_without_a_gpu_counts_cpu_minutes() {
     assert!(markdown.contains("2.1 CPU-minutes (no GPU)"), "{markdown}");
 }
 
+/// A metric arm B's jobs could not sample (they ended before their memory was first read) is
+/// not a regression: the run passes, the terminal says which metric and why, and `--strict`'s
+/// exit 1 says the same in the JUnit.
+#[test]
+fn a_metric_an_arm_could_not_sample_is_said_and_fails_only_when_strict() {
+    use goldgate_schema::Exit;
+    let mut r = report();
+    r.metrics.retain(|m| m.verdict == AbVerdict::Pass);
+    r.goldens.clear();
+    let mut pss = metric(
+        "host-peak-pss-bytes",
+        AbVerdict::NotSampled,
+        2.1e8,
+        0.0,
+        None,
+        0,
+    );
+    (pss.b, pss.change) = (None, None);
+    pss.detail = "not sampled in arm B's jobs, so not judged (none of the 1 PSS read(s), the \
+                  first as the job started, found a process of the job (it ended before its \
+                  memory could be read))"
+        .into();
+    r.metrics.push(pss);
+    assert_eq!(r.exit(false, false), Exit::Pass);
+    assert_eq!(r.exit(true, false), Exit::Regression);
+    r.exit_code = Some(0);
+    insta::assert_snapshot!(render_terminal(&r));
+    r.exit_code = Some(1);
+    let xml = render_junit(&r).unwrap();
+    assert!(
+        xml.contains("host-peak-pss-bytes 200.3 MiB → —, —: not-sampled (exit 1 under --strict: not sampled in arm B"),
+        "{xml}"
+    );
+}
+
 /// A within-job run asked for `--precision 3%` that stopped short of it, with its design checks
 /// (one failed): the terminal and the markdown say where the intervals stand, how many more
 /// jobs would reach the precision, and which check failed and what it means.

@@ -6,3 +6,5 @@ pub mod read;
 
 #[cfg(test)]
 mod python_tests;
+#[cfg(test)]
+mod torch_tests;

@@ -68,10 +68,87 @@ fn stub_packages(root: &Path) {
         "torch/multiprocessing/reductions.py",
         "def rebuild_cuda_tensor(handle):\n    return ('tensor', handle)\n",
     );
+    // DCP's saves, decorated as torch's are (its decorators set `__wrapped__`, as the probe's
+    // wrappers do).
     write(
         root,
         "torch/distributed/checkpoint/__init__.py",
-        "def save(state, checkpoint_id=None):\n    pass\ndef async_save(state, checkpoint_id=None):\n    pass\n",
+        "import functools\n\
+         def _logged(fn):\n\
+         \x20   @functools.wraps(fn)\n\
+         \x20   def logged(*args, **kwargs):\n\
+         \x20       return fn(*args, **kwargs)\n\
+         \x20   return logged\n\
+         @_logged\n\
+         def save(state, checkpoint_id=None):\n    pass\n\
+         @_logged\n\
+         def async_save(state, checkpoint_id=None, process=False):\n\
+         \x20   if process:\n\
+         \x20       from . import _async_process_executor as e\n\
+         \x20       return e.execute_save(state, checkpoint_id)\n",
+    );
+    // DCP's process-based async executor, as torch's has it: a pool thread per save hands
+    // the state dict, as a request whose identifier names the checkpoint, to one persistent
+    // background process (spawned at the first save) that writes it and answers on a pipe.
+    write(
+        root,
+        "torch/distributed/checkpoint/_async_process_executor.py",
+        r#"import dataclasses, multiprocessing as mp, os, uuid
+from concurrent.futures import ThreadPoolExecutor
+
+@dataclasses.dataclass(init=False, unsafe_hash=True)
+class _CheckpointRequestIdentifier:
+    checkpoint_id: str
+    uuid: str
+
+    def __init__(self, checkpoint_id):
+        self.checkpoint_id, self.uuid = checkpoint_id, str(uuid.uuid4())
+
+@dataclasses.dataclass
+class _AsyncCheckpointRequest:
+    staged_state_dict: dict
+    checkpoint_request_id: _CheckpointRequestIdentifier
+
+class _AsyncCheckpointProcess:
+    def __init__(self):
+        ctx = mp.get_context('spawn')
+        self._pipe, child = ctx.Pipe()
+        ctx.Process(target=self._serve, args=(child,), daemon=True).start()
+        child.close()
+
+    def _send(self, data):
+        self._pipe.send(data)
+
+    def save(self, state_dict, checkpoint_id):
+        self._send(_AsyncCheckpointRequest(state_dict, _CheckpointRequestIdentifier(checkpoint_id)))
+        return self._pipe.recv()
+
+    @staticmethod
+    def _execute_save(state_dict, *, checkpoint_request_id):
+        d = checkpoint_request_id.checkpoint_id
+        os.makedirs(d, exist_ok=True)
+        for name, n in state_dict.items():
+            with open(os.path.join(d, name), 'wb') as f:
+                f.write(b'w' * n)
+        return 'metadata'
+
+    @staticmethod
+    def _serve(conn):
+        while True:
+            request = conn.recv()
+            conn.send(_AsyncCheckpointProcess._execute_save(
+                request.staged_state_dict, checkpoint_request_id=request.checkpoint_request_id))
+
+_PROCESS = None
+
+def execute_save(state_dict, checkpoint_id):
+    def run():
+        global _PROCESS
+        if _PROCESS is None:
+            _PROCESS = _AsyncCheckpointProcess()
+        return _PROCESS.save(state_dict, checkpoint_id)
+    return ThreadPoolExecutor(max_workers=1).submit(run)
+"#,
     );
     write(root, "megatron/__init__.py", "");
     write(root, "megatron/training/__init__.py", "");
@@ -600,5 +677,71 @@ fn an_async_save_counts_what_its_workers_and_finalizers_wrote_for_it() {
             }
             assert_eq!(written[&iteration], c.wchar.unwrap() as f64);
         }
+    }
+}
+
+/// DCP's process-based async save (`async_checkpointer_type=PROCESS`) is written by a persistent
+/// background process, spawned at the first save, after the save's window has closed: each save
+/// counts the bytes of its own folder, and not what the training process wrote while it was in
+/// flight. The same on a real PyTorch: `torch_tests.rs`.
+#[test]
+fn a_dcp_process_based_async_save_counts_what_the_background_process_wrote_for_it() {
+    let Some((_dir, stubs, job)) = setup() else {
+        return;
+    };
+    let script = "import os, torch\ntorch.cuda.set_device(0)\n\
+        import torch.distributed.checkpoint as dcp\n\
+        root = os.path.join(os.environ['GOLDGATE_PROBE_DIR'], '..')\n\
+        for n in (3, 6):\n\
+        \x20   state = {'shard0.distcp': 100000 * n, '.metadata': 500}\n\
+        \x20   f = dcp.async_save(state, checkpoint_id=os.path.join(root, 'ckpt', 'iter_%07d' % n), process=True)\n\
+        \x20   open(os.path.join(root, 'other-%d.bin' % n), 'wb').write(b'y' * 300000)\n\
+        \x20   print(f.result())\n";
+    let out = run_script(
+        &job,
+        &stubs,
+        ProbeMode {
+            torch: true,
+            history: false,
+        },
+        script,
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "metadata\nmetadata"
+    );
+    let summary = read(&job).expect("probe file");
+    assert!(summary.warnings.is_empty(), "{:?}", summary.warnings);
+    let folders = crate::observe::ckpt_folders::folder_sizes(&job.join("ckpt"));
+    assert_eq!(
+        folders,
+        std::collections::BTreeMap::from([(3, 300_500), (6, 600_500)])
+    );
+    let windows: Vec<_> = summary.ranks[0]
+        .saves
+        .iter()
+        .filter(|w| w.counters.is_some())
+        .collect();
+    assert_eq!(windows.len(), 2, "{:?}", summary.ranks[0].saves);
+    // Beyond its folder a save counts only what its pool thread wrote: the request on the pipe,
+    // and at the first save the background process's spawn.
+    for (w, (iteration, folder)) in windows.iter().zip(&folders) {
+        let c = w.counters.as_ref().unwrap();
+        assert_eq!(w.function, "torch.distributed.checkpoint.async_save");
+        assert_eq!(
+            c.async_parts,
+            Some(2),
+            "save {iteration}: pool thread, background"
+        );
+        let written = c.wchar.unwrap();
+        assert!(
+            (*folder..folder + 4096).contains(&written),
+            "save {iteration}: {written} B counted, its folder has {folder}"
+        );
     }
 }

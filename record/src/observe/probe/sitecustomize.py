@@ -53,14 +53,16 @@ one unit is a save plus the steps after it. Each window records the arm it ran u
 A save's async parts are the work it hands to another thread or process: the ``async_fn`` and
 ``finalize_fns`` of a request scheduled on Megatron's or nvidia-resiliency-ext's
 ``AsyncCallsQueue`` inside the save, jobs submitted to a ``ThreadPoolExecutor`` inside it
-(``torch.distributed.checkpoint.async_save``'s writer) and threads of the checkpoint libraries
+(``torch.distributed.checkpoint.async_save``'s writer), the request DCP's process-based async
+executor sends its persistent background process, and threads of the checkpoint libraries
 started inside it (``FileSystemWriter``'s). Each runs wrapped (``_ForSave``, picklable, so a
-spawned worker receives it by name: this module is that worker's sitecustomize too) and counts
-what it writes where it runs: in the saving process its thread's io counters, in another process
-(a forked writer, the persistent worker) that process's (its threads and the writers it reaped).
-The count is taken when the part completes and credited to its save (``parts`` in the rank's
-file, or a ``probe-part-rank<R>-pid<P>-w<W>-<N>.json`` file from another process), whenever that
-is; a part that runs on a thread inside a later save's window is left out of that window.
+spawned worker receives it by name: this module is that worker's sitecustomize too; DCP's
+request carries its save's tag instead) and counts what it writes where it runs: in the saving
+process its thread's io counters, in another process (a forked writer, the persistent worker)
+that process's (its threads and the writers it reaped). The count is taken when the part
+completes and credited to its save (``parts`` in the rank's file, or a
+``probe-part-rank<R>-pid<P>-w<W>-<N>.json`` file from another process), whenever that is; a part
+that runs on a thread inside a later save's window is left out of that window.
 
 Files are written atomically (temp file + rename) at every interval, after every save and at
 exit, so a rank that dies still leaves a valid, possibly partial, file.
@@ -216,6 +218,22 @@ def _memory_stats(torch):
     out = {v: s.get(k) for k, v in keys.items()}
     out["t"] = round(time.time() - _S.started, 3)
     return out
+
+
+def _ours(fn):
+    """Whether ``fn`` is the probe's own wrapper (installed already). ``__wrapped__`` cannot tell:
+    torch's own decorators set it (``torch.distributed.checkpoint.save`` and ``async_save``)."""
+    return getattr(fn, "_goldgate_probe", False) is True
+
+
+def _own(wrapper, original, like=False):
+    """Marks ``wrapper`` as the probe's wrapper of ``original``; ``like``: it also takes the
+    original's name, module and docstring (a pickle that names the function still finds it)."""
+    if like:
+        functools.update_wrapper(wrapper, original)
+    wrapper.__wrapped__ = original
+    wrapper._goldgate_probe = True
+    return wrapper
 
 
 # Bytes written from this thread that are not the open window's own: the probe's own files
@@ -399,7 +417,7 @@ def _wrap_empty_cache(torch):
                     ec["calls_in_checkpoint"] += 1
                     ec["seconds_in_checkpoint"] += dt
 
-    empty_cache.__wrapped__ = original
+    _own(empty_cache, original)
     empty_cache.__doc__ = original.__doc__
     torch.cuda.empty_cache = empty_cache
     if hasattr(torch.cuda, "memory") and getattr(torch.cuda.memory, "empty_cache", None) is original:
@@ -508,7 +526,7 @@ def _save_wrapper(torch, name, original, write_after=False, counted=False):
             if outer and write_after:
                 _write(torch, force=True)
 
-    wrapper.__wrapped__ = original
+    _own(wrapper, original)
     wrapper.__doc__ = getattr(original, "__doc__", None)
     return wrapper
 
@@ -634,7 +652,7 @@ def _on_async_queue(module):
     save carries that save's tag into the worker that runs it and the finalizers."""
     queue = getattr(module, "AsyncCallsQueue", None)
     original = getattr(queue, "schedule_async_request", None)
-    if original is None or getattr(original, "__wrapped__", None) is not None:
+    if original is None or _ours(original):
         return
 
     def schedule_async_request(self, async_request, *args, **kwargs):
@@ -646,8 +664,41 @@ def _on_async_queue(module):
                 sys.stderr.write("goldgate probe: async save not followed: %s\n" % e)
         return original(self, async_request, *args, **kwargs)
 
-    functools.update_wrapper(schedule_async_request, original)
+    _own(schedule_async_request, original, like=True)
     queue.schedule_async_request = schedule_async_request
+
+
+def _on_dcp_process_executor(module):
+    """DCP's process-based async executor (``async_save`` with ``AsyncCheckpointerType.PROCESS``):
+    a persistent background process, spawned at the first save, receives each save's staged
+    state dict as a request on a pipe and writes it. A request sent inside a save (from the
+    executor's pool thread, itself a part of the save) carries the save's tag on its identifier,
+    which the request pickles with it; in the background process (this module is its
+    sitecustomize too) the save of a tagged request runs as a part of that save."""
+    process = getattr(module, "_AsyncCheckpointProcess", None)
+    request_type = getattr(module, "_AsyncCheckpointRequest", None)
+    send = getattr(process, "_send", None)
+    execute = getattr(process, "_execute_save", None)
+    if request_type is None or send is None or execute is None or _ours(send):
+        return
+
+    def _send(self, data, *args, **kwargs):
+        tag = _save_tag()
+        if tag is not None and isinstance(data, request_type):
+            try:
+                data.checkpoint_request_id._goldgate_tag = dict(tag)
+            except Exception as e:  # never break the save
+                sys.stderr.write("goldgate probe: async save not followed: %s\n" % e)
+        return send(self, data, *args, **kwargs)
+
+    def _execute_save(*args, **kwargs):
+        tag = getattr(kwargs.get("checkpoint_request_id"), "_goldgate_tag", None)
+        if tag is None:
+            return execute(*args, **kwargs)
+        return _run_for_save(execute, tag, args, kwargs)
+
+    process._send = _own(_send, send, like=True)
+    process._execute_save = staticmethod(_own(_execute_save, execute, like=True))
 
 
 # Threads of these packages started inside a save are parts of it (a pool's or a queue's
@@ -681,7 +732,7 @@ def _wrap_threads():
 
     def wrap_start(cls, wanted):
         start = getattr(cls, "start", None)
-        if start is None or getattr(start, "__wrapped__", None) is not None:
+        if start is None or _ours(start):
             return
 
         def started(self):
@@ -692,14 +743,14 @@ def _wrap_threads():
                 self.run = lambda: _run_for_save(run, tag, (), {})
             return start(self)
 
-        started.__wrapped__ = start
+        _own(started, start)
         cls.start = started
 
     wrap_start(threading.Thread, lambda thread: True)
     wrap_start(multiprocessing.process.BaseProcess, _forks)
     pool = concurrent.futures.ThreadPoolExecutor
     submit = pool.submit
-    if getattr(submit, "__wrapped__", None) is None:
+    if not _ours(submit):
         def pool_submit(self, fn, *args, **kwargs):
             tag = _save_tag()
             if tag is None:
@@ -710,13 +761,13 @@ def _wrap_threads():
             finally:
                 _TAG.in_submit = False
 
-        pool_submit.__wrapped__ = submit
+        _own(pool_submit, submit)
         pool.submit = pool_submit
 
 
 def _patch_attr(module, attr, torch, label, write_after=False, counted=False):
     original = getattr(module, attr, None)
-    if original is None or getattr(original, "__wrapped__", None) is not None:
+    if original is None or _ours(original):
         return
     setattr(module, attr, _save_wrapper(torch, label, original, write_after, counted))
 
@@ -736,14 +787,14 @@ def _on_megatron_training(module):
 def _mark_entry(module, attr, name):
     """Wraps ``module.attr`` so that its first call records the start-up mark ``name``."""
     original = getattr(module, attr, None)
-    if original is None or getattr(original, "__wrapped__", None) is not None:
+    if original is None or _ours(original):
         return
 
     def entered(*args, **kwargs):
         _mark(name)
         return original(*args, **kwargs)
 
-    functools.update_wrapper(entered, original)
+    _own(entered, original, like=True)
     setattr(module, attr, entered)
 
 
@@ -766,7 +817,7 @@ def _wrap_fsync():
     torch.distributed.checkpoint's writer threads call them)."""
     for attr in ("fsync", "fdatasync"):
         original = getattr(os, attr, None)
-        if original is None or getattr(original, "__wrapped__", None) is not None:
+        if original is None or _ours(original):
             continue
 
         def timed(fd, _original=original):
@@ -781,7 +832,7 @@ def _wrap_fsync():
                     _S.fsync["calls"] += 1
                     _S.fsync["seconds"] += dt
 
-        timed.__wrapped__ = original
+        _own(timed, original)
         setattr(os, attr, timed)
 
 
@@ -789,7 +840,7 @@ def _on_dist_checkpointing(module):
     """Times ``megatron.core.dist_checkpointing.save`` (wall and process CPU) inside save
     windows: the part of a save that serialises and writes the checkpoint."""
     original = getattr(module, "save", None)
-    if original is None or getattr(original, "__wrapped__", None) is not None:
+    if original is None or _ours(original):
         return
 
     def save(*args, **kwargs):
@@ -808,7 +859,7 @@ def _on_dist_checkpointing(module):
                 d["seconds"] += wall
                 d["cpu_seconds"] += cpu
 
-    functools.update_wrapper(save, original)
+    _own(save, original, like=True)
     module.save = save
 
 
@@ -817,7 +868,7 @@ def _on_reductions(module):
     (an async checkpoint worker's handoff). The wrapper keeps the original's module and name,
     so a pickle that names the function still finds it."""
     original = getattr(module, "rebuild_cuda_tensor", None)
-    if original is None or getattr(original, "__wrapped__", None) is not None:
+    if original is None or _ours(original):
         return
 
     def rebuild_cuda_tensor(*args, **kwargs):
@@ -825,7 +876,7 @@ def _on_reductions(module):
             _S.rebuild_cuda_tensor_calls += 1
         return original(*args, **kwargs)
 
-    functools.update_wrapper(rebuild_cuda_tensor, original)
+    _own(rebuild_cuda_tensor, original, like=True)
     module.rebuild_cuda_tensor = rebuild_cuda_tensor
 
 
@@ -867,7 +918,7 @@ def _wrap_set_device(torch):
         _maybe_start_history(torch)
         return result
 
-    set_device.__wrapped__ = original
+    _own(set_device, original)
     torch.cuda.set_device = set_device
 
 
@@ -910,6 +961,7 @@ _HOOKS = {
     "megatron.core.dist_checkpointing": _on_dist_checkpointing,
     "megatron.core.dist_checkpointing.strategies.async_utils": _on_async_queue,
     "nvidia_resiliency_ext.checkpointing.async_ckpt.core": _on_async_queue,
+    "torch.distributed.checkpoint._async_process_executor": _on_dcp_process_executor,
 }
 
 

@@ -297,3 +297,46 @@ fn a_metric_of_one_arm_only_is_missing() {
     assert_eq!(m.verdict, AbVerdict::MissingMetric);
     assert_eq!(m.detail, "only arm A recorded it");
 }
+
+/// A job that ended before its memory was first read has no `host-peak-pss-bytes` and says why
+/// (`memory.not_sampled`). When every job of the arm without the metric says so, it is
+/// `not-sampled` (judged neither way), never `missing-metric`; one job that lacks it without
+/// saying why keeps it missing, a regression.
+#[test]
+fn a_metric_one_arms_samplers_could_not_read_is_not_sampled_not_missing() {
+    use goldgate_schema::metric_names::HOST_PEAK;
+    let why = "none of the 1 PSS read(s), the first as the job started, found a process of the job";
+    let sampled = |pss: f64| {
+        let mut r = record(&[1.0, 1.0], 0.0);
+        r.metrics
+            .insert(HOST_PEAK.into(), StepValues([(6, pss)].into()));
+        r
+    };
+    let unsampled = |says: bool| {
+        let mut r = record(&[1.0, 1.0], 0.0);
+        if says {
+            r.memory.not_sampled.insert(HOST_PEAK.into(), why.into());
+        }
+        r
+    };
+    let rule = RuleSet::default().find(HOST_PEAK).unwrap().clone();
+    let a = [sampled(2.0e8), sampled(2.1e8)];
+    let b = [unsampled(true), unsampled(true)];
+    let (ra, rb): (Vec<&RunRecord>, Vec<&RunRecord>) = (a.iter().collect(), b.iter().collect());
+    let m = judge_exact(HOST_PEAK, &rule, &ra, &rb).unwrap();
+    assert_eq!(m.verdict, AbVerdict::NotSampled, "{m:?}");
+    assert_eq!(
+        m.detail,
+        format!("not sampled in arm B's jobs, so not judged ({why})")
+    );
+    // Arm A's jobs the short ones: the same, named for A.
+    let m = judge_exact(HOST_PEAK, &rule, &rb, &ra).unwrap();
+    assert_eq!(m.verdict, AbVerdict::NotSampled, "{m:?}");
+    assert!(m.detail.starts_with("not sampled in arm A's jobs"), "{m:?}");
+    // One job of B lacks it and does not say why: missing, as before.
+    let b = [unsampled(true), unsampled(false)];
+    let rb: Vec<&RunRecord> = b.iter().collect();
+    let m = judge_exact(HOST_PEAK, &rule, &ra, &rb).unwrap();
+    assert_eq!(m.verdict, AbVerdict::MissingMetric, "{m:?}");
+    assert_eq!(m.detail, "only arm A recorded it");
+}
