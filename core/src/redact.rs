@@ -49,12 +49,19 @@ impl Redactor {
     pub fn from_env<N: AsRef<str>, V: AsRef<[u8]>>(
         env: impl IntoIterator<Item = (N, V)>,
     ) -> Redactor {
-        let mut values: Vec<Vec<u8>> = env
+        Redactor::from_values(
+            env.into_iter()
+                .filter_map(|(name, value)| is_secret_name(name.as_ref()).then_some(value)),
+        )
+    }
+
+    /// Every one of `values` that has at least [`MIN_SECRET_LEN`] bytes, whatever the
+    /// variable that held it is called (a caller's variable a case's secret was set from).
+    pub fn from_values<V: AsRef<[u8]>>(values: impl IntoIterator<Item = V>) -> Redactor {
+        let mut values: Vec<Vec<u8>> = values
             .into_iter()
-            .filter(|(name, value)| {
-                is_secret_name(name.as_ref()) && value.as_ref().len() >= MIN_SECRET_LEN
-            })
-            .map(|(_, value)| value.as_ref().to_vec())
+            .filter(|value| value.as_ref().len() >= MIN_SECRET_LEN)
+            .map(|value| value.as_ref().to_vec())
             .collect();
         values.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
         values.dedup();

@@ -23,9 +23,11 @@ pub struct JobEntry {
     /// as the scheduler accepted it: what `goldgate cancel` cancels of a run that died.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub scheduler_job_ids: Vec<u64>,
-    /// The names (never the values) of the secret-named variables whose values the job's
-    /// output is masked for: what whoever settles the output of a run that died (`goldgate
-    /// cancel`, the next run) must find in its own environment to mask what goldgate never read.
+    /// The names (never the values) of the variables of goldgate's environment whose values
+    /// the job's output is masked for: the secret-named ones it inherits, and those a secret
+    /// the case sets came from (`HF_TOKEN: "${CALLER_A}"`: `CALLER_A`). What whoever settles
+    /// the output of a run that died (`goldgate cancel`, the next run) must find in its own
+    /// environment to mask what goldgate never read.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub secret_names: Vec<String>,
 }

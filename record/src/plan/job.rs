@@ -452,6 +452,16 @@ pub fn redact_with(secrets: &[(&str, &str)], text: &str) -> String {
 }
 
 impl Job {
+    /// Notes that the plan took `name`'s `value` from the caller's environment, for tests of
+    /// later stages.
+    #[cfg(test)]
+    pub(crate) fn took_from_caller(&mut self, name: &str, value: &str) {
+        self.from_caller.push(FromCaller {
+            name: name.to_owned(),
+            value: value.to_owned(),
+        });
+    }
+
     /// A one-run job of `case` planned into `out_dir` (run `r`), for tests of later stages.
     #[cfg(test)]
     pub(crate) fn fixture(out_dir: &Path, case: &str, repeat: u32) -> Job {

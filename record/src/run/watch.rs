@@ -14,10 +14,11 @@ use std::time::Instant;
 
 use super::event::ExecEvent;
 use crate::launch::FailureSigns;
+use crate::plan::Job;
 use goldgate_core::log::{
     FailureKind, LogEvent, LogLine, LogSink, LogStream, LogSummary, TailSummary,
 };
-use goldgate_core::redact::Redactor;
+use goldgate_core::redact::{MIN_SECRET_LEN, Redactor, is_secret_name};
 
 /// Checkpoint saves on the memory timeline: (start s, end s, iteration).
 pub(super) type Marks = Vec<(f64, Option<f64>, u64)>;
@@ -257,36 +258,48 @@ pub(crate) fn diagnosis(
 /// own environment: every secret-named variable it will see, inherited from the caller (a CI
 /// job's `HF_TOKEN`) or set by the case (`HF_TOKEN: "${CALLER_A}"`), masked by value.
 pub(super) fn redactor(env: &BTreeMap<String, String>, unset: &[String]) -> Redactor {
-    Redactor::from_env(seen_env(env, unset))
-}
-
-/// The names of the secrets [`redactor`] masks, never their values, in order: what `run.json`
-/// records of each job, so that whoever settles the output of a run that died knows which
-/// secrets its own environment must hold.
-pub(crate) fn secret_names(env: &BTreeMap<String, String>, unset: &[String]) -> Vec<String> {
-    let mut names: Vec<String> = seen_env(env, unset)
-        .into_iter()
-        .filter(|(name, value)| {
-            goldgate_core::redact::is_secret_name(name)
-                && value.len() >= goldgate_core::redact::MIN_SECRET_LEN
-        })
-        .map(|(name, _)| name)
-        .collect();
-    names.sort();
-    names.dedup();
-    names
-}
-
-/// Every variable (name, value) a process started with `env` set and `unset` removed on top
-/// of goldgate's own environment sees.
-fn seen_env(env: &BTreeMap<String, String>, unset: &[String]) -> Vec<(String, Vec<u8>)> {
     let inherited = std::env::vars_os().filter_map(|(name, value)| {
         let name = name.into_string().ok()?;
         let kept = !env.contains_key(&name) && !unset.contains(&name);
         kept.then(|| (name, value.into_encoded_bytes()))
     });
     let set = env.iter().map(|(n, v)| (n.clone(), v.clone().into_bytes()));
-    inherited.chain(set).collect()
+    Redactor::from_env(inherited.chain(set))
+}
+
+/// The names of the variables of goldgate's environment whose values `job`'s [`redactor`]
+/// masks, never the values, in order: the secret-named variables the job inherits, and for a
+/// secret the case sets, the caller's variables its value was made from (`HF_TOKEN:
+/// "${CALLER_A}"`: `CALLER_A`), or its own name when it was made from none. What `run.json`
+/// records of each job, so that whoever settles the output of a run that died knows which
+/// variables its own environment must hold.
+pub(crate) fn secret_names(job: &Job) -> Vec<String> {
+    let long = |v: &[u8]| v.len() >= MIN_SECRET_LEN;
+    let mut names: Vec<String> = std::env::vars_os()
+        .filter_map(|(name, value)| {
+            let name = name.into_string().ok()?;
+            let kept = is_secret_name(&name)
+                && long(value.as_encoded_bytes())
+                && !job.env.contains_key(&name)
+                && !job.env_unset.contains(&name);
+            kept.then_some(name)
+        })
+        .collect();
+    let set =
+        (job.env.iter()).filter(|(name, value)| is_secret_name(name) && long(value.as_bytes()));
+    for (name, value) in set {
+        let sources = (job.from_caller.iter())
+            .filter(|c| long(c.value.as_bytes()) && value.contains(&c.value))
+            .map(|c| c.name.clone());
+        let before = names.len();
+        names.extend(sources);
+        if names.len() == before {
+            names.push(name.clone());
+        }
+    }
+    names.sort();
+    names.dedup();
+    names
 }
 
 /// The failure markers of a log, for classification and retries.
@@ -333,6 +346,33 @@ mod tests {
     const SAVING_10: &[u8] = b"[2026-11-29 20:16:15.068999] saving checkpoint at iteration      10 to /c in torch_dist format";
     const SAVED_10: &[u8] = b"  [2026-11-29 20:16:18.552401] successfully saved checkpoint from iteration      10 to /c [ t 1/1, gtp_remat 1/1, p 1/1 ]";
     const SAVING_20: &[u8] = b"[2026-11-29 20:16:19.068999] saving checkpoint at iteration      20 to /c in torch_dist format";
+
+    #[test]
+    fn run_json_names_the_variables_a_jobs_secrets_came_from_never_their_values() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut job = Job::fixture(dir.path(), "m/c", 1);
+        // `HF_TOKEN: "pre-${CALLER_A}"`, `WANDB_API_KEY: literal`, and no secret.
+        job.env
+            .insert("HF_TOKEN".into(), "pre-hf-fed-value-77".into());
+        job.took_from_caller("CALLER_A", "hf-fed-value-77");
+        job.env
+            .insert("WANDB_API_KEY".into(), "literal-in-the-case".into());
+        job.env.insert("TOKENIZER_TYPE".into(), "GPT2BPE".into());
+        let names = secret_names(&job);
+        for (name, recorded) in [
+            ("CALLER_A", true),
+            ("WANDB_API_KEY", true),
+            ("HF_TOKEN", false),
+            ("TOKENIZER_TYPE", false),
+        ] {
+            assert_eq!(
+                names.contains(&name.to_owned()),
+                recorded,
+                "{name}: {names:?}"
+            );
+        }
+        assert!(!names.iter().any(|n| n.contains("fed-value")), "{names:?}");
+    }
 
     #[test]
     fn save_marks_pair_saving_and_saved_lines_by_iteration() {

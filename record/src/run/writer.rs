@@ -176,7 +176,7 @@ fn new_index(run_id: &str, jobs: &[Job], run_dir: &Path, command: Vec<String>) -
                     .to_path_buf(),
                 outcome: None,
                 scheduler_job_ids: Vec::new(),
-                secret_names: super::watch::secret_names(&j.env, &j.env_unset),
+                secret_names: super::watch::secret_names(j),
             })
             .collect(),
         ab: jobs.iter().find_map(|j| j.ab.clone()),

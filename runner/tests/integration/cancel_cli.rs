@@ -194,12 +194,13 @@ fn a_huge_queue_costs_bounded_memory() {
 
 impl Folder {
     /// Makes the run one whose goldgate was killed while its Slurm job 101 ran: no
-    /// `finished_at`, a `runner` process that is gone, the job's secret named (`HF_TOKEN`),
+    /// `finished_at`, a `runner` process that is gone, the variable its secret came from named
+    /// (`var`: `HF_TOKEN` inherited, or `CALLER_A` of a case's `HF_TOKEN: "${CALLER_A}"`),
     /// `keep_raw_log` as given; in the job folder Slurm's raw output (`secret` in every line,
     /// the last two never read by goldgate), the console log as goldgate wrote it before it
     /// died (half a line at its end), and a per-rank log holding `secret`. Returns the job
     /// folder.
-    fn killed_mid_slurm_job(&self, secret: &str, keep_raw: bool) -> PathBuf {
+    fn killed_mid_slurm_job(&self, secret: &str, keep_raw: bool, var: &str) -> PathBuf {
         let mut gone = std::process::Command::new("true").spawn().unwrap();
         let pid = gone.id();
         gone.wait().unwrap();
@@ -209,7 +210,7 @@ impl Folder {
             v["keep_raw_log"] = keep_raw.into();
             v["jobs"][0]["outcome"] = serde_json::Value::Null;
             v["jobs"][0]["scheduler_job_ids"] = serde_json::json!([101]);
-            v["jobs"][0]["secret_names"] = serde_json::json!(["HF_TOKEN"]);
+            v["jobs"][0]["secret_names"] = serde_json::json!([var]);
         });
         let job = self
             .path()
@@ -236,8 +237,8 @@ impl Folder {
         job
     }
 
-    /// `goldgate cancel` with `HF_TOKEN` set to `token`, or not set at all.
-    fn cancel_with_token(&self, token: Option<&str>) -> Output {
+    /// `goldgate cancel` with `var` set to `token`, or with neither it nor `HF_TOKEN` set.
+    fn cancel_with_token(&self, var: &str, token: Option<&str>) -> Output {
         let path = format!(
             "{}:{}",
             self.path().join("bin").display(),
@@ -248,9 +249,10 @@ impl Folder {
             .args(["cancel", "--out", "out"])
             .env("PATH", path)
             .env_remove("HF_TOKEN")
+            .env_remove(var)
             .stdin(Stdio::null());
         if let Some(token) = token {
-            cmd.env("HF_TOKEN", token);
+            cmd.env(var, token);
         }
         cmd.output().unwrap()
     }
@@ -268,10 +270,10 @@ impl Folder {
 #[test]
 fn cancel_masks_the_output_a_killed_goldgate_never_read_into_its_log_and_keeps_no_raw_copy() {
     let secret = "hf-left-behind-token-5150";
-    for keep_raw in [false, true] {
+    for (keep_raw, var) in [(false, "HF_TOKEN"), (true, "HF_TOKEN"), (false, "CALLER_A")] {
         let f = Folder::new();
-        let job = f.killed_mid_slurm_job(secret, keep_raw);
-        let o = f.cancel_with_token(Some(secret));
+        let job = f.killed_mid_slurm_job(secret, keep_raw, var);
+        let o = f.cancel_with_token(var, Some(secret));
         assert_eq!(code(&o), 0, "{}", text(&o));
         assert_eq!(f.read("scancel.args"), "101\n");
         assert!(!text(&o).contains("warning"), "{}", text(&o));
@@ -301,8 +303,8 @@ fn cancel_masks_the_output_a_killed_goldgate_never_read_into_its_log_and_keeps_n
 fn output_whose_secret_the_cancelling_environment_lacks_is_left_out_and_said() {
     let secret = "hf-left-behind-token-5151";
     let f = Folder::new();
-    let job = f.killed_mid_slurm_job(secret, false);
-    let o = f.cancel_with_token(None);
+    let job = f.killed_mid_slurm_job(secret, false, "HF_TOKEN");
+    let o = f.cancel_with_token("HF_TOKEN", None);
     assert_eq!(code(&o), 0, "{}", text(&o));
     assert!(
         f.files_holding(secret).is_empty(),

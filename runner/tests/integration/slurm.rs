@@ -836,6 +836,43 @@ fn a_slurm_jobs_per_rank_logs_are_stored_redacted_and_raw_only_on_request() {
     }
 }
 
+/// A secret the case sets from another of the caller's variables (`HF_TOKEN: "${CALLER_A}"`)
+/// is the value the Slurm job sees, as a local job does, and is masked, whatever goldgate's own
+/// `HF_TOKEN` is.
+#[test]
+fn a_secret_the_case_sets_is_what_a_slurm_job_sees_and_is_masked() {
+    let _cluster = shared();
+    if !cluster() {
+        return;
+    }
+    let (own, fed) = ("hf-goldgates-own-token-4401", "hf-fed-by-the-case-4402");
+    let tree = script_tree("fedsecret", "echo \"token $HF_TOKEN\"\n");
+    let yaml = tree.path().join("cases/demo/fedsecret/model_config.yaml");
+    let case = std::fs::read_to_string(&yaml).unwrap();
+    let case = case.replace(
+        "GOLDGATE:",
+        "ENV_VARS:\n  HF_TOKEN: \"${CALLER_A}\"\nGOLDGATE:",
+    );
+    std::fs::write(&yaml, case).unwrap();
+    let out = tree
+        .run("n1", &["--keep-raw-log"])
+        .env("HF_TOKEN", own)
+        .env("CALLER_A", fed)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let logs = job_dir(&tree).join("logs");
+    let raw = std::fs::read_to_string(logs.join("console.raw.log")).unwrap();
+    assert!(raw.contains(&format!("token {fed}\n")), "{raw}");
+    assert!(
+        tree.console().contains("token <redacted>\n"),
+        "{}",
+        tree.console()
+    );
+    assert!(files_holding(&tree, own).is_empty());
+    assert_eq!(files_holding(&tree, fed), [logs.join("console.raw.log")]);
+}
+
 #[test]
 fn a_killed_goldgates_slurm_output_is_masked_into_its_log_by_cancel_and_kept_raw_only_on_request() {
     let _cluster = shared();

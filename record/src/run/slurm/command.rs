@@ -4,6 +4,7 @@
 //! hangs its clients) and its output is read line by line, each line bounded, so a queue of
 //! any size costs goldgate one line of memory where it is streamed ([`own_jobs`]).
 
+use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -64,6 +65,17 @@ fn run_lines(
     limit: Duration,
     on_line: &mut dyn FnMut(&str),
 ) -> Result<(), SlurmError> {
+    run_lines_env(program, args, &BTreeMap::new(), limit, on_line)
+}
+
+/// [`run_lines`] with `env` set on top of goldgate's environment.
+fn run_lines_env(
+    program: &str,
+    args: &[&str],
+    env: &BTreeMap<String, String>,
+    limit: Duration,
+    on_line: &mut dyn FnMut(&str),
+) -> Result<(), SlurmError> {
     let command = || format!("{program} {}", args.join(" "));
     let spawn_error = |source| SlurmError::Spawn {
         program: program.to_owned(),
@@ -71,6 +83,7 @@ fn run_lines(
     };
     let mut child = Command::new(program)
         .args(args)
+        .envs(env)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -165,13 +178,23 @@ pub(crate) fn check_installed() -> Result<(), SlurmError> {
 }
 
 /// Submits a batch script with more options on the command line (they win over the
-/// script's `#SBATCH` lines); returns the job id.
-pub(crate) fn sbatch(script: &Path, options: &[String]) -> Result<u64, SlurmError> {
+/// script's `#SBATCH` lines) and `env` on top of goldgate's environment, which the batch job
+/// inherits (sbatch's `--export=ALL`): a secret the case sets reaches the job through it,
+/// never through the script (`export HF_TOKEN="${HF_TOKEN:?…}"`). Returns the job id.
+pub(crate) fn sbatch(
+    script: &Path,
+    options: &[String],
+    env: &BTreeMap<String, String>,
+) -> Result<u64, SlurmError> {
     let script = script.display().to_string();
     let mut args: Vec<&str> = vec!["--parsable"];
     args.extend(options.iter().map(String::as_str));
     args.push(&script);
-    let out = run("sbatch", &args)?;
+    let mut out = String::new();
+    run_lines_env("sbatch", &args, env, COMMAND_TIMEOUT, &mut |line| {
+        out.push_str(line);
+        out.push('\n');
+    })?;
     parse_job_id(&out)
 }
 

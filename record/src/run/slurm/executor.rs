@@ -191,7 +191,8 @@ impl SlurmExecutor {
         goldgate_core::fsio::write_atomic(&script, render_batch(job, &spec).as_bytes())
             .map_err(|e| format!("cannot write {}: {e}", script.display()))?;
         let _ = std::fs::remove_file(&raw);
-        let id = super::command::sbatch(&script, &[]).map_err(|e| e.to_string())?;
+        let id =
+            super::command::sbatch(&script, &[], &secret_env(job)).map_err(|e| e.to_string())?;
         on_event(ExecEvent::Submitted { id });
         self.queue.watch(id);
         let limits = (
@@ -539,6 +540,16 @@ fn samples_name(attempt: u32) -> String {
         1 => "samples".to_owned(),
         n => format!("samples.attempt{n}"),
     }
+}
+
+/// The job's secret-named variables: the batch script takes them from its environment by name
+/// and never holds a value, so `sbatch` passes them on (a case's `HF_TOKEN: "${CALLER_A}"` is
+/// what the job sees, not goldgate's own `HF_TOKEN`).
+fn secret_env(job: &Job) -> BTreeMap<String, String> {
+    (job.env.iter())
+        .filter(|(name, _)| goldgate_core::redact::is_secret_name(name))
+        .map(|(name, value)| (name.clone(), value.clone()))
+        .collect()
 }
 
 /// For a direct launch, the bare entry name resolved as `launch` would (beside goldgate's

@@ -15,11 +15,11 @@ use std::io::{self, BufRead, BufReader, BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use goldgate_core::fsio::{check_no_links, check_relative, open_regular};
-use goldgate_core::redact::Redactor;
+use goldgate_core::redact::{MIN_SECRET_LEN, Redactor, is_secret_name};
 use goldgate_schema::RunIndex;
 
 use crate::run::rank_logs;
-use crate::run::watch::{raw_log_path, redactor, secret_names};
+use crate::run::watch::raw_log_path;
 
 /// Where Slurm writes attempt `attempt`'s output in the job folder `job_dir`.
 pub(super) fn raw_path(job_dir: &Path, attempt: u32) -> PathBuf {
@@ -115,14 +115,22 @@ impl Leftovers {
     /// `keep_raw` (the run's `--keep-raw-log`) the raw output is kept as `console.raw.log`.
     /// Returns a line for each thing it could not do, or did only in part.
     pub(crate) fn settle(&self, run_dir: &Path, keep_raw: bool) -> Vec<String> {
-        let none = BTreeMap::new();
-        let (redactor, here) = (redactor(&none, &[]), secret_names(&none, &[]));
+        let here: BTreeMap<String, Vec<u8>> = std::env::vars_os()
+            .filter_map(|(n, v)| Some((n.into_string().ok()?, v.into_encoded_bytes())))
+            .filter(|(_, v)| v.len() >= MIN_SECRET_LEN)
+            .collect();
         let mut warnings = Vec::new();
         for job in &self.jobs {
             let missing: Vec<&str> = (job.secret_names.iter())
-                .filter(|n| !here.contains(*n))
+                .filter(|n| !here.contains_key(*n))
                 .map(String::as_str)
                 .collect();
+            // Every secret of this environment, and the variables the job's secrets came from.
+            let redactor = Redactor::from_values(
+                (here.iter())
+                    .filter(|(n, _)| is_secret_name(n) || job.secret_names.contains(n))
+                    .map(|(_, v)| v),
+            );
             let settle = Settle {
                 run_dir,
                 redactor: &redactor,
