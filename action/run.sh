@@ -142,12 +142,15 @@ if [ -n "${GOLDGATE_HISTORY:-}" ] && [ -d "$work/results" ]; then
   fi
 fi
 
-# The records: what each job recorded, not its checkpoints or data.
+# The records: what each job recorded, not its checkpoints or data. The logs are the masked
+# ones goldgate stores, never a raw copy `--keep-raw-log` kept (`*.raw.log`): an artifact is
+# not masked by GitHub as the Actions log is.
 for dir in results ab-results; do
   [ -d "$work/$dir" ] || continue
   (cd "$work" && find "$dir" \( -name results.json -o -name run.json -o -name ab.json -o -name index.json \) -type f -print0 |
     xargs -0 -r cp --parents -t "$out")
-  (cd "$work" && find "$dir" -type d -name logs -print0 | xargs -0 -r cp -r --parents -t "$out")
+  (cd "$work" && find "$dir" -path '*/logs/*' -type f ! -name '*.raw.log' -print0 |
+    xargs -0 -r cp --parents -t "$out")
 done
 echo "$KEY" > "$out/key.txt"
 [ -n "${PR_NUMBER:-}" ] && echo "$PR_NUMBER" > "$out/pr-number.txt"

@@ -23,6 +23,11 @@ pub struct JobEntry {
     /// as the scheduler accepted it: what `goldgate cancel` cancels of a run that died.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub scheduler_job_ids: Vec<u64>,
+    /// The names (never the values) of the secret-named variables whose values the job's
+    /// output is masked for: what whoever settles the output of a run that died (`goldgate
+    /// cancel`, the next run) must find in its own environment to mask what goldgate never read.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub secret_names: Vec<String>,
 }
 
 /// `OUT/<run-id>/run.json`: what the run was asked to do and where each job's files are.
@@ -56,6 +61,10 @@ pub struct RunIndex {
     /// run's other jobs complete this run's matrix when it is judged.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rerun_of: Option<String>,
+    /// The run was asked to keep its jobs' output unredacted too (`run --keep-raw-log`): the
+    /// output of a run that died is settled the same way after it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub keep_raw_log: bool,
 }
 
 /// Where the goldgate process of a run ran.

@@ -129,10 +129,12 @@ mod tests {
                 dir: r.rel_dir(),
                 outcome,
                 scheduler_job_ids: vec![],
+                secret_names: Vec::new(),
             }],
             runner: None,
             ab: None,
             rerun_of: None,
+            keep_raw_log: false,
         };
         write(
             &dir.join("r1/run.json"),

@@ -1,6 +1,7 @@
 //! Stage "run": the per-rank logs a launcher writes under a job's `logs/` folder (torchrun's
 //! `--log-dir`: `<run>/attempt_<n>/<rank>/stdout.log` and `stderr.log`), masked once the run
-//! is over as the console log is masked while it streams (CI uploads the whole folder). A file
+//! is over as the console log is masked while it streams (CI uploads the whole folder), by
+//! the local and the Slurm executor, and after a run that died by whoever settles it. A file
 //! with nothing to mask is left as it is; a masked one is replaced atomically, and with
 //! `--keep-raw-log` its raw text stays beside it as `<name>.raw.log`.
 
@@ -42,6 +43,33 @@ pub(crate) fn mask(
                 "cannot mask the secrets in {}: {e}",
                 path.display()
             ));
+        }
+    }
+    warnings
+}
+
+/// Replaces the text of every regular file in the folders under `logs` — the launcher's
+/// per-rank logs; goldgate's own logs beside them are left alone — with the line `note`: for
+/// output that cannot be masked, because a secret it must be masked for is not known here.
+/// With `keep_raw` the text stays beside it as `<name>.raw.log`. Returns a warning per file it
+/// could not replace.
+pub(crate) fn withhold(logs: &Path, note: &str, keep_raw: bool) -> Vec<String> {
+    let mut files = Vec::new();
+    collect(logs, &mut files);
+    let mut warnings = Vec::new();
+    for path in files {
+        let own = path.parent() == Some(logs);
+        let raw = path.to_string_lossy().ends_with(".raw.log");
+        if own || raw {
+            continue;
+        }
+        let replaced = match keep_raw {
+            true => std::fs::rename(&path, raw_path(&path)),
+            false => Ok(()),
+        }
+        .and_then(|()| goldgate_core::fsio::write_atomic(&path, format!("{note}\n").as_bytes()));
+        if let Err(e) = replaced {
+            warnings.push(format!("cannot replace {}: {e}", path.display()));
         }
     }
     warnings
@@ -89,8 +117,21 @@ fn mask_file(path: &Path, redactor: &Redactor, keep_raw: bool) -> std::io::Resul
 
 /// Writes `path` masked into `tmp`; whether anything was masked.
 fn write_masked(path: &Path, tmp: &Path, redactor: &Redactor) -> std::io::Result<bool> {
-    let mut input = BufReader::new(File::open(path)?);
     let mut out = BufWriter::new(File::create(tmp)?);
+    let changed = copy_masked(File::open(path)?, &mut out, redactor)?;
+    out.into_inner().map_err(|e| e.into_error())?.sync_all()?;
+    Ok(changed)
+}
+
+/// Copies `input` to `out` with `redactor`'s secrets masked, a line (at most [`PIECE`] bytes)
+/// at a time; whether anything was masked. Also the Slurm executor's, for the output a
+/// goldgate that died never read.
+pub(crate) fn copy_masked(
+    input: impl Read,
+    out: &mut impl Write,
+    redactor: &Redactor,
+) -> std::io::Result<bool> {
+    let mut input = BufReader::new(input);
     let mut piece = Vec::new();
     let mut changed = false;
     loop {
@@ -106,7 +147,6 @@ fn write_masked(path: &Path, tmp: &Path, redactor: &Redactor) -> std::io::Result
         changed |= matches!(masked, std::borrow::Cow::Owned(_));
         out.write_all(&masked)?;
     }
-    out.into_inner().map_err(|e| e.into_error())?.sync_all()?;
     Ok(changed)
 }
 
@@ -175,6 +215,32 @@ mod tests {
             assert!(
                 !names.iter().any(|n| n.contains("goldgate-masking")),
                 "{names:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn per_rank_logs_that_cannot_be_masked_are_withheld_and_goldgates_own_left_alone() {
+        for keep_raw in [false, true] {
+            let dir = tempfile::tempdir().unwrap();
+            let logs = dir.path();
+            let rank = logs.join("none_x/attempt_0/0");
+            std::fs::create_dir_all(&rank).unwrap();
+            std::fs::write(rank.join("stdout.log"), "unknown secret s3cr3t\n").unwrap();
+            std::fs::write(logs.join("console.log"), "masked as it streamed\n").unwrap();
+            assert!(withhold(logs, "[withheld]", keep_raw).is_empty());
+            assert_eq!(
+                std::fs::read_to_string(rank.join("stdout.log")).unwrap(),
+                "[withheld]\n"
+            );
+            assert_eq!(
+                std::fs::read_to_string(logs.join("console.log")).unwrap(),
+                "masked as it streamed\n"
+            );
+            let raw = rank.join("stdout.raw.log");
+            assert_eq!(
+                std::fs::read_to_string(&raw).ok().as_deref(),
+                keep_raw.then_some("unknown secret s3cr3t\n")
             );
         }
     }

@@ -579,7 +579,8 @@ mod tests {
         let index_path = run_dir.join("run.json");
         let mock = Mock::default().script("m/b", &[Script::Fail { flaky: false }]);
         let mut writer =
-            ResultsWriter::create(&run_dir, "r", &jobs, vec!["goldgate".into()]).unwrap();
+            ResultsWriter::create(&options(out.path(), 1, 0), &jobs, vec!["goldgate".into()])
+                .unwrap();
         let index = goldgate_core::records::load_index(&index_path).unwrap();
         assert!(index.jobs.iter().all(|j| j.outcome.is_none()));
         assert!(index.finished_at.is_none());

@@ -257,13 +257,36 @@ pub(crate) fn diagnosis(
 /// own environment: every secret-named variable it will see, inherited from the caller (a CI
 /// job's `HF_TOKEN`) or set by the case (`HF_TOKEN: "${CALLER_A}"`), masked by value.
 pub(super) fn redactor(env: &BTreeMap<String, String>, unset: &[String]) -> Redactor {
+    Redactor::from_env(seen_env(env, unset))
+}
+
+/// The names of the secrets [`redactor`] masks, never their values, in order: what `run.json`
+/// records of each job, so that whoever settles the output of a run that died knows which
+/// secrets its own environment must hold.
+pub(crate) fn secret_names(env: &BTreeMap<String, String>, unset: &[String]) -> Vec<String> {
+    let mut names: Vec<String> = seen_env(env, unset)
+        .into_iter()
+        .filter(|(name, value)| {
+            goldgate_core::redact::is_secret_name(name)
+                && value.len() >= goldgate_core::redact::MIN_SECRET_LEN
+        })
+        .map(|(name, _)| name)
+        .collect();
+    names.sort();
+    names.dedup();
+    names
+}
+
+/// Every variable (name, value) a process started with `env` set and `unset` removed on top
+/// of goldgate's own environment sees.
+fn seen_env(env: &BTreeMap<String, String>, unset: &[String]) -> Vec<(String, Vec<u8>)> {
     let inherited = std::env::vars_os().filter_map(|(name, value)| {
         let name = name.into_string().ok()?;
         let kept = !env.contains_key(&name) && !unset.contains(&name);
         kept.then(|| (name, value.into_encoded_bytes()))
     });
     let set = env.iter().map(|(n, v)| (n.clone(), v.clone().into_bytes()));
-    Redactor::from_env(inherited.chain(set))
+    inherited.chain(set).collect()
 }
 
 /// The failure markers of a log, for classification and retries.

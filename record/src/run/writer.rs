@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use super::error::RunError;
 use super::event::{ExecEvent, RunEvent};
+use super::options::RunOptions;
 use crate::plan::Job;
 use goldgate_schema::{JobEntry, RunIndex, Runner, SCHEMA_VERSION};
 
@@ -18,17 +19,20 @@ pub struct ResultsWriter {
 }
 
 impl ResultsWriter {
-    /// Writes `run_dir/run.json` listing `jobs`, none finished; `command` is recorded in it.
-    /// A run whose index cannot be written does not start.
+    /// Writes `run.json` of the run `opts` describe, listing `jobs`, none finished; `command`
+    /// is recorded in it, and so is `--keep-raw-log`. A run whose index cannot be written does
+    /// not start.
     pub fn create(
-        run_dir: &Path,
-        run_id: &str,
+        opts: &RunOptions,
         jobs: &[Job],
         command: Vec<String>,
     ) -> Result<ResultsWriter, RunError> {
+        let run_dir = opts.run_dir();
+        let mut index = new_index(&opts.run_id, jobs, &run_dir, command);
+        index.keep_raw_log = opts.keep_raw_log;
         let mut writer = ResultsWriter {
-            run_dir: run_dir.to_path_buf(),
-            index: Some(new_index(run_id, jobs, run_dir, command)),
+            run_dir,
+            index: Some(index),
             errors: Vec::new(),
         };
         writer.write_index();
@@ -172,6 +176,7 @@ fn new_index(run_id: &str, jobs: &[Job], run_dir: &Path, command: Vec<String>) -
                     .to_path_buf(),
                 outcome: None,
                 scheduler_job_ids: Vec::new(),
+                secret_names: super::watch::secret_names(&j.env, &j.env_unset),
             })
             .collect(),
         ab: jobs.iter().find_map(|j| j.ab.clone()),
@@ -180,6 +185,7 @@ fn new_index(run_id: &str, jobs: &[Job], run_dir: &Path, command: Vec<String>) -
             pid: std::process::id(),
         }),
         rerun_of: None,
+        keep_raw_log: false,
     }
 }
 
@@ -190,7 +196,8 @@ mod tests {
     #[test]
     fn a_secret_given_on_the_command_line_never_reaches_run_json() {
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-        let run_dir = dir.path().join("r");
+        let opts = RunOptions::new("r", dir.path(), dir.path());
+        let run_dir = opts.run_dir();
         // Arm A's job: the secret is arm B's, but the command line holds it.
         let job = Job::fixture(dir.path(), "gpt/c", 1);
         let secret = "hf_Zq81xVbN0aQ7sLm2Tr5Ye3Uc";
@@ -205,7 +212,7 @@ mod tests {
         .map(str::to_owned)
         .to_vec();
         let writer =
-            ResultsWriter::create(&run_dir, "r", &[job], command).unwrap_or_else(|e| panic!("{e}"));
+            ResultsWriter::create(&opts, &[job], command).unwrap_or_else(|e| panic!("{e}"));
         writer.finish().unwrap_or_else(|e| panic!("{e}"));
         let text = std::fs::read_to_string(run_dir.join("run.json")).unwrap_or_default();
         assert!(!text.contains(secret), "{text}");

@@ -820,8 +820,7 @@ impl Bench<'_> {
         opts.run_id = run_id.to_owned();
         let jobs = vec![job];
         let executor = super::run::executor(&self.arms[0].select, self.config, &opts, &jobs)?;
-        let mut writer =
-            ResultsWriter::create(&opts.run_dir(), &opts.run_id, &jobs, self.command.clone())?;
+        let mut writer = ResultsWriter::create(&opts, &jobs, self.command.clone())?;
         let shown = std::mem::take(&mut *self.shown.lock().unwrap_or_else(|p| p.into_inner()));
         let progress = Mutex::new(
             Progress::stderr()

@@ -2,8 +2,10 @@
 //! comment names the run — after goldgate was killed (an OOM kill, a runner that died) or
 //! gave a job up while Slurm's controller was away. The run is the folder's: a `run.json`
 //! whose run id is not its folder's is refused, and so, without `--force`, is a run whose
-//! goldgate may still be running it. `goldgate run` does the same first on a results folder
-//! whose last run died.
+//! goldgate may still be running it. Then what the run's jobs left in their folders is settled:
+//! Slurm's raw output masked into the console logs (or kept raw, for a run that asked for
+//! `--keep-raw-log`), per-rank logs masked. `goldgate run` does the same first on a results
+//! folder whose last run died.
 
 use std::path::{Path, PathBuf};
 
@@ -43,7 +45,7 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
         }
         None => goldgate_judge::compare::runs::newest_run(&args.out).ok_or_else(missing)?,
     };
-    check_folder(&args.out, args.run.as_deref(), &index)?;
+    let folder = check_folder(&args.out, args.run.as_deref(), &index)?;
     if !args.force
         && let Some(why) = goldgate_record::run::slurm::still_running(&index)
     {
@@ -53,22 +55,26 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
         }
         .into());
     }
-    let ids = goldgate_record::run::slurm::cancel_left(&index)
+    let cleaned = goldgate_record::run::slurm::cancel_left(&args.out.join(folder), &index)
         .map_err(goldgate_record::run::RunError::from)?;
-    outln!("{}", cancelled_line(&index.run_id, &ids));
+    outln!("{}", cancelled_line(&index.run_id, &cleaned.cancelled));
+    for warning in &cleaned.warnings {
+        errln!("warning: {warning}");
+    }
     Ok(Exit::Pass)
 }
 
 /// The run's identity is its folder: `run.json` under `OUT/<id>/` must say run `<id>`.
 /// Jobs are found by the run id (their Slurm comment), so a `run.json` that names another run
 /// would cancel that run's jobs.
-fn check_folder(out: &Path, asked: Option<&str>, index: &RunIndex) -> Result<(), CmdError> {
+/// Returns the folder's name.
+fn check_folder(out: &Path, asked: Option<&str>, index: &RunIndex) -> Result<String, CmdError> {
     let folder = match asked {
         Some(id) => id.to_owned(),
         None => folder_of(out, index).unwrap_or_default(),
     };
     if folder == index.run_id {
-        return Ok(());
+        return Ok(folder);
     }
     Err(CmdError::ForeignRunId {
         path: out.join(&folder).join("run.json"),
@@ -105,10 +111,14 @@ pub(crate) fn orphans_before_run(out: &Path, rerun_failed: bool) -> Result<(), A
     if !due {
         return Ok(());
     }
-    let ids = goldgate_record::run::slurm::cancel_left(&index)
+    let folder = folder_of(out, &index).unwrap_or_else(|| index.run_id.clone());
+    let cleaned = goldgate_record::run::slurm::cancel_left(&out.join(folder), &index)
         .map_err(goldgate_record::run::RunError::from)?;
-    if !ids.is_empty() {
-        errln!("{}", cancelled_line(&index.run_id, &ids));
+    if !cleaned.cancelled.is_empty() {
+        errln!("{}", cancelled_line(&index.run_id, &cleaned.cancelled));
+    }
+    for warning in &cleaned.warnings {
+        errln!("warning: {warning}");
     }
     Ok(())
 }

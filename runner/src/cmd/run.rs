@@ -102,7 +102,7 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
     let executor = executor(&args.select, &config, &opts, &jobs)?;
     let started = std::time::Instant::now();
     let command = std::env::args().collect();
-    let mut writer = ResultsWriter::create(&opts.run_dir(), &opts.run_id, &jobs, command)?;
+    let mut writer = ResultsWriter::create(&opts, &jobs, command)?;
     (rerun_of.iter()).try_for_each(|run| writer.mark_rerun_of(run))?;
     let progress = Mutex::new(Progress::stderr().with_heartbeat(super::args::heartbeat_interval()));
     let summary = goldgate_record::run::beside_heartbeat(&progress, |progress| {

@@ -573,7 +573,8 @@ fn dev_cpu_inputs(dist: &Path, extra: &[(&str, &str)]) -> Vec<(String, String)> 
 
 /// The `filter` input reaches goldgate as one argument, spaces and all (a `(?x)` regex), and
 /// `args` one argument per line: the list, the plan and the run hold the regex's two demo cases
-/// of the three `cases` names, run under the variant a line of `args` chose. A line of `args`
+/// of the three `cases` names, run under the variant a line of `args` chose; the raw logs
+/// another line keeps (`--keep-raw-log`) stay out of the uploaded records. A line of `args`
 /// that is an option and its value is refused, naming the input, before anything runs.
 #[test]
 fn the_action_passes_a_filter_with_spaces_as_one_argument_and_args_one_per_line() {
@@ -601,7 +602,10 @@ fn the_action_passes_a_filter_with_spaces_as_one_argument_and_args_one_per_line(
         &[
             ("cases", "demo/*"),
             ("filter", "(?x) ckpt-demo | crash-demo"),
-            ("args", "--no-compare\n  --variant=allocator=gc80\n"),
+            (
+                "args",
+                "--no-compare\n  --variant=allocator=gc80\n--keep-raw-log\n",
+            ),
         ],
     ));
     // The crash demo fails as a job (exit 3); the records are staged all the same.
@@ -621,6 +625,11 @@ fn the_action_passes_a_filter_with_spaces_as_one_argument_and_args_one_per_line(
         let text = path.display().to_string();
         assert!(text.contains("gc80"), "not the variant args chose: {text}");
     }
+    // The masked console logs are staged, the raw copies `--keep-raw-log` kept are not.
+    assert_eq!(find(&records.join("results"), "console.log").len(), 2);
+    let kept_raw = find(&job.temp.join("goldgate/work"), "console.raw.log");
+    assert_eq!(kept_raw.len(), 2, "{}", show(&o));
+    assert_eq!(find(&records, "console.raw.log"), Vec::<PathBuf>::new());
 
     // `--repeat 3` on one line would reach goldgate as one word.
     let job = bare_job(tmp.path(), 2);

@@ -2,7 +2,8 @@
 //! `PATH` that print a queue and record what they were asked (the real cluster's cancel is in
 //! `slurm.rs`): the run is its folder's, only this user's jobs of the run are cancelled, a run
 //! that may still be running is cancelled only with `--force`, and a huge queue costs
-//! goldgate bounded memory.
+//! goldgate bounded memory; what a goldgate killed mid-job left unmasked is settled, with the
+//! secrets of `cancel`'s own environment.
 #![allow(clippy::unwrap_used)]
 
 use std::os::unix::fs::PermissionsExt;
@@ -13,6 +14,7 @@ use crate::common;
 
 use common::cli::{self, code, text};
 use common::redact::redact;
+use common::results::walk;
 
 /// A folder with one finished local run under `out/`, and a `bin/` of fake Slurm commands.
 struct Folder {
@@ -188,4 +190,130 @@ fn a_huge_queue_costs_bounded_memory() {
         .and_then(|k| k.parse().ok())
         .unwrap();
     assert!(kib < 64 * 1024, "peak {kib} KiB while reading the queue");
+}
+
+impl Folder {
+    /// Makes the run one whose goldgate was killed while its Slurm job 101 ran: no
+    /// `finished_at`, a `runner` process that is gone, the job's secret named (`HF_TOKEN`),
+    /// `keep_raw_log` as given; in the job folder Slurm's raw output (`secret` in every line,
+    /// the last two never read by goldgate), the console log as goldgate wrote it before it
+    /// died (half a line at its end), and a per-rank log holding `secret`. Returns the job
+    /// folder.
+    fn killed_mid_slurm_job(&self, secret: &str, keep_raw: bool) -> PathBuf {
+        let mut gone = std::process::Command::new("true").spawn().unwrap();
+        let pid = gone.id();
+        gone.wait().unwrap();
+        self.edit_index(|v| {
+            v.as_object_mut().unwrap().remove("finished_at");
+            v["runner"]["pid"] = pid.into();
+            v["keep_raw_log"] = keep_raw.into();
+            v["jobs"][0]["outcome"] = serde_json::Value::Null;
+            v["jobs"][0]["scheduler_job_ids"] = serde_json::json!([101]);
+            v["jobs"][0]["secret_names"] = serde_json::json!(["HF_TOKEN"]);
+        });
+        let job = self
+            .path()
+            .join("out")
+            .join(&self.run_id)
+            .join("m/one/default/1");
+        let _ = std::fs::remove_file(job.join("results.json"));
+        std::fs::write(
+            job.join("slurm-output.attempt1.log"),
+            format!("login {secret}\nstep 1 {secret}\nstep 2 {secret}\n"),
+        )
+        .unwrap();
+        std::fs::write(job.join("logs/console.log"), "login <redacted>\nstep 1 <re").unwrap();
+        let rank = job.join("logs/none_x/attempt_0/0");
+        std::fs::create_dir_all(&rank).unwrap();
+        std::fs::write(rank.join("stdout.log"), format!("rank 0 {secret}\n")).unwrap();
+        self.fake_slurm(&format!("101|RUNNING|goldgate-run={}\n", self.run_id));
+        // Cancelled, the job leaves the queue.
+        let dir = self.path().display();
+        self.fake(
+            "scancel",
+            &format!("echo \"$@\" >> {dir}/scancel.args\n: > {dir}/queue"),
+        );
+        job
+    }
+
+    /// `goldgate cancel` with `HF_TOKEN` set to `token`, or not set at all.
+    fn cancel_with_token(&self, token: Option<&str>) -> Output {
+        let path = format!(
+            "{}:{}",
+            self.path().join("bin").display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        let mut cmd = cli::goldgate();
+        cmd.current_dir(self.path())
+            .args(["cancel", "--out", "out"])
+            .env("PATH", path)
+            .env_remove("HF_TOKEN")
+            .stdin(Stdio::null());
+        if let Some(token) = token {
+            cmd.env("HF_TOKEN", token);
+        }
+        cmd.output().unwrap()
+    }
+
+    /// Every file under `out/` holding `needle`.
+    fn files_holding(&self, needle: &str) -> Vec<PathBuf> {
+        walk(&self.path().join("out"))
+            .into_iter()
+            .filter(|p| p.is_file())
+            .filter(|p| String::from_utf8_lossy(&std::fs::read(p).unwrap()).contains(needle))
+            .collect()
+    }
+}
+
+#[test]
+fn cancel_masks_the_output_a_killed_goldgate_never_read_into_its_log_and_keeps_no_raw_copy() {
+    let secret = "hf-left-behind-token-5150";
+    for keep_raw in [false, true] {
+        let f = Folder::new();
+        let job = f.killed_mid_slurm_job(secret, keep_raw);
+        let o = f.cancel_with_token(Some(secret));
+        assert_eq!(code(&o), 0, "{}", text(&o));
+        assert_eq!(f.read("scancel.args"), "101\n");
+        assert!(!text(&o).contains("warning"), "{}", text(&o));
+        assert_eq!(
+            std::fs::read_to_string(job.join("logs/console.log")).unwrap(),
+            "login <redacted>\nstep 1 <redacted>\nstep 2 <redacted>\n"
+        );
+        assert_eq!(
+            std::fs::read_to_string(job.join("logs/none_x/attempt_0/0/stdout.log")).unwrap(),
+            "rank 0 <redacted>\n"
+        );
+        assert!(!job.join("slurm-output.attempt1.log").exists());
+        let mut holding = f.files_holding(secret);
+        holding.sort();
+        let kept: Vec<PathBuf> = match keep_raw {
+            true => vec![
+                job.join("logs/console.raw.log"),
+                job.join("logs/none_x/attempt_0/0/stdout.raw.log"),
+            ],
+            false => Vec::new(),
+        };
+        assert_eq!(holding, kept, "a raw copy only on request");
+    }
+}
+
+#[test]
+fn output_whose_secret_the_cancelling_environment_lacks_is_left_out_and_said() {
+    let secret = "hf-left-behind-token-5151";
+    let f = Folder::new();
+    let job = f.killed_mid_slurm_job(secret, false);
+    let o = f.cancel_with_token(None);
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    assert!(
+        f.files_holding(secret).is_empty(),
+        "{:?}",
+        f.files_holding(secret)
+    );
+    let log = std::fs::read_to_string(job.join("logs/console.log")).unwrap();
+    assert!(
+        log.starts_with("login <redacted>\n[goldgate: 66 bytes of the job's output"),
+        "{log}"
+    );
+    let shown = redact(&text(&o), &[f.path()]).replace(&f.run_id, "<RUN>");
+    insta::assert_snapshot!(shown);
 }

@@ -619,6 +619,7 @@ fn run_json_and_results_json_that_disagree_on_an_outcome_are_refused() {
         runner: None,
         ab: None,
         rerun_of: None,
+        keep_raw_log: false,
         jobs: records
             .iter()
             .zip([Outcome::Passed, second])
@@ -627,6 +628,7 @@ fn run_json_and_results_json_that_disagree_on_an_outcome_are_refused() {
                 dir: r.rel_dir(),
                 outcome: Some(outcome),
                 scheduler_job_ids: Vec::new(),
+                secret_names: Vec::new(),
             })
             .collect(),
     };

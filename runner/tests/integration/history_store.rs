@@ -142,6 +142,7 @@ pub(crate) fn write_run(dir: &Path, run: &str, started: &str, commit: &str, repe
             dir: r.rel_dir(),
             outcome: Some(r.outcome.clone()),
             scheduler_job_ids: Vec::new(),
+            secret_names: Vec::new(),
         });
     }
     let index = RunIndex {
@@ -156,6 +157,7 @@ pub(crate) fn write_run(dir: &Path, run: &str, started: &str, commit: &str, repe
         runner: None,
         ab: None,
         rerun_of: None,
+        keep_raw_log: false,
     };
     std::fs::write(
         dir.join(run).join("run.json"),

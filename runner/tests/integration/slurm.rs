@@ -7,7 +7,9 @@
 //! nodes are sampled, a job pending in a DOWN partition (shown pending, cancelled at the
 //! pending limit, not at `--timeout`), a job that can never start (cancelled at once; pending
 //! and queued time one figure), goldgate SIGKILLed (its jobs found and cancelled by `goldgate
-//! cancel` and by the next `run`), and slurmctld stopped for 12 s and for 45 s (said when it
+//! cancel` and by the next `run`; the output it never read masked into the console log by
+//! `cancel`, Slurm's raw copy kept only with `--keep-raw-log`), per-rank logs stored masked,
+//! and slurmctld stopped for 12 s and for 45 s (said when it
 //! stops and answers; waited out; given up past the outage limit, cancelled when the
 //! controller answers in time, else said how to cancel). A [`StoppedController`] guard starts
 //! slurmctld again however a test that stopped it ends.
@@ -753,6 +755,175 @@ fn a_killed_goldgates_jobs_are_cancelled_by_cancel_and_by_the_next_run() {
         text(&out)
     );
     assert!(tree.wait_for_empty_queue(), "the orphan is still queued");
+    // Slurm's raw output of the killed run's job is settled too, not left behind.
+    let raw: Vec<PathBuf> = walk(&tree.path().join("out"))
+        .into_iter()
+        .filter(|p| p.to_string_lossy().contains("slurm-output."))
+        .collect();
+    assert!(raw.is_empty(), "{raw:?}");
+}
+
+/// A direct-launcher case running `sh <cases/demo/<name>/job.sh> <the job's logs/>` (a file:
+/// goldgate fills placeholders in entry words, the job's shell expands `$HF_TOKEN`).
+fn script_tree(name: &str, script: &str) -> Tree {
+    let tree = Tree::new(name, "");
+    let case = tree.path().join("cases/demo").join(name);
+    std::fs::write(case.join("job.sh"), script).unwrap();
+    let yaml = format!(
+        "TEST_TYPE: regular\nLAUNCHER: direct\nMODEL_ARGS: {{}}\nGOLDGATE:\n  \
+         entry: [\"sh\", {:?}, \"${{LOG_DIR}}\"]\n  nproc: 1\n",
+        case.join("job.sh").display().to_string()
+    );
+    std::fs::write(case.join("model_config.yaml"), yaml).unwrap();
+    tree
+}
+
+/// Every file under the tree's `out/` holding `needle`, sorted.
+fn files_holding(tree: &Tree, needle: &str) -> Vec<PathBuf> {
+    let mut found: Vec<PathBuf> = walk(&tree.path().join("out"))
+        .into_iter()
+        .filter(|p| p.is_file())
+        .filter(|p| String::from_utf8_lossy(&std::fs::read(p).unwrap()).contains(needle))
+        .collect();
+    found.sort();
+    found
+}
+
+/// The job folder of the tree's only run.
+fn job_dir(tree: &Tree) -> PathBuf {
+    let index = &tree.indexes()[0];
+    tree.path()
+        .join("out")
+        .join(&index.run_id)
+        .join(&index.jobs[0].dir)
+}
+
+/// A job that writes a per-rank log under `logs/` holding its secret (as torchrun's
+/// `--log-dir` does).
+const RANK_LOG: &str = "d=\"$1/none_x/attempt_0/0\"; mkdir -p \"$d\"; \
+                        echo \"rank 0 token $HF_TOKEN\" > \"$d/stdout.log\"\n";
+
+#[test]
+fn a_slurm_jobs_per_rank_logs_are_stored_redacted_and_raw_only_on_request() {
+    let _cluster = shared();
+    if !cluster() {
+        return;
+    }
+    let secret = "hf-slurm-rank-token-31337";
+    for keep_raw in [false, true] {
+        let tree = script_tree("ranks", &format!("{RANK_LOG}echo \"login $HF_TOKEN\"\n"));
+        let extra: &[&str] = if keep_raw { &["--keep-raw-log"] } else { &[] };
+        let out = tree
+            .run("n1", extra)
+            .env("HF_TOKEN", secret)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+        let logs = job_dir(&tree).join("logs");
+        assert_eq!(
+            std::fs::read_to_string(logs.join("none_x/attempt_0/0/stdout.log")).unwrap(),
+            "rank 0 token <redacted>\n"
+        );
+        let kept = match keep_raw {
+            true => vec![
+                logs.join("console.raw.log"),
+                logs.join("none_x/attempt_0/0/stdout.raw.log"),
+            ],
+            false => Vec::new(),
+        };
+        assert_eq!(
+            files_holding(&tree, secret),
+            kept,
+            "a raw copy only on request"
+        );
+    }
+}
+
+#[test]
+fn a_killed_goldgates_slurm_output_is_masked_into_its_log_by_cancel_and_kept_raw_only_on_request() {
+    let _cluster = shared();
+    if !cluster() {
+        return;
+    }
+    let secret = "hf-slurm-left-token-8086";
+    // Prints its secret until cancelled, after goldgate is gone too.
+    let script = format!(
+        "{RANK_LOG}echo \"login $HF_TOKEN\"; echo ready\n\
+         i=0; while [ $i -lt 1200 ]; do echo \"late $i $HF_TOKEN\"; i=$((i+1)); sleep 0.1; done\n"
+    );
+    for keep_raw in [false, true] {
+        let tree = script_tree("leftraw", &script);
+        let extra: &[&str] = if keep_raw { &["--keep-raw-log"] } else { &[] };
+        let mut child = tree
+            .run("n1", extra)
+            .env("HF_TOKEN", secret)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let console = || {
+            let path = walk(&tree.path().join("out"))
+                .into_iter()
+                .find(|p| p.ends_with("logs/console.log"));
+            path.and_then(|p| std::fs::read_to_string(p).ok())
+                .unwrap_or_default()
+        };
+        assert!(
+            wait(Duration::from_secs(180), || console().contains("late 3 ")),
+            "the job never printed"
+        );
+        kill9(&mut child);
+        // The last line goldgate read; Slurm's raw output, secrets and all, outlives goldgate,
+        // and the job prints on.
+        let last_read: u32 = console()
+            .lines()
+            .filter_map(|l| l.strip_prefix("late ")?.split(' ').next()?.parse().ok())
+            .max()
+            .unwrap();
+        let unread = format!("late {} ", last_read + 10);
+        let job = job_dir(&tree);
+        let raw = job.join("slurm-output.attempt1.log");
+        assert!(wait(Duration::from_secs(60), || {
+            std::fs::read_to_string(&raw).is_ok_and(|t| t.contains(&unread))
+        }));
+        let out = cli::goldgate()
+            .current_dir(tree.path())
+            .args(["cancel", "--out", "out"])
+            .env("HF_TOKEN", secret)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+        assert!(
+            text(&out).contains("goldgate: cancelled 1 Slurm job(s) of run"),
+            "{}",
+            text(&out)
+        );
+        assert!(!raw.exists(), "Slurm's raw output is left");
+        let settled = console();
+        assert!(
+            settled.contains("login <redacted>\nready\n")
+                && settled.contains(&format!("{unread}<redacted>\n")),
+            "what goldgate never read is not in the log: {settled}"
+        );
+        let logs = job.join("logs");
+        assert_eq!(
+            std::fs::read_to_string(logs.join("none_x/attempt_0/0/stdout.log")).unwrap(),
+            "rank 0 token <redacted>\n"
+        );
+        let kept = match keep_raw {
+            true => vec![
+                logs.join("console.raw.log"),
+                logs.join("none_x/attempt_0/0/stdout.raw.log"),
+            ],
+            false => Vec::new(),
+        };
+        assert_eq!(
+            files_holding(&tree, secret),
+            kept,
+            "a raw copy only on request"
+        );
+        assert!(tree.wait_for_empty_queue(), "cancel left the job");
+    }
 }
 
 /// The test cluster's state folder (as `.ci/slurm-cluster.sh` keeps it).

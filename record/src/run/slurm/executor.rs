@@ -4,7 +4,8 @@
 //! its log streamed from the job folder through a [`LogWatch`], its pending time kept apart
 //! from its running time (only running time counts against the timeout). Ctrl-C, SIGTERM or
 //! the timeout cancel it (`scancel`: TERM, the grace period, then KILL) and wait until it
-//! left the queue.
+//! left the queue. Once it did, Slurm's raw copy of the output is settled (`raw`) and the
+//! per-rank logs are masked.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -16,6 +17,7 @@ use super::ended::{EndState, read_end, slurm_ended, slurm_line};
 use super::followed::{Followed, cancelled_line, give_up, job_exit, mark_started, see_exit};
 use super::node::read_nodes;
 use super::queue::{Change, Queue, Seen};
+use super::raw::{log_name, raw_path, settle_ended};
 use super::state::{Cancelled, Phase, outcome, phase};
 use super::tail::Tail;
 use crate::metrics::Observed;
@@ -164,10 +166,7 @@ impl SlurmExecutor {
         let log = job.dirs.logs.join(log_name(ctx.number));
         // Slurm writes the job's output as it came, secrets and all, outside `logs/` (which
         // CI uploads); goldgate keeps it redacted in `logs/` as it reads it.
-        let raw = job
-            .dirs
-            .job
-            .join(format!("slurm-output.attempt{}.log", ctx.number));
+        let raw = raw_path(&job.dirs.job, ctx.number);
         let limit = batch_time_limit(job, self.timeout, slurm);
         let script = job
             .dirs
@@ -204,7 +203,7 @@ impl SlurmExecutor {
         let logs = (raw.as_path(), log.as_path());
         let followed = self.follow(Followed::new(id, limits), ctx, logs, limit, on_event);
         self.queue.forget(id);
-        self.settle_raw(&raw, &log)?;
+        let unmasked = self.settle(job, &raw, &log)?;
         let mut output = followed?;
         if let Some(observed) = output.observed.as_mut().filter(|_| !output.wall.is_zero()) {
             // Stopped by Ctrl-C: read what the samplers wrote, without waiting for the rest.
@@ -214,23 +213,26 @@ impl SlurmExecutor {
             };
             observed.nodes = read_nodes(&samples, job.nodes, wait);
         }
+        if let Some(node) = output.observed.as_mut().and_then(|o| o.nodes.first_mut()) {
+            node.warnings.extend(unmasked);
+        }
         self.note_node_failure(job, &mut output);
         Ok(output)
     }
 
-    /// Slurm's unredacted copy of the output, once the job is over: removed, or moved to
-    /// `console.raw.log` beside the log with `--keep-raw-log`.
-    fn settle_raw(&self, raw: &Path, log: &Path) -> Result<(), String> {
-        let result = match self.keep_raw_log {
-            true => std::fs::rename(raw, crate::run::watch::raw_log_path(log)),
-            false => std::fs::remove_file(raw),
-        };
-        match result {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                Err(format!("cannot remove the raw log {}: {e}", raw.display()))
-            }
-            _ => Ok(()),
-        }
+    /// Once the job is over: Slurm's raw copy of the output settled, and the launcher's
+    /// per-rank logs (torchrun's `--log-dir` under `logs/`), which CI uploads with the console
+    /// log, masked as it is; a warning for each log that could not be masked.
+    fn settle(&self, job: &Job, raw: &Path, log: &Path) -> Result<Vec<String>, String> {
+        settle_ended(raw, log, self.keep_raw_log)?;
+        let redactor = crate::run::watch::redactor(&job.env, &job.env_unset);
+        let logs = &job.dirs.logs;
+        Ok(crate::run::rank_logs::mask(
+            logs,
+            log,
+            &redactor,
+            self.keep_raw_log,
+        ))
     }
 
     /// This attempt's own `sbatch` options: the run id as `--comment`, and `--exclude` with
@@ -536,14 +538,6 @@ fn samples_name(attempt: u32) -> String {
     match attempt {
         1 => "samples".to_owned(),
         n => format!("samples.attempt{n}"),
-    }
-}
-
-/// `console.log`, or `console.attempt2.log` for later attempts.
-fn log_name(attempt: u32) -> String {
-    match attempt {
-        1 => "console.log".to_owned(),
-        n => format!("console.attempt{n}.log"),
     }
 }
 

@@ -3,12 +3,16 @@
 //! cancelled. `goldgate cancel` calls it, and so does `goldgate run` on a results folder
 //! whose last run died (`--rerun-failed` included), before it submits anything new behind the
 //! orphans. The job ids a `run.json` records are not trusted on their own: a job is the run's
-//! only when Slurm says it is the user's and carries the run's comment.
+//! only when Slurm says it is the user's and carries the run's comment. Then what the run's
+//! jobs left in their folders is settled (`raw`): a goldgate killed mid-job never did.
 
 use std::collections::BTreeSet;
+use std::path::Path;
+use std::time::{Duration, Instant};
 
 use super::command::{SlurmError, own_jobs, scancel_all};
 use super::executor::run_comment;
+use super::raw::Leftovers;
 use super::state::{Phase, phase};
 use goldgate_schema::RunIndex;
 
@@ -58,9 +62,51 @@ pub fn left_in_queue(index: &RunIndex) -> Result<Vec<u64>, SlurmError> {
     Ok(live.into_iter().collect())
 }
 
-/// Cancels the run's jobs still in the queue; returns their ids (empty: nothing was left).
-pub fn cancel_left(index: &RunIndex) -> Result<Vec<u64>, SlurmError> {
+/// What cleaning up after a run did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CleanedUp {
+    /// The jobs it cancelled, in id order (empty: nothing was left in the queue).
+    pub cancelled: Vec<u64>,
+    /// What it could not settle of what the run's jobs left in their folders, or settled only
+    /// in part (output left out for want of a secret).
+    pub warnings: Vec<String>,
+}
+
+/// Cancels the run's jobs still in the queue and, once no goldgate may be running the run,
+/// settles what its jobs left in their folders (under `run_dir`, the run's folder) — Slurm's
+/// raw output and per-rank logs that a goldgate killed mid-job never masked — after waiting
+/// (up to [`LEAVE_WAIT`]) for the cancelled jobs to leave the queue, so that their last lines
+/// are settled too. A run whose goldgate may still run it (`cancel --force`) settles its own.
+pub fn cancel_left(run_dir: &Path, index: &RunIndex) -> Result<CleanedUp, SlurmError> {
     let ids = left_in_queue(index)?;
     scancel_all(&ids)?;
-    Ok(ids)
+    let mut warnings = Vec::new();
+    if still_running(index).is_none() {
+        let left = Leftovers::find(run_dir, index);
+        if left.has_raw() && !ids.is_empty() {
+            wait_until_gone(index, &ids);
+        }
+        warnings = left.settle(run_dir, index.keep_raw_log);
+    }
+    Ok(CleanedUp {
+        cancelled: ids,
+        warnings,
+    })
+}
+
+/// How long cleaning up waits for cancelled jobs to leave the queue (Slurm's `KillWait`
+/// between its TERM and KILL is 30 s by default).
+const LEAVE_WAIT: Duration = Duration::from_secs(60);
+
+/// Waits until none of `ids` is in the queue any more, [`LEAVE_WAIT`] at most; a queue that
+/// cannot be read ends the wait (what is there is settled).
+fn wait_until_gone(index: &RunIndex, ids: &[u64]) {
+    let deadline = Instant::now() + LEAVE_WAIT;
+    while Instant::now() < deadline {
+        match left_in_queue(index) {
+            Ok(left) if left.iter().any(|id| ids.contains(id)) => {}
+            _ => return,
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
 }
