@@ -593,8 +593,12 @@ fn a_run_killed_with_sigkill_never_passes_the_gate() {
 // ---- very short jobs gated on memory -----------------------------------------------------------
 
 /// A quick job (a few ms, over before the sampler's first tick at 50 ms) whose case gates its
-/// host memory, blessed from one run: the golden holds the PSS read as the job started.
-fn blessed_quick_memory_run(s: &Scratch) {
+/// host memory, blessed from a run whose PSS was read as the job started.
+///
+/// That read races the job: on a loaded machine the job can be gone before goldgate reads it,
+/// and then its PSS is not sampled (a gate says so and passes). The golden needs a reading, so
+/// this runs the job until one run has it, at most 30 times, and returns how many runs it made.
+fn blessed_quick_memory_run(s: &Scratch) -> usize {
     let entry = format!("[\"sh\", {:?}, \"3\"]", script("iterations.sh"));
     s.write(
         "cases/m/quick/model_config.yaml",
@@ -603,12 +607,38 @@ fn blessed_quick_memory_run(s: &Scratch) {
              METRICS: [\"lm loss\", \"host-peak-pss-bytes\"]\nGOLDGATE:\n  entry: {entry}\n"
         ),
     );
-    let o = s.run(&[]).output().unwrap();
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let mut runs = 0;
+    let sampled = (0..30).any(|_| {
+        let earlier: Vec<String> = match s.path().join("out").exists() {
+            true => s.records().into_iter().map(|r| r.run_id).collect(),
+            false => Vec::new(),
+        };
+        let o = s.run(&[]).output().unwrap();
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+        runs += 1;
+        s.records()
+            .into_iter()
+            .filter(|r| !earlier.contains(&r.run_id))
+            .all(|r| r.memory.host_peak_pss_bytes.is_some())
+    });
+    assert!(
+        sampled,
+        "30 runs of the quick job and none had its PSS read"
+    );
     let o = s.goldgate(&["bless", "--from", "out"]).output().unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let golden = std::fs::read_to_string(golden_path(s)).unwrap();
     assert!(golden.contains("host-peak-pss-bytes"), "{golden}");
+    runs
+}
+
+/// Whether a gated run of the quick job passed: with its PSS within the golden's band, or not
+/// sampled because the job was gone before goldgate read it (not a regression).
+fn passed_its_gate(output: &Output) -> bool {
+    let t = text(output);
+    output.status.code() == Some(0)
+        && (t.contains("1 job on dev_cpu: 1 passed")
+            || t.contains("1 job on dev_cpu: 1 with a metric not sampled"))
 }
 
 /// `goldgate run --root cases --sample-interval 50ms <args>`, gated.
@@ -623,24 +653,21 @@ fn gated_run(s: &Scratch, args: &[&str]) -> Command {
 #[test]
 fn two_runs_into_one_out_folder_at_once_each_pass_their_own_gate() {
     let s = Scratch::new("concurrent-out");
-    blessed_quick_memory_run(&s);
+    let blessing = blessed_quick_memory_run(&s);
     let runs: Vec<Child> = (0..2)
         .map(|_| gated_run(&s, &["--out", "out"]).spawn().unwrap())
         .collect();
     for run in runs {
         let o = run.wait_with_output().unwrap();
-        assert_eq!(o.status.code(), Some(0), "{}", text(&o));
-        let t = text(&o);
-        assert!(t.contains("1 job on dev_cpu: 1 passed"), "{t}");
+        assert!(passed_its_gate(&o), "{}", text(&o));
     }
     let mut ids: Vec<String> = s.records().into_iter().map(|r| r.run_id).collect();
     ids.sort();
     ids.dedup();
-    assert_eq!(ids.len(), 3, "the blessed run and the two at once: {ids:?}");
-    assert!(
-        s.records()
-            .iter()
-            .all(|r| r.memory.host_peak_pss_bytes.is_some())
+    assert_eq!(
+        ids.len(),
+        blessing + 2,
+        "the blessing's runs and the two at once: {ids:?}"
     );
 }
 
@@ -651,7 +678,7 @@ fn an_out_folder_that_is_a_link_to_a_folder_is_written_through_and_gated() {
     std::fs::create_dir(s.path().join("real")).unwrap();
     std::os::unix::fs::symlink(s.path().join("real"), s.path().join("linked")).unwrap();
     let o = gated_run(&s, &["--out", "linked"]).output().unwrap();
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(passed_its_gate(&o), "{}", text(&o));
     assert!(s.path().join("linked").is_symlink());
     let records = common::results::records(&s.path().join("real"));
     assert_eq!(records.len(), 1);

@@ -229,17 +229,20 @@ impl Tree {
 
     /// Waits until a console log of the job shows iteration `n`.
     fn wait_for_iteration(&self, n: u32) {
-        let want = format!("iteration {n:>8}/");
-        let found = wait(Duration::from_secs(180), || {
-            walk(&self.path().join("out"))
-                .iter()
-                .filter(|p| {
-                    p.file_name()
-                        .is_some_and(|f| f.to_string_lossy().starts_with("console"))
-                })
-                .any(|p| std::fs::read_to_string(p).is_ok_and(|t| t.contains(&want)))
-        });
+        let found = wait(Duration::from_secs(180), || self.reached(n));
         assert!(found, "the job never reached iteration {n}");
+    }
+
+    /// Whether a console log of the job shows iteration `n` now.
+    fn reached(&self, n: u32) -> bool {
+        let want = format!("iteration {n:>8}/");
+        walk(&self.path().join("out"))
+            .iter()
+            .filter(|p| {
+                p.file_name()
+                    .is_some_and(|f| f.to_string_lossy().starts_with("console"))
+            })
+            .any(|p| std::fs::read_to_string(p).is_ok_and(|t| t.contains(&want)))
     }
 }
 
@@ -1187,12 +1190,18 @@ fn a_controller_away_for_12_s_is_waited_out_and_a_job_given_up_meanwhile_is_canc
     if !cluster() {
         return;
     }
-    let patient = Tree::new("patient", &case(600, 50, ""));
+    // 60 s of steps: on a loaded machine `brittle` can start many seconds after `patient`, and
+    // `patient` must still run through the controller's 12 s away.
+    let patient = Tree::new("patient", &case(1200, 50, ""));
     let brittle = Tree::new("brittle", &case(3000, 50, ""));
     let (a, a_err) = spawn_followed(&patient, "n1");
     let (mut b, b_err) = spawn_followed(&brittle, "brittle");
     patient.wait_for_iteration(2);
     brittle.wait_for_iteration(2);
+    assert!(
+        !patient.reached(900),
+        "`patient` has less than 15 s to go before the controller stops"
+    );
     let Some(controller) = stop_controller() else {
         return cannot_stop_controller();
     };
