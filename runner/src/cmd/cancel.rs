@@ -4,13 +4,14 @@
 //! whose run id is not its folder's is refused, and so, without `--force`, is a run whose
 //! goldgate may still be running it. Then what the run's jobs left in their folders is settled:
 //! Slurm's raw output masked into the console logs (or kept raw, for a run that asked for
-//! `--keep-raw-log`), per-rank logs masked. `goldgate run` does the same first on a results
-//! folder whose last run died.
+//! `--keep-raw-log`), per-rank logs masked (a local run's too). `goldgate run` does the same
+//! first on a results folder whose last run died.
 
 use std::path::{Path, PathBuf};
 
 use super::error::{AppError, CmdError};
 use super::output::{errln, outln};
+use goldgate_core::config::ExecutorChoice;
 use goldgate_schema::{Exit, RunIndex};
 
 /// Arguments of `goldgate cancel`.
@@ -121,6 +122,37 @@ pub(crate) fn orphans_before_run(out: &Path, rerun_failed: bool) -> Result<(), A
         errln!("warning: {warning}");
     }
     Ok(())
+}
+
+/// Before a run with `choice`'s executor submits or starts anything: what the newest earlier
+/// run under `out` left when its goldgate died ([`orphans_before_run`] for Slurm's; a local
+/// run's [`settle_before_local_run`]).
+pub(crate) fn before_run(out: &Path, choice: ExecutorChoice) -> Result<(), AppError> {
+    match choice {
+        ExecutorChoice::Slurm => orphans_before_run(out, false),
+        ExecutorChoice::Local => {
+            settle_before_local_run(out);
+            Ok(())
+        }
+    }
+}
+
+/// Before a local run: the newest earlier run under `out`, when its goldgate died mid-job,
+/// left its jobs' per-rank logs unmasked (the launcher writes them itself); they are masked
+/// now, as the run's goldgate would have as each job ended. A run that used Slurm is left to
+/// the Slurm executor's check and `goldgate cancel`, which cancel its jobs before settling.
+fn settle_before_local_run(out: &Path) {
+    let Some(index) = goldgate_judge::compare::runs::newest_run(out) else {
+        return;
+    };
+    let on_slurm = index.jobs.iter().any(|j| !j.scheduler_job_ids.is_empty());
+    if on_slurm || !goldgate_record::run::slurm::died(&index) {
+        return;
+    }
+    let folder = folder_of(out, &index).unwrap_or_else(|| index.run_id.clone());
+    for warning in goldgate_record::run::slurm::settle_left(&out.join(folder), &index) {
+        errln!("warning: {warning}");
+    }
 }
 
 /// `goldgate: cancelled 2 Slurm job(s) of run R: 12 13`, or that it left none.

@@ -122,23 +122,23 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
 }
 
 /// The executor of the selection's platform, or the one `--executor` names (`run`, `ab`).
-/// Slurm's first cancels what a dead run under `--out` left in the queue.
+/// What a dead run under `--out` left goes first: its Slurm jobs cancelled (Slurm's executor),
+/// its jobs' unmasked logs settled (`cancel::before_run`).
 pub(crate) fn executor(
     select: &Selection,
     config: &Config,
     opts: &RunOptions,
     jobs: &[goldgate_record::plan::Job],
 ) -> Result<Box<dyn Executor>, AppError> {
-    Ok(match select.executor(config)?.1 {
+    let choice = select.executor(config)?.1;
+    let executor: Box<dyn Executor> = match choice {
         ExecutorChoice::Local => Box::new(LocalExecutor::new(opts, jobs)?),
-        ExecutorChoice::Slurm => {
-            let executor = SlurmExecutor::new(opts, config, jobs)
-                .map_err(goldgate_record::run::RunError::from)?;
-            // What the last run left in the queue goes before anything new is submitted.
-            super::cancel::orphans_before_run(&opts.out_dir, false)?;
-            Box::new(executor)
-        }
-    })
+        ExecutorChoice::Slurm => Box::new(
+            SlurmExecutor::new(opts, config, jobs).map_err(goldgate_record::run::RunError::from)?,
+        ),
+    };
+    super::cancel::before_run(&opts.out_dir, choice)?;
+    Ok(executor)
 }
 
 /// An empty selection: fine for a partition that got no case or a rerun with nothing failed

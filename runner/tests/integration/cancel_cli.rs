@@ -319,3 +319,44 @@ fn output_whose_secret_the_cancelling_environment_lacks_is_left_out_and_said() {
     let shown = redact(&text(&o), &[f.path()]).replace(&f.run_id, "<RUN>");
     insta::assert_snapshot!(shown);
 }
+
+/// A local run's jobs leave no queue, but a goldgate killed mid-job leaves their per-rank logs
+/// unmasked (the launcher writes them itself): `cancel` masks them, on a host without Slurm too.
+#[test]
+fn cancel_masks_a_killed_local_runs_per_rank_logs_without_slurm() {
+    let secret = "hf-left-local-token-5152";
+    let f = Folder::new();
+    let mut gone = std::process::Command::new("true").spawn().unwrap();
+    let pid = gone.id();
+    gone.wait().unwrap();
+    f.edit_index(|v| {
+        v.as_object_mut().unwrap().remove("finished_at");
+        v["runner"]["pid"] = pid.into();
+        v["jobs"][0]["outcome"] = serde_json::Value::Null;
+        v["jobs"][0]["secret_names"] = serde_json::json!(["HF_TOKEN"]);
+    });
+    let rank =
+        (f.path().join("out").join(&f.run_id)).join("m/one/default/1/logs/none_x/attempt_0/0");
+    std::fs::create_dir_all(&rank).unwrap();
+    std::fs::write(rank.join("stdout.log"), format!("rank 0 {secret}\n")).unwrap();
+    // No Slurm command on PATH.
+    std::fs::create_dir_all(f.path().join("empty")).unwrap();
+    let o = cli::goldgate()
+        .current_dir(f.path())
+        .args(["cancel", "--out", "out"])
+        .env("PATH", f.path().join("empty"))
+        .env("HF_TOKEN", secret)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    assert_eq!(
+        std::fs::read_to_string(rank.join("stdout.log")).unwrap(),
+        "rank 0 <redacted>\n"
+    );
+    assert!(
+        f.files_holding(secret).is_empty(),
+        "{:?}",
+        f.files_holding(secret)
+    );
+}

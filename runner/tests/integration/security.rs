@@ -194,6 +194,73 @@ fn per_rank_logs_under_the_jobs_logs_are_stored_redacted() {
     }
 }
 
+/// A goldgate killed mid-job (SIGKILL: nothing of it runs) never masks the per-rank logs the
+/// launcher wrote; the next run into the folder does, from what `run.json` recorded and its
+/// own environment's secrets, keeping the raw text only for a run that asked for it.
+#[test]
+fn a_killed_goldgates_per_rank_logs_are_masked_by_the_next_run_and_kept_raw_only_on_request() {
+    let inherited = "hf-killed-rank-token-24680";
+    for keep_raw in [false, true] {
+        let s = Scratch::new();
+        let (ready, release) = (s.path().join("ready"), s.path().join("release"));
+        // The rank writes its log, says so, and waits for the test to let it go.
+        let job = s.write(
+            "cases/m/ranks/job.sh",
+            "d=\"$1/none_abc/attempt_0/0\"; mkdir -p \"$d\"; \
+             echo \"rank 0 token $HF_TOKEN\" > \"$d/stdout.log\"; : > \"$2\"; \
+             while [ ! -e \"$3\" ]; do sleep 0.05; done",
+        );
+        s.write(
+            "cases/m/ranks/model_config.yaml",
+            &format!(
+                "TEST_TYPE: regular\nLAUNCHER: direct\nMODEL_ARGS: {{}}\nGOLDGATE:\n  \
+                 entry: [\"sh\", {:?}, \"${{LOG_DIR}}\", {:?}, {:?}]\n",
+                job.display().to_string(),
+                ready.display().to_string(),
+                release.display().to_string()
+            ),
+        );
+        let extra: &[&str] = if keep_raw { &["--keep-raw-log"] } else { &[] };
+        let mut killed = (s.run(extra).env("HF_TOKEN", inherited))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+        while !ready.exists() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the job never started"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        let pid = rustix::process::Pid::from_raw(killed.id() as i32).unwrap();
+        rustix::process::kill_process(pid, rustix::process::Signal::KILL).unwrap();
+        killed.wait().unwrap();
+        std::fs::write(&release, "").unwrap();
+        let o = s.run(&[]).env("HF_TOKEN", inherited).output().unwrap();
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+        assert!(!text(&o).contains("cannot mask"), "{}", text(&o));
+        assert!(!s.kept_text().contains(inherited));
+        let raw: Vec<PathBuf> = walk(&s.path().join("out"))
+            .into_iter()
+            .filter(|p| p.to_string_lossy().ends_with(".raw.log"))
+            .filter(|p| std::fs::read_to_string(p).unwrap().contains(inherited))
+            .collect();
+        assert_eq!(
+            raw.len(),
+            usize::from(keep_raw),
+            "a raw copy only on request: {raw:?}"
+        );
+        for raw in raw {
+            assert!(
+                raw.ends_with("none_abc/attempt_0/0/stdout.raw.log"),
+                "{raw:?}"
+            );
+        }
+    }
+}
+
 #[test]
 fn a_record_from_another_machine_is_rendered_without_its_secrets() {
     let s = Scratch::new();

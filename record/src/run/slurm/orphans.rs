@@ -4,7 +4,9 @@
 //! whose last run died (`--rerun-failed` included), before it submits anything new behind the
 //! orphans. The job ids a `run.json` records are not trusted on their own: a job is the run's
 //! only when Slurm says it is the user's and carries the run's comment. Then what the run's
-//! jobs left in their folders is settled (`raw`): a goldgate killed mid-job never did.
+//! jobs left in their folders is settled (`raw`): a goldgate killed mid-job never did. A local
+//! run's jobs leave no queue, only per-rank logs; [`settle_left`] settles those, the same way,
+//! for the next local run.
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -78,20 +80,43 @@ pub struct CleanedUp {
 /// (up to [`LEAVE_WAIT`]) for the cancelled jobs to leave the queue, so that their last lines
 /// are settled too. A run whose goldgate may still run it (`cancel --force`) settles its own.
 pub fn cancel_left(run_dir: &Path, index: &RunIndex) -> Result<CleanedUp, SlurmError> {
-    let ids = left_in_queue(index)?;
-    scancel_all(&ids)?;
-    let mut warnings = Vec::new();
-    if still_running(index).is_none() {
-        let left = Leftovers::find(run_dir, index);
-        if left.has_raw() && !ids.is_empty() {
-            wait_until_gone(index, &ids);
+    let on_slurm = index.jobs.iter().any(|j| !j.scheduler_job_ids.is_empty());
+    let ids = match left_in_queue(index) {
+        // A local run on a host without Slurm left nothing in a queue, only its jobs' folders.
+        Err(SlurmError::Spawn { source, .. })
+            if !on_slurm && source.kind() == std::io::ErrorKind::NotFound =>
+        {
+            Vec::new()
         }
-        warnings = left.settle(run_dir, index.keep_raw_log);
+        ids => ids?,
+    };
+    scancel_all(&ids)?;
+    if still_running(index).is_some() {
+        return Ok(CleanedUp {
+            cancelled: ids,
+            warnings: Vec::new(),
+        });
     }
+    if !ids.is_empty() && Leftovers::find(run_dir, index).has_raw() {
+        wait_until_gone(index, &ids);
+    }
+    let warnings = settle_left(run_dir, index);
     Ok(CleanedUp {
         cancelled: ids,
         warnings,
     })
+}
+
+/// Settles what the jobs of `index` (its folder `run_dir`) left in their folders — per-rank
+/// logs a goldgate killed mid-job never masked, Slurm's raw output — once no goldgate may be
+/// running the run (a live run's goldgate settles its own: two runs into one folder never mask
+/// each other's live files). Slurm's jobs are out of the queue first ([`cancel_left`]). Returns
+/// a line for each thing it could not settle, or settled only in part.
+pub fn settle_left(run_dir: &Path, index: &RunIndex) -> Vec<String> {
+    if still_running(index).is_some() {
+        return Vec::new();
+    }
+    Leftovers::find(run_dir, index).settle(run_dir, index.keep_raw_log)
 }
 
 /// How long cleaning up waits for cancelled jobs to leave the queue (Slurm's `KillWait`
