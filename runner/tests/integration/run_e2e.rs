@@ -4,8 +4,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::os::unix::process::CommandExt;
-use std::path::Path;
-use std::process::{Command, Stdio};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use goldgate_schema::{Outcome, RunIndex, RunRecord};
@@ -667,6 +667,68 @@ fn rerun_failed_takes_only_the_newest_runs_failures() {
     assert!(text(&none).contains("nothing to rerun"), "{}", text(&none));
 }
 
+/// `goldgate run` of the tree's cases again, only those that did not pass (`--rerun-failed`).
+const RERUN_FAILED: [&str; 7] = [
+    "run",
+    "--root",
+    "cases",
+    "--out",
+    "out",
+    "--no-compare",
+    "--rerun-failed",
+];
+
+/// Writes two cases under `d/cases/m/` and an untimed `goldgate.yaml`: `names[0]` trains with
+/// the fake trainer, `names[1]` runs `script`. Both get `FLAKY_MARKER`, the path of a file that
+/// does not exist yet; that path is returned, for the test to create when the script should
+/// behave.
+fn two_cases_behind_a_marker(d: &Path, names: [&str; 2], script: &str) -> PathBuf {
+    let [ok, other] = names;
+    let path = d.join(format!("{other}.sh"));
+    std::fs::write(&path, script).unwrap();
+    std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let marker = d.join("ready");
+    let case = |entry: &str| {
+        format!(
+            "ENV_VARS:\n  FLAKY_MARKER: {}\nTEST_TYPE: regular\nLAUNCHER: direct\nMODEL_ARGS:\n  \
+             --train-iters: 6\n  --log-interval: 1\n  --step-ms: 2\n  --model-mb: 8\n\
+             METRICS: [\"lm loss\"]\nGOLDGATE:\n  entry: [{entry}]\n",
+            marker.display()
+        )
+    };
+    cli::write(
+        &d.join(format!("cases/m/{ok}/model_config.yaml")),
+        &case("goldgate, fake-trainer"),
+    );
+    cli::write(
+        &d.join(format!("cases/m/{other}/model_config.yaml")),
+        &case(&path.display().to_string()),
+    );
+    cli::write(&d.join("goldgate.yaml"), &common::gate::untimed_config());
+    marker
+}
+
+/// Blesses `d/out` into `d/golden` (both cases get a golden folder), then compares `out`
+/// with it and returns what the compare said, once it passed.
+fn bless_then_compare(d: &Path, names: [&str; 2]) -> Output {
+    let gg = |args: &[&str]| cli::goldgate_in(d, args);
+    let bless = gg(&["bless", "--from", "out", "--golden-root", "golden"]);
+    assert_eq!(bless.status.code(), Some(0), "{}", text(&bless));
+    let [ok, other] = names;
+    assert!(d.join("golden/m").join(ok).is_dir() && d.join("golden/m").join(other).is_dir());
+    let compare = gg(&[
+        "compare",
+        "--results",
+        "out",
+        "--root",
+        "cases",
+        "--golden-root",
+        "golden",
+    ]);
+    assert_eq!(compare.status.code(), Some(0), "{}", text(&compare));
+    compare
+}
+
 /// A job that fails until a marker file exists, then trains as `fake/quick` does.
 const FLAKY: &str = "#!/usr/bin/env bash\n[ -e \"$FLAKY_MARKER\" ] || { echo 'not yet' >&2; exit 1; }\n\
                      exec goldgate fake-trainer \"$@\"\n";
@@ -678,40 +740,12 @@ const FLAKY: &str = "#!/usr/bin/env bash\n[ -e \"$FLAKY_MARKER\" ] || { echo 'no
 fn a_rerun_of_the_failures_is_judged_with_the_rest_of_its_run() {
     let tree = tempfile::tempdir().unwrap();
     let d = tree.path();
-    let script = d.join("flaky.sh");
-    std::fs::write(&script, FLAKY).unwrap();
-    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-    let marker = d.join("ready");
-    let case = |entry: &str| {
-        format!(
-            "ENV_VARS:\n  FLAKY_MARKER: {}\nTEST_TYPE: regular\nLAUNCHER: direct\nMODEL_ARGS:\n  \
-             --train-iters: 6\n  --log-interval: 1\n  --step-ms: 2\n  --model-mb: 8\n\
-             METRICS: [\"lm loss\"]\nGOLDGATE:\n  entry: [{entry}]\n",
-            marker.display()
-        )
-    };
-    cli::write(
-        &d.join("cases/m/ok/model_config.yaml"),
-        &case("goldgate, fake-trainer"),
-    );
-    cli::write(
-        &d.join("cases/m/flaky/model_config.yaml"),
-        &case(&script.display().to_string()),
-    );
-    cli::write(&d.join("goldgate.yaml"), &common::gate::untimed_config());
+    let marker = two_cases_behind_a_marker(d, ["ok", "flaky"], FLAKY);
     let gg = |args: &[&str]| cli::goldgate_in(d, args);
     let first = gg(&["run", "--root", "cases", "--out", "out", "--no-compare"]);
     assert_eq!(first.status.code(), Some(3), "{}", text(&first));
     std::fs::write(&marker, "").unwrap();
-    let rerun = gg(&[
-        "run",
-        "--root",
-        "cases",
-        "--out",
-        "out",
-        "--no-compare",
-        "--rerun-failed",
-    ]);
+    let rerun = gg(&RERUN_FAILED);
     assert_eq!(rerun.status.code(), Some(0), "{}", text(&rerun));
     let indexes = goldgate_core::records::load_indexes(&d.join("out")).unwrap();
     let (original, again): (Vec<_>, Vec<_>) = indexes
@@ -723,19 +757,7 @@ fn a_rerun_of_the_failures_is_judged_with_the_rest_of_its_run() {
         Some(original[0].run_id.as_str())
     );
     assert_eq!(again[0].jobs.len(), 1);
-    let bless = gg(&["bless", "--from", "out", "--golden-root", "golden"]);
-    assert_eq!(bless.status.code(), Some(0), "{}", text(&bless));
-    assert!(d.join("golden/m/ok").is_dir() && d.join("golden/m/flaky").is_dir());
-    let compare = gg(&[
-        "compare",
-        "--results",
-        "out",
-        "--root",
-        "cases",
-        "--golden-root",
-        "golden",
-    ]);
-    assert_eq!(compare.status.code(), Some(0), "{}", text(&compare));
+    let compare = bless_then_compare(d, ["ok", "flaky"]);
     let said = text(&compare);
     assert!(said.contains("PASS 2 jobs on dev_cpu: 2 passed"), "{said}");
     let note = format!(
@@ -760,37 +782,10 @@ fn after_ctrl_c_the_rerun_of_what_did_not_finish_gates_the_whole_matrix() {
     use std::io::Read;
     let tree = tempfile::tempdir().unwrap();
     let d = tree.path();
-    let script = d.join("hangs.sh");
-    std::fs::write(&script, HANGS_UNTIL_READY).unwrap();
-    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-    let marker = d.join("ready");
-    let case = |entry: &str| {
-        format!(
-            "ENV_VARS:\n  FLAKY_MARKER: {}\nTEST_TYPE: regular\nLAUNCHER: direct\nMODEL_ARGS:\n  \
-             --train-iters: 6\n  --log-interval: 1\n  --step-ms: 2\n  --model-mb: 8\n\
-             METRICS: [\"lm loss\"]\nGOLDGATE:\n  entry: [{entry}]\n",
-            marker.display()
-        )
-    };
-    cli::write(
-        &d.join("cases/m/a-ok/model_config.yaml"),
-        &case("goldgate, fake-trainer"),
-    );
-    cli::write(
-        &d.join("cases/m/b-hangs/model_config.yaml"),
-        &case(&script.display().to_string()),
-    );
-    cli::write(&d.join("goldgate.yaml"), &common::gate::untimed_config());
-    let bin = Path::new(env!("CARGO_BIN_EXE_goldgate"));
-    let path = format!(
-        "{}:{}",
-        bin.parent().unwrap().display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
-    let mut child = cli::goldgate()
+    let marker = two_cases_behind_a_marker(d, ["a-ok", "b-hangs"], HANGS_UNTIL_READY);
+    let mut child = cli::goldgate_on_path()
         .current_dir(d)
         .args(["run", "--root", "cases", "--out", "out", "--grace", "300ms"])
-        .env("PATH", &path)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -826,30 +821,10 @@ fn after_ctrl_c_the_rerun_of_what_did_not_finish_gates_the_whole_matrix() {
 
     std::fs::write(&marker, "").unwrap();
     let gg = |args: &[&str]| cli::goldgate_in(d, args);
-    let rerun = gg(&[
-        "run",
-        "--root",
-        "cases",
-        "--out",
-        "out",
-        "--no-compare",
-        "--rerun-failed",
-    ]);
+    let rerun = gg(&RERUN_FAILED);
     assert_eq!(rerun.status.code(), Some(0), "{}", text(&rerun));
     assert!(text(&rerun).contains(": 1 job(s)"), "{}", text(&rerun));
-    let bless = gg(&["bless", "--from", "out", "--golden-root", "golden"]);
-    assert_eq!(bless.status.code(), Some(0), "{}", text(&bless));
-    assert!(d.join("golden/m/a-ok").is_dir() && d.join("golden/m/b-hangs").is_dir());
-    let compare = gg(&[
-        "compare",
-        "--results",
-        "out",
-        "--root",
-        "cases",
-        "--golden-root",
-        "golden",
-    ]);
-    assert_eq!(compare.status.code(), Some(0), "{}", text(&compare));
+    let compare = bless_then_compare(d, ["a-ok", "b-hangs"]);
     assert!(
         text(&compare).contains("PASS 2 jobs on dev_cpu: 2 passed"),
         "{}",

@@ -803,6 +803,34 @@ fn job_dir(tree: &Tree) -> PathBuf {
 const RANK_LOG: &str = "d=\"$1/none_x/attempt_0/0\"; mkdir -p \"$d\"; \
                         echo \"rank 0 token $HF_TOKEN\" > \"$d/stdout.log\"\n";
 
+/// In the job folder `job` of a [`RANK_LOG`] job, the rank's log is stored with its secret
+/// masked, and `secret` is only in the raw copies of the console and of that log, which are
+/// kept only with `--keep-raw-log`.
+fn assert_rank_log_masked_and_raw_only_on_request(
+    tree: &Tree,
+    job: &Path,
+    secret: &str,
+    keep_raw: bool,
+) {
+    let logs = job.join("logs");
+    assert_eq!(
+        std::fs::read_to_string(logs.join("none_x/attempt_0/0/stdout.log")).unwrap(),
+        "rank 0 token <redacted>\n"
+    );
+    let kept = match keep_raw {
+        true => vec![
+            logs.join("console.raw.log"),
+            logs.join("none_x/attempt_0/0/stdout.raw.log"),
+        ],
+        false => Vec::new(),
+    };
+    assert_eq!(
+        files_holding(tree, secret),
+        kept,
+        "a raw copy only on request"
+    );
+}
+
 #[test]
 fn a_slurm_jobs_per_rank_logs_are_stored_redacted_and_raw_only_on_request() {
     let _cluster = shared();
@@ -819,23 +847,7 @@ fn a_slurm_jobs_per_rank_logs_are_stored_redacted_and_raw_only_on_request() {
             .output()
             .unwrap();
         assert_eq!(out.status.code(), Some(0), "{}", text(&out));
-        let logs = job_dir(&tree).join("logs");
-        assert_eq!(
-            std::fs::read_to_string(logs.join("none_x/attempt_0/0/stdout.log")).unwrap(),
-            "rank 0 token <redacted>\n"
-        );
-        let kept = match keep_raw {
-            true => vec![
-                logs.join("console.raw.log"),
-                logs.join("none_x/attempt_0/0/stdout.raw.log"),
-            ],
-            false => Vec::new(),
-        };
-        assert_eq!(
-            files_holding(&tree, secret),
-            kept,
-            "a raw copy only on request"
-        );
+        assert_rank_log_masked_and_raw_only_on_request(&tree, &job_dir(&tree), secret, keep_raw);
     }
 }
 
@@ -942,23 +954,7 @@ fn a_killed_goldgates_slurm_output_is_masked_into_its_log_by_cancel_and_kept_raw
                 && settled.contains(&format!("{unread}<redacted>\n")),
             "what goldgate never read is not in the log: {settled}"
         );
-        let logs = job.join("logs");
-        assert_eq!(
-            std::fs::read_to_string(logs.join("none_x/attempt_0/0/stdout.log")).unwrap(),
-            "rank 0 token <redacted>\n"
-        );
-        let kept = match keep_raw {
-            true => vec![
-                logs.join("console.raw.log"),
-                logs.join("none_x/attempt_0/0/stdout.raw.log"),
-            ],
-            false => Vec::new(),
-        };
-        assert_eq!(
-            files_holding(&tree, secret),
-            kept,
-            "a raw copy only on request"
-        );
+        assert_rank_log_masked_and_raw_only_on_request(&tree, &job, secret, keep_raw);
         assert!(tree.wait_for_empty_queue(), "cancel left the job");
     }
 }

@@ -266,6 +266,24 @@ def queue():
     );
 }
 
+/// The probe with torch's hooks in and no allocator history: what most of these tests ask for.
+const TORCH: ProbeMode = ProbeMode {
+    torch: true,
+    history: false,
+};
+
+/// `script` under [`TORCH`] with the `extra` variables, which must exit 0 (its stderr says why
+/// not).
+fn run_ok(job: &Path, stubs: &Path, script: &str, extra: &[(&str, &str)]) -> std::process::Output {
+    let out = run_script_env(job, stubs, TORCH, script, extra);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
 fn run_script(job: &Path, stubs: &Path, mode: ProbeMode, script: &str) -> std::process::Output {
     run_script_env(job, stubs, mode, script, &[])
 }
@@ -310,20 +328,7 @@ fn records_empty_cache_in_and_out_of_checkpoints_and_chains() {
         torch.cuda.empty_cache()\ntorch.save({}, os.path.join(os.environ['GOLDGATE_PROBE_DIR'], 'x.pt'))\n\
         import torch.distributed.checkpoint as dcp\ndcp.save({}, checkpoint_id='c')\n\
         print(os.environ.get('CHAINED_SITECUSTOMIZE'))\n";
-    let out = run_script(
-        &job,
-        &stubs,
-        ProbeMode {
-            torch: true,
-            history: false,
-        },
-        script,
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = run_ok(&job, &stubs, script, &[]);
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "ran");
     let summary = read(&job).expect("probe file");
     assert!(summary.warnings.is_empty(), "{:?}", summary.warnings);
@@ -372,20 +377,7 @@ fn the_probe_marks_where_start_up_went() {
     let script = "import time\ntime.sleep(0.1)\nimport torch\ntorch.cuda.set_device(0)\n\
         time.sleep(0.1)\nfrom megatron.training.training import pretrain\ntime.sleep(0.1)\n\
         print(pretrain())\n";
-    let out = run_script(
-        &job,
-        &stubs,
-        ProbeMode {
-            torch: true,
-            history: false,
-        },
-        script,
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = run_ok(&job, &stubs, script, &[]);
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "trained");
     let summary = read(&job).expect("probe file");
     let rank = &summary.ranks[0];
@@ -422,15 +414,7 @@ fn without_torch_the_probe_does_nothing() {
         return;
     };
     let empty = tempfile::tempdir().unwrap();
-    let out = run_script(
-        &job,
-        empty.path(),
-        ProbeMode {
-            torch: true,
-            history: false,
-        },
-        "import json; print('fine')",
-    );
+    let out = run_script(&job, empty.path(), TORCH, "import json; print('fine')");
     assert!(out.status.success());
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "fine");
     assert!(read(&job).is_none());
@@ -469,15 +453,7 @@ fn a_killed_rank_leaves_a_valid_partial_file() {
     let script = "import os, signal, torch\ntorch.cuda.set_device(0)\n\
         import megatron.training.training as t\nt.save_checkpoint(10, None)\n\
         os.kill(os.getpid(), signal.SIGKILL)\n";
-    let out = run_script(
-        &job,
-        &stubs,
-        ProbeMode {
-            torch: true,
-            history: false,
-        },
-        script,
-    );
+    let out = run_script(&job, &stubs, TORCH, script);
     assert!(!out.status.success());
     let summary = read(&job).expect("partial probe file");
     assert!(!summary.ranks[0].final_);
@@ -504,21 +480,7 @@ fn save_windows_count_empty_cache_allocator_and_bytes() {
         print(again(7))\n";
     // Each save lasts 0.2 s, long enough for the probe's poller (every 0.05 s here) to
     // rewrite its own file inside the window: those bytes are not the save's.
-    let out = run_script_env(
-        &job,
-        &stubs,
-        ProbeMode {
-            torch: true,
-            history: false,
-        },
-        script,
-        &[("STUB_SAVE_SLEEP_S", "0.2")],
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = run_ok(&job, &stubs, script, &[("STUB_SAVE_SLEEP_S", "0.2")]);
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "('tensor', 7)");
     let summary = read(&job).expect("probe file");
     let per_save = summary.per_save_metrics();
@@ -579,20 +541,7 @@ fn a_save_does_not_count_another_threads_writes_made_during_it() {
         threading.Thread(target=other).start()\n\
         t._in_save = lambda: (go.set(), done.wait())\n\
         t.save_checkpoint_and_time(3, None)\n";
-    let out = run_script(
-        &job,
-        &stubs,
-        ProbeMode {
-            torch: true,
-            history: false,
-        },
-        script,
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    run_ok(&job, &stubs, script, &[]);
     assert_eq!(
         std::fs::metadata(job.join("other.bin")).unwrap().len(),
         300_000
@@ -621,16 +570,7 @@ fn an_async_save_counts_what_its_workers_and_finalizers_wrote_for_it() {
             t.save_checkpoint_and_time(3, None)\ntime.sleep(0.1)\n\
             t.save_checkpoint_and_time(6, None)\n\
             au.queue().maybe_finalize_async_calls(blocking=True)\nau.queue().close()\n";
-        let out = run_script_env(
-            &job,
-            &stubs,
-            ProbeMode {
-                torch: true,
-                history: false,
-            },
-            script,
-            &[("STUB_ASYNC", mode)],
-        );
+        let out = run_script_env(&job, &stubs, TORCH, script, &[("STUB_ASYNC", mode)]);
         assert!(
             out.status.success(),
             "{mode}: {}",
@@ -697,20 +637,7 @@ fn a_dcp_process_based_async_save_counts_what_the_background_process_wrote_for_i
         \x20   f = dcp.async_save(state, checkpoint_id=os.path.join(root, 'ckpt', 'iter_%07d' % n), process=True)\n\
         \x20   open(os.path.join(root, 'other-%d.bin' % n), 'wb').write(b'y' * 300000)\n\
         \x20   print(f.result())\n";
-    let out = run_script(
-        &job,
-        &stubs,
-        ProbeMode {
-            torch: true,
-            history: false,
-        },
-        script,
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = run_ok(&job, &stubs, script, &[]);
     assert_eq!(
         String::from_utf8_lossy(&out.stdout).trim(),
         "metadata\nmetadata"

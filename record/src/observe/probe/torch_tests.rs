@@ -1,9 +1,10 @@
 //! Stage "observe", the probe's tests against a real PyTorch: `dcp_async_save.py` (beside this
 //! file) saves with `torch.distributed.checkpoint` on CPU under the embedded `sitecustomize.py`,
-//! read back by [`super::read`]. PyTorch is several GB, more than `.ci/run` installs, so these
-//! tests run where `GOLDGATE_TORCH_PYTHON` names an interpreter that has it (the test then fails
-//! if it does not) or where `python3` has it; elsewhere, CI included, they print one `skipped:`
-//! line (`goldgate_core::fixtures::prereq::missing_unless`). The device script
+//! read back by [`super::read`]. PyTorch is several GB: `.ci/run` installs it (torch 2.11, the
+//! device's version) and sets `GOLDGATE_TORCH_PYTHON`, which makes these tests required (they
+//! fail where that interpreter lacks it). Elsewhere they run where `python3` has PyTorch and
+//! print one `skipped:` line where it does not (`goldgate_core::fixtures::prereq::missing_unless`).
+//! The device script
 //! `docs/archive/probe-dcp-process/check.sh` runs the same workload on the H200's PyTorch.
 
 #![allow(clippy::unwrap_used)] // test helpers outside #[test] functions

@@ -21,19 +21,25 @@ pub fn goldgate() -> Command {
     cmd
 }
 
-/// `goldgate ARGS` in `dir` with this build's folder first on `PATH`, so a case whose entry is
+/// [`goldgate`] with this build's folder first on `PATH`, so a case whose entry is
 /// `[goldgate, fake-trainer]` starts this build's hidden fake trainer.
-pub fn goldgate_in(dir: &Path, args: &[&str]) -> Output {
+pub fn goldgate_on_path() -> Command {
     let bin = Path::new(env!("CARGO_BIN_EXE_goldgate"));
     let path = format!(
         "{}:{}",
         bin.parent().expect("the binary is in a folder").display(),
         std::env::var("PATH").unwrap_or_default()
     );
-    goldgate()
+    let mut cmd = goldgate();
+    cmd.env("PATH", path);
+    cmd
+}
+
+/// `goldgate ARGS` in `dir`, run to the end with no stdin, as [`goldgate_on_path`] starts it.
+pub fn goldgate_in(dir: &Path, args: &[&str]) -> Output {
+    goldgate_on_path()
         .current_dir(dir)
         .args(args)
-        .env("PATH", path)
         .stdin(Stdio::null())
         .output()
         .expect("goldgate starts")
