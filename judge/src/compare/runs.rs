@@ -201,6 +201,7 @@ fn select(
             ids.clone()
         }
     };
+    let keep = without_reran(keep, indexes);
     let left_ab = ab
         .iter()
         .filter(|id| !keep.iter().any(|k| k == *id))
@@ -228,6 +229,21 @@ fn select(
         });
     }
     Ok((records, keep, carried, note))
+}
+
+/// The kept runs less those a kept rerun reran (`run --rerun-failed`, its index's
+/// `rerun_of`): such a run is taken through its rerun ([`carried`]), so `--all-runs` (or
+/// `--run` naming both) judges its failed or interrupted jobs by their rerun, never as failed
+/// repeats beside it.
+fn without_reran(keep: Vec<String>, indexes: &[(PathBuf, RunIndex)]) -> Vec<String> {
+    let reran: BTreeSet<&str> = (indexes.iter())
+        .filter(|(_, i)| keep.contains(&i.run_id))
+        .filter_map(|(_, i)| i.rerun_of.as_deref())
+        .collect();
+    keep.iter()
+        .filter(|id| !reran.contains(id.as_str()))
+        .cloned()
+        .collect()
 }
 
 /// The runs of `starts` that are no A/B's jobs: an A/B's jobs are arms of a comparison, not

@@ -151,7 +151,8 @@ fn helper() {
             let shm = PathBuf::from(format!("/dev/shm/goldgate-test-{}", std::process::id()));
             std::fs::write(&shm, vec![2u8; 32 << 20]).unwrap();
             out("held");
-            std::thread::sleep(Duration::from_millis(500));
+            // A second of ticks (10 ms apart) however busy the machine is.
+            std::thread::sleep(Duration::from_secs(1));
             std::fs::remove_file(&shm).unwrap();
             out(&format!(
                 "sum {}",
@@ -495,16 +496,28 @@ fn samplers_see_the_whole_tree_and_shm_of_a_launched_job() {
     let rss = summary.host.rss.as_ref().unwrap();
     assert!(
         rss.peak_bytes >= 64 << 20,
-        "rss peak {} < 64 MiB",
+        "rss peak {} < 64 MiB: {summary:?}",
         rss.peak_bytes
     );
+    assert!(summary.host.max_processes >= 2, "{summary:?}");
+    // `/dev/shm` is the machine's: another program may remove a file of its own while the
+    // job holds its 32 MiB, which lowers the peak above the baseline. The job's own write is
+    // the rise of the timeline over its lowest point before.
+    let shm = summary.host.shm.as_ref().unwrap();
+    let rise = shm
+        .timeline
+        .iter()
+        .scan(u64::MAX, |low, p| {
+            *low = (*low).min(p.bytes);
+            Some(p.bytes - *low)
+        })
+        .max()
+        .unwrap_or(0);
+    assert!(rise >= 32 << 20, "shm rose {rise} < 32 MiB: {shm:?}");
     assert!(
-        summary.host.max_processes >= 2,
-        "{}",
-        summary.host.max_processes
+        (10..=2000).contains(&rss.timeline.len()),
+        "{} points: {rss:?}",
+        rss.timeline.len()
     );
-    let shm = summary.shm_peak_bytes().unwrap();
-    assert!(shm >= 32 << 20, "shm peak above baseline {shm} < 32 MiB");
-    assert!(rss.timeline.len() >= 10 && rss.timeline.len() <= 2000);
     assert!(summary.warnings.is_empty(), "{:?}", summary.warnings);
 }

@@ -766,6 +766,19 @@ fn a_rerun_of_the_failures_is_judged_with_the_rest_of_its_run() {
         again[0].run_id, original[0].run_id
     );
     assert!(said.contains(&note), "{said}");
+    // Every run of the folder: the failed job counts through its rerun, not as a failed repeat.
+    let all = gg(&[
+        "compare",
+        "--results",
+        "out",
+        "--root",
+        "cases",
+        "--golden-root",
+        "golden",
+        "--all-runs",
+    ]);
+    assert_eq!(all.status.code(), Some(0), "{}", text(&all));
+    assert!(text(&all).contains(&note), "{}", text(&all));
 }
 
 /// A job that hangs at its third iteration until a marker file exists, then trains as
@@ -829,6 +842,24 @@ fn after_ctrl_c_the_rerun_of_what_did_not_finish_gates_the_whole_matrix() {
         text(&compare).contains("PASS 2 jobs on dev_cpu: 2 passed"),
         "{}",
         text(&compare)
+    );
+    // Every run of the folder: the interrupted run is taken through its rerun, not refused
+    // as incomplete.
+    let all = gg(&[
+        "compare",
+        "--results",
+        "out",
+        "--root",
+        "cases",
+        "--golden-root",
+        "golden",
+        "--all-runs",
+    ]);
+    assert_eq!(all.status.code(), Some(0), "{}", text(&all));
+    assert!(
+        text(&all).contains("PASS 2 jobs on dev_cpu: 2 passed"),
+        "{}",
+        text(&all)
     );
 }
 

@@ -58,6 +58,8 @@ pub(crate) struct Config {
     pub(crate) injob: Option<crate::injob::InJob>,
     pub(crate) slow_write_ms: u64,
     pub(crate) planted: Vec<(u64, Planted)>,
+    /// `--hold-at-step N --hold-file FILE`: iteration N waits while FILE exists.
+    pub(crate) hold: Option<(u64, PathBuf)>,
     /// Loss multiplier minus one for a run that resumed from a checkpoint (a planted resume
     /// that does not restore the training state).
     pub(crate) resume_drift: f64,
@@ -104,6 +106,11 @@ pub(crate) enum UsageError {
         flag: String,
         value: String,
     },
+    /// `flag` was given without `needs`, which it cannot work without.
+    Without {
+        flag: &'static str,
+        needs: &'static str,
+    },
 }
 
 impl fmt::Display for UsageError {
@@ -123,6 +130,7 @@ impl fmt::Display for UsageError {
                     "unexpected value '{value}' after {flag} (it takes no value)"
                 )
             }
+            UsageError::Without { flag, needs } => write!(f, "{flag} needs {needs}"),
         }
     }
 }
@@ -175,6 +183,8 @@ Fake knobs:
   --crash-at-step N          raise a Python-like error at iteration N (exit 1)
   --planted-node N           planted failures only on the node whose SLURM_NODEID is N
   --hang-at-step N           sleep forever at iteration N
+  --hold-at-step N           wait at iteration N while the file --hold-file FILE exists (a test
+                             holds a job running for as long as it needs, then removes FILE)
   --oom-at-step N            CUDA out-of-memory error at iteration N (exit 1)
   --nan-at-step N            NaN-in-grad error at iteration N (exit 1)
   --ignore-sigterm           ignore SIGTERM
@@ -253,6 +263,8 @@ const VALUED: &[&str] = &[
     "--resume-drift",
     "--crash-at-step",
     "--hang-at-step",
+    "--hold-at-step",
+    "--hold-file",
     "--oom-at-step",
     "--nan-at-step",
     "--planted-node",
@@ -516,6 +528,22 @@ fn validate(raw: Raw) -> Result<Config, UsageError> {
             planted.clear();
         }
     }
+    let hold = match (raw.get("--hold-at-step"), raw.get("--hold-file")) {
+        (None, None) => None,
+        (Some(_), Some(file)) => Some((positive(&raw, "--hold-at-step", 1)?, PathBuf::from(file))),
+        (Some(_), None) => {
+            return Err(UsageError::Without {
+                flag: "--hold-at-step",
+                needs: "--hold-file",
+            });
+        }
+        (None, Some(_)) => {
+            return Err(UsageError::Without {
+                flag: "--hold-file",
+                needs: "--hold-at-step",
+            });
+        }
+    };
     Ok(Config {
         train_iters,
         log_interval: positive(&raw, "--log-interval", 1)?,
@@ -560,6 +588,7 @@ fn validate(raw: Raw) -> Result<Config, UsageError> {
         plant_empty_cache: 0,
         injob: None,
         slow_write_ms: int(&raw, "--slow-write-ms", 0)?,
+        hold,
         planted,
         resume_drift: float(&raw, "--resume-drift", 0.0)?,
         ignore_sigterm: raw.has("--ignore-sigterm"),

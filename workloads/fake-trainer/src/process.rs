@@ -123,6 +123,14 @@ pub(crate) fn sleep_forever() -> ! {
     }
 }
 
+/// Waits while `file` exists (`--hold-at-step`): a test keeps the job running for as long as
+/// it needs, whatever the machine's load, and lets it go on by removing the file.
+pub(crate) fn hold_while_exists(file: &std::path::Path) {
+    while file.exists() {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 /// Prints the planted failure at `iteration` as Megatron would show it and returns the exit code.
 /// A hang never returns.
 pub(crate) fn planted(kind: Planted, iteration: u64) -> i32 {

@@ -201,6 +201,9 @@ pub(crate) fn run(cfg: &Config) -> Result<(), TrainError> {
         if let Some(&(_, kind)) = cfg.planted.iter().find(|(at, _)| *at == iteration) {
             return Err(TrainError::Planted(process::planted(kind, iteration)));
         }
+        if let Some((_, file)) = cfg.hold.as_ref().filter(|(at, _)| *at == iteration) {
+            process::hold_while_exists(file);
+        }
         step(cfg, &mut pool, &mut model, iteration)?;
         interval.loss_sum += curve.step(iteration).loss * drift;
         interval.steps += 1;

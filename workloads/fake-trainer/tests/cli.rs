@@ -518,12 +518,60 @@ fn bad_flags_exit_2_with_a_clear_message() {
             &["--async-strategy", "zip"][..],
             "fake-trainer: error: invalid value 'zip' for --async-strategy: expected nvrx or mcore",
         ),
+        (
+            &["--hold-at-step", "3"][..],
+            "fake-trainer: error: --hold-at-step needs --hold-file",
+        ),
+        (
+            &["--hold-file", "/tmp/x"][..],
+            "fake-trainer: error: --hold-file needs --hold-at-step",
+        ),
     ] {
         let out = run(args);
         assert_eq!(out.status.code(), Some(2), "{args:?}");
         assert!(stderr(&out).starts_with(msg), "{args:?}: {}", stderr(&out));
         assert!(out.stdout.is_empty());
     }
+}
+
+#[test]
+fn a_held_step_waits_until_its_file_is_removed_then_training_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let hold = dir.path().join("hold");
+    std::fs::write(&hold, "").unwrap();
+    let hold_arg = hold.to_str().unwrap();
+    let mut child = fake(&[
+        "--train-iters",
+        "6",
+        "--hold-at-step",
+        "3",
+        "--hold-file",
+        hold_arg,
+    ])
+    .stdout(Stdio::piped())
+    .spawn()
+    .unwrap();
+    let formats = Formats::new(true);
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut seen = Vec::new();
+    while let Some(line) = lines.next().map(Result::unwrap) {
+        let at_two = matches!(formats.classify(&line), Line::Iteration { n: 2, .. });
+        seen.push(line);
+        if at_two {
+            break;
+        }
+    }
+    // Held at iteration 3 for as long as the file exists, however long that is.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "it did not hold: {seen:?}"
+    );
+    std::fs::remove_file(&hold).unwrap();
+    seen.extend(lines.map(Result::unwrap));
+    assert!(child.wait().unwrap().success());
+    let parsed: Vec<Line> = seen.iter().map(|l| formats.classify(l)).collect();
+    assert_eq!(iterations(&parsed), [1, 2, 3, 4, 5, 6]);
 }
 
 #[test]
