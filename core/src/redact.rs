@@ -7,7 +7,10 @@
 //! [`scrub`] is the second line of defence for text that did not come through a redactor (a
 //! `results.json` written on another machine or by an older goldgate): it masks what a secret
 //! looks like by itself — the value after a secret-named `NAME=` or `NAME: `, and well-known
-//! token shapes.
+//! token shapes. [`SecretSalt`] keys the short check of a secret's value that `run.json` keeps
+//! (never the value), so that settling a run that died can tell its own value of a variable
+//! from the run's.
+
 use std::borrow::Cow;
 use std::sync::LazyLock;
 
@@ -121,6 +124,52 @@ impl Redactor {
     }
 }
 
+/// A run's random key for [`SecretSalt::check`]: what lets whoever settles the output of a
+/// run that died tell whether its own environment's value of a secret is the one the run's
+/// jobs had, without the run storing the value (`run.json`'s `secret_salt`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SecretSalt([u8; 16]);
+
+impl SecretSalt {
+    /// A new salt from the system's random source (`/dev/urandom`).
+    pub fn random() -> std::io::Result<SecretSalt> {
+        use std::io::Read;
+        let mut salt = [0u8; 16];
+        std::fs::File::open("/dev/urandom")?.read_exact(&mut salt)?;
+        Ok(SecretSalt(salt))
+    }
+
+    /// The salt of [`SecretSalt::to_hex`]'s text; `None` for anything else.
+    pub fn from_hex(hex: &str) -> Option<SecretSalt> {
+        let hex = hex.as_bytes();
+        if hex.len() != 32 || !hex.iter().all(u8::is_ascii_hexdigit) {
+            return None;
+        }
+        let digit = |d: u8| (d as char).to_digit(16).unwrap_or_default() as u8;
+        let mut salt = [0u8; 16];
+        for (byte, pair) in salt.iter_mut().zip(hex.chunks(2)) {
+            *byte = digit(pair[0]) << 4 | digit(pair[1]);
+        }
+        Some(SecretSalt(salt))
+    }
+
+    /// 32 lowercase hex digits.
+    pub fn to_hex(&self) -> String {
+        self.0.iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    /// The first two bytes of SHA-256 over the salt and `value`: 16 bits say too little to
+    /// confirm a guess at a weak secret, yet tell another value apart 65535 times in 65536.
+    pub fn check(&self, value: &[u8]) -> u16 {
+        use sha2::Digest;
+        let digest = sha2::Sha256::new()
+            .chain_update(self.0)
+            .chain_update(value)
+            .finalize();
+        u16::from_be_bytes([digest[0], digest[1]])
+    }
+}
+
 /// Whether `b` continues a word, path or number: a secret next to one is not masked.
 fn is_word_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.' | b'/')
@@ -197,6 +246,30 @@ pub fn scrub(text: &str) -> Cow<'_, str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_secrets_check_matches_its_value_only_and_each_salt_is_new() {
+        let salt = SecretSalt::from_hex("000102030405060708090a0b0c0d0e0f").unwrap();
+        assert_eq!(salt.to_hex(), "000102030405060708090a0b0c0d0e0f");
+        let check = salt.check(b"hf-rotated-token-1");
+        assert_eq!(check, salt.check(b"hf-rotated-token-1"));
+        assert_ne!(check, salt.check(b"hf-rotated-token-2"));
+        // The check is keyed: another salt checks the same value otherwise.
+        let other = SecretSalt::from_hex("ff0102030405060708090a0b0c0d0e0f").unwrap();
+        assert_ne!(check, other.check(b"hf-rotated-token-1"));
+        let (a, b) = (SecretSalt::random().unwrap(), SecretSalt::random().unwrap());
+        assert_ne!(a, b, "each run draws its own salt");
+        assert_eq!(SecretSalt::from_hex(&a.to_hex()), Some(a));
+        for bad in [
+            "",
+            "00",
+            "zz0102030405060708090a0b0c0d0e0f",
+            "+f0102030405060708090a0b0c0d0e0f",
+            "é0102030405060708090a0b0c0d0e0",
+        ] {
+            assert_eq!(SecretSalt::from_hex(bad), None, "{bad}");
+        }
+    }
 
     #[test]
     fn masks_every_secret_named_value_whole_and_nothing_else() {

@@ -1,6 +1,7 @@
 //! `run.json`: the index of one run ([`RunIndex`]): what it was asked to do and where each
 //! job's `results.json` is.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 #[cfg(feature = "json-schema")]
@@ -30,6 +31,13 @@ pub struct JobEntry {
     /// environment to mask what goldgate never read.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub secret_names: Vec<String>,
+    /// For each of [`JobEntry::secret_names`], a 16-bit check of the value the job had: the
+    /// first two bytes of SHA-256 over the run's [`RunIndex::secret_salt`] and the value, never
+    /// the value. Whoever settles the output of a run that died masks with its own
+    /// environment's value of a name only when it passes the check (a rotated token, another
+    /// CI job's, fails it 65535 times in 65536); 16 bits say too little to confirm a guess.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub secret_checks: BTreeMap<String, u16>,
 }
 
 /// `OUT/<run-id>/run.json`: what the run was asked to do and where each job's files are.
@@ -67,6 +75,9 @@ pub struct RunIndex {
     /// output of a run that died is settled the same way after it.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub keep_raw_log: bool,
+    /// The run's random key (32 hex digits) for its jobs' [`JobEntry::secret_checks`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secret_salt: Option<String>,
 }
 
 /// Where the goldgate process of a run ran.

@@ -130,11 +130,13 @@ mod tests {
                 outcome,
                 scheduler_job_ids: vec![],
                 secret_names: Vec::new(),
+                secret_checks: Default::default(),
             }],
             runner: None,
             ab: None,
             rerun_of: None,
             keep_raw_log: false,
+            secret_salt: None,
         };
         write(
             &dir.join("r1/run.json"),

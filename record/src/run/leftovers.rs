@@ -4,7 +4,9 @@
 //! [`still_running`]); the jobs whose folders may hold what was never settled (those whose end
 //! goldgate never recorded); what each job's leftovers are masked with — this environment's
 //! secrets and the variables `run.json` names as the job's (`secret_names`, never a value) —
-//! and, when this environment lacks one of those, what cannot be masked; and the launcher's
+//! and, when this environment lacks one of those or holds another value under its name (it
+//! fails the run's 16-bit check of the job's value, `secret_checks`), what cannot be masked;
+//! and the launcher's
 //! per-rank logs under `logs/`, masked ([`settle_left`]). The Slurm executor's own leftovers
 //! (its raw output, its queue) are settled under `run::slurm`, with these pieces.
 
@@ -12,7 +14,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use goldgate_core::fsio::{check_no_links, check_relative};
-use goldgate_core::redact::{MIN_SECRET_LEN, Redactor, is_secret_name};
+use goldgate_core::redact::{MIN_SECRET_LEN, Redactor, SecretSalt, is_secret_name};
 use goldgate_schema::RunIndex;
 
 use crate::run::rank_logs;
@@ -77,6 +79,9 @@ pub(crate) struct JobFolder {
     pub(crate) unfinished: bool,
     /// What `run.json` says the job's output is masked for.
     secret_names: Vec<String>,
+    /// `run.json`'s check of the value each of them had, and the run's key for it.
+    checks: BTreeMap<String, u16>,
+    salt: Option<SecretSalt>,
 }
 
 /// The folders of the jobs of `index` (its folder `run_dir`), in plan order; a job folder that
@@ -85,6 +90,7 @@ pub(crate) fn job_folders<'a>(
     run_dir: &'a Path,
     index: &'a RunIndex,
 ) -> impl Iterator<Item = JobFolder> + 'a {
+    let salt = index.secret_salt.as_deref().and_then(SecretSalt::from_hex);
     index.jobs.iter().filter_map(move |job| {
         let rel = job.dir.to_str()?;
         check_relative("job folder", rel).ok()?;
@@ -95,6 +101,8 @@ pub(crate) fn job_folders<'a>(
             dir,
             unfinished: job.outcome.is_none(),
             secret_names: job.secret_names.clone(),
+            checks: job.secret_checks.clone(),
+            salt,
         })
     })
 }
@@ -115,11 +123,24 @@ impl Environment {
     }
 
     /// What `job`'s leftovers are masked with: every secret of this environment, and the
-    /// variables the job's secrets came from; and the job's secrets it lacks.
+    /// variables the job's secrets came from; and the job's secrets it lacks: a variable it
+    /// does not hold, or holds with a value that fails the check `run.json` recorded of the
+    /// job's (a rotated token, another CI job's).
     pub(crate) fn masking(&self, job: &JobFolder) -> Masking {
         let missing = (job.secret_names.iter())
-            .filter(|n| !self.0.contains_key(*n))
-            .cloned()
+            .filter_map(|name| {
+                let value = self.0.get(name);
+                // A run from before the checks recorded none: its names are trusted.
+                let passes = |value: &[u8]| match job.checks.get(name) {
+                    None => true,
+                    Some(check) => job.salt.is_some_and(|salt| salt.check(value) == *check),
+                };
+                match value {
+                    None => Some(name.clone()),
+                    Some(value) if passes(value) => None,
+                    Some(_) => Some(format!("the run's value of {name} (it holds another)")),
+                }
+            })
             .collect();
         let redactor = Redactor::from_values(
             (self.0.iter())
@@ -133,12 +154,14 @@ impl Environment {
 /// What one job's leftovers are masked with.
 pub(crate) struct Masking {
     pub(crate) redactor: Redactor,
-    /// The names of the job's secrets this environment does not hold: what it cannot mask.
+    /// The job's secrets this environment does not hold, each naming its variable: what it
+    /// cannot mask.
     pub(crate) missing: Vec<String>,
 }
 
 /// The job's per-rank logs, masked; their text withheld (replaced by a note) when this
-/// environment lacks a secret of the job's. Returns a warning per log it could not settle.
+/// environment lacks a secret of the job's, and said. Returns a warning per log it could not
+/// settle, and one naming what it lacks when it withheld any.
 pub(crate) fn settle_rank_logs(
     run_dir: &Path,
     job: &JobFolder,
@@ -155,9 +178,79 @@ pub(crate) fn settle_rank_logs(
         let console = logs.join("console.log");
         return rank_logs::mask(&logs, &console, &masking.redactor, keep_raw);
     }
-    let note = format!(
-        "[goldgate: this log's text is not kept: this environment lacks {}, which masks it]",
+    let lacks = format!(
+        "this environment lacks {}, which masks it",
         masking.missing.join(", ")
     );
-    rank_logs::withhold(&logs, &note, keep_raw)
+    let note = format!("[goldgate: this log's text is not kept: {lacks}]");
+    let (withheld, mut warnings) = rank_logs::withhold(&logs, &note, keep_raw);
+    if withheld > 0 {
+        warnings.push(format!(
+            "job {}: the text of {withheld} per-rank log(s) is not kept: {lacks}",
+            job.id
+        ));
+    }
+    warnings
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn job(names: &[&str], checks: &[(&str, &[u8])], salt: Option<SecretSalt>) -> JobFolder {
+        JobFolder {
+            id: "m/c#1".into(),
+            dir: PathBuf::from("job"),
+            unfinished: true,
+            secret_names: names.iter().map(|n| (*n).to_owned()).collect(),
+            checks: (checks.iter())
+                .filter_map(|(n, v)| Some(((*n).to_owned(), salt?.check(v))))
+                .collect(),
+            salt,
+        }
+    }
+
+    fn here(vars: &[(&str, &str)]) -> Environment {
+        Environment(
+            (vars.iter())
+                .map(|(n, v)| ((*n).to_owned(), v.as_bytes().to_vec()))
+                .collect(),
+        )
+    }
+
+    #[test]
+    fn a_secret_whose_value_here_fails_the_runs_check_is_not_trusted_to_mask() {
+        let salt = SecretSalt::random().ok();
+        let had: &[(&str, &[u8])] = &[("HF_TOKEN", b"hf-the-runs-token-1"), ("CALLER_A", b"fed-1")];
+        let job = job(&["CALLER_A", "HF_TOKEN"], had, salt);
+        let same = here(&[("HF_TOKEN", "hf-the-runs-token-1"), ("CALLER_A", "fed-1")]);
+        assert!(same.masking(&job).missing.is_empty());
+        let rotated = here(&[("HF_TOKEN", "hf-a-rotated-token-2"), ("CALLER_A", "fed-1")]);
+        assert_eq!(
+            rotated.masking(&job).missing,
+            ["the run's value of HF_TOKEN (it holds another)"]
+        );
+        let lacking = here(&[("HF_TOKEN", "hf-the-runs-token-1")]);
+        assert_eq!(lacking.masking(&job).missing, ["CALLER_A"]);
+    }
+
+    #[test]
+    fn a_run_that_recorded_no_check_is_masked_with_this_environments_values() {
+        let job = job(&["HF_TOKEN"], &[], None);
+        let masking = here(&[("HF_TOKEN", "hf-any-token-3")]).masking(&job);
+        assert!(masking.missing.is_empty());
+        assert_eq!(
+            masking.redactor.redact_str("t hf-any-token-3"),
+            "t <redacted>"
+        );
+    }
+
+    #[test]
+    fn a_check_whose_salt_cannot_be_read_is_failed() {
+        let salt = SecretSalt::random().ok();
+        let mut job = job(&["HF_TOKEN"], &[("HF_TOKEN", b"hf-the-runs-token-1")], salt);
+        job.salt = None;
+        let same = here(&[("HF_TOKEN", "hf-the-runs-token-1")]);
+        assert_eq!(same.masking(&job).missing.len(), 1);
+    }
 }

@@ -51,12 +51,12 @@ pub(crate) fn mask(
 /// Replaces the text of every regular file in the folders under `logs` — the launcher's
 /// per-rank logs; goldgate's own logs beside them are left alone — with the line `note`: for
 /// output that cannot be masked, because a secret it must be masked for is not known here.
-/// With `keep_raw` the text stays beside it as `<name>.raw.log`. Returns a warning per file it
-/// could not replace.
-pub(crate) fn withhold(logs: &Path, note: &str, keep_raw: bool) -> Vec<String> {
+/// With `keep_raw` the text stays beside it as `<name>.raw.log`. Returns how many files it
+/// replaced, and a warning per file it could not replace.
+pub(crate) fn withhold(logs: &Path, note: &str, keep_raw: bool) -> (usize, Vec<String>) {
     let mut files = Vec::new();
     collect(logs, &mut files);
-    let mut warnings = Vec::new();
+    let (mut withheld, mut warnings) = (0, Vec::new());
     for path in files {
         let own = path.parent() == Some(logs);
         let raw = path.to_string_lossy().ends_with(".raw.log");
@@ -68,11 +68,12 @@ pub(crate) fn withhold(logs: &Path, note: &str, keep_raw: bool) -> Vec<String> {
             false => Ok(()),
         }
         .and_then(|()| goldgate_core::fsio::write_atomic(&path, format!("{note}\n").as_bytes()));
-        if let Err(e) = replaced {
-            warnings.push(format!("cannot replace {}: {e}", path.display()));
+        match replaced {
+            Ok(()) => withheld += 1,
+            Err(e) => warnings.push(format!("cannot replace {}: {e}", path.display())),
         }
     }
-    warnings
+    (withheld, warnings)
 }
 
 /// Regular files under `dir`, depth first (links and special files are left out).
@@ -228,7 +229,7 @@ mod tests {
             std::fs::create_dir_all(&rank).unwrap();
             std::fs::write(rank.join("stdout.log"), "unknown secret s3cr3t\n").unwrap();
             std::fs::write(logs.join("console.log"), "masked as it streamed\n").unwrap();
-            assert!(withhold(logs, "[withheld]", keep_raw).is_empty());
+            assert_eq!(withhold(logs, "[withheld]", keep_raw), (1, Vec::new()));
             assert_eq!(
                 std::fs::read_to_string(rank.join("stdout.log")).unwrap(),
                 "[withheld]\n"

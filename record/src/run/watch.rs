@@ -267,22 +267,25 @@ pub(super) fn redactor(env: &BTreeMap<String, String>, unset: &[String]) -> Reda
     Redactor::from_env(inherited.chain(set))
 }
 
-/// The names of the variables of goldgate's environment whose values `job`'s [`redactor`]
-/// masks, never the values, in order: the secret-named variables the job inherits, and for a
-/// secret the case sets, the caller's variables its value was made from (`HF_TOKEN:
-/// "${CALLER_A}"`: `CALLER_A`), or its own name when it was made from none. What `run.json`
-/// records of each job, so that whoever settles the output of a run that died knows which
-/// variables its own environment must hold.
-pub(crate) fn secret_names(job: &Job) -> Vec<String> {
+/// The variables of goldgate's environment whose values `job`'s [`redactor`] masks, each with
+/// the value the job's output is masked for, in name order: the secret-named variables the job
+/// inherits, and for a secret the case sets, the caller's variables its value was made from
+/// (`HF_TOKEN: "${CALLER_A}"`: `CALLER_A`), or its own name when it was made from none.
+/// `run.json` records of each job the names and a short check of each value, never a value,
+/// so that whoever settles the output of a run that died knows which variables its own
+/// environment must hold, and whether it holds the job's values. A name that two of the job's
+/// secrets share (a case's `B_TOKEN: literal` beside `A_TOKEN: "${B_TOKEN}"`) keeps the value
+/// of the first in that order.
+pub(crate) fn secret_values(job: &Job) -> Vec<(String, Vec<u8>)> {
     let long = |v: &[u8]| v.len() >= MIN_SECRET_LEN;
-    let mut names: Vec<String> = std::env::vars_os()
+    let mut found: Vec<(String, Vec<u8>)> = std::env::vars_os()
         .filter_map(|(name, value)| {
             let name = name.into_string().ok()?;
             let kept = is_secret_name(&name)
                 && long(value.as_encoded_bytes())
                 && !job.env.contains_key(&name)
                 && !job.env_unset.contains(&name);
-            kept.then_some(name)
+            kept.then(|| (name, value.into_encoded_bytes()))
         })
         .collect();
     let set =
@@ -290,16 +293,16 @@ pub(crate) fn secret_names(job: &Job) -> Vec<String> {
     for (name, value) in set {
         let sources = (job.from_caller.iter())
             .filter(|c| long(c.value.as_bytes()) && value.contains(&c.value))
-            .map(|c| c.name.clone());
-        let before = names.len();
-        names.extend(sources);
-        if names.len() == before {
-            names.push(name.clone());
+            .map(|c| (c.name.clone(), c.value.clone().into_bytes()));
+        let before = found.len();
+        found.extend(sources);
+        if found.len() == before {
+            found.push((name.clone(), value.clone().into_bytes()));
         }
     }
-    names.sort();
-    names.dedup();
-    names
+    found.sort_by(|a, b| a.0.cmp(&b.0));
+    found.dedup_by(|later, first| later.0 == first.0);
+    found
 }
 
 /// The failure markers of a log, for classification and retries.
@@ -358,7 +361,9 @@ mod tests {
         job.env
             .insert("WANDB_API_KEY".into(), "literal-in-the-case".into());
         job.env.insert("TOKENIZER_TYPE".into(), "GPT2BPE".into());
-        let names = secret_names(&job);
+        let secrets = secret_values(&job);
+        let names: Vec<String> = secrets.iter().map(|(n, _)| n.clone()).collect();
+        assert!(secrets.contains(&("CALLER_A".to_owned(), b"hf-fed-value-77".to_vec())));
         for (name, recorded) in [
             ("CALLER_A", true),
             ("WANDB_API_KEY", true),

@@ -3,12 +3,14 @@
 //! loses nothing already finished). Every write is atomic; every failed write is kept and
 //! reported at the end, not only the last.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use super::error::RunError;
 use super::event::{ExecEvent, RunEvent};
 use super::options::RunOptions;
 use crate::plan::Job;
+use goldgate_core::redact::SecretSalt;
 use goldgate_schema::{JobEntry, RunIndex, Runner, SCHEMA_VERSION};
 
 /// Writes a run's files as its events arrive.
@@ -156,6 +158,9 @@ fn redacted_command(command: Vec<String>, jobs: &[Job]) -> Vec<String> {
 }
 
 fn new_index(run_id: &str, jobs: &[Job], run_dir: &Path, command: Vec<String>) -> RunIndex {
+    // Without a random source the checks are left out: a run that died is then settled as
+    // before they existed, trusting the names.
+    let salt = SecretSalt::random().ok();
     RunIndex {
         schema_version: SCHEMA_VERSION,
         run_id: run_id.to_string(),
@@ -164,21 +169,7 @@ fn new_index(run_id: &str, jobs: &[Job], run_dir: &Path, command: Vec<String>) -
         platform: jobs.first().map(|j| j.platform.clone()).unwrap_or_default(),
         goldgate_version: env!("CARGO_PKG_VERSION").to_string(),
         command: redacted_command(command, jobs),
-        jobs: jobs
-            .iter()
-            .map(|j| JobEntry {
-                job_id: j.id.clone(),
-                dir: j
-                    .dirs
-                    .job
-                    .strip_prefix(run_dir)
-                    .unwrap_or(&j.dirs.job)
-                    .to_path_buf(),
-                outcome: None,
-                scheduler_job_ids: Vec::new(),
-                secret_names: super::watch::secret_names(j),
-            })
-            .collect(),
+        jobs: jobs.iter().map(|j| job_entry(j, run_dir, salt)).collect(),
         ab: jobs.iter().find_map(|j| j.ab.clone()),
         runner: Some(Runner {
             host: super::provenance::hostname(),
@@ -186,6 +177,26 @@ fn new_index(run_id: &str, jobs: &[Job], run_dir: &Path, command: Vec<String>) -
         }),
         rerun_of: None,
         keep_raw_log: false,
+        secret_salt: salt.map(|salt| salt.to_hex()),
+    }
+}
+
+/// `job`'s entry in a new `run.json`: not yet finished, its secrets named and, with a `salt`,
+/// each one's value checked (never stored).
+fn job_entry(job: &Job, run_dir: &Path, salt: Option<SecretSalt>) -> JobEntry {
+    let secrets = super::watch::secret_values(job);
+    let secret_checks: BTreeMap<String, u16> = (secrets.iter())
+        .filter_map(|(name, value)| Some((name.clone(), salt?.check(value))))
+        .collect();
+    JobEntry {
+        job_id: job.id.clone(),
+        dir: (job.dirs.job.strip_prefix(run_dir))
+            .unwrap_or(&job.dirs.job)
+            .to_path_buf(),
+        outcome: None,
+        scheduler_job_ids: Vec::new(),
+        secret_names: secrets.into_iter().map(|(name, _)| name).collect(),
+        secret_checks,
     }
 }
 
@@ -219,5 +230,30 @@ mod tests {
         let index: RunIndex = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(index.command[4], "HF_TOKEN=<redacted>");
         assert_eq!(index.command[5], "--a-env=WANDB_API_KEY=<redacted>");
+    }
+
+    #[test]
+    fn run_json_checks_each_secrets_value_under_a_salt_of_its_own_and_never_holds_it() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let mut job = Job::fixture(dir.path(), "gpt/c", 1);
+        let secret = "literal-key-in-the-case-42";
+        job.env.insert("WANDB_API_KEY".into(), secret.into());
+        let index = new_index("r", &[job.clone()], dir.path(), Vec::new());
+        let text = serde_json::to_string(&index).unwrap_or_default();
+        assert!(!text.contains(secret), "{text}");
+        let salt = (index.secret_salt.as_deref())
+            .and_then(SecretSalt::from_hex)
+            .unwrap_or_else(|| panic!("no salt: {text}"));
+        let checks = &index.jobs[0].secret_checks;
+        assert_eq!(
+            checks.get("WANDB_API_KEY"),
+            Some(&salt.check(secret.as_bytes()))
+        );
+        assert_eq!(
+            checks.keys().collect::<Vec<_>>(),
+            index.jobs[0].secret_names.iter().collect::<Vec<_>>()
+        );
+        let again = new_index("r2", &[job], dir.path(), Vec::new());
+        assert_ne!(again.secret_salt, index.secret_salt, "a salt per run");
     }
 }

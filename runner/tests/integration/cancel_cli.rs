@@ -320,6 +320,66 @@ fn output_whose_secret_the_cancelling_environment_lacks_is_left_out_and_said() {
     insta::assert_snapshot!(shown);
 }
 
+/// The cancelling environment holds the run's secret under its name, but another value (a
+/// rotated token): `run.json`'s check of the run's value fails, so the output is left out as
+/// for a missing secret, and said, naming the variable.
+#[test]
+fn output_whose_secret_holds_another_value_in_the_cancelling_environment_is_left_out_and_said() {
+    let (secret, rotated) = ("hf-left-behind-token-5153", "hf-rotated-token-5154");
+    for keep_raw in [false, true] {
+        let f = Folder::new();
+        let job = f.killed_mid_slurm_job(secret, keep_raw, "HF_TOKEN");
+        let salt = goldgate_core::redact::SecretSalt::random().unwrap();
+        f.edit_index(|v| {
+            v["secret_salt"] = salt.to_hex().into();
+            v["jobs"][0]["secret_checks"] =
+                serde_json::json!({"HF_TOKEN": salt.check(secret.as_bytes())});
+        });
+        let o = f.cancel_with_token("HF_TOKEN", Some(rotated));
+        let said = text(&o);
+        assert_eq!(code(&o), 0, "{said}");
+        let mut holding = f.files_holding(secret);
+        holding.sort();
+        let kept: Vec<PathBuf> = match keep_raw {
+            true => vec![
+                job.join("logs/console.raw.log"),
+                job.join("logs/none_x/attempt_0/0/stdout.raw.log"),
+            ],
+            false => Vec::new(),
+        };
+        assert_eq!(holding, kept, "a raw copy only on request");
+        assert!(
+            said.contains("lacks the run's value of HF_TOKEN (it holds another)"),
+            "{said}"
+        );
+        assert!(!said.contains(secret) && !said.contains(rotated), "{said}");
+        let log = std::fs::read_to_string(job.join("logs/console.log")).unwrap();
+        assert!(
+            log.starts_with("login <redacted>\n[goldgate: 66 bytes of the job's output"),
+            "{log}"
+        );
+        if !keep_raw {
+            let shown = redact(&said, &[f.path()]).replace(&f.run_id, "<RUN>");
+            insta::assert_snapshot!(shown);
+        }
+    }
+    // The run's own value passes its check: the output is masked into the log.
+    let f = Folder::new();
+    let job = f.killed_mid_slurm_job(secret, false, "HF_TOKEN");
+    let salt = goldgate_core::redact::SecretSalt::random().unwrap();
+    f.edit_index(|v| {
+        v["secret_salt"] = salt.to_hex().into();
+        v["jobs"][0]["secret_checks"] =
+            serde_json::json!({"HF_TOKEN": salt.check(secret.as_bytes())});
+    });
+    let o = f.cancel_with_token("HF_TOKEN", Some(secret));
+    assert!(!text(&o).contains("warning"), "{}", text(&o));
+    assert_eq!(
+        std::fs::read_to_string(job.join("logs/console.log")).unwrap(),
+        "login <redacted>\nstep 1 <redacted>\nstep 2 <redacted>\n"
+    );
+}
+
 /// A local run's jobs leave no queue, but a goldgate killed mid-job leaves their per-rank logs
 /// unmasked (the launcher writes them itself): `cancel` masks them, on a host without Slurm too.
 #[test]

@@ -620,6 +620,7 @@ fn run_json_and_results_json_that_disagree_on_an_outcome_are_refused() {
         ab: None,
         rerun_of: None,
         keep_raw_log: false,
+        secret_salt: None,
         jobs: records
             .iter()
             .zip([Outcome::Passed, second])
@@ -629,6 +630,7 @@ fn run_json_and_results_json_that_disagree_on_an_outcome_are_refused() {
                 outcome: Some(outcome),
                 scheduler_job_ids: Vec::new(),
                 secret_names: Vec::new(),
+                secret_checks: Default::default(),
             })
             .collect(),
     };

@@ -143,6 +143,7 @@ pub(crate) fn write_run(dir: &Path, run: &str, started: &str, commit: &str, repe
             outcome: Some(r.outcome.clone()),
             scheduler_job_ids: Vec::new(),
             secret_names: Vec::new(),
+            secret_checks: Default::default(),
         });
     }
     let index = RunIndex {
@@ -158,6 +159,7 @@ pub(crate) fn write_run(dir: &Path, run: &str, started: &str, commit: &str, repe
         ab: None,
         rerun_of: None,
         keep_raw_log: false,
+        secret_salt: None,
     };
     std::fs::write(
         dir.join(run).join("run.json"),

@@ -361,12 +361,14 @@ fn an_incomplete_newest_run_is_refused_naming_the_newest_complete_one() {
         ab: None,
         rerun_of: None,
         keep_raw_log: false,
+        secret_salt: None,
         jobs: vec![JobEntry {
             job_id: "demo/ckpt@default#1".into(),
             dir: "demo/ckpt/default/1".into(),
             outcome: None,
             scheduler_job_ids: Vec::new(),
             secret_names: Vec::new(),
+            secret_checks: Default::default(),
         }],
     };
     let json = serde_json::to_vec(&index).unwrap();

@@ -261,6 +261,83 @@ fn a_killed_goldgates_per_rank_logs_are_masked_by_the_next_run_and_kept_raw_only
     }
 }
 
+/// The next run's environment holds the killed run's secret under its name, but another value
+/// (a rotated token, another CI job's): that value is not trusted to mask the killed run's
+/// per-rank logs, whose text is withheld, kept raw only on request, and the warning names the
+/// variable.
+#[test]
+fn a_killed_goldgates_per_rank_logs_whose_secret_now_holds_another_value_are_withheld() {
+    let (inherited, rotated) = ("hf-killed-old-token-13579", "hf-killed-new-token-97531");
+    for keep_raw in [false, true] {
+        let s = Scratch::new();
+        let (ready, release) = (s.path().join("ready"), s.path().join("release"));
+        // The rank writes its log, says so, and waits for the test to let it go.
+        let job = s.write(
+            "cases/m/ranks/job.sh",
+            "d=\"$1/none_abc/attempt_0/0\"; mkdir -p \"$d\"; \
+             echo \"rank 0 token $HF_TOKEN\" > \"$d/stdout.log\"; : > \"$2\"; \
+             while [ ! -e \"$3\" ]; do sleep 0.05; done",
+        );
+        s.write(
+            "cases/m/ranks/model_config.yaml",
+            &format!(
+                "TEST_TYPE: regular\nLAUNCHER: direct\nMODEL_ARGS: {{}}\nGOLDGATE:\n  \
+                 entry: [\"sh\", {:?}, \"${{LOG_DIR}}\", {:?}, {:?}]\n",
+                job.display().to_string(),
+                ready.display().to_string(),
+                release.display().to_string()
+            ),
+        );
+        let extra: &[&str] = if keep_raw { &["--keep-raw-log"] } else { &[] };
+        let mut killed = (s.run(extra).env("HF_TOKEN", inherited))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+        while !ready.exists() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the job never started"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        let pid = rustix::process::Pid::from_raw(killed.id() as i32).unwrap();
+        rustix::process::kill_process(pid, rustix::process::Signal::KILL).unwrap();
+        killed.wait().unwrap();
+        std::fs::write(&release, "").unwrap();
+        let o = s.run(&[]).env("HF_TOKEN", rotated).output().unwrap();
+        let said = text(&o);
+        assert_eq!(o.status.code(), Some(0), "{said}");
+        assert!(!s.kept_text().contains(inherited));
+        let holding: Vec<PathBuf> = walk(&s.path().join("out"))
+            .into_iter()
+            .filter(|p| p.is_file())
+            .filter(|p| String::from_utf8_lossy(&std::fs::read(p).unwrap()).contains(inherited))
+            .collect();
+        assert_eq!(
+            holding.len(),
+            usize::from(keep_raw),
+            "a raw copy only on request: {holding:?}"
+        );
+        for raw in holding {
+            assert!(
+                raw.ends_with("none_abc/attempt_0/0/stdout.raw.log"),
+                "{raw:?}"
+            );
+        }
+        assert!(
+            said.contains("warning: job ")
+                && said.contains("lacks the run's value of HF_TOKEN (it holds another)"),
+            "{said}"
+        );
+        assert!(
+            !said.contains(inherited) && !said.contains(rotated),
+            "{said}"
+        );
+    }
+}
+
 #[test]
 fn a_record_from_another_machine_is_rendered_without_its_secrets() {
     let s = Scratch::new();

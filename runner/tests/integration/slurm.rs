@@ -988,6 +988,97 @@ fn a_killed_goldgates_slurm_output_is_masked_into_its_log_by_cancel_and_kept_raw
     }
 }
 
+/// The environment that cleans up after a killed goldgate holds the run's secret under its
+/// name, but another value (a rotated token, another CI job's): that value is not trusted to
+/// mask the output, so the run's value reaches no file but the raw copies kept on request, and
+/// the warning names the variable.
+#[test]
+fn a_killed_goldgates_slurm_output_whose_secret_now_holds_another_value_is_left_out_by_cancel() {
+    let _cluster = shared();
+    if !cluster() {
+        return;
+    }
+    let (secret, rotated) = ("hf-slurm-old-token-6061", "hf-slurm-new-token-6062");
+    let script = format!(
+        "{RANK_LOG}echo \"login $HF_TOKEN\"; echo ready\n\
+         i=0; while [ $i -lt 1200 ]; do echo \"late $i $HF_TOKEN\"; i=$((i+1)); sleep 0.1; done\n"
+    );
+    for keep_raw in [false, true] {
+        let tree = script_tree("leftrotated", &script);
+        let extra: &[&str] = if keep_raw { &["--keep-raw-log"] } else { &[] };
+        let mut child = tree
+            .run("n1", extra)
+            .env("HF_TOKEN", secret)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let console = || {
+            let path = walk(&tree.path().join("out"))
+                .into_iter()
+                .find(|p| p.ends_with("logs/console.log"));
+            path.and_then(|p| std::fs::read_to_string(p).ok())
+                .unwrap_or_default()
+        };
+        assert!(
+            wait(Duration::from_secs(180), || console().contains("late 3 ")),
+            "the job never printed"
+        );
+        kill9(&mut child);
+        let job = job_dir(&tree);
+        let raw = job.join("slurm-output.attempt1.log");
+        let last_read: u32 = console()
+            .lines()
+            .filter_map(|l| l.strip_prefix("late ")?.split(' ').next()?.parse().ok())
+            .max()
+            .unwrap();
+        let unread = format!("late {} ", last_read + 10);
+        assert!(wait(Duration::from_secs(60), || {
+            std::fs::read_to_string(&raw).is_ok_and(|t| t.contains(&unread))
+        }));
+        let out = cli::goldgate()
+            .current_dir(tree.path())
+            .args(["cancel", "--out", "out"])
+            .env("HF_TOKEN", rotated)
+            .output()
+            .unwrap();
+        let said = text(&out);
+        assert_eq!(out.status.code(), Some(0), "{said}");
+        let kept = match keep_raw {
+            true => vec![
+                job.join("logs/console.raw.log"),
+                job.join("logs/none_x/attempt_0/0/stdout.raw.log"),
+            ],
+            false => Vec::new(),
+        };
+        assert_eq!(
+            files_holding(&tree, secret),
+            kept,
+            "a raw copy only on request"
+        );
+        assert!(
+            said.contains("warning: job ")
+                && said.contains("lacks the run's value of HF_TOKEN (it holds another)"),
+            "{said}"
+        );
+        assert!(!said.contains(secret) && !said.contains(rotated), "{said}");
+        assert!(!raw.exists(), "Slurm's raw output is left");
+        let settled = console();
+        assert!(
+            settled.contains("login <redacted>\n") && settled.contains("are not kept"),
+            "{settled}"
+        );
+        let rank = job.join("logs/none_x/attempt_0/0/stdout.log");
+        assert!(
+            std::fs::read_to_string(&rank)
+                .unwrap()
+                .contains("this log's text is not kept"),
+            "the rank log is withheld"
+        );
+        assert!(tree.wait_for_empty_queue(), "cancel left the job");
+    }
+}
+
 /// The test cluster's state folder (as `.ci/slurm-cluster.sh` keeps it).
 fn slurm_dir() -> PathBuf {
     std::env::var_os("GOLDGATE_SLURM_DIR")
