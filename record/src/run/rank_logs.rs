@@ -51,29 +51,39 @@ pub(crate) fn mask(
 /// Replaces the text of every regular file in the folders under `logs` — the launcher's
 /// per-rank logs; goldgate's own logs beside them are left alone — with the line `note`: for
 /// output that cannot be masked, because a secret it must be masked for is not known here.
-/// With `keep_raw` the text stays beside it as `<name>.raw.log`. Returns how many files it
-/// replaced, and a warning per file it could not replace.
+/// With `keep_raw` the text stays beside it as `<name>.raw.log`, unless a raw copy is there
+/// already (an earlier settle kept it: the file holds goldgate's text since, never overwritten
+/// onto the raw one). A file that holds `note` already is left alone. Returns how many files
+/// it replaced, and a warning per file it could not replace.
 pub(crate) fn withhold(logs: &Path, note: &str, keep_raw: bool) -> (usize, Vec<String>) {
     let mut files = Vec::new();
     collect(logs, &mut files);
+    let text = format!("{note}\n");
     let (mut withheld, mut warnings) = (0, Vec::new());
     for path in files {
         let own = path.parent() == Some(logs);
         let raw = path.to_string_lossy().ends_with(".raw.log");
-        if own || raw {
+        if own || raw || holds(&path, text.as_bytes()) {
             continue;
         }
-        let replaced = match keep_raw {
-            true => std::fs::rename(&path, raw_path(&path)),
+        let kept = raw_path(&path);
+        let replaced = match keep_raw && std::fs::symlink_metadata(&kept).is_err() {
+            true => std::fs::rename(&path, kept),
             false => Ok(()),
         }
-        .and_then(|()| goldgate_core::fsio::write_atomic(&path, format!("{note}\n").as_bytes()));
+        .and_then(|()| goldgate_core::fsio::write_atomic(&path, text.as_bytes()));
         match replaced {
             Ok(()) => withheld += 1,
             Err(e) => warnings.push(format!("cannot replace {}: {e}", path.display())),
         }
     }
     (withheld, warnings)
+}
+
+/// Whether the file at `path` holds exactly `text` (read only when its size says it may).
+fn holds(path: &Path, text: &[u8]) -> bool {
+    std::fs::metadata(path).is_ok_and(|m| m.len() == text.len() as u64)
+        && std::fs::read(path).is_ok_and(|t| t == text)
 }
 
 /// Regular files under `dir`, depth first (links and special files are left out).
@@ -244,6 +254,27 @@ mod tests {
                 keep_raw.then_some("unknown secret s3cr3t\n")
             );
         }
+    }
+
+    #[test]
+    fn withholding_again_never_overwrites_the_raw_copy_kept_the_first_time() {
+        let dir = tempfile::tempdir().unwrap();
+        let logs = dir.path();
+        let rank = logs.join("none_x/attempt_0/0");
+        std::fs::create_dir_all(&rank).unwrap();
+        std::fs::write(rank.join("stdout.log"), "unknown secret s3cr3t\n").unwrap();
+        assert_eq!(withhold(logs, "[withheld]", true), (1, Vec::new()));
+        // A second settle (`cancel` again), with the same note or another.
+        assert_eq!(withhold(logs, "[withheld]", true), (0, Vec::new()));
+        assert_eq!(withhold(logs, "[withheld: other]", true), (1, Vec::new()));
+        assert_eq!(
+            std::fs::read_to_string(rank.join("stdout.raw.log")).unwrap(),
+            "unknown secret s3cr3t\n"
+        );
+        assert_eq!(
+            std::fs::read_to_string(rank.join("stdout.log")).unwrap(),
+            "[withheld: other]\n"
+        );
     }
 
     #[test]

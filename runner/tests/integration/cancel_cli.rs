@@ -329,7 +329,9 @@ fn output_whose_secret_holds_another_value_in_the_cancelling_environment_is_left
     for keep_raw in [false, true] {
         let f = Folder::new();
         let job = f.killed_mid_slurm_job(secret, keep_raw, "HF_TOKEN");
-        let salt = goldgate_core::redact::SecretSalt::random().unwrap();
+        // A fixed salt: under a random one, another value passes 1 time in 65536.
+        let salt = goldgate_core::redact::SecretSalt::from_hex("00112233445566778899aabbccddeeff")
+            .unwrap();
         f.edit_index(|v| {
             v["secret_salt"] = salt.to_hex().into();
             v["jobs"][0]["secret_checks"] =

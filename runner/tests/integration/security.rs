@@ -9,7 +9,7 @@ use std::process::{Command, Output, Stdio};
 use crate::common;
 
 use common::cli::{self, text};
-use common::results::walk;
+use common::results::{another_value, walk};
 
 /// A scratch folder: cases under `cases/m/<name>/`, results under `out/`.
 struct Scratch(tempfile::TempDir);
@@ -267,7 +267,7 @@ fn a_killed_goldgates_per_rank_logs_are_masked_by_the_next_run_and_kept_raw_only
 /// variable.
 #[test]
 fn a_killed_goldgates_per_rank_logs_whose_secret_now_holds_another_value_are_withheld() {
-    let (inherited, rotated) = ("hf-killed-old-token-13579", "hf-killed-new-token-97531");
+    let inherited = "hf-killed-old-token-13579";
     for keep_raw in [false, true] {
         let s = Scratch::new();
         let (ready, release) = (s.path().join("ready"), s.path().join("release"));
@@ -306,7 +306,9 @@ fn a_killed_goldgates_per_rank_logs_whose_secret_now_holds_another_value_are_wit
         rustix::process::kill_process(pid, rustix::process::Signal::KILL).unwrap();
         killed.wait().unwrap();
         std::fs::write(&release, "").unwrap();
-        let o = s.run(&[]).env("HF_TOKEN", rotated).output().unwrap();
+        let out = s.path().join("out");
+        let rotated = another_value(&out, "HF_TOKEN", inherited, "hf-killed-new-token-");
+        let o = s.run(&[]).env("HF_TOKEN", &rotated).output().unwrap();
         let said = text(&o);
         assert_eq!(o.status.code(), Some(0), "{said}");
         assert!(!s.kept_text().contains(inherited));
@@ -332,7 +334,7 @@ fn a_killed_goldgates_per_rank_logs_whose_secret_now_holds_another_value_are_wit
             "{said}"
         );
         assert!(
-            !said.contains(inherited) && !said.contains(rotated),
+            !said.contains(inherited) && !said.contains(&rotated),
             "{said}"
         );
     }

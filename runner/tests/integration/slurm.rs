@@ -32,7 +32,7 @@ use goldgate_schema::{Outcome, RunIndex, RunRecord};
 use crate::common;
 
 use common::cli::{self, text};
-use common::results::walk;
+use common::results::{another_value, walk};
 
 /// A lock on the machine's one test cluster, held for a test's whole run: shared by tests that
 /// only add work, exclusive for tests that disrupt it (a node DOWN, slurmctld stopped). A file
@@ -998,7 +998,7 @@ fn a_killed_goldgates_slurm_output_whose_secret_now_holds_another_value_is_left_
     if !cluster() {
         return;
     }
-    let (secret, rotated) = ("hf-slurm-old-token-6061", "hf-slurm-new-token-6062");
+    let secret = "hf-slurm-old-token-6061";
     let script = format!(
         "{RANK_LOG}echo \"login $HF_TOKEN\"; echo ready\n\
          i=0; while [ $i -lt 1200 ]; do echo \"late $i $HF_TOKEN\"; i=$((i+1)); sleep 0.1; done\n"
@@ -1036,10 +1036,12 @@ fn a_killed_goldgates_slurm_output_whose_secret_now_holds_another_value_is_left_
         assert!(wait(Duration::from_secs(60), || {
             std::fs::read_to_string(&raw).is_ok_and(|t| t.contains(&unread))
         }));
+        let out_dir = tree.path().join("out");
+        let rotated = another_value(&out_dir, "HF_TOKEN", secret, "hf-slurm-new-token-");
         let out = cli::goldgate()
             .current_dir(tree.path())
             .args(["cancel", "--out", "out"])
-            .env("HF_TOKEN", rotated)
+            .env("HF_TOKEN", &rotated)
             .output()
             .unwrap();
         let said = text(&out);
@@ -1061,7 +1063,7 @@ fn a_killed_goldgates_slurm_output_whose_secret_now_holds_another_value_is_left_
                 && said.contains("lacks the run's value of HF_TOKEN (it holds another)"),
             "{said}"
         );
-        assert!(!said.contains(secret) && !said.contains(rotated), "{said}");
+        assert!(!said.contains(secret) && !said.contains(&rotated), "{said}");
         assert!(!raw.exists(), "Slurm's raw output is left");
         let settled = console();
         assert!(
