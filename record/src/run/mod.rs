@@ -1,11 +1,14 @@
 //! Stage "run": orchestrates a run — validated [`RunOptions`], a scheduler that hands jobs to
 //! an [`Executor`] from `--jobs N` workers (retries, interruption), and the [`RunEvent`]
-//! stream that the progress reporter and the results writer consume.
+//! stream that the progress reporter and the results writer consume; and what a run whose
+//! goldgate died left behind, settled by whoever cleans up after it (`leftovers`, and the
+//! Slurm executor's own part in `slurm`).
 
 mod actions;
 mod error;
 mod event;
 mod executor;
+pub mod leftovers;
 pub(crate) mod local;
 mod options;
 mod progress;

@@ -48,7 +48,7 @@ pub fn run(args: Args) -> Result<Exit, AppError> {
     };
     let folder = check_folder(&args.out, args.run.as_deref(), &index)?;
     if !args.force
-        && let Some(why) = goldgate_record::run::slurm::still_running(&index)
+        && let Some(why) = goldgate_record::run::leftovers::still_running(&index)
     {
         return Err(CmdError::LiveRun {
             run: index.run_id.clone(),
@@ -101,7 +101,7 @@ pub(crate) fn orphans_before_run(out: &Path, rerun_failed: bool) -> Result<(), A
     let Some(index) = goldgate_judge::compare::runs::newest_run(out) else {
         return Ok(());
     };
-    let died = goldgate_record::run::slurm::died(&index);
+    let died = goldgate_record::run::leftovers::died(&index);
     // A rerun (whatever its executor) asks Slurm only about a run that used it: one that
     // recorded Slurm job ids.
     let on_slurm = index.jobs.iter().any(|j| !j.scheduler_job_ids.is_empty());
@@ -146,11 +146,11 @@ fn settle_before_local_run(out: &Path) {
         return;
     };
     let on_slurm = index.jobs.iter().any(|j| !j.scheduler_job_ids.is_empty());
-    if on_slurm || !goldgate_record::run::slurm::died(&index) {
+    if on_slurm || !goldgate_record::run::leftovers::died(&index) {
         return;
     }
     let folder = folder_of(out, &index).unwrap_or_else(|| index.run_id.clone());
-    for warning in goldgate_record::run::slurm::settle_left(&out.join(folder), &index) {
+    for warning in goldgate_record::run::leftovers::settle_left(&out.join(folder), &index) {
         errln!("warning: {warning}");
     }
 }

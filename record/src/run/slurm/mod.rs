@@ -18,4 +18,4 @@ mod tail;
 pub use command::SlurmError;
 pub use executor::SlurmExecutor;
 pub use node::{NodeSamples, node_file, sample_node};
-pub use orphans::{CleanedUp, cancel_left, died, left_in_queue, settle_left, still_running};
+pub use orphans::{CleanedUp, cancel_left, left_in_queue};

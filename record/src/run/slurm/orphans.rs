@@ -3,10 +3,11 @@
 //! cancelled. `goldgate cancel` calls it, and so does `goldgate run` on a results folder
 //! whose last run died (`--rerun-failed` included), before it submits anything new behind the
 //! orphans. The job ids a `run.json` records are not trusted on their own: a job is the run's
-//! only when Slurm says it is the user's and carries the run's comment. Then what the run's
-//! jobs left in their folders is settled (`raw`): a goldgate killed mid-job never did. A local
-//! run's jobs leave no queue, only per-rank logs; [`settle_left`] settles those, the same way,
-//! for the next local run.
+//! only when Slurm says it is the user's and carries the run's comment. Then, once no goldgate
+//! may be running the run (`run::leftovers::still_running`), what the run's jobs left in their
+//! folders is settled (`raw`: Slurm's raw output, and per-rank logs through `run::leftovers`):
+//! a goldgate killed mid-job never did. A local run's jobs leave no queue, only per-rank logs:
+//! `run::leftovers::settle_left` settles those for the next local run.
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -16,41 +17,8 @@ use super::command::{SlurmError, own_jobs, scancel_all};
 use super::executor::run_comment;
 use super::raw::Leftovers;
 use super::state::{Phase, phase};
+use crate::run::leftovers::still_running;
 use goldgate_schema::RunIndex;
-
-/// Whether the goldgate process that ran `index` is known to be gone while the run never
-/// finished: recorded on this host, and its process no longer exists. A run of another host,
-/// or one that recorded no process, is not known to have died.
-pub fn died(index: &RunIndex) -> bool {
-    let Some(runner) = index
-        .runner
-        .as_ref()
-        .filter(|_| index.finished_at.is_none())
-    else {
-        return false;
-    };
-    runner.host == crate::run::provenance::hostname()
-        && runner.pid != std::process::id()
-        && !std::path::Path::new(&format!("/proc/{}", runner.pid)).exists()
-}
-
-/// Why the run's goldgate may still be running it, or `None` when it finished or is known to
-/// have died.
-pub fn still_running(index: &RunIndex) -> Option<String> {
-    if index.finished_at.is_some() || died(index) {
-        return None;
-    }
-    Some(match &index.runner {
-        Some(r) if r.host == crate::run::provenance::hostname() => {
-            format!("its goldgate (pid {}) is still running", r.pid)
-        }
-        Some(r) => format!(
-            "it never finished, and its goldgate ran on {} (pid {}), where this cannot look",
-            r.host, r.pid
-        ),
-        None => "it never finished, and it records no goldgate process".to_owned(),
-    })
-}
 
 /// This user's jobs of the run still pending or running in Slurm's queue, in id order.
 pub fn left_in_queue(index: &RunIndex) -> Result<Vec<u64>, SlurmError> {
@@ -78,7 +46,8 @@ pub struct CleanedUp {
 /// settles what its jobs left in their folders (under `run_dir`, the run's folder) — Slurm's
 /// raw output and per-rank logs that a goldgate killed mid-job never masked — after waiting
 /// (up to [`LEAVE_WAIT`]) for the cancelled jobs to leave the queue, so that their last lines
-/// are settled too. A run whose goldgate may still run it (`cancel --force`) settles its own.
+/// are settled too. A run whose goldgate may still run it (`cancel --force`) settles its own:
+/// two runs into one folder never mask each other's live files.
 pub fn cancel_left(run_dir: &Path, index: &RunIndex) -> Result<CleanedUp, SlurmError> {
     let on_slurm = index.jobs.iter().any(|j| !j.scheduler_job_ids.is_empty());
     let ids = match left_in_queue(index) {
@@ -100,23 +69,11 @@ pub fn cancel_left(run_dir: &Path, index: &RunIndex) -> Result<CleanedUp, SlurmE
     if !ids.is_empty() && Leftovers::find(run_dir, index).has_raw() {
         wait_until_gone(index, &ids);
     }
-    let warnings = settle_left(run_dir, index);
+    let warnings = Leftovers::find(run_dir, index).settle(run_dir, index.keep_raw_log);
     Ok(CleanedUp {
         cancelled: ids,
         warnings,
     })
-}
-
-/// Settles what the jobs of `index` (its folder `run_dir`) left in their folders — per-rank
-/// logs a goldgate killed mid-job never masked, Slurm's raw output — once no goldgate may be
-/// running the run (a live run's goldgate settles its own: two runs into one folder never mask
-/// each other's live files). Slurm's jobs are out of the queue first ([`cancel_left`]). Returns
-/// a line for each thing it could not settle, or settled only in part.
-pub fn settle_left(run_dir: &Path, index: &RunIndex) -> Vec<String> {
-    if still_running(index).is_some() {
-        return Vec::new();
-    }
-    Leftovers::find(run_dir, index).settle(run_dir, index.keep_raw_log)
 }
 
 /// How long cleaning up waits for cancelled jobs to leave the queue (Slurm's `KillWait`

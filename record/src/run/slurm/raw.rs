@@ -5,19 +5,20 @@
 //! `--keep-raw-log`. goldgate settles it as it sees the job end ([`settle_ended`]); a goldgate
 //! killed mid-job never does, so whoever cleans up after the run (`goldgate cancel`, the next
 //! run: [`Leftovers`]) settles what it left, from what `run.json` recorded (`keep_raw_log`,
-//! each job's `secret_names`, never a value) and the secrets of its own environment: what the
-//! console log lacks of the output is masked into it — or, when a secret the job had is not in
-//! that environment, left out and said so — and the job's per-rank logs are masked.
+//! each job's `secret_names`, never a value) and the secrets of its own environment
+//! (`run::leftovers`): what the console log lacks of the output is masked into it — or, when a
+//! secret the job had is not in that environment, left out and said so — and the job's
+//! per-rank logs are masked as `run::leftovers` masks a local run's.
 
-use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
 use std::io::{self, BufRead, BufReader, BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
-use goldgate_core::fsio::{check_no_links, check_relative, open_regular};
-use goldgate_core::redact::{MIN_SECRET_LEN, Redactor, is_secret_name};
+use goldgate_core::fsio::{check_no_links, open_regular};
+use goldgate_core::redact::Redactor;
 use goldgate_schema::RunIndex;
 
+use crate::run::leftovers::{Environment, JobFolder, job_folders, settle_rank_logs};
 use crate::run::rank_logs;
 use crate::run::watch::raw_log_path;
 
@@ -60,33 +61,25 @@ pub(super) fn settle_ended(raw: &Path, log: &Path, keep_raw: bool) -> Result<(),
 
 /// What the jobs of a run that no goldgate follows any more left to settle: Slurm's raw
 /// output files, and the folders of the jobs whose end goldgate never recorded (their
-/// per-rank logs may hold what was never masked).
+/// per-rank logs may hold what was never masked, `run::leftovers`).
 #[derive(Debug, Default)]
-pub(crate) struct Leftovers {
+pub(super) struct Leftovers {
     jobs: Vec<JobLeft>,
 }
 
 #[derive(Debug)]
 struct JobLeft {
-    /// The goldgate job id, for messages.
-    id: String,
-    dir: PathBuf,
+    folder: JobFolder,
     /// (attempt, raw output file), in attempt order.
     raw: Vec<(u32, PathBuf)>,
-    /// What `run.json` says the job's output is masked for.
-    secret_names: Vec<String>,
 }
 
 impl Leftovers {
     /// What the jobs of `index` (its folder `run_dir`) left; a job folder that `run.json` puts
     /// outside the run folder, or reaches through a link, is never looked into.
-    pub(crate) fn find(run_dir: &Path, index: &RunIndex) -> Leftovers {
-        let jobs = index.jobs.iter().filter_map(|job| {
-            let rel = job.dir.to_str()?;
-            check_relative("job folder", rel).ok()?;
-            let dir = run_dir.join(rel);
-            check_no_links(run_dir, &dir).ok()?;
-            let mut raw: Vec<(u32, PathBuf)> = std::fs::read_dir(&dir)
+    pub(super) fn find(run_dir: &Path, index: &RunIndex) -> Leftovers {
+        let jobs = job_folders(run_dir, index).filter_map(|folder| {
+            let mut raw: Vec<(u32, PathBuf)> = std::fs::read_dir(&folder.dir)
                 .into_iter()
                 .flatten()
                 .flatten()
@@ -94,12 +87,7 @@ impl Leftovers {
                 .filter_map(|e| Some((attempt_of(e.file_name().to_str()?)?, e.path())))
                 .collect();
             raw.sort();
-            (!raw.is_empty() || job.outcome.is_none()).then(|| JobLeft {
-                id: job.job_id.clone(),
-                dir,
-                raw,
-                secret_names: job.secret_names.clone(),
-            })
+            (!raw.is_empty() || folder.unfinished).then_some(JobLeft { folder, raw })
         });
         Leftovers {
             jobs: jobs.collect(),
@@ -107,49 +95,38 @@ impl Leftovers {
     }
 
     /// Whether any raw output file was left.
-    pub(crate) fn has_raw(&self) -> bool {
+    pub(super) fn has_raw(&self) -> bool {
         self.jobs.iter().any(|j| !j.raw.is_empty())
     }
 
     /// Settles everything found, with the secrets of this process's environment; with
     /// `keep_raw` (the run's `--keep-raw-log`) the raw output is kept as `console.raw.log`.
     /// Returns a line for each thing it could not do, or did only in part.
-    pub(crate) fn settle(&self, run_dir: &Path, keep_raw: bool) -> Vec<String> {
-        let here: BTreeMap<String, Vec<u8>> = std::env::vars_os()
-            .filter_map(|(n, v)| Some((n.into_string().ok()?, v.into_encoded_bytes())))
-            .filter(|(_, v)| v.len() >= MIN_SECRET_LEN)
-            .collect();
+    pub(super) fn settle(&self, run_dir: &Path, keep_raw: bool) -> Vec<String> {
+        let here = Environment::here();
         let mut warnings = Vec::new();
         for job in &self.jobs {
-            let missing: Vec<&str> = (job.secret_names.iter())
-                .filter(|n| !here.contains_key(*n))
-                .map(String::as_str)
-                .collect();
-            // Every secret of this environment, and the variables the job's secrets came from.
-            let redactor = Redactor::from_values(
-                (here.iter())
-                    .filter(|(n, _)| is_secret_name(n) || job.secret_names.contains(n))
-                    .map(|(_, v)| v),
-            );
+            let masking = here.masking(&job.folder);
+            let missing: Vec<&str> = masking.missing.iter().map(String::as_str).collect();
             let settle = Settle {
                 run_dir,
-                redactor: &redactor,
+                redactor: &masking.redactor,
                 missing: &missing,
                 keep_raw,
             };
+            let id = &job.folder.id;
             for (attempt, raw) in &job.raw {
-                let log = job.dir.join("logs").join(log_name(*attempt));
+                let log = job.folder.dir.join("logs").join(log_name(*attempt));
                 match settle.attempt(raw, &log) {
                     Ok(None) => {}
-                    Ok(Some(note)) => warnings.push(format!("job {}: {note}", job.id)),
+                    Ok(Some(note)) => warnings.push(format!("job {id}: {note}")),
                     Err(e) => warnings.push(format!(
-                        "job {}: cannot settle Slurm's raw output {}: {e}",
-                        job.id,
+                        "job {id}: cannot settle Slurm's raw output {}: {e}",
                         raw.display()
                     )),
                 }
             }
-            warnings.extend(settle.rank_logs(job));
+            warnings.extend(settle_rank_logs(run_dir, &job.folder, &masking, keep_raw));
         }
         warnings
     }
@@ -203,24 +180,6 @@ impl Settle<'_> {
              the next run the run's secrets to keep such output, masked)",
             self.missing.join(", ")
         )
-    }
-
-    /// The job's per-rank logs, masked; their text withheld (replaced by a note) when this
-    /// environment lacks a secret of the job's.
-    fn rank_logs(&self, job: &JobLeft) -> Vec<String> {
-        let logs = job.dir.join("logs");
-        if check_no_links(self.run_dir, &logs).is_err() {
-            return Vec::new();
-        }
-        if self.missing.is_empty() {
-            let console = logs.join(log_name(1));
-            return rank_logs::mask(&logs, &console, self.redactor, self.keep_raw);
-        }
-        let note = format!(
-            "[goldgate: this log's text is not kept: this environment lacks {}, which masks it]",
-            self.missing.join(", ")
-        );
-        rank_logs::withhold(&logs, &note, self.keep_raw)
     }
 }
 
