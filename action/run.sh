@@ -25,6 +25,8 @@ root=${INPUT_ROOT:-test_cases}
 golden_root=${INPUT_GOLDEN_ROOT:-golden}
 
 words cases "${INPUT_CASES:-}"
+# Filled by `lines` through a nameref.
+extra=() ab_extra=()
 lines extra args "${INPUT_ARGS:-}"
 lines ab_extra ab-args "${INPUT_AB_ARGS:-}"
 # The filter is one argument whatever it holds (spaces in a `(?x)` regex).
