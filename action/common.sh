@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Shared by the action's scripts (sourced, not run): messages in GitHub's workflow-command form
 # and step outputs. The scripts read only their own environment: action.yml passes every input
 # as a variable, never through `${{ }}` inside a script, so no input becomes shell code.
@@ -29,6 +30,7 @@ words() {
 # lines are skipped and each line's surrounding blanks dropped. A line that is an option, a
 # space and more (`--repeat 3`) is refused: it would reach goldgate as one argument.
 lines() {
+  # shellcheck disable=SC2178 # `into` is a nameref to the caller's array
   local -n into=$1
   local name=$2 line
   into=()

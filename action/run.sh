@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Step "run", in the head's checkout: lists and plans the selection, then by mode
 #   gate   goldgate run (judged against the goldens: comparison JSON, JUnit, markdown)
-#   ab     goldgate ab per case of ab-cases: arm A the base's tree (step "base"), arm B the head's
+#   ab     goldgate ab per case of ab-cases: arm A the base's tree (step "base"), arm B the head's;
+#          a within-job A/B (ab-args --within-job or a switch) both arms in the head's tree
 #   both   the two, one after the other; the gate's clocks are then diagnostic (`--clocks ab`):
 #          the A/B gates timing, as the PR comment shows it
 # Input clocks (ab or golden) sets the gate's `--clocks` in any mode: `ab` in a gate job whose
@@ -25,6 +26,8 @@ root=${INPUT_ROOT:-test_cases}
 golden_root=${INPUT_GOLDEN_ROOT:-golden}
 
 words cases "${INPUT_CASES:-}"
+# Filled by `lines` through a nameref.
+extra=() ab_extra=()
 lines extra args "${INPUT_ARGS:-}"
 lines ab_extra ab-args "${INPUT_AB_ARGS:-}"
 # The filter is one argument whatever it holds (spaces in a `(?x)` regex).
@@ -97,14 +100,26 @@ if [ "$code" -eq 0 ] && { [ "$mode" = gate ] || [ "$mode" = both ]; }; then
   summary "$out/report.md"
 fi
 
+# A within-job A/B (ab-args --within-job, --a-switch or --b-switch): both arms in every job of
+# the head's tree, switched save by save; goldgate ab refuses arm trees there (a checkout is
+# fixed when a job starts), so the base's tree is not passed.
+within=false
+for arg in "${ab_extra[@]}"; do
+  case "$arg" in --within-job | --a-switch* | --b-switch*) within=true ;; esac
+done
 if [ "$code" -le 1 ] && { [ "$mode" = ab ] || [ "$mode" = both ]; }; then
-  [ -n "${BASE_DIR:-}" ] || fail "mode $mode: no base tree (step base did not run)"
-  base=${GITHUB_WORKSPACE:-$PWD}/$BASE_DIR
-  [ -d "$base" ] || fail "mode $mode: the base tree $base is missing"
-  arms=(--a-dir "$base" --b-dir "$PWD")
-  # A Megatron-LM fork: each arm's training script comes from its own checkout.
-  if [ "$megatron" = true ]; then
-    arms+=(--a-env "MEGATRON_LM_DIR=$base" --b-env "MEGATRON_LM_DIR=$PWD")
+  arms=()
+  if [ "$within" = true ]; then
+    echo "a within-job A/B (ab-args): both arms run in this checkout, switched save by save; the base's tree is not used"
+  else
+    [ -n "${BASE_DIR:-}" ] || fail "mode $mode: no base tree (step base did not run)"
+    base=${GITHUB_WORKSPACE:-$PWD}/$BASE_DIR
+    [ -d "$base" ] || fail "mode $mode: the base tree $base is missing"
+    arms=(--a-dir "$base" --b-dir "$PWD")
+    # A Megatron-LM fork: each arm's training script comes from its own checkout.
+    if [ "$megatron" = true ]; then
+      arms+=(--a-env "MEGATRON_LM_DIR=$base" --b-env "MEGATRON_LM_DIR=$PWD")
+    fi
   fi
   [ "${#ab_cases[@]}" -gt 0 ] || fail "mode $mode needs ab-cases (or cases): the cases goldgate ab runs"
   for case in "${ab_cases[@]}"; do

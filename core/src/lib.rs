@@ -7,7 +7,8 @@
 //! - [`tensorboard`]: TensorBoard event files, read without TensorFlow;
 //! - [`records`]: loading `results.json` and `run.json` back (names checked, size-limited);
 //! - [`fsio`], [`printable`], [`redact`], [`hash`], [`duration`], [`units`]: the one file I/O
-//!   layer, terminal-safe text, secret scrubbing, the stable hash, durations, byte figures;
+//!   layer, terminal-safe text, secret scrubbing, the stable hash, durations, byte and time
+//!   figures;
 //! - `fixtures` (tests only, and other crates' tests through the `fixtures` feature): the
 //!   prerequisite rule (`fixtures::prereq`) and the Megatron-LM corpus lookup
 //!   (`fixtures::corpus`).

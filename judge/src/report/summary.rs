@@ -25,12 +25,12 @@ fn gpu_peak(r: &RunRecord) -> Option<f64> {
 fn save_text(r: &RunRecord, c: &CheckpointRecord) -> String {
     let blocking = (r.metrics.get(names::CHECKPOINT_BLOCKING))
         .and_then(|s| s.0.get(&c.iteration).copied())
-        .map_or_else(|| "?".into(), units::seconds);
+        .map_or_else(|| "?".into(), goldgate_core::units::seconds);
     match c.async_latency_seconds {
         Some(l) => format!(
             "it {}: {blocking} (async {})",
             c.iteration,
-            units::seconds(l)
+            goldgate_core::units::seconds(l)
         ),
         None => format!("it {}: {blocking}", c.iteration),
     }

@@ -1,5 +1,6 @@
-//! Stage "report": number formatting shared by every renderer (bytes in binary units, seconds
-//! scaled to ms/µs, signed deltas), so the terminal, markdown and JUnit show the same figures.
+//! Stage "report": number formatting shared by every renderer (bytes and seconds through
+//! `goldgate_core::units`, signed deltas), so the terminal, markdown and JUnit show the same
+//! figures.
 
 use goldgate_schema::Unit;
 
@@ -29,34 +30,6 @@ pub(crate) fn metric_label(
         one_line(&m.metric),
         m.verdict.label()
     )
-}
-
-/// `4.10 s`, `23.4 ms`, `812 µs`, `184 s` (three significant digits).
-pub(crate) fn seconds(v: f64) -> String {
-    if !v.is_finite() {
-        return non_finite(v);
-    }
-    let a = v.abs();
-    if a >= 100.0 {
-        format!("{v:.0} s")
-    } else if a >= 1.0 || a == 0.0 {
-        format!("{v:.2} s")
-    } else if a >= 1e-3 {
-        format!("{} ms", sig3(v * 1e3))
-    } else {
-        format!("{} µs", sig3(v * 1e6))
-    }
-}
-
-fn sig3(v: f64) -> String {
-    let a = v.abs();
-    if a >= 100.0 {
-        format!("{v:.0}")
-    } else if a >= 10.0 {
-        format!("{v:.1}")
-    } else {
-        format!("{v:.2}")
-    }
 }
 
 /// Five significant digits, no exponent for ordinary losses: `10.849`, `0.0012346`.
@@ -97,7 +70,7 @@ fn non_finite(v: f64) -> String {
 pub(crate) fn value(kind: Unit, v: f64) -> String {
     match kind {
         Unit::Bytes => goldgate_core::units::bytes(v),
-        Unit::Seconds => seconds(v),
+        Unit::Seconds => goldgate_core::units::seconds(v),
         Unit::Count => count(v),
         Unit::Plain => plain(v),
     }

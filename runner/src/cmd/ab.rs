@@ -516,11 +516,9 @@ impl Bench<'_> {
     fn fits_no_pair(&self, mut report: AbReport) -> Result<Exit, AppError> {
         report.exit_code = Some(i32::from(Exit::Usage.code()));
         self.write_json(&report)?;
-        let slowest = report
-            .jobs
-            .iter()
+        let slowest = (report.jobs.iter())
             .filter_map(|j| j.wall_seconds)
-            .fold(0.0, f64::max);
+            .reduce(f64::max);
         Err(CmdError::BudgetFitsNoPair {
             budget: self.args.budget.unwrap_or_default().as_secs_f64(),
             job_seconds: slowest,
@@ -641,7 +639,9 @@ impl Bench<'_> {
             return false;
         }
         report.warnings.push(format!(
-            "time budget: {left:.0} s of --budget left, the next pair needs about {needed:.0} s; stopped after {} pair(s)",
+            "time budget: {} of --budget left, the next pair needs about {}; stopped after {} pair(s)",
+            goldgate_core::units::seconds(left.max(0.0)),
+            goldgate_core::units::seconds(needed),
             report.pairs
         ));
         true

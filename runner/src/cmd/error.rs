@@ -435,14 +435,21 @@ pub enum CmdError {
         problem: String,
     },
 
-    /// `ab --budget` left no time for one pair.
+    /// `ab --budget` left no time for one pair: `--budget 500 ms fits no pair: one job took
+    /// 412 ms, …`, or none ran (times in the unit that fits them).
     #[error(
-        "--budget {budget:.1} s fits no pair: one job took {job_seconds:.1} s, and a pair is two"
+        "--budget {} fits no pair: {}",
+        goldgate_core::units::seconds(*.budget),
+        budget_spent(.job_seconds)
     )]
     #[diagnostic(help(
         "give --budget at least three jobs' time (two for the pair and a fifth of margin each), or leave it out"
     ))]
-    BudgetFitsNoPair { budget: f64, job_seconds: f64 },
+    BudgetFitsNoPair {
+        budget: f64,
+        /// The slowest job's time; `None` when the budget ran out before any job.
+        job_seconds: Option<f64>,
+    },
     /// `ab --within-job` was asked to switch what a running job cannot switch.
     #[error("{message}")]
     #[diagnostic(help(
@@ -484,6 +491,17 @@ pub enum CmdError {
     /// The async runtime for the GitHub client could not start.
     #[error("cannot start the async runtime: {source}")]
     Runtime { source: std::io::Error },
+}
+
+/// What `--budget` went on before a pair could start: one job's time, or no job at all.
+fn budget_spent(job_seconds: &Option<f64>) -> String {
+    match job_seconds {
+        Some(s) => format!(
+            "one job took {}, and a pair is two",
+            goldgate_core::units::seconds(*s)
+        ),
+        None => "it ran out before the first job started".to_owned(),
+    }
 }
 
 #[cfg(test)]

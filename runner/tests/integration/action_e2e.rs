@@ -74,6 +74,19 @@ fn tools_missing() -> Option<&'static str> {
         })
 }
 
+/// Whether a test of the action can run here; a missing tool is a missing prerequisite.
+fn tools_ready() -> bool {
+    match tools_missing() {
+        None => true,
+        Some(tool) => {
+            goldgate_core::fixtures::prereq::missing(&format!(
+                "{tool} is not installed (the action's scripts use it)"
+            ));
+            false
+        }
+    }
+}
+
 /// The release a tag would publish: goldgate-TAG-TARGET.tar.gz of this build and SHA256SUMS,
 /// made by the release workflow's script.
 fn release(dir: &Path) -> PathBuf {
@@ -317,10 +330,7 @@ async fn a_megatron_fork_blesses_gates_and_keeps_one_comment_through_the_action(
     let Some(corpus) = goldgate_core::fixtures::corpus::megatron_corpus() else {
         return;
     };
-    if let Some(tool) = tools_missing() {
-        goldgate_core::fixtures::prereq::missing(&format!(
-            "{tool} is not installed (the action's scripts use it)"
-        ));
+    if !tools_ready() {
         return;
     }
     let (_server, gh) = FakeGithub::start("").await;
@@ -553,6 +563,38 @@ fn bare_job(dir: &Path, n: u64) -> Job {
     }
 }
 
+/// `bare_job` with goldgate's own configuration, demo cases and their goldens in its workspace.
+fn demo_job(dir: &Path, n: u64) -> Job {
+    let job = bare_job(dir, n);
+    std::fs::copy(
+        repo().join("goldgate.yaml"),
+        job.workspace.join("goldgate.yaml"),
+    )
+    .unwrap();
+    for tree in ["test_cases/demo", "golden/demo"] {
+        steps::copy_dir(&repo().join(tree), &job.workspace.join(tree));
+    }
+    job
+}
+
+/// `job` as GitHub runs it for `event_name` on `ref_name` (the event's payload `event`), with
+/// the fake GitHub at `api` and its token.
+fn on_github(mut job: Job, api: &str, event_name: &str, ref_name: &str, event: Value) -> Job {
+    let g = job.github.as_object_mut().unwrap();
+    for (k, v) in [
+        ("event_name", json!(event_name)),
+        ("ref_name", json!(ref_name)),
+        ("repository", json!("o/r")),
+        ("server_url", json!("https://github.example")),
+        ("api_url", json!(api)),
+        ("token", json!(TOKEN)),
+        ("event", event),
+    ] {
+        g.insert(k.to_owned(), v);
+    }
+    job
+}
+
 /// The inputs of a job on goldgate's `dev_cpu` platform that installs the release in `dist`,
 /// and `extra`.
 fn dev_cpu_inputs(dist: &Path, extra: &[(&str, &str)]) -> Vec<(String, String)> {
@@ -578,25 +620,13 @@ fn dev_cpu_inputs(dist: &Path, extra: &[(&str, &str)]) -> Vec<(String, String)> 
 /// that is an option and its value is refused, naming the input, before anything runs.
 #[test]
 fn the_action_passes_a_filter_with_spaces_as_one_argument_and_args_one_per_line() {
-    if let Some(tool) = tools_missing() {
-        goldgate_core::fixtures::prereq::missing(&format!(
-            "{tool} is not installed (the action's scripts use it)"
-        ));
+    if !tools_ready() {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
     let dist = release(tmp.path());
     // goldgate's own configuration and demo cases in the job's workspace.
-    let job = bare_job(tmp.path(), 1);
-    std::fs::copy(
-        repo().join("goldgate.yaml"),
-        job.workspace.join("goldgate.yaml"),
-    )
-    .unwrap();
-    steps::copy_dir(
-        &repo().join("test_cases/demo"),
-        &job.workspace.join("test_cases/demo"),
-    );
+    let job = demo_job(tmp.path(), 1);
     let o = job.run(&dev_cpu_inputs(
         &dist,
         &[
@@ -652,10 +682,7 @@ fn the_action_passes_a_filter_with_spaces_as_one_argument_and_args_one_per_line(
 /// so is one that does not match a pinned `sha256`.
 #[test]
 fn the_action_refuses_a_release_archive_whose_checksum_does_not_match() {
-    if let Some(tool) = tools_missing() {
-        goldgate_core::fixtures::prereq::missing(&format!(
-            "{tool} is not installed (the action's scripts use it)"
-        ));
+    if !tools_ready() {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
@@ -711,4 +738,443 @@ fn the_books_fork_page_shows_the_tested_example_files() {
             std::fs::read_to_string(repo().join("docs/examples/megatron-fork").join(file)).unwrap();
         assert_eq!(shown, text, "{file}: the page's block is not the file");
     }
+}
+
+/// Where a job that posts no comment points its GitHub API: nothing listens there.
+const NO_GITHUB: &str = "http://127.0.0.1:9";
+
+/// `history` and `partition`: a push to the default branch runs shard 2 of 2 (`hash:2/2` of the
+/// checkpoint and crash demos holds the checkpoint demo alone), names its artifact by the shard
+/// and ingests the run into the history store, SQLite and PostgreSQL alike; a pull request's run
+/// with the same store is not ingested.
+#[test]
+fn a_push_to_main_ingests_its_shard_into_history_and_a_pull_request_is_never_ingested() {
+    if !tools_ready() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let dist = release(tmp.path());
+    let mut n = 0;
+    for backend in ["sqlite", "postgres"] {
+        let Some(store) = crate::history_store::fresh(backend) else {
+            continue;
+        };
+        let db = crate::history_store::db_arg(&store.location);
+        let inputs = dev_cpu_inputs(
+            &dist,
+            &[
+                ("cases", "demo/ckpt-demo demo/crash-demo"),
+                ("partition", "hash:2/2"),
+                ("history", &db),
+            ],
+        );
+        n += 1;
+        let default_branch = json!({"repository": {"default_branch": "main"}});
+        let push = on_github(
+            demo_job(tmp.path(), n),
+            NO_GITHUB,
+            "push",
+            "main",
+            default_branch,
+        );
+        let o = push.run(&inputs);
+        assert!(!o.failed, "{backend}: {}", show(&o));
+        assert_eq!(o.output("run", "exit-code"), "0", "{backend}: {}", show(&o));
+        // The shard: goldgate run's argument, the artifact's name, what was listed and run.
+        assert!(
+            o.log.contains(
+                "+ goldgate run --root test_cases --platform dev_cpu --golden-root golden --partition hash:2/2 demo/ckpt-demo demo/crash-demo --out "
+            ),
+            "{}",
+            show(&o)
+        );
+        assert_eq!(o.output("prepare", "artifact"), "goldgate-dev_cpu-2");
+        let records = tmp.path().join(format!("store/{n}/goldgate-dev_cpu-2"));
+        let list = std::fs::read_to_string(records.join("list.txt")).unwrap();
+        assert!(
+            list.contains("demo/ckpt-demo") && !list.contains("demo/crash-demo"),
+            "{list}"
+        );
+        assert_eq!(find(&records.join("results"), "results.json").len(), 1);
+        // The push's run is in the store.
+        assert!(o.log.contains("+ goldgate history ingest "), "{}", show(&o));
+        assert_eq!(
+            crate::history_cli::runs_stored(&store.location),
+            1,
+            "{backend}: {}",
+            show(&o)
+        );
+        if backend != "sqlite" {
+            continue;
+        }
+        n += 1;
+        let event = pr_event("main", "head");
+        let pr = on_github(
+            demo_job(tmp.path(), n),
+            NO_GITHUB,
+            "pull_request",
+            "17/merge",
+            event,
+        );
+        let o = pr.run(&inputs);
+        assert_eq!(o.output("run", "exit-code"), "0", "{}", show(&o));
+        assert!(
+            o.log.contains(
+                "history: not ingesting a pull_request run of 17/merge (only pushes to main)"
+            ),
+            "{}",
+            show(&o)
+        );
+        assert!(!o.log.contains("+ goldgate history ingest"), "{}", show(&o));
+        assert_eq!(crate::history_cli::runs_stored(&store.location), 1);
+    }
+}
+
+/// `scope` reaches goldgate as Megatron's `--scope` (the example workflow's `GOLDGATE_SCOPE`):
+/// Megatron's recipes name their own machines, so scope `mr` holds no row for the fork's runner,
+/// the case `GOLDGATE_CASES` names is not selected, and the job ends with exit 2, nothing run.
+#[test]
+fn the_scope_input_selects_only_megatrons_recipe_rows_for_the_platform() {
+    let Some(corpus) = goldgate_core::fixtures::corpus::megatron_corpus() else {
+        return;
+    };
+    if !tools_ready() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let fork = Fork::new(tmp.path(), &corpus, NO_GITHUB);
+    let main = git(&fork.origin, &["rev-parse", "HEAD"]);
+    let event = json!({"inputs": {"mode": "gate"}, "repository": {"default_branch": "main"}});
+    let mut job = fork.job(1, "workflow_dispatch", "main", event);
+    job.vars["GOLDGATE_SCOPE"] = json!("mr");
+    fork.checkout(&job, &main, false);
+    let inputs = fork.inputs(&job, "goldgate.yml", &[("mode", "gate")]);
+    assert!(
+        inputs.contains(&("scope".to_owned(), "mr".to_owned())),
+        "{inputs:?}"
+    );
+    let o = job.run(&inputs);
+    assert!(o.failed, "{}", show(&o));
+    assert_eq!(o.output("run", "exit-code"), "2", "{}", show(&o));
+    assert!(
+        o.log.contains(&format!(
+            "+ goldgate list --root {CASES} --platform {PLATFORM} --scope mr --golden-root {CASES} {CASE}"
+        )),
+        "{}",
+        show(&o)
+    );
+    let list = std::fs::read_to_string(
+        fork.artifact(1, &format!("goldgate-{PLATFORM}-1"))
+            .join("list.txt"),
+    )
+    .unwrap();
+    assert!(
+        list.contains("│ scope │") && list.contains("0 workload(s)") && !list.contains(CASE),
+        "{list}"
+    );
+    assert!(
+        o.log
+            .contains("nothing to run: the selection planned no job"),
+        "{}",
+        show(&o)
+    );
+}
+
+/// The comment of the fake GitHub whose marker is `key`'s.
+fn sticky(comments: &[(u64, String)], key: &str) -> (u64, String) {
+    let marker = format!("<!-- goldgate:sticky key={key} -->");
+    comments
+        .iter()
+        .find(|(_, body)| body.starts_with(&marker))
+        .cloned()
+        .unwrap_or_else(|| panic!("no comment with {marker}: {comments:?}"))
+}
+
+/// `comment-key`: two jobs of one pull request run, keyed `alpha` and `beta`, upload
+/// `goldgate-alpha-1` and `goldgate-beta-1`, and the comment workflow posts two sticky comments
+/// on their failed jobs, one per key; a later run keyed `alpha`, passing, updates that comment
+/// and leaves `beta`'s as it was.
+#[tokio::test]
+async fn two_comment_keys_keep_two_sticky_comments_and_a_key_updates_its_own() {
+    if !tools_ready() {
+        return;
+    }
+    let (_server, gh) = FakeGithub::start("").await;
+    let fake = gh.clone();
+    tokio::task::spawn_blocking(move || comment_keys(&fake))
+        .await
+        .unwrap();
+}
+
+fn comment_keys(gh: &FakeGithub) {
+    let tmp = tempfile::tempdir().unwrap();
+    let dist = release(tmp.path());
+    // Job `n` of pull request run `run`, on `case` under comment-key `key`, ending with `code`.
+    let gate = |n: u64, run: u64, key: &str, case: &str, code: &str| {
+        let event = pr_event("main", "head");
+        let job = on_github(
+            demo_job(tmp.path(), n),
+            &gh.base,
+            "pull_request",
+            "17/merge",
+            event,
+        );
+        let job = Job { run_id: run, ..job };
+        let o = job.run(&dev_cpu_inputs(
+            &dist,
+            &[("cases", case), ("comment-key", key)],
+        ));
+        assert_eq!(o.output("run", "exit-code"), code, "{}", show(&o));
+        assert_eq!(o.output("prepare", "key"), key);
+        let records = tmp.path().join(format!("store/{run}/goldgate-{key}-1"));
+        assert_eq!(
+            std::fs::read_to_string(records.join("key.txt")).unwrap(),
+            format!("{key}\n")
+        );
+    };
+    // The comment workflow's job `n` after run `run`.
+    let comment = |n: u64, run: u64| {
+        let event = workflow_run_event(run);
+        let job = on_github(
+            bare_job(tmp.path(), n),
+            &gh.base,
+            "workflow_run",
+            "main",
+            event,
+        );
+        let o = job.run(&dev_cpu_inputs(&dist, &[("mode", "comment")]));
+        assert!(!o.failed, "{}", show(&o));
+        o
+    };
+    // A job that fails is commented on (a passing one only once a comment exists).
+    gate(1, 1, "alpha", "demo/crash-demo", "3");
+    gate(2, 1, "beta", "demo/crash-demo", "3");
+    let o = comment(3, 1);
+    for key in ["alpha", "beta"] {
+        assert!(
+            o.log
+                .contains(&format!("--key {key} --pr {PR} --only-on-change")),
+            "{}",
+            show(&o)
+        );
+    }
+    let comments = gh.comments();
+    assert_eq!(comments.len(), 2, "{comments:?}\n{}", show(&o));
+    let (alpha, first) = sticky(&comments, "alpha");
+    let beta = sticky(&comments, "beta");
+    assert_ne!(alpha, beta.0);
+
+    gate(4, 4, "alpha", "demo/ckpt-demo", "0");
+    comment(5, 4);
+    let comments = gh.comments();
+    assert_eq!(comments.len(), 2, "no third comment: {comments:?}");
+    let (id, body) = sticky(&comments, "alpha");
+    assert_eq!(id, alpha, "alpha's comment, edited");
+    assert_ne!(body, first);
+    assert!(body.contains("actions/runs/4"), "{body}");
+    assert_eq!(sticky(&comments, "beta"), beta, "beta's comment as it was");
+}
+
+/// Mode `ab` on its own, asked through `ab-args` for a within-job A/B (a delay planted on B's
+/// saves, as `goldgate ab --b-switch`): only `goldgate ab` runs, both arms in the head's checkout
+/// with no arm trees (which a within-job A/B refuses), its result is uploaded as
+/// `goldgate-dev_cpu-ab`, the regression fails the job, and the comment shows the within-job
+/// A/B's verdict.
+#[tokio::test]
+async fn mode_ab_alone_runs_a_within_job_ab_whose_verdict_reaches_the_comment() {
+    if !tools_ready() {
+        return;
+    }
+    let (_server, gh) = FakeGithub::start("").await;
+    let fake = gh.clone();
+    tokio::task::spawn_blocking(move || within_job_ab(&fake))
+        .await
+        .unwrap();
+}
+
+fn within_job_ab(gh: &FakeGithub) {
+    let tmp = tempfile::tempdir().unwrap();
+    let dist = release(tmp.path());
+    // A repository of goldgate's configuration and the fake trainer's in-job case.
+    let origin = tmp.path().join("origin");
+    let case = "runner/tests/fixtures/cases/fake/injob";
+    steps::copy_dir(&repo().join(case), &origin.join(case));
+    std::fs::copy(repo().join("goldgate.yaml"), origin.join("goldgate.yaml")).unwrap();
+    git(&origin, &["init", "--quiet", "--initial-branch", "main"]);
+    git(&origin, &["add", "-A"]);
+    git(&origin, &["commit", "--quiet", "-m", "an in-job case"]);
+    let main = git(&origin, &["rev-parse", "HEAD"]);
+    let job = on_github(
+        bare_job(tmp.path(), 1),
+        &gh.base,
+        "pull_request",
+        "17/merge",
+        pr_event(&main, &main),
+    );
+    // The case's entry, `fake-trainer`, is the installed goldgate's trainer on the runner's PATH.
+    let bin = tmp.path().join("runner-bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let trainer = bin.join("fake-trainer");
+    std::fs::write(&trainer, "#!/bin/sh\nexec goldgate fake-trainer \"$@\"\n").unwrap();
+    let executable = std::os::unix::fs::PermissionsExt::from_mode(0o755);
+    std::fs::set_permissions(&trainer, executable).unwrap();
+    let mut env = job.env.clone();
+    for (k, v) in &mut env {
+        if k == "PATH" {
+            *v = format!("{}:{v}", bin.display());
+        }
+    }
+    let job = Job {
+        origin: origin.clone(),
+        env,
+        ..job
+    };
+    git(
+        tmp.path(),
+        &[
+            "clone",
+            "--quiet",
+            origin.to_str().unwrap(),
+            job.workspace.to_str().unwrap(),
+        ],
+    );
+    let o = job.run(&dev_cpu_inputs(
+        &dist,
+        &[
+            ("mode", "ab"),
+            ("root", "runner/tests/fixtures/cases"),
+            ("ab-cases", "fake/injob"),
+            ("ab-args", "--b-switch=save-delay=0.25\n--seed=3"),
+        ],
+    ));
+    assert!(o.failed, "the regression fails the job: {}", show(&o));
+    assert_eq!(o.output("run", "exit-code"), "1", "{}", show(&o));
+    assert!(
+        o.log.contains(
+            "+ goldgate ab fake/injob --root runner/tests/fixtures/cases --golden-root golden --platform dev_cpu --b-switch=save-delay=0.25 --seed=3 --out "
+        ),
+        "{}",
+        show(&o)
+    );
+    assert!(!o.log.contains("+ goldgate run "), "no gate: {}", show(&o));
+    assert_eq!(o.output("prepare", "artifact"), "goldgate-dev_cpu-ab");
+    let records = tmp.path().join("store/1/goldgate-dev_cpu-ab");
+    let list = std::fs::read_to_string(records.join("list.txt")).unwrap();
+    assert!(list.contains("fake/injob"), "{list}");
+    assert!(!records.join("comparison.json").exists());
+    let ab: Value =
+        serde_json::from_slice(&std::fs::read(records.join("ab-fake-injob.json")).unwrap())
+            .unwrap();
+    assert_eq!(ab["mode"]["kind"], "within-job", "{}", ab["mode"]);
+    assert_eq!(ab["exit_code"], 1, "{ab}");
+
+    let event = workflow_run_event(1);
+    let job = on_github(
+        bare_job(tmp.path(), 2),
+        &gh.base,
+        "workflow_run",
+        "main",
+        event,
+    );
+    let o = job.run(&dev_cpu_inputs(&dist, &[("mode", "comment")]));
+    assert!(!o.failed, "{}", show(&o));
+    let comments = gh.comments();
+    assert_eq!(comments.len(), 1, "{comments:?}");
+    let (_, body) = sticky(&comments, "dev_cpu");
+    for shown in [
+        "goldgate A/B: fake/injob on dev\\_cpu — regression",
+        "mode: within-job",
+        "save-delay=0.25",
+        "actions/runs/1",
+    ] {
+        assert!(body.contains(shown), "{shown}: {body}");
+    }
+}
+
+/// What a workflow runs on (`on:` as a name, a list or a map of events).
+fn triggers(name: &str, workflow: &Value) -> Vec<String> {
+    // YAML 1.1 readers take a bare `on` for `true`.
+    let on = workflow.get("on").or_else(|| workflow.get("true"));
+    match on {
+        Some(Value::String(event)) => vec![event.clone()],
+        Some(Value::Array(events)) => events
+            .iter()
+            .map(|e| e.as_str().unwrap().to_owned())
+            .collect(),
+        Some(Value::Object(events)) => events.keys().cloned().collect(),
+        _ => panic!("{name}: no `on:`"),
+    }
+}
+
+/// Whether `permissions` (a workflow's or a job's) lets the token write pull request comments.
+fn writes_comments(permissions: &Value) -> bool {
+    permissions == "write-all"
+        || permissions["pull-requests"] == "write"
+        || permissions["issues"] == "write"
+}
+
+/// Fork safety of every workflow, goldgate's own and the fork example's: none runs on
+/// `pull_request_target` (a pull request's code with the base's secrets and a write token), and
+/// the sticky comment is posted (the action's mode `comment`, `goldgate comment`, a token that
+/// writes pull requests) only by a workflow that runs on `workflow_run` alone, never by the
+/// `pull_request` one, which runs the pull request's code without secrets.
+#[test]
+fn no_workflow_runs_on_pull_request_target_and_only_workflow_run_posts_the_comment() {
+    let mut commenting = Vec::new();
+    for dir in [
+        ".github/workflows",
+        "docs/examples/megatron-fork/.github/workflows",
+    ] {
+        let mut files: Vec<PathBuf> = std::fs::read_dir(repo().join(dir))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|x| x == "yml" || x == "yaml"))
+            .collect();
+        files.sort();
+        assert!(!files.is_empty(), "{dir}: no workflow");
+        for path in files {
+            let name = path.strip_prefix(repo()).unwrap().display().to_string();
+            let workflow = steps::read_yaml(&path);
+            let on = triggers(&name, &workflow);
+            assert!(
+                !on.iter().any(|e| e == "pull_request_target"),
+                "{name}: runs on pull_request_target, which gives a pull request's code the base's secrets and a write token; test on pull_request and comment from a workflow_run workflow"
+            );
+            let comment_only_after_a_run = on == ["workflow_run"];
+            let mut why = Vec::new();
+            if writes_comments(&workflow["permissions"]) {
+                why.push("the workflow's permissions write pull requests".to_owned());
+            }
+            for (job_name, job) in workflow["jobs"].as_object().unwrap() {
+                if writes_comments(&job["permissions"]) {
+                    why.push(format!("job {job_name}'s permissions write pull requests"));
+                }
+                for step in job["steps"].as_array().into_iter().flatten() {
+                    let uses = step["uses"].as_str().unwrap_or("");
+                    let action = uses == "./" || uses.starts_with("goldgate/goldgate@");
+                    let mode = step["with"]["mode"].as_str().unwrap_or("");
+                    let run = step["run"].as_str().unwrap_or("");
+                    if (action && mode.contains("comment")) || run.contains("goldgate comment") {
+                        why.push(format!("job {job_name} posts the sticky comment"));
+                    }
+                }
+            }
+            if !why.is_empty() {
+                assert!(
+                    comment_only_after_a_run,
+                    "{name}: {}, but it runs on {on:?}: post the PR comment only from a workflow_run-triggered workflow (the pull_request one runs the pull request's code without secrets)",
+                    why.join("; ")
+                );
+                commenting.push(name);
+            }
+        }
+    }
+    assert_eq!(
+        commenting,
+        [
+            ".github/workflows/pr-comment.yml",
+            "docs/examples/megatron-fork/.github/workflows/goldgate-comment.yml",
+        ],
+        "the workflows that post the comment"
+    );
 }

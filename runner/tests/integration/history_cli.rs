@@ -56,7 +56,7 @@ fn ok(db: &str, args: &[&str]) -> String {
     common::cli::text(&o)
 }
 
-fn runs_stored(location: &Location) -> i64 {
+pub(crate) fn runs_stored(location: &Location) -> i64 {
     let mut store = Store::open_read(location).unwrap();
     store.counts().unwrap()[0].1
 }

@@ -301,12 +301,36 @@ mod tests {
     use goldgate_schema::Verdict;
     use goldgate_schema::metric_names::{CHECKPOINT_ASYNC_LATENCY, CHECKPOINT_BLOCKING, HOST_PEAK};
 
-    /// A 16 MiB figure reads `16.4 MiB`, not `0.016 GiB`.
+    /// The lines bless prints before writing show bytes in the unit that fits them: a 16 MiB
+    /// peak reads `16.4 MiB`, not `0.016 GiB`.
     #[test]
     fn bless_writes_bytes_in_the_unit_that_fits_them() {
-        assert_eq!(short(17_196_646.0, Unit::Bytes), "16.4 MiB");
-        assert_eq!(short(2.0e9, Unit::Bytes), "1.86 GiB");
-        assert_eq!(short(779.0, Unit::Bytes), "779 B");
+        use goldgate_schema::metric_names::{CKPT_WRITTEN_BYTES, GPU_PEAK};
+        let series = |points: &[(u64, f64)]| points.iter().copied().collect::<Series>();
+        let old = BTreeMap::from([
+            (HOST_PEAK.to_owned(), series(&[(20, 2.0e9)])),
+            (
+                CKPT_WRITTEN_BYTES.to_owned(),
+                series(&[(10, 779.0), (20, 779.0)]),
+            ),
+        ]);
+        let new = BTreeMap::from([
+            (HOST_PEAK.to_owned(), series(&[(20, 17_196_646.0)])),
+            (
+                CKPT_WRITTEN_BYTES.to_owned(),
+                series(&[(10, 67_109_708.0), (20, 67_109_711.0)]),
+            ),
+            (GPU_PEAK.to_owned(), series(&[(20, 2.0e9)])),
+        ]);
+        let file = BlessFile {
+            case: "m/c".to_owned(),
+            path: PathBuf::from("golden/m/c/golden_values_dev_dev_cpu.json"),
+            job_ids: vec!["m/c@default#1".to_owned()],
+            metrics: new,
+            samples: GoldenSamples::default(),
+            old: Some(Ok(old)),
+        };
+        insta::assert_snapshot!(render_diff(&[file], &RuleSet::megatron()));
     }
 
     /// Repeat `k` of a 20-step job whose per-step times, per-save latencies and peak differ
