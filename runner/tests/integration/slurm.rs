@@ -172,7 +172,12 @@ impl Tree {
             .join("cases/demo")
             .join(name)
             .join("model_config.yaml");
-        std::fs::write(config, case(iters, 50, &extra)).unwrap();
+        // This build's fake trainer (`goldgate fake-trainer`): a `fake-trainer` binary beside it
+        // is rebuilt only by a workspace build, and one older than the hold flags ignores them.
+        let text = case(iters, 50, &extra)
+            .replace("entry: [fake-trainer]", "entry: [goldgate, fake-trainer]");
+        assert!(text.contains("entry: [goldgate, fake-trainer]"), "{text}");
+        std::fs::write(config, text).unwrap();
         tree
     }
 
