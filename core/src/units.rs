@@ -52,7 +52,8 @@ fn sig3(v: f64) -> String {
     }
 }
 
-fn non_finite(v: f64) -> String {
+/// `nan`, `inf` or `-inf`: how every formatter here writes a value that is not finite.
+pub fn non_finite(v: f64) -> String {
     if v.is_nan() {
         "nan".into()
     } else if v > 0.0 {

@@ -35,7 +35,7 @@ pub(crate) fn metric_label(
 /// Five significant digits, no exponent for ordinary losses: `10.849`, `0.0012346`.
 pub(crate) fn plain(v: f64) -> String {
     if !v.is_finite() {
-        return non_finite(v);
+        return goldgate_core::units::non_finite(v);
     }
     let a = v.abs();
     if a == 0.0 {
@@ -51,19 +51,9 @@ pub(crate) fn plain(v: f64) -> String {
 /// An integer count: `1024`.
 pub(crate) fn count(v: f64) -> String {
     if !v.is_finite() {
-        return non_finite(v);
+        return goldgate_core::units::non_finite(v);
     }
     format!("{v:.0}")
-}
-
-fn non_finite(v: f64) -> String {
-    if v.is_nan() {
-        "nan".into()
-    } else if v > 0.0 {
-        "inf".into()
-    } else {
-        "-inf".into()
-    }
 }
 
 /// Formats a value of the given kind.
@@ -89,7 +79,7 @@ pub(crate) fn signed(kind: Unit, v: f64) -> String {
 /// A signed percentage with two decimals: `+5.20 %`, `-87.32 %`.
 pub(crate) fn pct(p: f64) -> String {
     if !p.is_finite() {
-        return non_finite(p);
+        return goldgate_core::units::non_finite(p);
     }
     format!("{p:+.2} %")
 }

@@ -330,13 +330,17 @@ async fn a_megatron_fork_blesses_gates_and_keeps_one_comment_through_the_action(
     let Some(corpus) = goldgate_core::fixtures::corpus::megatron_corpus() else {
         return;
     };
+    on_fake_github(move |gh| adopt(&corpus, &gh.base, gh)).await;
+}
+
+/// Runs `test` (blocking: the action's scripts) against a fresh mock GitHub, once the tools the
+/// action needs are there (else it says it skipped).
+async fn on_fake_github(test: impl FnOnce(&FakeGithub) + Send + 'static) {
     if !tools_ready() {
         return;
     }
     let (_server, gh) = FakeGithub::start("").await;
-    let fake = gh.clone();
-    let base = gh.base.clone();
-    tokio::task::spawn_blocking(move || adopt(&corpus, &base, &fake))
+    tokio::task::spawn_blocking(move || test(&gh))
         .await
         .unwrap();
 }
@@ -896,14 +900,7 @@ fn sticky(comments: &[(u64, String)], key: &str) -> (u64, String) {
 /// and leaves `beta`'s as it was.
 #[tokio::test]
 async fn two_comment_keys_keep_two_sticky_comments_and_a_key_updates_its_own() {
-    if !tools_ready() {
-        return;
-    }
-    let (_server, gh) = FakeGithub::start("").await;
-    let fake = gh.clone();
-    tokio::task::spawn_blocking(move || comment_keys(&fake))
-        .await
-        .unwrap();
+    on_fake_github(comment_keys).await;
 }
 
 fn comment_keys(gh: &FakeGithub) {
@@ -982,14 +979,7 @@ fn comment_keys(gh: &FakeGithub) {
 /// A/B's verdict.
 #[tokio::test]
 async fn mode_ab_alone_runs_a_within_job_ab_whose_verdict_reaches_the_comment() {
-    if !tools_ready() {
-        return;
-    }
-    let (_server, gh) = FakeGithub::start("").await;
-    let fake = gh.clone();
-    tokio::task::spawn_blocking(move || within_job_ab(&fake))
-        .await
-        .unwrap();
+    on_fake_github(within_job_ab).await;
 }
 
 fn within_job_ab(gh: &FakeGithub) {

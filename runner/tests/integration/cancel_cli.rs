@@ -265,6 +265,21 @@ impl Folder {
             .filter(|p| String::from_utf8_lossy(&std::fs::read(p).unwrap()).contains(needle))
             .collect()
     }
+
+    /// No file under `out/` holds `secret` but, with `keep_raw`, the raw copies of the job
+    /// folder `job`'s console log and rank log: a raw copy only on request.
+    fn assert_only_raw_copies_hold(&self, secret: &str, job: &Path, keep_raw: bool) {
+        let mut holding = self.files_holding(secret);
+        holding.sort();
+        let kept: Vec<PathBuf> = match keep_raw {
+            true => vec![
+                job.join("logs/console.raw.log"),
+                job.join("logs/none_x/attempt_0/0/stdout.raw.log"),
+            ],
+            false => Vec::new(),
+        };
+        assert_eq!(holding, kept, "a raw copy only on request");
+    }
 }
 
 #[test]
@@ -286,16 +301,7 @@ fn cancel_masks_the_output_a_killed_goldgate_never_read_into_its_log_and_keeps_n
             "rank 0 <redacted>\n"
         );
         assert!(!job.join("slurm-output.attempt1.log").exists());
-        let mut holding = f.files_holding(secret);
-        holding.sort();
-        let kept: Vec<PathBuf> = match keep_raw {
-            true => vec![
-                job.join("logs/console.raw.log"),
-                job.join("logs/none_x/attempt_0/0/stdout.raw.log"),
-            ],
-            false => Vec::new(),
-        };
-        assert_eq!(holding, kept, "a raw copy only on request");
+        f.assert_only_raw_copies_hold(secret, &job, keep_raw);
     }
 }
 
@@ -340,16 +346,7 @@ fn output_whose_secret_holds_another_value_in_the_cancelling_environment_is_left
         let o = f.cancel_with_token("HF_TOKEN", Some(rotated));
         let said = text(&o);
         assert_eq!(code(&o), 0, "{said}");
-        let mut holding = f.files_holding(secret);
-        holding.sort();
-        let kept: Vec<PathBuf> = match keep_raw {
-            true => vec![
-                job.join("logs/console.raw.log"),
-                job.join("logs/none_x/attempt_0/0/stdout.raw.log"),
-            ],
-            false => Vec::new(),
-        };
-        assert_eq!(holding, kept, "a raw copy only on request");
+        f.assert_only_raw_copies_hold(secret, &job, keep_raw);
         assert!(
             said.contains("lacks the run's value of HF_TOKEN (it holds another)"),
             "{said}"

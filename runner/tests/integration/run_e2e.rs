@@ -729,6 +729,23 @@ fn bless_then_compare(d: &Path, names: [&str; 2]) -> Output {
     compare
 }
 
+/// `compare --all-runs` of `d/out` against `d/golden`.
+fn compare_all_runs(d: &Path) -> Output {
+    cli::goldgate_in(
+        d,
+        &[
+            "compare",
+            "--results",
+            "out",
+            "--root",
+            "cases",
+            "--golden-root",
+            "golden",
+            "--all-runs",
+        ],
+    )
+}
+
 /// A job that fails until a marker file exists, then trains as `fake/quick` does.
 const FLAKY: &str = "#!/usr/bin/env bash\n[ -e \"$FLAKY_MARKER\" ] || { echo 'not yet' >&2; exit 1; }\n\
                      exec goldgate fake-trainer \"$@\"\n";
@@ -767,16 +784,7 @@ fn a_rerun_of_the_failures_is_judged_with_the_rest_of_its_run() {
     );
     assert!(said.contains(&note), "{said}");
     // Every run of the folder: the failed job counts through its rerun, not as a failed repeat.
-    let all = gg(&[
-        "compare",
-        "--results",
-        "out",
-        "--root",
-        "cases",
-        "--golden-root",
-        "golden",
-        "--all-runs",
-    ]);
+    let all = compare_all_runs(d);
     assert_eq!(all.status.code(), Some(0), "{}", text(&all));
     assert!(text(&all).contains(&note), "{}", text(&all));
 }
@@ -845,16 +853,7 @@ fn after_ctrl_c_the_rerun_of_what_did_not_finish_gates_the_whole_matrix() {
     );
     // Every run of the folder: the interrupted run is taken through its rerun, not refused
     // as incomplete.
-    let all = gg(&[
-        "compare",
-        "--results",
-        "out",
-        "--root",
-        "cases",
-        "--golden-root",
-        "golden",
-        "--all-runs",
-    ]);
+    let all = compare_all_runs(d);
     assert_eq!(all.status.code(), Some(0), "{}", text(&all));
     assert!(
         text(&all).contains("PASS 2 jobs on dev_cpu: 2 passed"),

@@ -194,6 +194,50 @@ fn per_rank_logs_under_the_jobs_logs_are_stored_redacted() {
     }
 }
 
+/// A run of one case whose rank writes `HF_TOKEN` (= `inherited`) into its per-rank log and then
+/// waits, with goldgate killed (SIGKILL: nothing of it runs) while it waits; the rank is let go
+/// after, so the folder holds what a killed goldgate leaves.
+fn killed_mid_job(keep_raw: bool, inherited: &str) -> Scratch {
+    let s = Scratch::new();
+    let (ready, release) = (s.path().join("ready"), s.path().join("release"));
+    // The rank writes its log, says so, and waits for the test to let it go.
+    let job = s.write(
+        "cases/m/ranks/job.sh",
+        "d=\"$1/none_abc/attempt_0/0\"; mkdir -p \"$d\"; \
+         echo \"rank 0 token $HF_TOKEN\" > \"$d/stdout.log\"; : > \"$2\"; \
+         while [ ! -e \"$3\" ]; do sleep 0.05; done",
+    );
+    s.write(
+        "cases/m/ranks/model_config.yaml",
+        &format!(
+            "TEST_TYPE: regular\nLAUNCHER: direct\nMODEL_ARGS: {{}}\nGOLDGATE:\n  \
+             entry: [\"sh\", {:?}, \"${{LOG_DIR}}\", {:?}, {:?}]\n",
+            job.display().to_string(),
+            ready.display().to_string(),
+            release.display().to_string()
+        ),
+    );
+    let extra: &[&str] = if keep_raw { &["--keep-raw-log"] } else { &[] };
+    let mut killed = (s.run(extra).env("HF_TOKEN", inherited))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while !ready.exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the job never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let pid = rustix::process::Pid::from_raw(killed.id() as i32).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::KILL).unwrap();
+    killed.wait().unwrap();
+    std::fs::write(&release, "").unwrap();
+    s
+}
+
 /// A goldgate killed mid-job (SIGKILL: nothing of it runs) never masks the per-rank logs the
 /// launcher wrote; the next run into the folder does, from what `run.json` recorded and its
 /// own environment's secrets, keeping the raw text only for a run that asked for it.
@@ -201,43 +245,7 @@ fn per_rank_logs_under_the_jobs_logs_are_stored_redacted() {
 fn a_killed_goldgates_per_rank_logs_are_masked_by_the_next_run_and_kept_raw_only_on_request() {
     let inherited = "hf-killed-rank-token-24680";
     for keep_raw in [false, true] {
-        let s = Scratch::new();
-        let (ready, release) = (s.path().join("ready"), s.path().join("release"));
-        // The rank writes its log, says so, and waits for the test to let it go.
-        let job = s.write(
-            "cases/m/ranks/job.sh",
-            "d=\"$1/none_abc/attempt_0/0\"; mkdir -p \"$d\"; \
-             echo \"rank 0 token $HF_TOKEN\" > \"$d/stdout.log\"; : > \"$2\"; \
-             while [ ! -e \"$3\" ]; do sleep 0.05; done",
-        );
-        s.write(
-            "cases/m/ranks/model_config.yaml",
-            &format!(
-                "TEST_TYPE: regular\nLAUNCHER: direct\nMODEL_ARGS: {{}}\nGOLDGATE:\n  \
-                 entry: [\"sh\", {:?}, \"${{LOG_DIR}}\", {:?}, {:?}]\n",
-                job.display().to_string(),
-                ready.display().to_string(),
-                release.display().to_string()
-            ),
-        );
-        let extra: &[&str] = if keep_raw { &["--keep-raw-log"] } else { &[] };
-        let mut killed = (s.run(extra).env("HF_TOKEN", inherited))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
-        while !ready.exists() {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "the job never started"
-            );
-            std::thread::sleep(std::time::Duration::from_millis(50));
-        }
-        let pid = rustix::process::Pid::from_raw(killed.id() as i32).unwrap();
-        rustix::process::kill_process(pid, rustix::process::Signal::KILL).unwrap();
-        killed.wait().unwrap();
-        std::fs::write(&release, "").unwrap();
+        let s = killed_mid_job(keep_raw, inherited);
         let o = s.run(&[]).env("HF_TOKEN", inherited).output().unwrap();
         assert_eq!(o.status.code(), Some(0), "{}", text(&o));
         assert!(!text(&o).contains("cannot mask"), "{}", text(&o));
@@ -269,43 +277,7 @@ fn a_killed_goldgates_per_rank_logs_are_masked_by_the_next_run_and_kept_raw_only
 fn a_killed_goldgates_per_rank_logs_whose_secret_now_holds_another_value_are_withheld() {
     let inherited = "hf-killed-old-token-13579";
     for keep_raw in [false, true] {
-        let s = Scratch::new();
-        let (ready, release) = (s.path().join("ready"), s.path().join("release"));
-        // The rank writes its log, says so, and waits for the test to let it go.
-        let job = s.write(
-            "cases/m/ranks/job.sh",
-            "d=\"$1/none_abc/attempt_0/0\"; mkdir -p \"$d\"; \
-             echo \"rank 0 token $HF_TOKEN\" > \"$d/stdout.log\"; : > \"$2\"; \
-             while [ ! -e \"$3\" ]; do sleep 0.05; done",
-        );
-        s.write(
-            "cases/m/ranks/model_config.yaml",
-            &format!(
-                "TEST_TYPE: regular\nLAUNCHER: direct\nMODEL_ARGS: {{}}\nGOLDGATE:\n  \
-                 entry: [\"sh\", {:?}, \"${{LOG_DIR}}\", {:?}, {:?}]\n",
-                job.display().to_string(),
-                ready.display().to_string(),
-                release.display().to_string()
-            ),
-        );
-        let extra: &[&str] = if keep_raw { &["--keep-raw-log"] } else { &[] };
-        let mut killed = (s.run(extra).env("HF_TOKEN", inherited))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
-        while !ready.exists() {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "the job never started"
-            );
-            std::thread::sleep(std::time::Duration::from_millis(50));
-        }
-        let pid = rustix::process::Pid::from_raw(killed.id() as i32).unwrap();
-        rustix::process::kill_process(pid, rustix::process::Signal::KILL).unwrap();
-        killed.wait().unwrap();
-        std::fs::write(&release, "").unwrap();
+        let s = killed_mid_job(keep_raw, inherited);
         let out = s.path().join("out");
         let rotated = another_value(&out, "HF_TOKEN", inherited, "hf-killed-new-token-");
         let o = s.run(&[]).env("HF_TOKEN", &rotated).output().unwrap();

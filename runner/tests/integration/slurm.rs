@@ -922,6 +922,54 @@ fn a_secret_the_case_sets_is_what_a_slurm_job_sees_and_is_masked() {
     assert_eq!(files_holding(&tree, fed), [logs.join("console.raw.log")]);
 }
 
+/// A Slurm job of `name` that prints `HF_TOKEN` (= `secret`) until it is cancelled, after its
+/// goldgate is gone too, run with `--keep-raw-log` when `keep_raw`: its goldgate is killed
+/// (kill -9) once the console log shows a few lines, and the test waits until Slurm's raw output
+/// holds a line goldgate never read, which it returns with the tree.
+fn killed_mid_printing_job(name: &str, secret: &str, keep_raw: bool) -> (Tree, String) {
+    let script = format!(
+        "{RANK_LOG}echo \"login $HF_TOKEN\"; echo ready\n\
+         i=0; while [ $i -lt 1200 ]; do echo \"late $i $HF_TOKEN\"; i=$((i+1)); sleep 0.1; done\n"
+    );
+    let tree = script_tree(name, &script);
+    let extra: &[&str] = if keep_raw { &["--keep-raw-log"] } else { &[] };
+    let mut child = tree
+        .run("n1", extra)
+        .env("HF_TOKEN", secret)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    assert!(
+        wait(Duration::from_secs(180), || first_console(&tree)
+            .contains("late 3 ")),
+        "the job never printed"
+    );
+    kill9(&mut child);
+    // The last line goldgate read; Slurm's raw output, secrets and all, outlives goldgate, and
+    // the job prints on.
+    let last_read: u32 = first_console(&tree)
+        .lines()
+        .filter_map(|l| l.strip_prefix("late ")?.split(' ').next()?.parse().ok())
+        .max()
+        .unwrap();
+    let unread = format!("late {} ", last_read + 10);
+    let raw = job_dir(&tree).join("slurm-output.attempt1.log");
+    assert!(wait(Duration::from_secs(60), || {
+        std::fs::read_to_string(&raw).is_ok_and(|t| t.contains(&unread))
+    }));
+    (tree, unread)
+}
+
+/// The first console log under the tree's `out/` as it is now (empty before there is one).
+fn first_console(tree: &Tree) -> String {
+    let path = walk(&tree.path().join("out"))
+        .into_iter()
+        .find(|p| p.ends_with("logs/console.log"));
+    path.and_then(|p| std::fs::read_to_string(p).ok())
+        .unwrap_or_default()
+}
+
 #[test]
 fn a_killed_goldgates_slurm_output_is_masked_into_its_log_by_cancel_and_kept_raw_only_on_request() {
     let _cluster = shared();
@@ -929,46 +977,10 @@ fn a_killed_goldgates_slurm_output_is_masked_into_its_log_by_cancel_and_kept_raw
         return;
     }
     let secret = "hf-slurm-left-token-8086";
-    // Prints its secret until cancelled, after goldgate is gone too.
-    let script = format!(
-        "{RANK_LOG}echo \"login $HF_TOKEN\"; echo ready\n\
-         i=0; while [ $i -lt 1200 ]; do echo \"late $i $HF_TOKEN\"; i=$((i+1)); sleep 0.1; done\n"
-    );
     for keep_raw in [false, true] {
-        let tree = script_tree("leftraw", &script);
-        let extra: &[&str] = if keep_raw { &["--keep-raw-log"] } else { &[] };
-        let mut child = tree
-            .run("n1", extra)
-            .env("HF_TOKEN", secret)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let console = || {
-            let path = walk(&tree.path().join("out"))
-                .into_iter()
-                .find(|p| p.ends_with("logs/console.log"));
-            path.and_then(|p| std::fs::read_to_string(p).ok())
-                .unwrap_or_default()
-        };
-        assert!(
-            wait(Duration::from_secs(180), || console().contains("late 3 ")),
-            "the job never printed"
-        );
-        kill9(&mut child);
-        // The last line goldgate read; Slurm's raw output, secrets and all, outlives goldgate,
-        // and the job prints on.
-        let last_read: u32 = console()
-            .lines()
-            .filter_map(|l| l.strip_prefix("late ")?.split(' ').next()?.parse().ok())
-            .max()
-            .unwrap();
-        let unread = format!("late {} ", last_read + 10);
+        let (tree, unread) = killed_mid_printing_job("leftraw", secret, keep_raw);
         let job = job_dir(&tree);
         let raw = job.join("slurm-output.attempt1.log");
-        assert!(wait(Duration::from_secs(60), || {
-            std::fs::read_to_string(&raw).is_ok_and(|t| t.contains(&unread))
-        }));
         let out = cli::goldgate()
             .current_dir(tree.path())
             .args(["cancel", "--out", "out"])
@@ -982,7 +994,7 @@ fn a_killed_goldgates_slurm_output_is_masked_into_its_log_by_cancel_and_kept_raw
             text(&out)
         );
         assert!(!raw.exists(), "Slurm's raw output is left");
-        let settled = console();
+        let settled = first_console(&tree);
         assert!(
             settled.contains("login <redacted>\nready\n")
                 && settled.contains(&format!("{unread}<redacted>\n")),
@@ -1004,43 +1016,10 @@ fn a_killed_goldgates_slurm_output_whose_secret_now_holds_another_value_is_left_
         return;
     }
     let secret = "hf-slurm-old-token-6061";
-    let script = format!(
-        "{RANK_LOG}echo \"login $HF_TOKEN\"; echo ready\n\
-         i=0; while [ $i -lt 1200 ]; do echo \"late $i $HF_TOKEN\"; i=$((i+1)); sleep 0.1; done\n"
-    );
     for keep_raw in [false, true] {
-        let tree = script_tree("leftrotated", &script);
-        let extra: &[&str] = if keep_raw { &["--keep-raw-log"] } else { &[] };
-        let mut child = tree
-            .run("n1", extra)
-            .env("HF_TOKEN", secret)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let console = || {
-            let path = walk(&tree.path().join("out"))
-                .into_iter()
-                .find(|p| p.ends_with("logs/console.log"));
-            path.and_then(|p| std::fs::read_to_string(p).ok())
-                .unwrap_or_default()
-        };
-        assert!(
-            wait(Duration::from_secs(180), || console().contains("late 3 ")),
-            "the job never printed"
-        );
-        kill9(&mut child);
+        let (tree, _unread) = killed_mid_printing_job("leftrotated", secret, keep_raw);
         let job = job_dir(&tree);
         let raw = job.join("slurm-output.attempt1.log");
-        let last_read: u32 = console()
-            .lines()
-            .filter_map(|l| l.strip_prefix("late ")?.split(' ').next()?.parse().ok())
-            .max()
-            .unwrap();
-        let unread = format!("late {} ", last_read + 10);
-        assert!(wait(Duration::from_secs(60), || {
-            std::fs::read_to_string(&raw).is_ok_and(|t| t.contains(&unread))
-        }));
         let out_dir = tree.path().join("out");
         let rotated = another_value(&out_dir, "HF_TOKEN", secret, "hf-slurm-new-token-");
         let out = cli::goldgate()
@@ -1070,7 +1049,7 @@ fn a_killed_goldgates_slurm_output_whose_secret_now_holds_another_value_is_left_
         );
         assert!(!said.contains(secret) && !said.contains(&rotated), "{said}");
         assert!(!raw.exists(), "Slurm's raw output is left");
-        let settled = console();
+        let settled = first_console(&tree);
         assert!(
             settled.contains("login <redacted>\n") && settled.contains("are not kept"),
             "{settled}"
