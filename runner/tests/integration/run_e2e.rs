@@ -716,7 +716,14 @@ fn bless_then_compare(d: &Path, names: [&str; 2]) -> Output {
     assert_eq!(bless.status.code(), Some(0), "{}", text(&bless));
     let [ok, other] = names;
     assert!(d.join("golden/m").join(ok).is_dir() && d.join("golden/m").join(other).is_dir());
-    let compare = gg(&[
+    let compare = compare_out(d, &[]);
+    assert_eq!(compare.status.code(), Some(0), "{}", text(&compare));
+    compare
+}
+
+/// `compare` of `d/out` (cases in `d/cases`) against `d/golden`, with `extra` arguments.
+fn compare_out(d: &Path, extra: &[&str]) -> Output {
+    let mut args = vec![
         "compare",
         "--results",
         "out",
@@ -724,26 +731,9 @@ fn bless_then_compare(d: &Path, names: [&str; 2]) -> Output {
         "cases",
         "--golden-root",
         "golden",
-    ]);
-    assert_eq!(compare.status.code(), Some(0), "{}", text(&compare));
-    compare
-}
-
-/// `compare --all-runs` of `d/out` against `d/golden`.
-fn compare_all_runs(d: &Path) -> Output {
-    cli::goldgate_in(
-        d,
-        &[
-            "compare",
-            "--results",
-            "out",
-            "--root",
-            "cases",
-            "--golden-root",
-            "golden",
-            "--all-runs",
-        ],
-    )
+    ];
+    args.extend_from_slice(extra);
+    cli::goldgate_in(d, &args)
 }
 
 /// A job that fails until a marker file exists, then trains as `fake/quick` does.
@@ -784,7 +774,7 @@ fn a_rerun_of_the_failures_is_judged_with_the_rest_of_its_run() {
     );
     assert!(said.contains(&note), "{said}");
     // Every run of the folder: the failed job counts through its rerun, not as a failed repeat.
-    let all = compare_all_runs(d);
+    let all = compare_out(d, &["--all-runs"]);
     assert_eq!(all.status.code(), Some(0), "{}", text(&all));
     assert!(text(&all).contains(&note), "{}", text(&all));
 }
@@ -853,7 +843,7 @@ fn after_ctrl_c_the_rerun_of_what_did_not_finish_gates_the_whole_matrix() {
     );
     // Every run of the folder: the interrupted run is taken through its rerun, not refused
     // as incomplete.
-    let all = compare_all_runs(d);
+    let all = compare_out(d, &["--all-runs"]);
     assert_eq!(all.status.code(), Some(0), "{}", text(&all));
     assert!(
         text(&all).contains("PASS 2 jobs on dev_cpu: 2 passed"),
