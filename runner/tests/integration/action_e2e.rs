@@ -273,6 +273,11 @@ impl Fork {
     }
 }
 
+/// Asserts that the steps printed `needle`, showing everything they printed when not.
+fn logged(o: &Outcome, needle: &str) {
+    assert!(o.log.contains(needle), "{needle}: {}", show(o));
+}
+
 fn show(o: &Outcome) -> String {
     format!("steps: {:?}\n{}", o.steps, o.log)
 }
@@ -363,7 +368,7 @@ fn adopt(corpus: &Path, github: &str, gh: &FakeGithub) {
     assert!(!o.failed, "{}", show(&o));
     assert_eq!(o.output("run", "exit-code"), "0", "{}", show(&o));
     // The release archive was checked, and is the goldgate that ran.
-    assert!(o.log.contains("(matches SHA256SUMS)"), "{}", show(&o));
+    logged(&o, "(matches SHA256SUMS)");
     assert!(o.log.contains(&format!(
         "installed: goldgate {}",
         env!("CARGO_PKG_VERSION")
@@ -446,11 +451,7 @@ fn adopt(corpus: &Path, github: &str, gh: &FakeGithub) {
     assert!(ran(&job.workspace) >= 1, "{consoles:?}");
     // The A/B of this job gates timing: the gate leaves its golden timing rows diagnostic
     // (`--clocks ab`), so the slower saves fail the job through the A/B alone.
-    assert!(
-        o.log.contains("the gate's clocks: ab (--clocks ab)"),
-        "{}",
-        show(&o)
-    );
+    logged(&o, "the gate's clocks: ab (--clocks ab)");
     let comparison: Value =
         serde_json::from_slice(&std::fs::read(records.join("comparison.json")).unwrap()).unwrap();
     assert_eq!(
@@ -511,12 +512,9 @@ fn adopt(corpus: &Path, github: &str, gh: &FakeGithub) {
     let job = fork.job(4, "pull_request", "17/merge", pr_event(&main, &head));
     fork.checkout(&job, &merge, true);
     let o = job.run(&fork.inputs(&job, "goldgate.yml", &[]));
-    assert!(
-        o.log.contains(&format!(
-            "arm A: {main}, the base of the pull request's merge commit {merge}"
-        )),
-        "{}",
-        show(&o)
+    logged(
+        &o,
+        &format!("arm A: {main}, the base of the pull request's merge commit {merge}"),
     );
     let code = o.output("run", "exit-code");
     assert!(
@@ -672,12 +670,9 @@ fn the_action_passes_a_filter_with_spaces_as_one_argument_and_args_one_per_line(
         &[("cases", "demo/ckpt-demo"), ("args", "--repeat 3")],
     ));
     assert!(o.failed, "{}", show(&o));
-    assert!(
-        o.log.contains(
-            "input args: the line '--repeat 3' holds an option and its value; give one argument per line (--repeat=3, or the value on the next line)"
-        ),
-        "{}",
-        show(&o)
+    logged(
+        &o,
+        "input args: the line '--repeat 3' holds an option and its value; give one argument per line (--repeat=3, or the value on the next line)",
     );
     assert!(!o.log.contains("+ goldgate list"), "{}", show(&o));
 }
@@ -696,11 +691,7 @@ fn the_action_refuses_a_release_archive_whose_checksum_does_not_match() {
     // A pinned sha256 that is not the archive's.
     let o = job(1).run(&inputs(&[("sha256", &"0".repeat(64))]));
     assert!(o.failed);
-    assert!(
-        o.log.contains("does not match the sha256 input"),
-        "{}",
-        show(&o)
-    );
+    logged(&o, "does not match the sha256 input");
     assert_eq!(o.output("install", "goldgate"), "");
     assert!(
         o.steps.contains(&("run".to_owned(), false)),
@@ -714,7 +705,7 @@ fn the_action_refuses_a_release_archive_whose_checksum_does_not_match() {
     std::fs::write(&archive, bytes).unwrap();
     let o = job(2).run(&inputs(&[]));
     assert!(o.failed);
-    assert!(o.log.contains("does not match SHA256SUMS"), "{}", show(&o));
+    logged(&o, "does not match SHA256SUMS");
     assert_eq!(o.output("install", "goldgate"), "");
 }
 
@@ -785,12 +776,9 @@ fn a_push_to_main_ingests_its_shard_into_history_and_a_pull_request_is_never_ing
         assert!(!o.failed, "{backend}: {}", show(&o));
         assert_eq!(o.output("run", "exit-code"), "0", "{backend}: {}", show(&o));
         // The shard: goldgate run's argument, the artifact's name, what was listed and run.
-        assert!(
-            o.log.contains(
-                "+ goldgate run --root test_cases --platform dev_cpu --golden-root golden --partition hash:2/2 demo/ckpt-demo demo/crash-demo --out "
-            ),
-            "{}",
-            show(&o)
+        logged(
+            &o,
+            "+ goldgate run --root test_cases --platform dev_cpu --golden-root golden --partition hash:2/2 demo/ckpt-demo demo/crash-demo --out ",
         );
         assert_eq!(o.output("prepare", "artifact"), "goldgate-dev_cpu-2");
         let records = tmp.path().join(format!("store/{n}/goldgate-dev_cpu-2"));
@@ -801,7 +789,7 @@ fn a_push_to_main_ingests_its_shard_into_history_and_a_pull_request_is_never_ing
         );
         assert_eq!(find(&records.join("results"), "results.json").len(), 1);
         // The push's run is in the store.
-        assert!(o.log.contains("+ goldgate history ingest "), "{}", show(&o));
+        logged(&o, "+ goldgate history ingest ");
         assert_eq!(
             crate::history_cli::runs_stored(&store.location),
             1,
@@ -822,12 +810,9 @@ fn a_push_to_main_ingests_its_shard_into_history_and_a_pull_request_is_never_ing
         );
         let o = pr.run(&inputs);
         assert_eq!(o.output("run", "exit-code"), "0", "{}", show(&o));
-        assert!(
-            o.log.contains(
-                "history: not ingesting a pull_request run of 17/merge (only pushes to main)"
-            ),
-            "{}",
-            show(&o)
+        logged(
+            &o,
+            "history: not ingesting a pull_request run of 17/merge (only pushes to main)",
         );
         assert!(!o.log.contains("+ goldgate history ingest"), "{}", show(&o));
         assert_eq!(crate::history_cli::runs_stored(&store.location), 1);
@@ -860,12 +845,11 @@ fn the_scope_input_selects_only_megatrons_recipe_rows_for_the_platform() {
     let o = job.run(&inputs);
     assert!(o.failed, "{}", show(&o));
     assert_eq!(o.output("run", "exit-code"), "2", "{}", show(&o));
-    assert!(
-        o.log.contains(&format!(
+    logged(
+        &o,
+        &format!(
             "+ goldgate list --root {CASES} --platform {PLATFORM} --scope mr --golden-root {CASES} {CASE}"
-        )),
-        "{}",
-        show(&o)
+        ),
     );
     let list = std::fs::read_to_string(
         fork.artifact(1, &format!("goldgate-{PLATFORM}-1"))
@@ -1039,12 +1023,9 @@ fn within_job_ab(gh: &FakeGithub) {
     ));
     assert!(o.failed, "the regression fails the job: {}", show(&o));
     assert_eq!(o.output("run", "exit-code"), "1", "{}", show(&o));
-    assert!(
-        o.log.contains(
-            "+ goldgate ab fake/injob --root runner/tests/fixtures/cases --golden-root golden --platform dev_cpu --b-switch=save-delay=0.25 --seed=3 --out "
-        ),
-        "{}",
-        show(&o)
+    logged(
+        &o,
+        "+ goldgate ab fake/injob --root runner/tests/fixtures/cases --golden-root golden --platform dev_cpu --b-switch=save-delay=0.25 --seed=3 --out ",
     );
     assert!(!o.log.contains("+ goldgate run "), "no gate: {}", show(&o));
     assert_eq!(o.output("prepare", "artifact"), "goldgate-dev_cpu-ab");
